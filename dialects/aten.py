@@ -1,0 +1,54 @@
+"""The aten and prims dialects: value-semantic tensor ops, one per ATen overload.
+
+The op classes are generated from torch's schemas (``aten_ops.py``, by
+``python -m coil.tools.gen_aten``); the tensor type, the shared syntax and the
+non-ATen ops (``aten.constant``, ``aten.tensor_constant``, ``aten.operator``)
+are in ``aten_base.py``. :func:`op_class_for` maps an OpOverload to its class.
+"""
+
+from __future__ import annotations
+
+import torch
+from xdsl.ir import Dialect
+
+from coil.dialects.aten_base import (
+    AtenOp,
+    ConstantOp,
+    OperandRefAttr,
+    OperatorOp,
+    TensorConstantOp,
+    TensorType,
+)
+from coil.dialects.aten_ops import ATEN_OPS, PRIMS_OPS
+
+Aten = Dialect(
+    "aten", [*ATEN_OPS, ConstantOp, TensorConstantOp, OperatorOp], [TensorType, OperandRefAttr]
+)
+Prims = Dialect("prims", list(PRIMS_OPS), [])
+
+_BY_NAME: dict[str, type[AtenOp]] = {cls.OVERLOAD: cls for cls in [*ATEN_OPS, *PRIMS_OPS]}
+
+
+def overload_name(overload: torch._ops.OpOverload) -> str:
+    """``aten.add.Tensor`` for ``torch.ops.aten.add.Tensor``."""
+    packet = overload._schema.name.split("::")[1]
+    return f"{overload.namespace}.{packet}.{overload._overloadname}"
+
+
+def op_class_for(overload: torch._ops.OpOverload) -> type[AtenOp] | None:
+    """The generated op class of ``overload``, or None (-> ``aten.operator``)."""
+    return _BY_NAME.get(overload_name(overload))
+
+
+__all__ = [
+    "Aten",
+    "AtenOp",
+    "ConstantOp",
+    "OperandRefAttr",
+    "OperatorOp",
+    "Prims",
+    "TensorConstantOp",
+    "TensorType",
+    "op_class_for",
+    "overload_name",
+]

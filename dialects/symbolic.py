@@ -1,0 +1,290 @@
+"""Symbolic integer expressions (sympy) shared by every coil dialect.
+
+Sizes, strides and (later) index expressions are sympy expressions over size
+symbols (``s0``, ``s1`` ...) and loop indices. This module owns
+
+* the canonical form of a symbol (``integer=True, nonnegative=True``: sympy
+  compares symbols by name *and* assumptions, so every symbol coil creates or
+  imports goes through :func:`symbol`);
+* the textual syntax, printed and parsed with xDSL's MLIR lexer. Floor division
+  and modulo are spelled ``floordiv`` / ``mod`` as in MLIR affine maps, because
+  ``//`` starts a comment and ``%`` starts an SSA name in MLIR text::
+
+      2*s0 + 1        (s0 floordiv 2) mod 3        max(s0, 4)
+
+* ``#coil.expr<...>`` (one expression) and ``#coil.shape<[...]>`` (a tuple of
+  them), the attributes types and properties store.
+
+Floor division and modulo are torch's own sympy functions
+(``torch.utils._sympy.functions.FloorDiv`` / ``PythonMod``), so expressions that
+come out of torch's ShapeEnv import unchanged and simplify the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import sympy
+from torch.utils._sympy.functions import (
+    CeilToInt,
+    FloorDiv,
+    FloorToInt,
+    Max as TorchMax,
+    Min as TorchMin,
+    Mod as TorchMod,
+    ModularIndexing,
+    PythonMod,
+)
+from xdsl.ir import Data, Dialect
+from xdsl.irdl import irdl_attr_definition
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+
+SymInt = int | sympy.Expr
+"""A dimension, stride or index: a Python int when static, else a sympy expression."""
+
+
+class SymbolicSyntaxError(ValueError):
+    """An expression that coil's symbolic syntax cannot express."""
+
+
+def symbol(name: str) -> sympy.Symbol:
+    """The canonical symbol ``name`` (all coil symbols share these assumptions)."""
+    return sympy.Symbol(name, integer=True, nonnegative=True)
+
+
+def canonicalize_symbols(expr: sympy.Expr) -> sympy.Expr:
+    """Rewrite every free symbol of ``expr`` into its canonical form."""
+    subs = {s: symbol(s.name) for s in expr.free_symbols if s != symbol(s.name)}
+    return expr.xreplace(subs) if subs else expr
+
+
+def to_expr(value: SymInt) -> sympy.Expr:
+    """A sympy expression for an int or expression (ints become ``sympy.Integer``)."""
+    if isinstance(value, bool):
+        raise TypeError("a bool is not a symbolic integer")
+    if isinstance(value, int):
+        return sympy.Integer(value)
+    if isinstance(value, sympy.Expr):
+        return canonicalize_symbols(value)
+    raise TypeError(f"not a symbolic integer: {value!r}")
+
+
+def to_symint(expr: sympy.Expr | int) -> SymInt:
+    """A Python int when ``expr`` is a constant, else the expression itself."""
+    if isinstance(expr, int):
+        return expr
+    if expr.is_Integer:
+        return int(expr)
+    return expr
+
+
+def contiguous_strides(shape: Sequence[SymInt]) -> tuple[SymInt, ...]:
+    """Row-major strides for ``shape`` (as torch computes them: size-1 dims count as 1)."""
+    strides: list[SymInt] = []
+    running: sympy.Expr = sympy.Integer(1)
+    for dim in reversed(shape):
+        strides.append(to_symint(running))
+        # torch counts a size-0 dim as 1; size symbols are >= 1 by construction.
+        running = sympy.expand(running * (max(dim, 1) if isinstance(dim, int) else dim))
+    return tuple(reversed(strides))
+
+
+# --------------------------------------------------------------------------
+# Printing
+# --------------------------------------------------------------------------
+
+_ADD, _MUL, _ATOM = 0, 1, 2
+
+
+def format_expr(expr: SymInt) -> str:
+    """The textual form of ``expr`` (parseable by :func:`parse_expr`)."""
+    text, _ = _format(to_expr(expr))
+    return text
+
+
+def _wrap(part: tuple[str, int], min_prec: int) -> str:
+    text, prec = part
+    return f"({text})" if prec < min_prec else text
+
+
+def _format(expr: sympy.Expr) -> tuple[str, int]:
+    if expr.is_Integer:
+        value = int(expr)
+        return (str(value), _ATOM) if value >= 0 else (str(value), _ADD)
+    if expr.is_Symbol:
+        return expr.name, _ATOM
+    if isinstance(expr, sympy.Add):
+        terms = expr.as_ordered_terms()
+        text = _format_term(terms[0])
+        for term in terms[1:]:
+            coeff, rest = term.as_coeff_Mul()
+            if coeff < 0:
+                text += " - " + _format_term(-term)
+            else:
+                text += " + " + _format_term(term)
+        return text, _ADD
+    if isinstance(expr, sympy.Mul):
+        coeff, rest = expr.as_coeff_Mul()
+        if coeff == -1:
+            return "-" + _wrap(_format(rest), _MUL), _ADD
+        if not coeff.is_Integer:
+            raise SymbolicSyntaxError(f"non-integer coefficient in {expr}")
+        factors = []
+        for factor in expr.as_ordered_factors():
+            if isinstance(factor, sympy.Pow):
+                base, exp = factor.args
+                if not (exp.is_Integer and int(exp) > 0):
+                    raise SymbolicSyntaxError(f"cannot print power {factor}")
+                factors.extend([_wrap(_format(base), _ATOM)] * int(exp))
+            else:
+                factors.append(_wrap(_format(factor), _ATOM))
+        return "*".join(factors), _MUL
+    if isinstance(expr, sympy.Pow):
+        return _format_pow(expr)
+    if isinstance(expr, FloorDiv):
+        lhs, rhs = expr.args
+        return f"{_wrap(_format(lhs), _ATOM)} floordiv {_wrap(_format(rhs), _ATOM)}", _MUL
+    if isinstance(expr, PythonMod | TorchMod | sympy.Mod):
+        lhs, rhs = expr.args
+        return f"{_wrap(_format(lhs), _ATOM)} mod {_wrap(_format(rhs), _ATOM)}", _MUL
+    if isinstance(expr, ModularIndexing):
+        base, div, mod = expr.args
+        return _format(PythonMod(FloorDiv(base, div), mod))
+    if isinstance(expr, sympy.Max | sympy.Min | TorchMax | TorchMin):
+        fname = "max" if isinstance(expr, sympy.Max | TorchMax) else "min"
+        args = ", ".join(_format(a)[0] for a in expr.args)
+        return f"{fname}({args})", _ATOM
+    if isinstance(expr, CeilToInt | FloorToInt):
+        raise SymbolicSyntaxError(f"float-valued symbolic expression {expr} is not supported")
+    raise SymbolicSyntaxError(f"cannot print symbolic expression {expr} ({type(expr).__name__})")
+
+
+def _format_pow(expr: sympy.Pow) -> tuple[str, int]:
+    base, exp = expr.args
+    if not (exp.is_Integer and int(exp) > 0):
+        raise SymbolicSyntaxError(f"cannot print power {expr}")
+    return "*".join([_wrap(_format(base), _ATOM)] * int(exp)), _MUL
+
+
+def _format_term(term: sympy.Expr) -> str:
+    return _wrap(_format(term), _MUL)
+
+
+# --------------------------------------------------------------------------
+# Parsing (on xDSL's MLIR lexer, so it nests inside any attribute or op syntax)
+# --------------------------------------------------------------------------
+
+_FUNCTIONS = {"max": sympy.Max, "min": sympy.Min}
+
+
+def parse_expr(parser: AttrParser) -> sympy.Expr:
+    """Parse ``expr := term (('+'|'-') term)*`` at the parser's position."""
+    expr = _parse_term(parser)
+    while True:
+        if parser.parse_optional_punctuation("+"):
+            expr = expr + _parse_term(parser)
+        elif parser.parse_optional_punctuation("-"):
+            expr = expr - _parse_term(parser)
+        else:
+            return expr
+
+
+def _parse_term(parser: AttrParser) -> sympy.Expr:
+    expr = _parse_factor(parser)
+    while True:
+        if parser.parse_optional_punctuation("*"):
+            expr = expr * _parse_factor(parser)
+        elif parser.parse_optional_keyword("floordiv"):
+            expr = FloorDiv(expr, _parse_factor(parser))
+        elif parser.parse_optional_keyword("mod"):
+            expr = PythonMod(expr, _parse_factor(parser))
+        else:
+            return expr
+
+
+def _parse_factor(parser: AttrParser) -> sympy.Expr:
+    if parser.parse_optional_punctuation("-"):
+        return -_parse_factor(parser)
+    if parser.parse_optional_punctuation("("):
+        expr = parse_expr(parser)
+        parser.parse_punctuation(")")
+        return expr
+    value = parser.parse_optional_integer(allow_boolean=False, allow_negative=False)
+    if value is not None:
+        return sympy.Integer(value)
+    name = parser.parse_optional_identifier()
+    if name is None:
+        parser.raise_error("expected a symbolic integer expression (int, symbol, '(' or '-')")
+    if name in _FUNCTIONS:
+        args = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, lambda: parse_expr(parser)
+        )
+        return _FUNCTIONS[name](*args)
+    if name in ("floordiv", "mod"):
+        parser.raise_error(f"'{name}' needs a left operand")
+    return symbol(name)
+
+
+def parse_expr_list(parser: AttrParser) -> tuple[sympy.Expr, ...]:
+    """Parse ``[e0, e1, ...]``."""
+    return tuple(
+        parser.parse_comma_separated_list(parser.Delimiter.SQUARE, lambda: parse_expr(parser))
+    )
+
+
+def format_expr_list(values: Iterable[SymInt]) -> str:
+    return "[" + ", ".join(format_expr(v) for v in values) + "]"
+
+
+# --------------------------------------------------------------------------
+# Attributes
+# --------------------------------------------------------------------------
+
+
+@irdl_attr_definition
+class ExprAttr(Data[sympy.Expr]):
+    """One symbolic integer, e.g. ``#coil.expr<2*s0 + 1>``."""
+
+    name = "coil.expr"
+
+    def __init__(self, value: SymInt):
+        super().__init__(to_expr(value))
+
+    @property
+    def symint(self) -> SymInt:
+        return to_symint(self.data)
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> sympy.Expr:
+        with parser.in_angle_brackets():
+            return parse_expr(parser)
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(f"<{format_expr(self.data)}>")
+
+
+@irdl_attr_definition
+class ShapeAttr(Data[tuple[sympy.Expr, ...]]):
+    """A tuple of symbolic integers (sizes or strides), e.g. ``#coil.shape<[s0, 128]>``."""
+
+    name = "coil.shape"
+
+    def __init__(self, values: Iterable[SymInt]):
+        super().__init__(tuple(to_expr(v) for v in values))
+
+    @property
+    def symints(self) -> tuple[SymInt, ...]:
+        return tuple(to_symint(v) for v in self.data)
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> tuple[sympy.Expr, ...]:
+        with parser.in_angle_brackets():
+            return parse_expr_list(parser)
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(f"<{format_expr_list(self.data)}>")
+
+
+Coil = Dialect("coil", [], [ExprAttr, ShapeAttr])
+"""Attributes shared by all coil dialects (``#coil.expr``, ``#coil.shape``)."""

@@ -1,0 +1,529 @@
+"""Import an aten-level FX GraphModule into the aten dialect.
+
+The input is what AOTAutograd hands a backend (and what ``make_fx`` /
+``torch.export`` produce): a GraphModule whose nodes carry ``meta["val"]``
+FakeTensors. The output is a ``builtin.module`` holding one ``func.func``:
+
+* placeholders become function arguments: tensors typed ``!aten.tensor`` with
+  their real strides, SymInts ``index`` arguments carrying the symbol they bind
+  (``{coil.symbol = #coil.expr<s0>}``), None ``none``;
+* ``get_attr`` constants become ``aten.tensor_constant`` when small, else extra
+  trailing arguments named by ``{coil.constant = "<attr>"}``;
+* each ``call_function`` on an OpOverload becomes its generated op, or
+  ``aten.operator`` when the generated set lacks it; SymInt arithmetic
+  (``sym_size``, ``operator.mul`` on sizes ...) folds into sympy expressions;
+* the output's pytree becomes ``func.return`` (the tree shape, when not a flat
+  tuple, is kept in ``coil.output_tree``).
+
+FX node names become SSA name hints and the node's stack trace its location.
+A node with no representation raises :class:`ImportError_` naming the target
+and the user line.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import sympy
+import torch
+import torch.fx
+import torch.utils._pytree as pytree
+from xdsl.builder import Builder
+from xdsl.dialects import builtin, func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    FileLineColLoc,
+    IntAttr,
+    StringAttr,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from coil.dialects import dtypes
+from coil.dialects.aten import (
+    ConstantOp,
+    OperandRefAttr,
+    OperatorOp,
+    TensorConstantOp,
+    TensorType,
+    op_class_for,
+)
+from coil.dialects.aten_schema import (
+    Kind,
+    UnsupportedSchema,
+    classify,
+    normalize,
+    op_schema,
+    to_attr,
+)
+from coil.dialects.symbolic import ExprAttr, canonicalize_symbols, to_symint
+
+INLINE_CONSTANT_MAX_NUMEL = 64
+"""get_attr tensors up to this many elements are inlined as dense literals."""
+
+
+class ImportError_(RuntimeError):  # noqa: N801 - ImportError is a builtin
+    """A graph node coil cannot represent; the message names the node and user line."""
+
+
+# --------------------------------------------------------------------------
+# Values from FakeTensors
+# --------------------------------------------------------------------------
+
+
+def sym_expr(value: Any) -> sympy.Expr | int:
+    """The canonical sympy form of a SymInt (or the int itself)."""
+    if isinstance(value, torch.SymInt | torch.SymBool | torch.SymFloat):
+        return to_symint(canonicalize_symbols(sympy.sympify(value.node.expr)))
+    return value
+
+
+def tensor_type(val: torch.Tensor) -> TensorType:
+    """The aten type of a (Fake)Tensor: sizes, dtype, strides, device."""
+    return TensorType(
+        [sym_expr(d) for d in val.shape],
+        dtypes.to_mlir(val.dtype),
+        [sym_expr(s) for s in val.stride()],
+        val.device,
+    )
+
+
+def value_type(val: Any) -> Attribute:
+    """The IR type of a node value (tensor, SymInt, Python scalar, None)."""
+    if isinstance(val, torch.Tensor):
+        return tensor_type(val)
+    if isinstance(val, torch.SymInt):
+        expr = sym_expr(val)
+        return builtin.i64 if isinstance(expr, int) else builtin.IndexType()
+    if isinstance(val, bool | torch.SymBool):
+        return builtin.i1
+    if isinstance(val, int):
+        return builtin.i64
+    if isinstance(val, float | torch.SymFloat):
+        return builtin.f64
+    if val is None:
+        return builtin.NoneType()
+    raise TypeError(f"no IR type for a value of type {type(val).__name__}")
+
+
+def location_of(node: torch.fx.Node) -> FileLineColLoc | None:
+    """The innermost user frame of the node's stack trace."""
+    trace = node.meta.get("stack_trace")
+    if not trace:
+        return None
+    frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
+    if not frames:
+        return None
+    filename, line = frames[-1]
+    return FileLineColLoc(StringAttr(filename), IntAttr(int(line)), IntAttr(0))
+
+
+def describe(node: torch.fx.Node) -> str:
+    """``node 'name' (target) at file:line`` for error messages."""
+    loc = location_of(node)
+    where = f" at {loc.filename.data}:{loc.line.data}" if loc else ""
+    return f"node '{node.name}' ({node.op} {_target_name(node.target)}){where}"
+
+
+def _target_name(target: Any) -> str:
+    if isinstance(target, str):
+        return target
+    return getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or str(target)
+
+
+def _hint(name: str) -> str | None:
+    name = re.sub(r"[^A-Za-z0-9_$.-]", "_", name)
+    return name if name and not name[0].isdigit() else None
+
+
+# --------------------------------------------------------------------------
+# The importer
+# --------------------------------------------------------------------------
+
+
+class _Importer:
+    def __init__(self, gm: torch.fx.GraphModule, func_name: str):
+        self.gm = gm
+        self.func_name = func_name
+        self.values: dict[torch.fx.Node, Any] = {}  # SSA value, tuple of them, or a symint
+        self.known_symbols: set[sympy.Symbol] = set()
+        self.block: Block | None = None
+        self.builder: Builder | None = None
+
+    # ---- entry -------------------------------------------------------------
+
+    def run(self) -> builtin.ModuleOp:
+        graph = self.gm.graph
+        placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+        arg_types, arg_attrs = [], []
+        for node in placeholders:
+            val = node.meta["val"]
+            arg_types.append(value_type(val))
+            attrs: dict[str, Attribute] = {}
+            if isinstance(val, torch.SymInt) and not isinstance(sym_expr(val), int):
+                attrs["coil.symbol"] = ExprAttr(sym_expr(val))
+            arg_attrs.append(attrs)
+            self._learn_symbols(val)
+        self.block = Block(arg_types=arg_types)
+        for node, arg in zip(placeholders, self.block.args):
+            arg.name_hint = _hint(node.name)
+            val = node.meta["val"]
+            if isinstance(val, torch.SymInt):
+                self.values[node] = sym_expr(val)  # uses fold into expressions
+            else:
+                self.values[node] = arg
+        self.builder = Builder(InsertPoint.at_end(self.block))
+        outputs: list[SSAValue] = []
+        tree_attr = None
+        for node in graph.nodes:
+            try:
+                if node.op == "placeholder":
+                    continue
+                if node.op == "get_attr":
+                    self._import_get_attr(node, arg_types, arg_attrs)
+                elif node.op == "call_function":
+                    self._import_call(node)
+                elif node.op == "output":
+                    outputs, tree_attr = self._import_output(node)
+                else:
+                    raise ImportError_(f"cannot import {node.op} nodes")
+            except ImportError_ as e:
+                if str(e).startswith("node '"):
+                    raise
+                raise ImportError_(f"{describe(node)}: {e}") from e
+            except (UnsupportedSchema, TypeError, ValueError, dtypes.UnsupportedDtype) as e:
+                raise ImportError_(f"{describe(node)}: {e}") from e
+        self.builder.insert(func.ReturnOp(*outputs))
+        fn = func.FuncOp(
+            self.func_name,
+            (list(self.block.arg_types), [v.type for v in outputs]),
+            Region(self.block),
+            arg_attrs=ArrayAttr([DictionaryAttr(a) for a in arg_attrs])
+            if any(arg_attrs) else None,
+        )
+        if tree_attr is not None:
+            fn.attributes["coil.output_tree"] = tree_attr
+        return builtin.ModuleOp([fn])
+
+    def _learn_symbols(self, val: Any) -> None:
+        if isinstance(val, torch.Tensor):
+            for d in (*val.shape, *val.stride()):
+                e = sym_expr(d)
+                if not isinstance(e, int):
+                    self.known_symbols |= e.free_symbols
+        elif isinstance(val, torch.SymInt):
+            e = sym_expr(val)
+            if not isinstance(e, int):
+                self.known_symbols |= e.free_symbols
+
+    # ---- nodes -----------------------------------------------------------------
+
+    def _insert(self, op: Operation, node: torch.fx.Node) -> Operation:
+        if (loc := location_of(node)) is not None:
+            op.location = loc
+        self.builder.insert(op)
+        return op
+
+    def _import_get_attr(self, node, arg_types, arg_attrs) -> None:
+        value = _fetch_attr(self.gm, node.target)
+        if not isinstance(value, torch.Tensor):
+            raise ImportError_(f"get_attr of a {type(value).__name__} is not supported")
+        inline = value.numel() <= INLINE_CONSTANT_MAX_NUMEL and _dense_ok(value)
+        if inline:
+            ttype = TensorType(list(value.shape), value.dtype, None, value.device)
+            op = self._insert(TensorConstantOp(_dense_attr(value), ttype), node)
+            op.result.name_hint = _hint(node.name)
+            self.values[node] = op.result
+            return
+        # Large constant: a trailing function argument the caller supplies.
+        arg = self.block.insert_arg(tensor_type(value), len(self.block.args))
+        arg.name_hint = _hint(node.name)
+        arg_types.append(arg.type)
+        arg_attrs.append({"coil.constant": StringAttr(str(node.target))})
+        self.values[node] = arg
+
+    def _import_call(self, node: torch.fx.Node) -> None:
+        target = node.target
+        val = node.meta.get("val")
+        if target is operator.getitem and isinstance(node.args[0], torch.fx.Node):
+            source = self.values[node.args[0]]
+            if isinstance(source, tuple):
+                self.values[node] = source[node.args[1]]
+                return
+        scalar = isinstance(val, torch.SymInt | torch.SymFloat | torch.SymBool | int | float)
+        if scalar and (not isinstance(target, torch._ops.OpOverload) or _is_size_query(target)):
+            self.values[node] = self._fold_symbolic(val)
+            return
+        if not isinstance(target, torch._ops.OpOverload):
+            raise ImportError_(
+                f"cannot import a call of {_target_name(target)}: only OpOverloads "
+                "(torch.ops.<ns>.<op>.<overload>) and getitem are supported"
+            )
+        result_types = self._result_types(node, val)
+        cls = op_class_for(target)
+        op = None
+        if cls is not None:
+            try:
+                op = self._build_generated(cls, target, node, result_types)
+            except (TypeError, ValueError):
+                op = None  # a value the typed form cannot hold: keep the generic form
+        if op is None:
+            op = self._build_operator(target, node, result_types)
+        self._insert(op, node)
+        results = list(op.results)
+        for r in results:
+            r.name_hint = _hint(node.name)
+        if isinstance(val, tuple | list):
+            self.values[node] = tuple(results)  # getitem i -> result i
+        elif len(results) == 1:
+            self.values[node] = results[0]
+        else:
+            self.values[node] = tuple(results)
+
+    def _fold_symbolic(self, val: Any) -> Any:
+        """A size computation: keep its value (an int or an expression over known symbols)."""
+        expr = sym_expr(val)
+        unknown = getattr(expr, "free_symbols", set()) - self.known_symbols
+        if unknown:
+            names = ", ".join(sorted(s.name for s in unknown))
+            raise ImportError_(
+                f"data-dependent size symbol(s) {names} (from .item()/nonzero-like ops) "
+                "are not supported yet"
+            )
+        return expr
+
+    def _result_types(self, node: torch.fx.Node, val: Any) -> list[Attribute]:
+        if isinstance(val, tuple | list):
+            return [value_type(v) for v in val]
+        if "val" not in node.meta:
+            raise ImportError_("node has no meta['val'] (run FakeTensorProp first)")
+        return [value_type(val)]
+
+    # ---- arguments -------------------------------------------------------------
+
+    def _bind(self, target: torch._ops.OpOverload, node: torch.fx.Node) -> dict[str, Any]:
+        """Schema argument name -> FX argument (positional and keyword)."""
+        schema = target._schema
+        bound: dict[str, Any] = {}
+        positional = [a for a in schema.arguments if not a.kwarg_only]
+        if len(node.args) > len(positional):
+            raise ImportError_(f"too many positional arguments for {schema.name}")
+        for arg, value in zip(positional, node.args):
+            bound[arg.name] = value
+        for name, value in node.kwargs.items():
+            bound[name] = value
+        return bound
+
+    def _tensor_value(self, value: Any, node: torch.fx.Node) -> SSAValue:
+        if isinstance(value, torch.fx.Node):
+            v = self.values[value]
+            if isinstance(v, SSAValue):
+                return v
+            value = v  # a folded SymInt used as a tensor argument
+        if isinstance(value, bool | int | float | sympy.Expr):
+            op = self._insert(ConstantOp.from_python(value), node)
+            return op.result
+        raise ImportError_(f"unsupported tensor argument {value!r}")
+
+    def _python_value(self, value: Any) -> Any:
+        """Replace FX nodes (folded SymInts) inside a non-tensor argument."""
+        if isinstance(value, torch.fx.Node):
+            v = self.values[value]
+            if isinstance(v, SSAValue):
+                raise ImportError_(
+                    f"a runtime value ('{value.name}') used where the schema needs a constant"
+                )
+            return v
+        if isinstance(value, list | tuple):
+            return type(value)(self._python_value(v) for v in value)
+        if isinstance(value, torch.SymInt | torch.SymFloat | torch.SymBool):
+            return sym_expr(value)
+        return value
+
+    def _build_generated(self, cls, target, node, result_types) -> Operation:
+        schema = op_schema(target)
+        bound = self._bind(target, node)
+        tensors: dict[str, Any] = {}
+        values: dict[str, Any] = {}
+        for spec in schema.args:
+            if spec.name not in bound:
+                continue
+            value = bound[spec.name]
+            if spec.kind is Kind.TENSOR:
+                tensors[spec.name] = None if value is None else self._tensor_value(value, node)
+            elif spec.kind.is_tensor:
+                tensors[spec.name] = None if value is None else [
+                    None if v is None else self._tensor_value(v, node) for v in value
+                ]
+            else:
+                values[spec.name] = self._python_value(value)
+        return cls.build_from(tensors, values, result_types)
+
+    def _build_operator(self, target, node, result_types) -> OperatorOp:
+        inputs: list[SSAValue] = []
+        kinds: dict[str, tuple[Kind, bool] | None] = {}
+        try:
+            from torchgen.model import FunctionSchema
+
+            parsed = FunctionSchema.parse(str(target._schema).split("::", 1)[1])
+            for a in parsed.arguments.flat_all:
+                try:
+                    kinds[a.name] = classify(a.type)
+                except UnsupportedSchema:
+                    kinds[a.name] = None
+        except Exception:  # noqa: BLE001 - schemas torchgen cannot parse: infer from values
+            pass
+
+        def convert(value: Any, kind: Kind | None) -> Attribute:
+            if isinstance(value, torch.fx.Node) and isinstance(self.values[value], SSAValue):
+                inputs.append(self.values[value])
+                return OperandRefAttr(len(inputs) - 1)
+            if isinstance(value, list | tuple):
+                elem = {Kind.INT_LIST: Kind.INT, Kind.FLOAT_LIST: Kind.FLOAT,
+                        Kind.BOOL_LIST: Kind.BOOL}.get(kind)
+                if kind is Kind.INT_LIST:
+                    value = self._python_value(value)
+                    if all(not isinstance(v, torch.fx.Node) for v in value):
+                        return to_attr(normalize(value, Kind.INT_LIST), Kind.INT_LIST)
+                return ArrayAttr([convert(v, elem) for v in value])
+            value = self._python_value(value)
+            if value is None:
+                return builtin.NoneAttr()
+            if kind is None or kind.is_tensor:
+                kind = _infer_kind(value)
+            return to_attr(normalize(value, kind), kind)
+
+        bound = self._bind(target, node)
+        args, kwargs = [], {}
+        for arg in target._schema.arguments:
+            if arg.name not in bound:
+                continue
+            kind = (kinds.get(arg.name) or (None, False))[0]
+            attr = convert(bound[arg.name], kind)
+            if arg.kwarg_only:
+                kwargs[arg.name] = attr
+            else:
+                args.append(attr)
+        qualified = target._schema.name
+        if target._schema.overload_name:
+            qualified += "." + target._schema.overload_name
+        return OperatorOp(qualified, ArrayAttr(args), DictionaryAttr(kwargs), inputs, result_types)
+
+    # ---- output -------------------------------------------------------------
+
+    def _import_output(self, node: torch.fx.Node):
+        leaves, spec = pytree.tree_flatten(node.args[0])
+        outputs = []
+        for leaf in leaves:
+            if isinstance(leaf, torch.fx.Node) and isinstance(self.values[leaf], SSAValue):
+                outputs.append(self.values[leaf])
+            else:
+                value = self._python_value(leaf)
+                outputs.append(self._insert(ConstantOp.from_python(value), node).result)
+        flat = pytree.tree_flatten(tuple(range(len(leaves))))[1]
+        tree_attr = None
+        if spec != flat:
+            tree_attr = StringAttr(pytree.treespec_dumps(spec))
+        return outputs, tree_attr
+
+
+def _is_size_query(target: torch._ops.OpOverload) -> bool:
+    return target.namespace == "aten" and target._schema.name in (
+        "aten::sym_size", "aten::sym_stride", "aten::sym_numel", "aten::sym_storage_offset",
+    )
+
+
+def _infer_kind(value: Any) -> Kind:
+    if isinstance(value, bool):
+        return Kind.BOOL
+    if isinstance(value, int | sympy.Expr):
+        return Kind.INT
+    if isinstance(value, float):
+        return Kind.FLOAT
+    if isinstance(value, str):
+        return Kind.STR
+    if isinstance(value, torch.dtype):
+        return Kind.DTYPE
+    if isinstance(value, torch.device):
+        return Kind.DEVICE
+    if isinstance(value, torch.layout):
+        return Kind.LAYOUT
+    if isinstance(value, torch.memory_format):
+        return Kind.MEMORY_FORMAT
+    raise TypeError(f"unsupported argument value {value!r}")
+
+
+def _fetch_attr(gm: torch.fx.GraphModule, target: str) -> Any:
+    obj: Any = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _dense_ok(value: torch.Tensor) -> bool:
+    return value.dtype in (torch.float32, torch.float64, torch.float16, torch.int64,
+                           torch.int32, torch.int16, torch.int8, torch.bool)
+
+
+def _dense_attr(value: torch.Tensor) -> DenseIntOrFPElementsAttr:
+    element = dtypes.to_mlir(value.dtype)
+    data = value.detach().cpu().reshape(-1)
+    items = [bool(x) for x in data.tolist()] if value.dtype == torch.bool else data.tolist()
+    if value.dtype == torch.bool:
+        items = [int(x) for x in items]
+    return DenseIntOrFPElementsAttr.from_list(
+        builtin.TensorType(element, list(value.shape)), items
+    )
+
+
+# --------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------
+
+
+def ensure_meta(gm: torch.fx.GraphModule, example_inputs: Sequence[Any] | None) -> None:
+    """Give every node ``meta['val']``, propagating FakeTensors when missing."""
+    nodes = [n for n in gm.graph.nodes if n.op in ("placeholder", "call_function", "get_attr")]
+    if all("val" in n.meta for n in nodes):
+        return
+    if example_inputs is None:
+        raise ImportError_("graph nodes lack meta['val'] and no example inputs were given")
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    fake = [mode.from_tensor(x) if isinstance(x, torch.Tensor) else x for x in example_inputs]
+    FakeTensorProp(gm, mode).propagate_dont_convert_inputs(*fake)
+    for node, value in zip([n for n in gm.graph.nodes if n.op == "placeholder"], fake):
+        node.meta.setdefault("val", value)
+
+
+def import_graph(
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[Any] | None = None,
+    *,
+    func_name: str = "forward",
+) -> builtin.ModuleOp:
+    """Import an aten-level GraphModule (nodes with ``meta['val']``) into the aten dialect."""
+    ensure_meta(gm, example_inputs)
+    module = _Importer(gm, func_name).run()
+    module.verify()
+    return module
+
+
+def constant_inputs(module: builtin.ModuleOp, gm: torch.fx.GraphModule) -> list[torch.Tensor]:
+    """The tensors for the trailing ``coil.constant`` arguments of ``module``'s function."""
+    fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    if fn.arg_attrs is None:
+        return []
+    out = []
+    for attrs in fn.arg_attrs.data:
+        name = attrs.data.get("coil.constant")
+        if name is not None:
+            out.append(_fetch_attr(gm, name.data))
+    return out
