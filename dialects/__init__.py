@@ -1,0 +1,25 @@
+"""coil's dialects. ``get_all_dialects`` maps names to lazy factories (as
+``xdsl.dialects.get_all_dialects`` does), so tools start without importing torch."""
+
+from collections.abc import Callable
+
+from xdsl.ir import Dialect
+
+
+def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
+    def aten() -> Dialect:
+        from coil.dialects.aten import Aten
+
+        return Aten
+
+    def prims() -> Dialect:
+        from coil.dialects.aten import Prims
+
+        return Prims
+
+    def coil() -> Dialect:
+        from coil.dialects.symbolic import Coil
+
+        return Coil
+
+    return {"aten": aten, "prims": prims, "coil": coil}

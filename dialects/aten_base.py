@@ -223,7 +223,7 @@ class AtenOp(IRDLOperation):
             values = list(values) if values is not None else []
             if spec.kind is Kind.OPT_TENSOR_LIST:
                 mask = self.properties.get(spec.accessor + "_mask")
-                present = list(mask.get_values()) if mask is not None else [1] * len(values)
+                present = _mask_bits(mask) if mask is not None else [True] * len(values)
                 it = iter(values)
                 values = [next(it) if p else None for p in present]
             groups[spec.name] = values
@@ -303,7 +303,7 @@ class AtenOp(IRDLOperation):
                     )
             if spec.kind is Kind.OPT_TENSOR_LIST:
                 mask = self.properties.get(spec.accessor + "_mask")
-                if mask is not None and sum(mask.get_values()) != len(getattr(self, spec.accessor)):
+                if mask is not None and sum(_mask_bits(mask)) != len(getattr(self, spec.accessor)):
                     raise VerifyException(f"{self.name}: '{spec.name}' mask does not match operands")
         for spec in schema.props:
             attr = self.properties.get(spec.accessor)
@@ -425,9 +425,14 @@ def _print_items(printer: Printer, items: Sequence[Any]) -> None:
             printer.print_string(item)
 
 
+def _mask_bits(mask: builtin.DenseArrayBase) -> list[bool]:
+    # i1 arrays read back true as -1 (signless normalization): test for non-zero.
+    return [v != 0 for v in mask.get_values()]
+
+
 def _parse_optional_arg_name(parser: Parser) -> str | None:
     """``ident =`` (backtracks when the identifier is not followed by '=')."""
-    state = parser._parser_state  # noqa: SLF001
+    state = parser.pos  # backtrack by position (the parser state object is mutable)
     name = parser.parse_optional_identifier()
     if name is None or name == "none":
         parser._resume_from(state)  # noqa: SLF001

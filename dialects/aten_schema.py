@@ -470,7 +470,7 @@ def format_attr(attr: Attribute, kind: Kind | None) -> str:
 
 def _parse_optional_float(parser: AttrParser) -> float | None:
     """A float literal, ``inf``/``nan``, or ``-`` followed by one of them."""
-    state = parser._parser_state  # noqa: SLF001 - backtracking, as xDSL's parsers do
+    state = parser.pos  # backtrack by position (the parser state object is mutable)
     negative = parser.parse_optional_punctuation("-") is not None
     value = parser.parse_optional_float()
     if value is None:
@@ -540,3 +540,12 @@ def parse_attr(parser: AttrParser, kind: Kind | None) -> Attribute:
         if (ty := parser.parse_optional_type()) is not None:
             return ty
     return ExprAttr(parse_expr(parser))
+
+
+def parse_enum(text: str, kind: Kind) -> Any:
+    """A Layout / MemoryFormat / Device from its name."""
+    if kind is Kind.LAYOUT:
+        return _LAYOUTS[text]
+    if kind is Kind.MEMORY_FORMAT:
+        return _MEMORY_FORMATS[text]
+    return torch.device(text)

@@ -1,0 +1,249 @@
+"""The reference executor for the aten level: run a module on real tensors.
+
+Each op calls its ``torch.ops`` overload with the arguments the IR holds, so an
+aten-dialect module computes exactly what its FX graph computes. It is the
+oracle every later stage is checked against, and deliberately simple: no
+caching, no fusion, one Python call per op.
+
+Size symbols are bound from the inputs: a dimension that is a bare symbol takes
+the input's size, an ``index`` argument with ``coil.symbol`` takes its value;
+every other symbolic dimension is then checked against the input it describes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import sympy
+import torch
+import torch.utils._pytree as pytree
+from xdsl.dialects import builtin, func
+from xdsl.dialects.builtin import ArrayAttr, DenseIntOrFPElementsAttr, ModuleOp, NoneAttr
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from coil.dialects import dtypes
+from coil.dialects.aten import (
+    AtenOp,
+    ConstantOp,
+    OperandRefAttr,
+    OperatorOp,
+    TensorConstantOp,
+    TensorType,
+)
+from coil.dialects.aten_schema import NO_DEFAULT, Kind, from_attr
+from coil.dialects.symbolic import ExprAttr, ShapeAttr
+
+
+class ExecutionError(RuntimeError):
+    """The module cannot run on these inputs (the message says which op or input)."""
+
+
+def find_function(module: ModuleOp, name: str | None = None) -> func.FuncOp:
+    funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    if name is not None:
+        funcs = [f for f in funcs if f.sym_name.data == name]
+    if len(funcs) != 1:
+        raise ExecutionError(
+            f"expected one func.func{f' named {name}' if name else ''}, found {len(funcs)}"
+        )
+    return funcs[0]
+
+
+class _Env:
+    def __init__(self) -> None:
+        self.values: dict[SSAValue, Any] = {}
+        self.symbols: dict[sympy.Symbol, int] = {}
+
+    def evaluate(self, expr: Any) -> int:
+        if isinstance(expr, int):
+            return expr
+        value = sympy.sympify(expr.xreplace(self.symbols))
+        if not value.is_number:
+            missing = ", ".join(sorted(s.name for s in value.free_symbols))
+            raise ExecutionError(f"size symbol(s) {missing} are not bound by the inputs")
+        return int(value)
+
+    def bind_inputs(self, fn: func.FuncOp, inputs: Sequence[Any]) -> None:
+        args = fn.body.block.args
+        if len(inputs) != len(args):
+            raise ExecutionError(f"@{fn.sym_name.data} takes {len(args)} inputs, got {len(inputs)}")
+        arg_attrs = fn.arg_attrs.data if fn.arg_attrs is not None else [None] * len(args)
+        for arg, value, attrs in zip(args, inputs, arg_attrs):
+            self.values[arg] = value
+            sym = attrs.data.get("coil.symbol") if attrs is not None else None
+            if isinstance(sym, ExprAttr) and sym.data.is_Symbol:
+                self.symbols[sym.data] = int(value)
+            if isinstance(arg.type, TensorType) and isinstance(value, torch.Tensor):
+                for dim, size in zip(arg.type.shape_attr.data, value.shape):
+                    if dim.is_Symbol:
+                        self.symbols.setdefault(dim, int(size))
+        for i, (arg, value) in enumerate(zip(args, inputs)):
+            if isinstance(arg.type, TensorType):
+                self._check_input(i, arg.type, value)
+
+    def _check_input(self, i: int, ty: TensorType, value: Any) -> None:
+        if not isinstance(value, torch.Tensor):
+            raise ExecutionError(f"input {i} must be a tensor of type {ty}, got {type(value)}")
+        want = [self.evaluate(d) for d in ty.shape]
+        if list(value.shape) != want or value.dtype != ty.dtype:
+            raise ExecutionError(
+                f"input {i}: expected {ty.dtype} of shape {want}, got {value.dtype} "
+                f"of shape {list(value.shape)}"
+            )
+
+
+def _value(attr: Attribute, kind: Kind | None, env: _Env) -> Any:
+    """A property's Python value with size symbols evaluated."""
+    value = from_attr(attr, kind) if kind is not None else _generic_value(attr, env)
+    if kind in (Kind.INT, Kind.SCALAR) and isinstance(value, sympy.Expr):
+        return env.evaluate(value)
+    if kind is Kind.INT_LIST and value is not None:
+        return [env.evaluate(v) for v in value]
+    return value
+
+
+def _generic_value(attr: Attribute, env: _Env) -> Any:
+    if isinstance(attr, NoneAttr):
+        return None
+    if isinstance(attr, ExprAttr):
+        return env.evaluate(attr.data)
+    if isinstance(attr, ShapeAttr):
+        return [env.evaluate(v) for v in attr.data]
+    if isinstance(attr, ArrayAttr):
+        return [_generic_value(a, env) for a in attr.data]
+    if isinstance(attr, builtin.FloatAttr):
+        return attr.value.data
+    if isinstance(attr, builtin.IntegerAttr):
+        return bool(attr.value.data) if attr.type == builtin.i1 else attr.value.data
+    if isinstance(attr, builtin.StringAttr):
+        return attr.data
+    if dtypes.is_element_type(attr):
+        return dtypes.to_torch(attr)
+    raise ExecutionError(f"cannot evaluate argument {attr}")
+
+
+def _run_aten(op: AtenOp, env: _Env) -> Any:
+    schema = op.schema()
+    groups = op.operand_groups()
+    args, kwargs = [], {}
+    for spec in schema.args:
+        if spec.is_operand:
+            values = [None if v is None else env.values[v] for v in groups[spec.name]]
+            value = values if spec.kind is not Kind.TENSOR else (values[0] if values else None)
+        else:
+            attr = op.properties.get(spec.accessor)
+            if attr is None:
+                value = None if spec.default is NO_DEFAULT else spec.default
+                if isinstance(value, tuple):
+                    value = list(value)
+                if spec.kind is Kind.INT_LIST and value is not None:
+                    value = [env.evaluate(v) for v in value]
+            else:
+                value = _value(attr, spec.kind, env)
+        if spec.kwarg_only:
+            kwargs[spec.name] = value
+        else:
+            args.append(value)
+    return op.overload()(*args, **kwargs)
+
+
+def _run_operator(op: OperatorOp, env: _Env) -> Any:
+    overload = op.resolve()
+    if overload is None:
+        raise ExecutionError(f"operator {op.overload_name.data} is not registered in this process")
+    schema_kinds = _runtime_kinds(overload)
+
+    def convert(attr: Attribute, kind: Kind | None) -> Any:
+        if isinstance(attr, OperandRefAttr):
+            return env.values[op.inputs[attr.data]]
+        if isinstance(attr, ArrayAttr):
+            elem = {Kind.INT_LIST: Kind.INT, Kind.FLOAT_LIST: Kind.FLOAT}.get(kind)
+            return [convert(a, elem) for a in attr.data]
+        value = _generic_value(attr, env)
+        if isinstance(value, str) and kind in (Kind.LAYOUT, Kind.MEMORY_FORMAT, Kind.DEVICE):
+            from coil.dialects.aten_schema import parse_enum
+
+            return parse_enum(value, kind)
+        return value
+
+    names = [a.name for a in overload._schema.arguments if not a.kwarg_only]
+    args = [convert(a, schema_kinds.get(n)) for a, n in zip(op.args.data, names)]
+    kwargs = {k: convert(v, schema_kinds.get(k)) for k, v in op.kwargs.data.items()}
+    return overload(*args, **kwargs)
+
+
+def _runtime_kinds(overload: torch._ops.OpOverload) -> dict[str, Kind]:
+    from torchgen.model import FunctionSchema
+
+    from coil.dialects.aten_schema import UnsupportedSchema, classify
+
+    kinds = {}
+    try:
+        parsed = FunctionSchema.parse(str(overload._schema).split("::", 1)[1])
+    except Exception:  # noqa: BLE001 - torchgen cannot parse every schema
+        return kinds
+    for a in parsed.arguments.flat_all:
+        try:
+            kinds[a.name] = classify(a.type)[0]
+        except UnsupportedSchema:
+            pass
+    return kinds
+
+
+def _dense_to_tensor(attr: DenseIntOrFPElementsAttr, ty: TensorType) -> torch.Tensor:
+    values = attr.get_values()
+    return torch.tensor(list(values), dtype=ty.dtype, device=ty.device).reshape(
+        [int(d) for d in ty.shape]
+    )
+
+
+def _execute(op: Operation, env: _Env) -> None:
+    if isinstance(op, ConstantOp):
+        value = op.python_value
+        env.values[op.result] = env.evaluate(value) if isinstance(value, sympy.Expr) else value
+        return
+    if isinstance(op, TensorConstantOp):
+        env.values[op.result] = _dense_to_tensor(op.value, op.result.type)
+        return
+    if isinstance(op, AtenOp):
+        out = _run_aten(op, env)
+    elif isinstance(op, OperatorOp):
+        out = _run_operator(op, env)
+    else:
+        raise ExecutionError(f"the aten executor cannot run {op.name}")
+    if len(op.results) == 1 and not (
+        isinstance(out, tuple | list) and isinstance(op, AtenOp)
+        and op.schema().returns[0].kind == "tensor_list"
+    ):
+        env.values[op.results[0]] = out
+        return
+    flat = list(out) if isinstance(out, tuple | list) else [out]
+    if len(flat) != len(op.results):
+        raise ExecutionError(f"{op.name} returned {len(flat)} values for {len(op.results)} results")
+    for r, v in zip(op.results, flat):
+        env.values[r] = v
+
+
+def run_module(
+    module: ModuleOp, inputs: Sequence[Any], *, func_name: str | None = None
+) -> Any:
+    """Run the aten-level function of ``module`` on ``inputs``; returns its outputs
+    (a tuple, or the original pytree when the function records ``coil.output_tree``)."""
+    fn = find_function(module, func_name)
+    env = _Env()
+    env.bind_inputs(fn, inputs)
+    for op in fn.body.block.ops:
+        if isinstance(op, func.ReturnOp):
+            outs = [env.values[v] for v in op.arguments]
+            tree = fn.attributes.get("coil.output_tree")
+            if tree is not None:
+                return pytree.tree_unflatten(outs, pytree.treespec_loads(tree.data))
+            return tuple(outs)
+        try:
+            _execute(op, env)
+        except ExecutionError:
+            raise
+        except Exception as e:  # noqa: BLE001 - name the op that failed
+            raise ExecutionError(f"{op.name} failed: {type(e).__name__}: {e}") from e
+    raise ExecutionError("function has no func.return")

@@ -1,0 +1,86 @@
+"""Oracles for tests and users: run aten IR on real tensors, compare with eager.
+
+* :func:`run_module` -- the aten-level reference executor (``runtime/aten_executor``).
+* :func:`reference_backend` -- a torch.compile backend that imports every graph,
+  prints it, parses the text back, and runs the parsed module through the
+  reference executor: ``torch.compile(m, backend=coil.testing.reference_backend)``
+  checks the importer, the syntax and the executor at once against eager.
+* :func:`assert_close_to_eager` -- Inductor-like tolerances per dtype.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+import torch.fx
+from xdsl.dialects.builtin import ModuleOp
+
+from coil.frontend.capture import aot_backend
+from coil.frontend.fx_importer import constant_inputs, import_graph
+from coil.ir import parse_module, print_module
+from coil.runtime.aten_executor import ExecutionError, run_module
+
+__all__ = [
+    "ExecutionError",
+    "assert_close_to_eager",
+    "reference_backend",
+    "run_module",
+    "tolerances",
+]
+
+
+def _compile_reference(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable:
+    module = import_graph(gm, example_inputs)
+    text = print_module(module)
+    reparsed = parse_module(text)
+    if print_module(reparsed) != text:
+        raise AssertionError("aten IR does not round-trip:\n" + text)
+    constants = constant_inputs(reparsed, gm)
+
+    def run(*args: Any) -> Any:
+        return run_module(reparsed, [*args, *constants])
+
+    run.coil_module = reparsed  # type: ignore[attr-defined] - for tests that inspect it
+    return run
+
+
+reference_backend = aot_backend(_compile_reference)
+"""torch.compile backend: import, print, parse, execute at the aten level."""
+
+
+def tolerances(dtype: torch.dtype) -> dict[str, float]:
+    """rtol/atol like Inductor's check_model (looser for reduced precision)."""
+    if dtype in (torch.float16, torch.bfloat16):
+        return {"rtol": 1e-2, "atol": 1e-2}
+    if dtype == torch.float32:
+        return {"rtol": 1.3e-6 * 10, "atol": 1e-5}
+    return {"rtol": 1e-7, "atol": 1e-7}
+
+
+def assert_close_to_eager(actual: Any, expected: Any) -> None:
+    """Compare pytrees of outputs elementwise with dtype-dependent tolerances."""
+    import torch.utils._pytree as pytree
+
+    a_leaves, a_spec = pytree.tree_flatten(actual)
+    e_leaves, e_spec = pytree.tree_flatten(expected)
+    assert a_spec == e_spec, f"output structure differs: {a_spec} vs {e_spec}"
+    for a, e in zip(a_leaves, e_leaves):
+        if isinstance(e, torch.Tensor):
+            torch.testing.assert_close(a, e, **tolerances(e.dtype), equal_nan=True)
+        else:
+            assert a == e, f"{a} != {e}"
+
+
+def import_and_run(
+    module_fn: Callable, inputs: Sequence[Any], *, dynamic: bool = False
+) -> tuple[ModuleOp, Any]:
+    """Compile ``module_fn`` with the reference backend; return (aten module, outputs)."""
+    torch._dynamo.reset()
+    compiled = torch.compile(module_fn, backend=reference_backend, dynamic=dynamic,
+                             fullgraph=True)
+    with torch.no_grad():
+        out = compiled(*inputs)
+    torch._dynamo.reset()
+    return out
