@@ -50,7 +50,8 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
-from xdsl.traits import ConstantLike, Pure
+from xdsl.pattern_rewriter import RewritePattern
+from xdsl.traits import ConstantLike, HasCanonicalizationPatternsTrait, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from coil.dialects import dtypes
@@ -191,6 +192,19 @@ def is_scalar_type(t: Attribute) -> bool:
 # --------------------------------------------------------------------------
 
 
+class AtenCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
+    """Looks up an op's patterns in ``transforms/aten_canonicalize.PATTERNS``."""
+
+    def get_patterns(self, op: type[Operation]) -> tuple[RewritePattern, ...]:
+        from coil.transforms.aten_canonicalize import PATTERNS
+
+        return PATTERNS.get(op, ())
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        return ()
+
+
 class AtenOp(IRDLOperation):
     """Base of every op generated from an ATen/prims schema.
 
@@ -200,6 +214,8 @@ class AtenOp(IRDLOperation):
     """
 
     OVERLOAD: ClassVar[str]
+
+    traits = traits_def(AtenCanonicalizationPatterns())
 
     @classmethod
     def overload(cls) -> torch._ops.OpOverload:
@@ -344,6 +360,7 @@ class AtenOp(IRDLOperation):
         printer.print_string("(")
         _print_items(printer, items)
         printer.print_string(")")
+        _print_attributes(printer, self)
         _print_result_types(printer, self)
 
     @classmethod
@@ -384,6 +401,7 @@ class AtenOp(IRDLOperation):
             parser.raise_error(
                 f"{cls.OVERLOAD} expects tensor argument '{operand_specs[0].name}'"
             )
+        attributes = parser.parse_optional_attr_dict()
         result_types = _parse_result_types(parser)
         # Canonical form: drop literals equal to the schema default.
         values = {}
@@ -394,9 +412,11 @@ class AtenOp(IRDLOperation):
                     parser.raise_error(f"argument '{spec.name}': {why}")
                 values[spec.name] = from_attr(attr, spec.kind)
         try:
-            return cls.build_from(tensors, values, result_types)
+            op = cls.build_from(tensors, values, result_types)
         except (ValueError, TypeError, IndexError) as e:
             parser.raise_error(f"{cls.OVERLOAD}: {e}")
+        op.attributes.update(attributes)
+        return op
 
 
 @dataclass
@@ -441,6 +461,13 @@ def _parse_optional_arg_name(parser: Parser) -> str | None:
         parser._resume_from(state)  # noqa: SLF001
         return None
     return name
+
+
+def _print_attributes(printer: Printer, op: Operation) -> None:
+    """Discardable attributes, as ``attr-dict`` prints them."""
+    if op.attributes:
+        printer.print_string(" ")
+        printer.print_attr_dict(op.attributes)
 
 
 def _print_result_types(printer: Printer, op: Operation) -> None:
@@ -503,14 +530,18 @@ class ConstantOp(IRDLOperation):
             raise VerifyException(f"aten.constant: value {format_attr(v, None)} cannot have type {t}")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(f" {format_attr(self.value, None)} : ")
-        printer.print_attribute(self.result.type)
+        printer.print_string(f" {format_attr(self.value, None)}")
+        _print_attributes(printer, self)
+        _print_result_types(printer, self)
 
     @classmethod
     def parse(cls, parser: Parser) -> ConstantOp:
         value = parse_attr(parser, Kind.SCALAR)
+        attributes = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
-        return cls(value, parser.parse_type())
+        op = cls(value, parser.parse_type())
+        op.attributes.update(attributes)
+        return op
 
 
 @irdl_op_definition
@@ -593,6 +624,7 @@ class OperatorOp(IRDLOperation):
         printer.print_string("(")
         _print_items(printer, items)
         printer.print_string(")")
+        _print_attributes(printer, self)
         _print_result_types(printer, self)
 
     def _item(self, attr: Attribute) -> Any:
@@ -628,8 +660,11 @@ class OperatorOp(IRDLOperation):
                 args.append(parse_value())
 
         parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse_item)
-        return cls(overload, ArrayAttr(args), DictionaryAttr(kwargs), inputs,
-                   _parse_result_types(parser))
+        attributes = parser.parse_optional_attr_dict()
+        op = cls(overload, ArrayAttr(args), DictionaryAttr(kwargs), inputs,
+                 _parse_result_types(parser))
+        op.attributes.update(attributes)
+        return op
 
 
 def _count_operand_refs(attr: Attribute) -> list[int]:

@@ -76,29 +76,36 @@ class ImportError_(RuntimeError):  # noqa: N801 - ImportError is a builtin
 # --------------------------------------------------------------------------
 
 
-def sym_expr(value: Any) -> sympy.Expr | int:
+Rename = dict[sympy.Symbol, sympy.Expr] | None
+"""torch ShapeEnv symbol -> IR expression, for graphs traced on a FakeEnv."""
+
+
+def sym_expr(value: Any, rename: Rename = None) -> sympy.Expr | int:
     """The canonical sympy form of a SymInt (or the int itself)."""
     if isinstance(value, torch.SymInt | torch.SymBool | torch.SymFloat):
-        return to_symint(canonicalize_symbols(sympy.sympify(value.node.expr)))
+        expr = sympy.sympify(value.node.expr)
+        if rename:
+            expr = expr.xreplace(rename)
+        return to_symint(canonicalize_symbols(expr))
     return value
 
 
-def tensor_type(val: torch.Tensor) -> TensorType:
+def tensor_type(val: torch.Tensor, rename: Rename = None) -> TensorType:
     """The aten type of a (Fake)Tensor: sizes, dtype, strides, device."""
     return TensorType(
-        [sym_expr(d) for d in val.shape],
+        [sym_expr(d, rename) for d in val.shape],
         dtypes.to_mlir(val.dtype),
-        [sym_expr(s) for s in val.stride()],
+        [sym_expr(s, rename) for s in val.stride()],
         val.device,
     )
 
 
-def value_type(val: Any) -> Attribute:
+def value_type(val: Any, rename: Rename = None) -> Attribute:
     """The IR type of a node value (tensor, SymInt, Python scalar, None)."""
     if isinstance(val, torch.Tensor):
-        return tensor_type(val)
+        return tensor_type(val, rename)
     if isinstance(val, torch.SymInt):
-        expr = sym_expr(val)
+        expr = sym_expr(val, rename)
         return builtin.i64 if isinstance(expr, int) else builtin.IndexType()
     if isinstance(val, bool | torch.SymBool):
         return builtin.i1
@@ -147,8 +154,9 @@ def _hint(name: str) -> str | None:
 
 
 class _Importer:
-    def __init__(self, gm: torch.fx.GraphModule, func_name: str):
+    def __init__(self, gm: torch.fx.GraphModule, func_name: str, rename: Rename = None):
         self.gm = gm
+        self.rename = rename
         self.func_name = func_name
         self.values: dict[torch.fx.Node, Any] = {}  # SSA value, tuple of them, or a symint
         self.known_symbols: set[sympy.Symbol] = set()
@@ -163,10 +171,10 @@ class _Importer:
         arg_types, arg_attrs = [], []
         for node in placeholders:
             val = node.meta["val"]
-            arg_types.append(value_type(val))
+            arg_types.append(value_type(val, self.rename))
             attrs: dict[str, Attribute] = {}
-            if isinstance(val, torch.SymInt) and not isinstance(sym_expr(val), int):
-                attrs["coil.symbol"] = ExprAttr(sym_expr(val))
+            if isinstance(val, torch.SymInt) and not isinstance(sym_expr(val, self.rename), int):
+                attrs["coil.symbol"] = ExprAttr(sym_expr(val, self.rename))
             arg_attrs.append(attrs)
             self._learn_symbols(val)
         self.block = Block(arg_types=arg_types)
@@ -174,7 +182,7 @@ class _Importer:
             arg.name_hint = _hint(node.name)
             val = node.meta["val"]
             if isinstance(val, torch.SymInt):
-                self.values[node] = sym_expr(val)  # uses fold into expressions
+                self.values[node] = sym_expr(val, self.rename)  # uses fold into expressions
             else:
                 self.values[node] = arg
         self.builder = Builder(InsertPoint.at_end(self.block))
@@ -213,11 +221,11 @@ class _Importer:
     def _learn_symbols(self, val: Any) -> None:
         if isinstance(val, torch.Tensor):
             for d in (*val.shape, *val.stride()):
-                e = sym_expr(d)
+                e = sym_expr(d, self.rename)
                 if not isinstance(e, int):
                     self.known_symbols |= e.free_symbols
         elif isinstance(val, torch.SymInt):
-            e = sym_expr(val)
+            e = sym_expr(val, self.rename)
             if not isinstance(e, int):
                 self.known_symbols |= e.free_symbols
 
@@ -241,7 +249,7 @@ class _Importer:
             self.values[node] = op.result
             return
         # Large constant: a trailing function argument the caller supplies.
-        arg = self.block.insert_arg(tensor_type(value), len(self.block.args))
+        arg = self.block.insert_arg(tensor_type(value, self.rename), len(self.block.args))
         arg.name_hint = _hint(node.name)
         arg_types.append(arg.type)
         arg_attrs.append({"coil.constant": StringAttr(str(node.target))})
@@ -255,6 +263,11 @@ class _Importer:
             if isinstance(source, tuple):
                 self.values[node] = source[node.args[1]]
                 return
+        if isinstance(target, type) and issubclass(target, tuple):
+            # A structseq / namedtuple built from results (torch.return_types.*).
+            items = node.args[0] if len(node.args) == 1 else node.args
+            self.values[node] = tuple(self.values[a] for a in items)
+            return
         scalar = isinstance(val, torch.SymInt | torch.SymFloat | torch.SymBool | int | float)
         if scalar and (not isinstance(target, torch._ops.OpOverload) or _is_size_query(target)):
             self.values[node] = self._fold_symbolic(val)
@@ -287,7 +300,7 @@ class _Importer:
 
     def _fold_symbolic(self, val: Any) -> Any:
         """A size computation: keep its value (an int or an expression over known symbols)."""
-        expr = sym_expr(val)
+        expr = sym_expr(val, self.rename)
         unknown = getattr(expr, "free_symbols", set()) - self.known_symbols
         if unknown:
             names = ", ".join(sorted(s.name for s in unknown))
@@ -299,10 +312,10 @@ class _Importer:
 
     def _result_types(self, node: torch.fx.Node, val: Any) -> list[Attribute]:
         if isinstance(val, tuple | list):
-            return [value_type(v) for v in val]
+            return [value_type(v, self.rename) for v in val]
         if "val" not in node.meta:
             raise ImportError_("node has no meta['val'] (run FakeTensorProp first)")
-        return [value_type(val)]
+        return [value_type(val, self.rename)]
 
     # ---- arguments -------------------------------------------------------------
 
@@ -342,7 +355,7 @@ class _Importer:
         if isinstance(value, list | tuple):
             return type(value)(self._python_value(v) for v in value)
         if isinstance(value, torch.SymInt | torch.SymFloat | torch.SymBool):
-            return sym_expr(value)
+            return sym_expr(value, self.rename)
         return value
 
     def _build_generated(self, cls, target, node, result_types) -> Operation:
@@ -417,11 +430,15 @@ class _Importer:
     # ---- output -------------------------------------------------------------
 
     def _import_output(self, node: torch.fx.Node):
-        leaves, spec = pytree.tree_flatten(node.args[0])
+        def lookup(arg: torch.fx.Node) -> Any:
+            return self.values[arg]
+
+        structure = torch.fx.node.map_arg(node.args[0], lookup)
+        leaves, spec = pytree.tree_flatten(structure)
         outputs = []
         for leaf in leaves:
-            if isinstance(leaf, torch.fx.Node) and isinstance(self.values[leaf], SSAValue):
-                outputs.append(self.values[leaf])
+            if isinstance(leaf, SSAValue):
+                outputs.append(leaf)
             else:
                 value = self._python_value(leaf)
                 outputs.append(self._insert(ConstantOp.from_python(value), node).result)
@@ -488,7 +505,8 @@ def _dense_attr(value: torch.Tensor) -> DenseIntOrFPElementsAttr:
 
 def ensure_meta(gm: torch.fx.GraphModule, example_inputs: Sequence[Any] | None) -> None:
     """Give every node ``meta['val']``, propagating FakeTensors when missing."""
-    nodes = [n for n in gm.graph.nodes if n.op in ("placeholder", "call_function", "get_attr")]
+    nodes = [n for n in gm.graph.nodes if n.op == "placeholder"
+             or isinstance(n.target, torch._ops.OpOverload)]
     if all("val" in n.meta for n in nodes):
         return
     if example_inputs is None:
@@ -508,10 +526,14 @@ def import_graph(
     example_inputs: Sequence[Any] | None = None,
     *,
     func_name: str = "forward",
+    rename_symbols: Rename = None,
 ) -> builtin.ModuleOp:
-    """Import an aten-level GraphModule (nodes with ``meta['val']``) into the aten dialect."""
+    """Import an aten-level GraphModule (nodes with ``meta['val']``) into the aten dialect.
+
+    ``rename_symbols`` maps the graph's ShapeEnv symbols to IR expressions (for
+    graphs traced on a :class:`coil.frontend.fake.FakeEnv`)."""
     ensure_meta(gm, example_inputs)
-    module = _Importer(gm, func_name).run()
+    module = _Importer(gm, func_name, rename_symbols).run()
     module.verify()
     return module
 

@@ -1,0 +1,140 @@
+"""Command-line tools: ``fx-opt`` (the pass driver, like mlir-opt) and ``coil``.
+
+``fx-opt`` is xDSL's ``xDSLOptMain`` with coil's dialects, passes, targets and
+frontends registered through its ``register_all_*`` hooks; every failure the
+user can cause (malformed IR, a verifier error, a bad pipeline, an unloadable
+.pt2) ends in a located message on stderr and exit code 1, not a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import IO
+
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from coil import __version__
+
+
+class FxOptMain(xDSLOptMain):
+    version_format = "fx-opt (coil " + __version__ + ") on xDSL {xdsl_version}"
+
+    def register_all_dialects(self) -> None:
+        super().register_all_dialects()
+        from coil.dialects import get_all_dialects
+
+        for name, factory in get_all_dialects().items():
+            self.ctx.register_dialect(name, factory)
+
+    def register_all_passes(self) -> None:
+        super().register_all_passes()
+        from coil.transforms import get_all_passes
+
+        for name, factory in get_all_passes().items():
+            self.register_pass(name, factory)
+
+    def register_all_frontends(self) -> None:
+        super().register_all_frontends()
+
+        def load_pt2(io: IO[bytes]):
+            from coil.frontend.export import load_exported_program
+
+            return load_exported_program(io)
+
+        self.available_frontends["pt2"] = load_pt2
+
+
+def _fail(message: str) -> int:
+    print(message.rstrip(), file=sys.stderr)
+    return 1
+
+
+def fx_opt_main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``fx-opt``."""
+    try:
+        FxOptMain(description="coil's pass driver (mlir-opt for coil IR)", args=argv).run()
+    except ParseError as e:
+        return _fail(str(e))
+    except ArgSpecParseError as e:  # a BaseException in xDSL: catch it by name
+        return _fail(f"fx-opt: invalid pass pipeline: {e}")
+    except DiagnosticException as e:
+        return _fail(f"fx-opt: {e}")
+    except FileNotFoundError as e:
+        return _fail(f"fx-opt: {e.filename}: no such file")
+    except ValueError as e:  # e.g. unknown file extension, unknown pass name
+        return _fail(f"fx-opt: {e}")
+    except Exception as e:  # noqa: BLE001 - never a raw traceback for the user
+        if os.environ.get("COIL_TRACEBACK"):
+            traceback.print_exc()
+        return _fail(f"fx-opt: error: {type(e).__name__}: {e}\n"
+                     "(set COIL_TRACEBACK=1 for the Python traceback)")
+    return 0
+
+
+# --------------------------------------------------------------------------
+# coil
+# --------------------------------------------------------------------------
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    from coil.frontend.loader import load_program
+    from coil.ir import print_module
+
+    module = load_program(args.file, dynamic=args.dynamic)
+    sys.stdout.write(print_module(module, debuginfo=args.debuginfo))
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from coil.demo import run_demo
+
+    return run_demo(verbose=not args.quiet)
+
+
+def _cmd_pipeline(args: argparse.Namespace) -> int:
+    from coil.pipeline import PIPELINES
+
+    print(PIPELINES[args.name])
+    return 0
+
+
+def coil_main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``coil``."""
+    parser = argparse.ArgumentParser(
+        prog="coil", description="coil: a torch.compile backend and MLIR-style compiler on xDSL"
+    )
+    parser.add_argument("--version", action="version", version=f"coil {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("import", help="print the aten IR of a model file (.py or .pt2)")
+    p.add_argument("file", help="a .py defining `model` and `example_inputs`, or a .pt2 archive")
+    p.add_argument("--dynamic", action="store_true", help="trace with symbolic sizes (.py)")
+    p.add_argument("--debuginfo", action="store_true", help="print source locations")
+    p.set_defaults(run=_cmd_import)
+
+    p = sub.add_parser("demo", help="import the built-in examples and check them against eager")
+    p.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
+    p.set_defaults(run=_cmd_demo)
+
+    from coil.pipeline import PIPELINES
+
+    p = sub.add_parser("pipeline", help="print a named pass pipeline (for fx-opt -p)")
+    p.add_argument("name", nargs="?", default="default", choices=sorted(PIPELINES))
+    p.set_defaults(run=_cmd_pipeline)
+
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except Exception as e:  # noqa: BLE001 - a sentence, not a traceback
+        if os.environ.get("COIL_TRACEBACK"):
+            traceback.print_exc()
+        return _fail(f"coil {args.command}: error: {e}")
+
+
+if __name__ == "__main__":
+    sys.exit(coil_main())

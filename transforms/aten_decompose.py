@@ -1,0 +1,228 @@
+"""aten-decompose: rewrite composite aten ops into simpler aten ops.
+
+The decompositions are torch's own (``torch._decomp.decomposition_table``),
+not rewritten here: for each op to decompose, the pass builds FakeTensors with
+the op's operand types (symbolic sizes included, through a ShapeEnv whose
+symbols map back to the IR's), traces torch's decomposition with ``make_fx``
+and coil's decomposition table, imports the traced graph and inlines it in
+place of the op.
+
+Options: ``aten-decompose{ops=aten._softmax.default,aten.gelu.default}`` picks
+the ops (default: :data:`DEFAULT_OPS`, the composites the loop-level lowering
+does not take whole: softmaxes, norms, dropout, activations, addmm ...).
+
+Guarantees: each rewrite computes what the op computed (each decomposition in
+the default set is checked numerically against the reference executor in the
+tests). An op whose decomposition would specialize a symbolic size (the trace
+adds a guard) is left as it is, never decomposed for one size only.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+from xdsl.context import Context
+from xdsl.dialects import builtin, func
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
+
+from coil.dialects.aten import AtenOp, ConstantOp, TensorType
+from coil.dialects.aten_schema import NO_DEFAULT, Kind
+from coil.frontend.decompositions import decomposition_table
+from coil.frontend.fake import FakeEnv
+
+log = logging.getLogger("coil")
+
+DEFAULT_OPS: tuple[str, ...] = (
+    "aten._softmax.default",
+    "aten._log_softmax.default",
+    "aten.native_layer_norm.default",
+    "aten.native_group_norm.default",
+    "aten.native_batch_norm.default",
+    "aten._native_batch_norm_legit.default",
+    "aten._native_batch_norm_legit.no_stats",
+    "aten._native_batch_norm_legit_no_training.default",
+    "aten._native_batch_norm_legit_functional.default",
+    "aten.native_dropout.default",
+    "aten.gelu.default",
+    "aten.silu.default",
+    "aten.hardtanh.default",
+    "aten.leaky_relu.default",
+    "aten.elu.default",
+    "aten.logsumexp.default",
+    "aten.mse_loss.default",
+    "aten.nll_loss_forward.default",
+    "aten.embedding.default",
+)
+
+
+class DecompositionFailed(Exception):
+    """torch's decomposition could not be traced for this op (it stays as it is)."""
+
+
+def decompose_op(op: AtenOp) -> tuple[list[Operation], list[SSAValue]]:
+    """Trace torch's decomposition of ``op``; return the new ops and the values
+    replacing ``op``'s results (the new ops are not inserted)."""
+    from torch._decomp import decomposition_table as torch_decompositions
+
+    from coil.frontend.fx_importer import import_graph
+
+    overload = op.overload()
+    decomp = torch_decompositions.get(overload)
+    if decomp is None:
+        raise DecompositionFailed(f"torch has no decomposition of {op.name}")
+    schema = op.schema()
+    env = FakeEnv()
+    operands: list[SSAValue] = []
+    fakes: list[torch.Tensor] = []
+    # Template of the call: each tensor argument is ("tensor", index) in `fakes`.
+    call_args: list[Any] = []
+    call_kwargs: dict[str, Any] = {}
+    groups = op.operand_groups()
+    for spec in schema.args:
+        if spec.is_operand:
+            values = groups[spec.name]
+            converted = []
+            for v in values:
+                if v is None:
+                    converted.append(None)
+                elif isinstance(v.type, TensorType):
+                    operands.append(v)
+                    fakes.append(env.fake_tensor(v.type))
+                    converted.append(_Slot(len(fakes) - 1))
+                elif isinstance(v.owner, ConstantOp):
+                    converted.append(env.python_value(v.owner.python_value))
+                else:
+                    raise DecompositionFailed("a runtime scalar operand")
+            value = converted if spec.kind is not Kind.TENSOR else (
+                converted[0] if converted else None)
+        else:
+            value = op.arg(spec.name)
+            if value is None and spec.default is NO_DEFAULT and not spec.optional:
+                raise DecompositionFailed(f"missing argument {spec.name}")
+            value = env.python_value(value)
+        if spec.kwarg_only:
+            call_kwargs[spec.name] = value
+        else:
+            call_args.append(value)
+
+    def traced(*tensors: torch.Tensor) -> Any:
+        def fill(v: Any) -> Any:
+            if isinstance(v, _Slot):
+                return tensors[v.index]
+            if isinstance(v, list):
+                return [fill(x) for x in v]
+            return v
+
+        return decomp(*[fill(a) for a in call_args],
+                      **{k: fill(v) for k, v in call_kwargs.items()})
+
+    guards_before = len(env.shape_env.guards)
+    try:
+        gm = make_fx(traced, decomposition_table=decomposition_table(),
+                     tracing_mode="symbolic")(*fakes)
+    except Exception as e:  # noqa: BLE001 - any tracing failure keeps the op
+        raise DecompositionFailed(f"tracing {op.name} failed: {e}") from e
+    if len(env.shape_env.guards) != guards_before:
+        raise DecompositionFailed(f"decomposing {op.name} would specialize a symbolic size")
+    try:
+        module = import_graph(gm, rename_symbols=env.back_to_ir)
+    except Exception as e:  # noqa: BLE001 - an unimportable trace keeps the op
+        raise DecompositionFailed(f"importing the decomposition of {op.name}: {e}") from e
+    fn = next(o for o in module.ops if isinstance(o, func.FuncOp))
+    block = fn.body.block
+    ret = block.last_op
+    assert isinstance(ret, func.ReturnOp)
+    results = list(ret.arguments)
+    new_ops = [o for o in block.ops if o is not ret]
+    # Validate before touching the IR (uses of the op's operands included).
+    if any(o.name == op.name for o in new_ops):
+        raise DecompositionFailed(f"the decomposition of {op.name} calls {op.name} again")
+    if len(results) != len(op.results):
+        raise DecompositionFailed(
+            f"decomposition of {op.name} returned {len(results)} values for {len(op.results)}"
+        )
+    for old, new in zip(op.results, results):
+        if old.type != new.type:
+            raise DecompositionFailed(
+                f"decomposition of {op.name} changes a result type: {old.type} -> {new.type}"
+            )
+    for arg, value in zip(block.args, operands, strict=True):
+        arg.replace_all_uses_with(value)
+    ret.detach()
+    ret.drop_all_references()  # the orphan return must not stay a user of the results
+    for o in new_ops:
+        o.detach()
+    for o in new_ops:
+        o.location = op.location
+    return new_ops, results
+
+
+@dataclass(frozen=True)
+class _Slot:
+    index: int
+
+
+class DecomposeOp(RewritePattern):
+    def __init__(self, ops: frozenset[str], failures: list[str]):
+        self.ops = ops
+        self.failures = failures
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, AtenOp) or op.name not in self.ops:
+            return
+        try:
+            new_ops, results = decompose_op(op)
+        except DecompositionFailed as e:
+            self.failures.append(str(e))
+            return
+        rewriter.replace_op(op, new_ops, results)
+
+
+@dataclass(frozen=True)
+class AtenDecomposePass(ModulePass):
+    """Rewrite the chosen composite aten ops with torch's decompositions.
+
+    Input: aten-dialect IR. Output: the same, with every op named in ``ops``
+    that torch can decompose replaced by the ops of its decomposition (which
+    may themselves be any aten ops of the core set). Ops that cannot be
+    decomposed without specializing a symbolic size stay as they are.
+    """
+
+    name = "aten-decompose"
+
+    ops: tuple[str, ...] = field(default=DEFAULT_OPS)
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        unknown = [n for n in self.ops if not _is_op_name(n)]
+        if unknown:
+            raise ValueError(f"aten-decompose: unknown op(s) {', '.join(unknown)}")
+        failures: list[str] = []
+        # Recursive: a decomposition may produce another op of the set
+        # (_native_batch_norm_legit_no_training -> _native_batch_norm_legit).
+        PatternRewriteWalker(DecomposeOp(frozenset(self.ops), failures)).rewrite_module(op)
+        for message in dict.fromkeys(failures):  # each distinct reason once
+            log.info("aten-decompose: kept an op: %s", message)
+
+
+@functools.cache
+def _known_names() -> frozenset[str]:
+    from coil.dialects.aten_ops import ATEN_OPS, PRIMS_OPS
+
+    return frozenset(c.OVERLOAD for c in (*ATEN_OPS, *PRIMS_OPS))
+
+
+def _is_op_name(name: str) -> bool:
+    return name in _known_names()
+
+
