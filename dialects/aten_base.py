@@ -49,6 +49,7 @@ from xdsl.irdl import (
     var_result_def,
 )
 from xdsl.parser import AttrParser, Parser
+from xdsl.utils.lexer import Position
 from xdsl.printer import Printer
 from xdsl.pattern_rewriter import RewritePattern
 from xdsl.traits import ConstantLike, HasCanonicalizationPatternsTrait, Pure
@@ -365,6 +366,7 @@ class AtenOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> AtenOp:
+        start = parser.pos
         schema = cls.schema()
         operand_specs = list(schema.operands)
         tensors: dict[str, Any] = {}
@@ -416,7 +418,7 @@ class AtenOp(IRDLOperation):
         except (ValueError, TypeError, IndexError) as e:
             parser.raise_error(f"{cls.OVERLOAD}: {e}")
         op.attributes.update(attributes)
-        return op
+        return verified_at(parser, start, op)
 
 
 @dataclass
@@ -425,6 +427,15 @@ class _Keyed:
 
     key: str
     value: Any
+
+
+def verified_at(parser: Parser, start: Position, op: Operation) -> Operation:
+    """Verify ``op`` right after parsing it, so an error points at its text."""
+    try:
+        op.verify_()
+    except VerifyException as e:
+        parser.raise_error(str(e), start)
+    return op
 
 
 def _print_items(printer: Printer, items: Sequence[Any]) -> None:
@@ -536,12 +547,13 @@ class ConstantOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> ConstantOp:
+        start = parser.pos
         value = parse_attr(parser, Kind.SCALAR)
         attributes = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         op = cls(value, parser.parse_type())
         op.attributes.update(attributes)
-        return op
+        return verified_at(parser, start, op)
 
 
 @irdl_op_definition
@@ -554,10 +566,28 @@ class TensorConstantOp(IRDLOperation):
     result = result_def(TensorType)
 
     traits = traits_def(Pure(), ConstantLike())
-    assembly_format = "$value attr-dict `->` type($result)"
 
     def __init__(self, value: DenseIntOrFPElementsAttr, result_type: TensorType):
         super().__init__(properties={"value": value}, result_types=[result_type])
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_attribute(self.value)
+        _print_attributes(printer, self)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> TensorConstantOp:
+        start = parser.pos
+        value = parser.parse_attribute()
+        if not isinstance(value, DenseIntOrFPElementsAttr):
+            parser.raise_error("expected a dense<...> literal", start, parser.pos)
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation("->")
+        op = cls(value, parser.parse_type())
+        op.attributes.update(attributes)
+        return verified_at(parser, start, op)
 
     def verify_(self) -> None:
         t = self.result.type
@@ -636,6 +666,7 @@ class OperatorOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> OperatorOp:
+        start = parser.pos
         overload = parser.parse_str_literal("operator name expected, e.g. \"aten::linalg_svd\"")
         inputs: list[SSAValue] = []
 
@@ -664,7 +695,7 @@ class OperatorOp(IRDLOperation):
         op = cls(overload, ArrayAttr(args), DictionaryAttr(kwargs), inputs,
                  _parse_result_types(parser))
         op.attributes.update(attributes)
-        return op
+        return verified_at(parser, start, op)
 
 
 def _count_operand_refs(attr: Attribute) -> list[int]:

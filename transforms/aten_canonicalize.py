@@ -128,7 +128,9 @@ class FoldViewChain(RewritePattern):
         if not isinstance(op, AtenReshapeOp):
             if not (isinstance(origin.type, TensorType) and origin.type.is_contiguous()):
                 return
-        new = type(op).build_from({"self": origin}, {"size": op.arg("size")}, [op.result.type])
+        (size_arg,) = op.schema().props  # "size" (view) or "shape" (reshape)
+        new = type(op).build_from({"self": origin}, {size_arg.name: op.arg(size_arg.name)},
+                                  [op.result.type])
         new.result.name_hint = op.result.name_hint
         rewriter.replace_op(op, new)
 

@@ -1,0 +1,123 @@
+// RUN: fx-opt %s -p canonicalize --split-input-file | filecheck %s
+
+// CHECK-LABEL: func.func @view_chain
+func.func @view_chain(%x: !aten.tensor<[4, 6], f32>) -> !aten.tensor<[3, 8], f32> {
+  // CHECK-NEXT: %[[V:.*]] = aten.view.default(%x, size = [3, 8]) : !aten.tensor<[3, 8], f32>
+  // CHECK-NEXT: func.return %[[V]]
+  %a = aten.view.default(%x, size = [24]) : !aten.tensor<[24], f32>
+  %b = aten._unsafe_view.default(%a, size = [2, 12]) : !aten.tensor<[2, 12], f32>
+  %c = aten.view.default(%b, size = [3, 8]) : !aten.tensor<[3, 8], f32>
+  func.return %c : !aten.tensor<[3, 8], f32>
+}
+
+// -----
+
+// A view to the source's own type is the source.
+// CHECK-LABEL: func.func @identity_view
+func.func @identity_view(%x: !aten.tensor<[s0, 8], f32>) -> !aten.tensor<[s0, 8], f32> {
+  // CHECK-NEXT: %[[R:.*]] = aten.relu.default(%x)
+  // CHECK-NEXT: func.return %[[R]]
+  %v = aten.view.default(%x, size = [s0, 8]) : !aten.tensor<[s0, 8], f32>
+  %r = aten.relu.default(%v) : !aten.tensor<[s0, 8], f32>
+  func.return %r : !aten.tensor<[s0, 8], f32>
+}
+
+// -----
+
+// view(view(x)) of a non-contiguous x is not folded (the direct view may not
+// exist); reshape chains are.
+// CHECK-LABEL: func.func @noncontiguous_views
+func.func @noncontiguous_views(%x: !aten.tensor<[4, 6], f32, strides [1, 4]>) -> (!aten.tensor<[4, 6], f32>, !aten.tensor<[2, 12], f32>) {
+  // CHECK-NEXT: %a = aten.view.default(%x, size = [4, 6, 1])
+  // CHECK-NEXT: %b = aten.view.default(%a, size = [4, 6])
+  // CHECK-NEXT: %d = aten.reshape.default(%x, shape = [2, 12])
+  %a = aten.view.default(%x, size = [4, 6, 1]) : !aten.tensor<[4, 6, 1], f32, strides [1, 4, 1]>
+  %b = aten.view.default(%a, size = [4, 6]) : !aten.tensor<[4, 6], f32>
+  %c = aten.reshape.default(%x, shape = [24]) : !aten.tensor<[24], f32>
+  %d = aten.reshape.default(%c, shape = [2, 12]) : !aten.tensor<[2, 12], f32>
+  func.return %b, %d : !aten.tensor<[4, 6], f32>, !aten.tensor<[2, 12], f32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @noop_conversions
+func.func @noop_conversions(%x: !aten.tensor<[4], f32>) -> !aten.tensor<[4], f32> {
+  // CHECK-NEXT: %[[R:.*]] = aten.relu.default(%x)
+  // CHECK-NEXT: func.return %[[R]]
+  %a = aten._to_copy.default(%x, dtype = f32) : !aten.tensor<[4], f32>
+  %b = aten.clone.default(%a) : !aten.tensor<[4], f32>
+  %c = aten.alias.default(%b) : !aten.tensor<[4], f32>
+  %d = prims.convert_element_type.default(%c, dtype = f32) : !aten.tensor<[4], f32>
+  %r = aten.relu.default(%d) : !aten.tensor<[4], f32>
+  func.return %r : !aten.tensor<[4], f32>
+}
+
+// -----
+
+// Negative cases: a real conversion, a clone to another layout, a clone
+// returned directly (the output would alias the input), a clone of a value
+// that is later written in place.
+// CHECK-LABEL: func.func @conversions_kept
+func.func @conversions_kept(%x: !aten.tensor<[4, 2], f32>) -> (!aten.tensor<[4, 2], f16>, !aten.tensor<[4, 2], f32>, !aten.tensor<[4, 2], f32>) {
+  // CHECK-NEXT: aten._to_copy.default(%x, dtype = f16)
+  // CHECK-NEXT: aten.clone.default(%x, memory_format = channels_last)
+  // CHECK-NEXT: aten.clone.default(%x)
+  // CHECK-NEXT: aten.copy_.default(%x
+  %h = aten._to_copy.default(%x, dtype = f16) : !aten.tensor<[4, 2], f16>
+  %cl = aten.clone.default(%x, memory_format = channels_last) : !aten.tensor<[4, 2], f32>
+  %c = aten.clone.default(%x) : !aten.tensor<[4, 2], f32>
+  %w = aten.copy_.default(%x, %cl) : !aten.tensor<[4, 2], f32>
+  func.return %h, %c, %cl : !aten.tensor<[4, 2], f16>, !aten.tensor<[4, 2], f32>, !aten.tensor<[4, 2], f32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @identities
+func.func @identities(%x: !aten.tensor<[4], f32>, %i: !aten.tensor<[4], i64>) -> (!aten.tensor<[4], f32>, !aten.tensor<[4], f32>) {
+  // CHECK-NEXT: %[[ONE:.*]] = aten.constant 1.0 : f64
+  // CHECK-NEXT: %[[R:.*]] = aten.relu.default(%x)
+  // CHECK-NEXT: %[[F:.*]] = aten.mul.Tensor(%i, %[[ONE]]) : !aten.tensor<[4], f32>
+  // CHECK-NEXT: func.return %[[R]], %[[F]]
+  %one = aten.constant 1.0 : f64
+  %zero = aten.constant 0 : i64
+  %a = aten.mul.Tensor(%x, %one) : !aten.tensor<[4], f32>
+  %b = aten.add.Tensor(%zero, %a) : !aten.tensor<[4], f32>
+  %c = aten.mul.Scalar(%b, other = 1) : !aten.tensor<[4], f32>
+  %d = aten.add.Scalar(%c, other = 0) : !aten.tensor<[4], f32>
+  %e = aten.sub.Tensor(%d, %zero) : !aten.tensor<[4], f32>
+  %r = aten.relu.default(%e) : !aten.tensor<[4], f32>
+  // An int tensor times 1.0 is a float tensor: not an identity.
+  %f = aten.mul.Tensor(%i, %one) : !aten.tensor<[4], f32>
+  func.return %r, %f : !aten.tensor<[4], f32>, !aten.tensor<[4], f32>
+}
+
+// -----
+
+// x + 0 with alpha != 1 is still x; alpha = 2 on a non-zero operand is not.
+// CHECK-LABEL: func.func @add_alpha
+func.func @add_alpha(%x: !aten.tensor<[4], f32>, %y: !aten.tensor<[4], f32>) -> !aten.tensor<[4], f32> {
+  // CHECK-NEXT: aten.add.Tensor(%x, %y, alpha = 2)
+  %a = aten.add.Tensor(%x, %y, alpha = 2) : !aten.tensor<[4], f32>
+  func.return %a : !aten.tensor<[4], f32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @scalar_tensor_operands
+func.func @scalar_tensor_operands(%x: !aten.tensor<[4], f32>, %i: !aten.tensor<[4], i32>) -> (!aten.tensor<[4], f32>, !aten.tensor<[4], f32>, !aten.tensor<[4], f32>) {
+  // CHECK-NEXT: %[[C:.*]] = aten.constant 2.0 : f64
+  // CHECK-NEXT: %[[M:.*]] = aten.mul.Tensor(%x, %[[C]]) : !aten.tensor<[4], f32>
+  %s = aten.scalar_tensor.default(s = 2, dtype = f32) : !aten.tensor<[], f32>
+  %m = aten.mul.Tensor(%x, %s) : !aten.tensor<[4], f32>
+  // Different dtype (i32 tensor, f32 0-d): promotion could differ, kept.
+  // CHECK-NEXT: %[[S2:.*]] = aten.scalar_tensor.default(s = 2, dtype = f32)
+  // CHECK-NEXT: aten.add.Tensor(%i, %[[S2]])
+  %s2 = aten.scalar_tensor.default(s = 2, dtype = f32) : !aten.tensor<[], f32>
+  %a = aten.add.Tensor(%i, %s2) : !aten.tensor<[4], f32>
+  // An f64 0-d tensor with an f32 tensor: dtypes differ, kept.
+  // CHECK-NEXT: %[[F:.*]] = aten.full.default(size = [], fill_value = 3.0, dtype = f64)
+  // CHECK-NEXT: aten.maximum.default(%[[F]], %x)
+  %f = aten.full.default(size = [], fill_value = 3.0, dtype = f64) : !aten.tensor<[], f64>
+  %mx = aten.maximum.default(%f, %x) : !aten.tensor<[4], f32>
+  func.return %m, %a, %mx : !aten.tensor<[4], f32>, !aten.tensor<[4], f32>, !aten.tensor<[4], f32>
+}

@@ -1,0 +1,133 @@
+// RUN: fx-opt %s --parsing-diagnostics --verify-diagnostics --split-input-file | filecheck %s
+
+// Every user-facing parse and verification error of the aten dialect.
+
+func.func @unknown_argument(%x: !aten.tensor<[4], f32>) {
+  %0 = aten.sum.dim_IntList(%x, dims = [0]) : !aten.tensor<[], f32>
+  func.return
+}
+// CHECK: aten.sum.dim_IntList has no non-tensor argument 'dims'
+
+// -----
+
+func.func @wrong_literal_kind(%x: !aten.tensor<[4], f32>) {
+  %0 = aten.sum.dim_IntList(%x, dim = [0], keepdim = 1) : !aten.tensor<[1], f32>
+  func.return
+}
+// CHECK: expected true or false
+
+// -----
+
+func.func @missing_tensor(%x: !aten.tensor<[4], f32>) {
+  %0 = aten.add.Tensor(%x, alpha = 2) : !aten.tensor<[4], f32>
+  func.return
+}
+// CHECK: aten.add.Tensor expects tensor argument 'other'
+
+// -----
+
+func.func @too_many_tensors(%x: !aten.tensor<[4], f32>) {
+  %0 = aten.relu.default(%x, %x) : !aten.tensor<[4], f32>
+  func.return
+}
+// CHECK: too many tensor arguments for aten.relu.default
+
+// -----
+
+func.func @missing_required_value(%x: !aten.tensor<[4], f32>) {
+  %0 = aten.view.default(%x) : !aten.tensor<[4], f32>
+  func.return
+}
+// CHECK: aten.view.default: missing argument 'size'
+
+// -----
+
+func.func @list_of_scalars(%x: !aten.tensor<[4], f32>, %n: index) {
+  %0 = aten.cat.default([%x, %n], dim = 0) : !aten.tensor<[5], f32>
+  func.return
+}
+// CHECK: aten.cat.default: operand 'tensors' must be a tensor, got index
+
+// -----
+
+func.func @mutated_result_type(%x: !aten.tensor<[4], f32>, %y: !aten.tensor<[4], f16>) {
+  %0 = aten.copy_.default(%x, %y) : !aten.tensor<[4], f16>
+  func.return
+}
+// CHECK: aten.copy_.default: result aliases 'self' and must have its type !aten.tensor<[4], f32>, got !aten.tensor<[4], f16>
+
+// -----
+
+func.func @bad_element_type(%x: !aten.tensor<[4], index>) {
+  func.return
+}
+// CHECK: index is not a torch element type
+
+// -----
+
+func.func @stride_count(%x: !aten.tensor<[4, 4], f32, strides [1]>) {
+  func.return
+}
+// CHECK: expected 2 strides, got 1
+
+// -----
+
+func.func @bad_expression(%x: !aten.tensor<[s0 + ], f32>) {
+  func.return
+}
+// CHECK: expected a symbolic integer expression
+
+// -----
+
+func.func @floordiv_without_lhs(%x: !aten.tensor<[floordiv 2], f32>) {
+  func.return
+}
+// CHECK: 'floordiv' needs a left operand
+
+// -----
+
+func.func @bad_dtype_literal(%x: !aten.tensor<[4], f32>) {
+  %0 = prims.convert_element_type.default(%x, dtype = index) : !aten.tensor<[4], f32>
+  func.return
+}
+// CHECK: expected a dtype (an element type such as f32, i64, i1)
+
+// -----
+
+func.func @bad_enum(%x: !aten.tensor<[4], f32>) {
+  %0 = aten.clone.default(%x, memory_format = sideways) : !aten.tensor<[4], f32>
+  func.return
+}
+// CHECK: expected one of contiguous_format, preserve_format, channels_last, channels_last_3d
+
+// -----
+
+func.func @constant_type() {
+  %0 = aten.constant 1.5 : i64
+  func.return
+}
+// CHECK: aten.constant: value 1.5 cannot have type i64
+
+// -----
+
+func.func @tensor_constant_shape() {
+  %0 = aten.tensor_constant dense<[1.0, 2.0]> : tensor<2xf32> -> !aten.tensor<[3], f32>
+  func.return
+}
+// CHECK: aten.tensor_constant: value shape [2] does not match result type !aten.tensor<[3], f32>
+
+// -----
+
+func.func @result_not_tensor(%x: !aten.tensor<[4], f32>) {
+  %0 = aten.relu.default(%x) : f32
+  func.return
+}
+// CHECK: aten.relu.default: result must be a tensor, got f32
+
+// -----
+
+func.func @argument_twice(%x: !aten.tensor<[4], f32>) {
+  %0 = aten.sum.dim_IntList(%x, dim = [0], dim = [0]) : !aten.tensor<[], f32>
+  func.return
+}
+// CHECK: argument 'dim' given twice
