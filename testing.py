@@ -84,3 +84,13 @@ def import_and_run(
         out = compiled(*inputs)
     torch._dynamo.reset()
     return out
+
+
+def print_imported(module_fn: Callable, inputs: Sequence[Any], *, dynamic: bool = False,
+                   debuginfo: bool = False) -> None:
+    """Import through AOTAutograd and print the aten IR (for FileCheck tests)."""
+    from coil.frontend.loader import import_module
+
+    torch.manual_seed(0)
+    print(print_module(import_module(module_fn, inputs, dynamic=dynamic), debuginfo=debuginfo),
+          end="")

@@ -12,7 +12,7 @@ FakeTensors. The output is a ``builtin.module`` holding one ``func.func``:
 * each ``call_function`` on an OpOverload becomes its generated op, or
   ``aten.operator`` when the generated set lacks it; SymInt arithmetic
   (``sym_size``, ``operator.mul`` on sizes ...) folds into sympy expressions;
-* the output's pytree becomes ``func.return`` (the tree shape, when not a flat
+* the output structure becomes ``func.return`` (the shape, when not a flat
   tuple, is kept in ``coil.output_tree``).
 
 FX node names become SSA name hints and the node's stack trace its location.
@@ -22,15 +22,15 @@ and the user line.
 
 from __future__ import annotations
 
+import ast
 import operator
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import sympy
 import torch
 import torch.fx
-import torch.utils._pytree as pytree
 from xdsl.builder import Builder
 from xdsl.dialects import builtin, func
 from xdsl.dialects.builtin import (
@@ -140,7 +140,12 @@ def describe(node: torch.fx.Node) -> str:
 def _target_name(target: Any) -> str:
     if isinstance(target, str):
         return target
-    return getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or str(target)
+    if isinstance(target, torch._ops.OpOverload):
+        return str(target)
+    try:
+        return torch.fx.node._get_qualified_name(target)  # "torch.sin", "operator.mul"
+    except Exception:  # noqa: BLE001 - any callable still gets a name
+        return getattr(target, "__name__", None) or str(target)
 
 
 def _hint(name: str) -> str | None:
@@ -187,7 +192,7 @@ class _Importer:
                 self.values[node] = arg
         self.builder = Builder(InsertPoint.at_end(self.block))
         outputs: list[SSAValue] = []
-        tree_attr = None
+        tree_attrs: dict[str, Attribute] = {}
         for node in graph.nodes:
             try:
                 if node.op == "placeholder":
@@ -197,7 +202,7 @@ class _Importer:
                 elif node.op == "call_function":
                     self._import_call(node)
                 elif node.op == "output":
-                    outputs, tree_attr = self._import_output(node)
+                    outputs, tree_attrs = self._import_output(node)
                 else:
                     raise ImportError_(f"cannot import {node.op} nodes")
             except ImportError_ as e:
@@ -214,8 +219,7 @@ class _Importer:
             arg_attrs=ArrayAttr([DictionaryAttr(a) for a in arg_attrs])
             if any(arg_attrs) else None,
         )
-        if tree_attr is not None:
-            fn.attributes["coil.output_tree"] = tree_attr
+        fn.attributes.update(tree_attrs)
         return builtin.ModuleOp([fn])
 
     def _learn_symbols(self, val: Any) -> None:
@@ -430,23 +434,52 @@ class _Importer:
     # ---- output -------------------------------------------------------------
 
     def _import_output(self, node: torch.fx.Node):
-        def lookup(arg: torch.fx.Node) -> Any:
-            return self.values[arg]
+        """func.return of the output's leaves; the structure, when it is not a flat
+        tuple, goes to ``coil.output_tree`` (see :func:`encode_output_tree`)."""
+        structure = torch.fx.node.map_arg(node.args[0], lambda arg: self.values[arg])
+        outputs: list[SSAValue] = []
 
-        structure = torch.fx.node.map_arg(node.args[0], lookup)
-        leaves, spec = pytree.tree_flatten(structure)
-        outputs = []
-        for leaf in leaves:
-            if isinstance(leaf, SSAValue):
-                outputs.append(leaf)
-            else:
-                value = self._python_value(leaf)
-                outputs.append(self._insert(ConstantOp.from_python(value), node).result)
-        flat = pytree.tree_flatten(tuple(range(len(leaves))))[1]
-        tree_attr = None
-        if spec != flat:
-            tree_attr = StringAttr(pytree.treespec_dumps(spec))
-        return outputs, tree_attr
+        def leaf(value: Any) -> int:
+            if not isinstance(value, SSAValue):
+                value = self._insert(ConstantOp.from_python(self._python_value(value)),
+                                     node).result
+            outputs.append(value)
+            return len(outputs) - 1
+
+        tree = encode_output_tree(structure, leaf)
+        flat = encode_output_tree(tuple(range(len(outputs))), lambda i: i)
+        attrs = {} if tree == flat else {"coil.output_tree": StringAttr(tree)}
+        return outputs, attrs
+
+
+def encode_output_tree(structure: Any, leaf: Callable[[Any], int]) -> str:
+    """A Python literal of the output's shape: result ``i`` is ``i``, e.g.
+    ``(0, [1, (2, None)], 3)``; namedtuples (torch.return_types) become tuples."""
+    if structure is None:
+        return "None"
+    if isinstance(structure, tuple):
+        items = [encode_output_tree(s, leaf) for s in structure]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    if isinstance(structure, list):
+        return "[" + ", ".join(encode_output_tree(s, leaf) for s in structure) + "]"
+    if isinstance(structure, dict):
+        return "{" + ", ".join(f"{k!r}: {encode_output_tree(v, leaf)}"
+                               for k, v in structure.items()) + "}"
+    return str(leaf(structure))
+
+
+def decode_output_tree(tree: str, values: Sequence[Any]) -> Any:
+    """Rebuild the output structure from ``encode_output_tree``'s text."""
+    def rebuild(node: Any) -> Any:
+        if isinstance(node, int):
+            return values[node]
+        if isinstance(node, tuple | list):
+            return type(node)(rebuild(n) for n in node)
+        if isinstance(node, dict):
+            return {k: rebuild(v) for k, v in node.items()}
+        return node
+
+    return rebuild(ast.literal_eval(tree))
 
 
 def _is_size_query(target: torch._ops.OpOverload) -> bool:

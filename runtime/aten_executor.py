@@ -17,7 +17,6 @@ from typing import Any
 
 import sympy
 import torch
-import torch.utils._pytree as pytree
 from xdsl.dialects import builtin, func
 from xdsl.dialects.builtin import ArrayAttr, DenseIntOrFPElementsAttr, ModuleOp, NoneAttr
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -33,6 +32,7 @@ from coil.dialects.aten import (
 )
 from coil.dialects.aten_schema import NO_DEFAULT, Kind, from_attr
 from coil.dialects.symbolic import ExprAttr, ShapeAttr
+from coil.frontend.fx_importer import decode_output_tree
 
 
 class ExecutionError(RuntimeError):
@@ -229,7 +229,7 @@ def run_module(
     module: ModuleOp, inputs: Sequence[Any], *, func_name: str | None = None
 ) -> Any:
     """Run the aten-level function of ``module`` on ``inputs``; returns its outputs
-    (a tuple, or the original pytree when the function records ``coil.output_tree``)."""
+    (a tuple, or the original structure when the function records ``coil.output_tree``)."""
     fn = find_function(module, func_name)
     env = _Env()
     env.bind_inputs(fn, inputs)
@@ -238,7 +238,7 @@ def run_module(
             outs = [env.values[v] for v in op.arguments]
             tree = fn.attributes.get("coil.output_tree")
             if tree is not None:
-                return pytree.tree_unflatten(outs, pytree.treespec_loads(tree.data))
+                return decode_output_tree(tree.data, outs)
             return tuple(outs)
         try:
             _execute(op, env)
