@@ -30,5 +30,11 @@ config.substitutions.append(
     ("COIL_GENERIC_ROUNDTRIP",
      "fx-opt %s --split-input-file | fx-opt --print-op-generic --split-input-file"))
 
+# The backend's default pipeline, as `coil pipeline` prints it (lit's internal
+# shell has no $(...)); test/fx-opt/cli.mlir checks the two agree.
+from coil.pipeline import PIPELINES  # noqa: E402
+
+config.substitutions.append(("%default_pipeline", PIPELINES["default"]))
+
 if shutil.which("filecheck", path=config.environment["PATH"]) is None:
     lit_config.fatal("filecheck not found: pip install the test extra ('.[test]')")

@@ -7,7 +7,7 @@ symbols map back to the IR's), traces torch's decomposition with ``make_fx``
 and coil's decomposition table, imports the traced graph and inlines it in
 place of the op.
 
-Options: ``aten-decompose{ops=aten._softmax.default,aten.gelu.default}`` picks
+Options: ``aten-decompose{ops="aten._softmax.default","aten.gelu.default"}`` picks
 the ops (default: :data:`DEFAULT_OPS`, the composites the loop-level lowering
 does not take whole: softmaxes, norms, dropout, activations, addmm ...).
 

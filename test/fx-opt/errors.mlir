@@ -1,0 +1,25 @@
+// Malformed input: a located message and exit code 1, never a traceback.
+// RUN: not fx-opt %s 2> %t.err
+// RUN: filecheck %s --check-prefix=PARSE < %t.err
+// RUN: not fx-opt %S/Inputs/does-not-exist.mlir 2>&1 | filecheck %s --check-prefix=MISSING
+// RUN: not fx-opt %S/Inputs/verify-error.mlir 2>&1 | filecheck %s --check-prefix=VERIFY
+// RUN: not fx-opt %S/Inputs/verify-error.mlir -p no-such-pass 2>&1 | filecheck %s --check-prefix=PASS
+// RUN: not fx-opt %S/Inputs/verify-error.mlir -p "canonicalize{" 2>&1 | filecheck %s --check-prefix=PIPELINE
+// RUN: not fx-opt %S/Inputs/not-an-archive.pt2 2>&1 | filecheck %s --check-prefix=PT2
+
+// PARSE: errors.mlir:[[# @LINE + 4]]:{{[0-9]+}}
+// PARSE: expected a symbolic integer expression
+// PARSE-NOT: Traceback
+func.func @f(%x: !aten.tensor<[4], f32>) {
+  %0 = aten.view.default(%x, size = [4 +]) : !aten.tensor<[4], f32>
+  func.return
+}
+
+// MISSING: fx-opt: {{.*}}does-not-exist.mlir: no such file
+// VERIFY: verify-error.mlir:4:{{[0-9]+}}
+// VERIFY: aten.add.Tensor: result must be a tensor, got i64
+// VERIFY-NOT: Traceback
+// PASS: fx-opt: Unrecognized passes: ['no-such-pass']
+// PIPELINE: fx-opt: invalid pass pipeline
+// PT2: fx-opt: {{.*}}cannot load the torch.export archive
+// PT2-NOT: Traceback

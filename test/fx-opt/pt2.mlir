@@ -1,0 +1,17 @@
+// RUN: %python %S/Inputs/make_pt2.py %t.pt2
+// RUN: fx-opt %t.pt2 | filecheck %s
+// RUN: fx-opt %t.pt2 -p "%default_pipeline" | filecheck %s --check-prefix=PIPE
+// RUN: coil import %t.pt2 | filecheck %s
+
+// A torch.export archive is decomposed and imported; parameters are named
+// arguments, as the exported program lifts them.
+
+// CHECK-LABEL: func.func @forward
+// CHECK-SAME: (%p_fc_weight: !aten.tensor<[4, 8], f32>, %p_fc_bias: !aten.tensor<[4], f32>, %x: !aten.tensor<[2, 8], f32>)
+// CHECK: aten.addmm.default(%p_fc_bias, %x, %{{.*}})
+// CHECK: aten._softmax.default
+
+// PIPE-LABEL: func.func @forward
+// PIPE-NOT: _softmax
+// PIPE: aten.amax.default
+// PIPE: aten.exp.default
