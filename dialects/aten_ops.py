@@ -509,6 +509,18 @@ class AtenAcosh_Op(AtenOp):
 
 
 @irdl_op_definition
+class AtenAdaptiveAvgPool1dOp(AtenOp):
+    """aten::adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor"""
+
+    name = "aten.adaptive_avg_pool1d.default"
+    OVERLOAD: ClassVar[str] = "aten.adaptive_avg_pool1d.default"
+    self = operand_def(AnyAttr())
+    output_size = opt_prop_def(ShapeAttr)
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
 class AtenAddScalarOp(AtenOp):
     """aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor"""
 
@@ -1183,6 +1195,22 @@ class AtenAtanh_Op(AtenOp):
 
 
 @irdl_op_definition
+class AtenAvgPool1dOp(AtenOp):
+    """aten::avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], bool ceil_mode=False, bool count_include_pad=True) -> Tensor"""
+
+    name = "aten.avg_pool1d.default"
+    OVERLOAD: ClassVar[str] = "aten.avg_pool1d.default"
+    self = operand_def(AnyAttr())
+    kernel_size = opt_prop_def(ShapeAttr)
+    stride = opt_prop_def(ShapeAttr)
+    padding = opt_prop_def(ShapeAttr)
+    ceil_mode = opt_prop_def(IntegerAttr)
+    count_include_pad = opt_prop_def(IntegerAttr)
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
 class AtenAvgPool2dOp(AtenOp):
     """aten::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"""
 
@@ -1625,6 +1653,19 @@ class AtenCeil_Op(AtenOp):
 
 
 @irdl_op_definition
+class AtenChunkOp(AtenOp):
+    """aten::chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]"""
+
+    name = "aten.chunk.default"
+    OVERLOAD: ClassVar[str] = "aten.chunk.default"
+    self = operand_def(AnyAttr())
+    chunks = opt_prop_def(ExprAttr)
+    dim = opt_prop_def(ExprAttr)
+    result = var_result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
 class AtenClampTensorOp(AtenOp):
     """aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor"""
 
@@ -2018,6 +2059,22 @@ class AtenCosh_Op(AtenOp):
 
 
 @irdl_op_definition
+class AtenCrossEntropyLossOp(AtenOp):
+    """aten::cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, SymInt ignore_index=-100, float label_smoothing=0.) -> Tensor"""
+
+    name = "aten.cross_entropy_loss.default"
+    OVERLOAD: ClassVar[str] = "aten.cross_entropy_loss.default"
+    self = operand_def(AnyAttr())
+    target = operand_def(AnyAttr())
+    weight = opt_operand_def(AnyAttr())
+    reduction = opt_prop_def(ExprAttr)
+    ignore_index = opt_prop_def(ExprAttr)
+    label_smoothing = opt_prop_def(FloatAttr)
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
 class AtenCumprodOp(AtenOp):
     """aten::cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor"""
 
@@ -2076,6 +2133,16 @@ class AtenDetachOp(AtenOp):
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class AtenDetach_Op(AtenOp):
+    """aten::detach_(Tensor(a!) self) -> Tensor(a!)"""
+
+    name = "aten.detach_.default"
+    OVERLOAD: ClassVar[str] = "aten.detach_.default"
+    self = operand_def(AnyAttr())
+    result = result_def(AnyAttr())
 
 
 @irdl_op_definition
@@ -2243,6 +2310,18 @@ class AtenDropoutOp(AtenOp):
     name = "aten.dropout.default"
     OVERLOAD: ClassVar[str] = "aten.dropout.default"
     input = operand_def(AnyAttr())
+    p = opt_prop_def(FloatAttr)
+    train = opt_prop_def(IntegerAttr)
+    result = result_def(AnyAttr())
+
+
+@irdl_op_definition
+class AtenDropout_Op(AtenOp):
+    """aten::dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)"""
+
+    name = "aten.dropout_.default"
+    OVERLOAD: ClassVar[str] = "aten.dropout_.default"
+    self = operand_def(AnyAttr())
     p = opt_prop_def(FloatAttr)
     train = opt_prop_def(IntegerAttr)
     result = result_def(AnyAttr())
@@ -2682,6 +2761,18 @@ class AtenExpandOp(AtenOp):
 
 
 @irdl_op_definition
+class AtenExpandAsOp(AtenOp):
+    """aten::expand_as(Tensor(a) self, Tensor other) -> Tensor(a)"""
+
+    name = "aten.expand_as.default"
+    OVERLOAD: ClassVar[str] = "aten.expand_as.default"
+    self = operand_def(AnyAttr())
+    other = operand_def(AnyAttr())
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
 class AtenExpm1ScalarOp(AtenOp):
     """aten::expm1.Scalar(Scalar a) -> Scalar"""
 
@@ -2803,6 +2894,19 @@ class AtenFill_TensorOp(AtenOp):
     self = operand_def(AnyAttr())
     value = operand_def(AnyAttr())
     result = result_def(AnyAttr())
+
+
+@irdl_op_definition
+class AtenFlattenUsingIntsOp(AtenOp):
+    """aten::flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)"""
+
+    name = "aten.flatten.using_ints"
+    OVERLOAD: ClassVar[str] = "aten.flatten.using_ints"
+    self = operand_def(AnyAttr())
+    start_dim = opt_prop_def(ExprAttr)
+    end_dim = opt_prop_def(ExprAttr)
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
 
 
 @irdl_op_definition
@@ -4010,6 +4114,19 @@ class AtenLog_Op(AtenOp):
 
 
 @irdl_op_definition
+class AtenLogSoftmaxIntOp(AtenOp):
+    """aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor"""
+
+    name = "aten.log_softmax.int"
+    OVERLOAD: ClassVar[str] = "aten.log_softmax.int"
+    self = operand_def(AnyAttr())
+    dim = opt_prop_def(ExprAttr)
+    dtype = opt_prop_def(Attribute | NoneAttr)
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
 class AtenLogicalAndOp(AtenOp):
     """aten::logical_and(Tensor self, Tensor other) -> Tensor"""
 
@@ -4514,6 +4631,32 @@ class AtenMmDtypeOp(AtenOp):
     self = operand_def(AnyAttr())
     mat2 = operand_def(AnyAttr())
     out_dtype = opt_prop_def(Attribute)
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class AtenMovedimIntOp(AtenOp):
+    """aten::movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)"""
+
+    name = "aten.movedim.int"
+    OVERLOAD: ClassVar[str] = "aten.movedim.int"
+    self = operand_def(AnyAttr())
+    source = opt_prop_def(ExprAttr)
+    destination = opt_prop_def(ExprAttr)
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class AtenMovedimIntlistOp(AtenOp):
+    """aten::movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)"""
+
+    name = "aten.movedim.intlist"
+    OVERLOAD: ClassVar[str] = "aten.movedim.intlist"
+    self = operand_def(AnyAttr())
+    source = opt_prop_def(ShapeAttr)
+    destination = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
 
@@ -6057,6 +6200,18 @@ class AtenReshapeOp(AtenOp):
 
 
 @irdl_op_definition
+class AtenResize_Op(AtenOp):
+    """aten::resize_(Tensor(a!) self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor(a!)"""
+
+    name = "aten.resize_.default"
+    OVERLOAD: ClassVar[str] = "aten.resize_.default"
+    self = operand_def(AnyAttr())
+    size = opt_prop_def(ShapeAttr)
+    memory_format = opt_prop_def(StringAttr | NoneAttr)
+    result = result_def(AnyAttr())
+
+
+@irdl_op_definition
 class AtenRollOp(AtenOp):
     """aten::roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor"""
 
@@ -6606,6 +6761,19 @@ class AtenSliceScatterOp(AtenOp):
 
 
 @irdl_op_definition
+class AtenSoftmaxIntOp(AtenOp):
+    """aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor"""
+
+    name = "aten.softmax.int"
+    OVERLOAD: ClassVar[str] = "aten.softmax.int"
+    self = operand_def(AnyAttr())
+    dim = opt_prop_def(ExprAttr)
+    dtype = opt_prop_def(Attribute | NoneAttr)
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
 class AtenSortOp(AtenOp):
     """aten::sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)"""
 
@@ -6773,6 +6941,38 @@ class AtenSqueezeDimsOp(AtenOp):
     dim = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class AtenSqueeze_Op(AtenOp):
+    """aten::squeeze_(Tensor(a!) self) -> Tensor(a!)"""
+
+    name = "aten.squeeze_.default"
+    OVERLOAD: ClassVar[str] = "aten.squeeze_.default"
+    self = operand_def(AnyAttr())
+    result = result_def(AnyAttr())
+
+
+@irdl_op_definition
+class AtenSqueeze_DimOp(AtenOp):
+    """aten::squeeze_.dim(Tensor(a!) self, int dim) -> Tensor(a!)"""
+
+    name = "aten.squeeze_.dim"
+    OVERLOAD: ClassVar[str] = "aten.squeeze_.dim"
+    self = operand_def(AnyAttr())
+    dim = opt_prop_def(ExprAttr)
+    result = result_def(AnyAttr())
+
+
+@irdl_op_definition
+class AtenSqueeze_DimsOp(AtenOp):
+    """aten::squeeze_.dims(Tensor(a!) self, int[] dim) -> Tensor(a!)"""
+
+    name = "aten.squeeze_.dims"
+    OVERLOAD: ClassVar[str] = "aten.squeeze_.dims"
+    self = operand_def(AnyAttr())
+    dim = opt_prop_def(ShapeAttr)
+    result = result_def(AnyAttr())
 
 
 @irdl_op_definition
@@ -7035,6 +7235,18 @@ class AtenSumIntOp(AtenOp):
     name = "aten.sum.int"
     OVERLOAD: ClassVar[str] = "aten.sum.int"
     self = opt_prop_def(ShapeAttr)
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class AtenSymIsContiguousOp(AtenOp):
+    """aten::sym_is_contiguous(Tensor self, MemoryFormat memory_format=0) -> SymBool"""
+
+    name = "aten.sym_is_contiguous.default"
+    OVERLOAD: ClassVar[str] = "aten.sym_is_contiguous.default"
+    self = operand_def(AnyAttr())
+    memory_format = opt_prop_def(StringAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
 
@@ -7786,6 +7998,39 @@ class AtenZerosLikeOp(AtenOp):
 
 
 @irdl_op_definition
+class Prims_LowMemoryMaxPoolOffsetsToIndicesOp(AtenOp):
+    """prims::_low_memory_max_pool_offsets_to_indices(Tensor self, SymInt[] kernel_size, SymInt[] input_size, SymInt[] stride, SymInt[] padding, SymInt[] dilation) -> Tensor"""
+
+    name = "prims._low_memory_max_pool_offsets_to_indices.default"
+    OVERLOAD: ClassVar[str] = "prims._low_memory_max_pool_offsets_to_indices.default"
+    self = operand_def(AnyAttr())
+    kernel_size = opt_prop_def(ShapeAttr)
+    input_size = opt_prop_def(ShapeAttr)
+    stride = opt_prop_def(ShapeAttr)
+    padding = opt_prop_def(ShapeAttr)
+    dilation = opt_prop_def(ShapeAttr)
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class Prims_LowMemoryMaxPoolWithOffsetsOp(AtenOp):
+    """prims::_low_memory_max_pool_with_offsets(Tensor self, SymInt[] kernel_size, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool ceil_mode) -> (Tensor, Tensor)"""
+
+    name = "prims._low_memory_max_pool_with_offsets.default"
+    OVERLOAD: ClassVar[str] = "prims._low_memory_max_pool_with_offsets.default"
+    self = operand_def(AnyAttr())
+    kernel_size = opt_prop_def(ShapeAttr)
+    stride = opt_prop_def(ShapeAttr)
+    padding = opt_prop_def(ShapeAttr)
+    dilation = opt_prop_def(ShapeAttr)
+    ceil_mode = opt_prop_def(IntegerAttr)
+    result0 = result_def(AnyAttr())
+    result1 = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
 class Prims_MakeTokenOp(AtenOp):
     """prims::_make_token() -> Tensor"""
 
@@ -7803,6 +8048,20 @@ class Prims_SinkTokensOp(AtenOp):
     OVERLOAD: ClassVar[str] = "prims._sink_tokens.default"
     tokens = var_operand_def(AnyAttr())
     traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class Prims_UnsafeIndexPut_Op(AtenOp):
+    """prims::_unsafe_index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)"""
+
+    name = "prims._unsafe_index_put_.default"
+    OVERLOAD: ClassVar[str] = "prims._unsafe_index_put_.default"
+    self = operand_def(AnyAttr())
+    indices = var_operand_def(AnyAttr())
+    indices_mask = opt_prop_def(DenseArrayBase)
+    values = operand_def(AnyAttr())
+    accumulate = opt_prop_def(IntegerAttr)
+    result = result_def(AnyAttr())
 
 
 @irdl_op_definition
@@ -8445,6 +8704,19 @@ class PrimsFloorOp(AtenOp):
 
 
 @irdl_op_definition
+class PrimsFmaOp(AtenOp):
+    """prims::fma(Tensor a, Tensor b, Tensor c) -> Tensor"""
+
+    name = "prims.fma.default"
+    OVERLOAD: ClassVar[str] = "prims.fma.default"
+    a = operand_def(AnyAttr())
+    b = operand_def(AnyAttr())
+    c = operand_def(AnyAttr())
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
 class PrimsFmaxOp(AtenOp):
     """prims::fmax(Tensor self, Tensor other) -> Tensor"""
 
@@ -8603,6 +8875,112 @@ class PrimsImagOp(AtenOp):
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class PrimsInductorCvtE8m0RceilOp(AtenOp):
+    """prims::inductor_cvt_e8m0_rceil(Tensor input) -> Tensor"""
+
+    name = "prims.inductor_cvt_e8m0_rceil.default"
+    OVERLOAD: ClassVar[str] = "prims.inductor_cvt_e8m0_rceil.default"
+    input = operand_def(AnyAttr())
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class PrimsInductorForceStrideOrderOp(AtenOp):
+    """prims::inductor_force_stride_order(Tensor input, SymInt[] stride) -> Tensor"""
+
+    name = "prims.inductor_force_stride_order.default"
+    OVERLOAD: ClassVar[str] = "prims.inductor_force_stride_order.default"
+    input = operand_def(AnyAttr())
+    stride = opt_prop_def(ShapeAttr)
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class PrimsInductorLookupSeedOp(AtenOp):
+    """prims::inductor_lookup_seed(Tensor seeds, int index) -> Tensor"""
+
+    name = "prims.inductor_lookup_seed.default"
+    OVERLOAD: ClassVar[str] = "prims.inductor_lookup_seed.default"
+    seeds = operand_def(AnyAttr())
+    index = opt_prop_def(ExprAttr)
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class PrimsInductorRandEagerOffsetOp(AtenOp):
+    """prims::inductor_rand_eager_offset(SymInt offset, Device device) -> Tensor"""
+
+    name = "prims.inductor_rand_eager_offset.default"
+    OVERLOAD: ClassVar[str] = "prims.inductor_rand_eager_offset.default"
+    offset = opt_prop_def(ExprAttr)
+    device = opt_prop_def(StringAttr)
+    result = result_def(AnyAttr())
+
+
+@irdl_op_definition
+class PrimsInductorRandEagerOffsetsOp(AtenOp):
+    """prims::inductor_rand_eager_offsets(SymInt[] offsets, Device device) -> Tensor"""
+
+    name = "prims.inductor_rand_eager_offsets.default"
+    OVERLOAD: ClassVar[str] = "prims.inductor_rand_eager_offsets.default"
+    offsets = opt_prop_def(ShapeAttr)
+    device = opt_prop_def(StringAttr)
+    result = result_def(AnyAttr())
+
+
+@irdl_op_definition
+class PrimsInductorRandintOp(AtenOp):
+    """prims::inductor_randint(SymInt low, SymInt high, SymInt[] size, Tensor seed) -> Tensor"""
+
+    name = "prims.inductor_randint.default"
+    OVERLOAD: ClassVar[str] = "prims.inductor_randint.default"
+    low = opt_prop_def(ExprAttr)
+    high = opt_prop_def(ExprAttr)
+    size = opt_prop_def(ShapeAttr)
+    seed = operand_def(AnyAttr())
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class PrimsInductorRandomOp(AtenOp):
+    """prims::inductor_random(SymInt[] size, Tensor seed, str mode, *, ScalarType? align_dtype=None) -> Tensor"""
+
+    name = "prims.inductor_random.default"
+    OVERLOAD: ClassVar[str] = "prims.inductor_random.default"
+    size = opt_prop_def(ShapeAttr)
+    seed = operand_def(AnyAttr())
+    mode = opt_prop_def(StringAttr)
+    align_dtype = opt_prop_def(Attribute | NoneAttr)
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class PrimsInductorSeedOp(AtenOp):
+    """prims::inductor_seed(Device device) -> Tensor"""
+
+    name = "prims.inductor_seed.default"
+    OVERLOAD: ClassVar[str] = "prims.inductor_seed.default"
+    device = opt_prop_def(StringAttr)
+    result = result_def(AnyAttr())
+
+
+@irdl_op_definition
+class PrimsInductorSeedsOp(AtenOp):
+    """prims::inductor_seeds(int count, Device device) -> Tensor"""
+
+    name = "prims.inductor_seeds.default"
+    OVERLOAD: ClassVar[str] = "prims.inductor_seeds.default"
+    count = opt_prop_def(ExprAttr)
+    device = opt_prop_def(StringAttr)
+    result = result_def(AnyAttr())
 
 
 @irdl_op_definition
@@ -8851,6 +9229,19 @@ class PrimsPowOp(AtenOp):
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class PrimsPrepareSoftmaxOnlineOp(AtenOp):
+    """prims::prepare_softmax_online(Tensor a, int dim) -> (Tensor, Tensor)"""
+
+    name = "prims.prepare_softmax_online.default"
+    OVERLOAD: ClassVar[str] = "prims.prepare_softmax_online.default"
+    a = operand_def(AnyAttr())
+    dim = opt_prop_def(ExprAttr)
+    result0 = result_def(AnyAttr())
+    result1 = result_def(AnyAttr())
     traits = traits_def(Pure())
 
 
@@ -9286,6 +9677,7 @@ ATEN_OPS = [
     AtenAcoshFloatOp,
     AtenAcoshIntOp,
     AtenAcosh_Op,
+    AtenAdaptiveAvgPool1dOp,
     AtenAddScalarOp,
     AtenAddTensorOp,
     AtenAddOp,
@@ -9342,6 +9734,7 @@ ATEN_OPS = [
     AtenAtanhFloatOp,
     AtenAtanhIntOp,
     AtenAtanh_Op,
+    AtenAvgPool1dOp,
     AtenAvgPool2dOp,
     AtenAvgPool2dBackwardOp,
     AtenAvgPool3dOp,
@@ -9378,6 +9771,7 @@ ATEN_OPS = [
     AtenCeilFloatOp,
     AtenCeilIntOp,
     AtenCeil_Op,
+    AtenChunkOp,
     AtenClampTensorOp,
     AtenClampOp,
     AtenClamp_TensorOp,
@@ -9410,11 +9804,13 @@ ATEN_OPS = [
     AtenCoshFloatOp,
     AtenCoshIntOp,
     AtenCosh_Op,
+    AtenCrossEntropyLossOp,
     AtenCumprodOp,
     AtenCumprod_Op,
     AtenCumsumOp,
     AtenCumsum_Op,
     AtenDetachOp,
+    AtenDetach_Op,
     AtenDiagonalOp,
     AtenDivScalarOp,
     AtenDivScalarModeOp,
@@ -9429,6 +9825,7 @@ ATEN_OPS = [
     AtenDiv_TensorModeOp,
     AtenDotOp,
     AtenDropoutOp,
+    AtenDropout_Op,
     AtenEluOp,
     AtenElu_Op,
     AtenEluBackwardOp,
@@ -9464,6 +9861,7 @@ ATEN_OPS = [
     AtenExpIntOp,
     AtenExp_Op,
     AtenExpandOp,
+    AtenExpandAsOp,
     AtenExpm1ScalarOp,
     AtenExpm1Op,
     AtenExpm1FloatOp,
@@ -9475,6 +9873,7 @@ ATEN_OPS = [
     AtenFillTensorOp,
     AtenFill_ScalarOp,
     AtenFill_TensorOp,
+    AtenFlattenUsingIntsOp,
     AtenFlipOp,
     AtenFloorScalarOp,
     AtenFloorOp,
@@ -9576,6 +9975,7 @@ ATEN_OPS = [
     AtenLog2Op,
     AtenLog2_Op,
     AtenLog_Op,
+    AtenLogSoftmaxIntOp,
     AtenLogicalAndOp,
     AtenLogicalAnd_Op,
     AtenLogicalNotOp,
@@ -9617,6 +10017,8 @@ ATEN_OPS = [
     AtenMinimumOp,
     AtenMmOp,
     AtenMmDtypeOp,
+    AtenMovedimIntOp,
+    AtenMovedimIntlistOp,
     AtenMseLossOp,
     AtenMulScalarOp,
     AtenMulTensorOp,
@@ -9731,6 +10133,7 @@ ATEN_OPS = [
     AtenReplicationPad2dOp,
     AtenReplicationPad3dOp,
     AtenReshapeOp,
+    AtenResize_Op,
     AtenRollOp,
     AtenRoundScalarOp,
     AtenRoundDecimalsOp,
@@ -9776,6 +10179,7 @@ ATEN_OPS = [
     AtenSinh_Op,
     AtenSliceTensorOp,
     AtenSliceScatterOp,
+    AtenSoftmaxIntOp,
     AtenSortOp,
     AtenSortStableOp,
     AtenSplitTensorOp,
@@ -9790,6 +10194,9 @@ ATEN_OPS = [
     AtenSqueezeOp,
     AtenSqueezeDimOp,
     AtenSqueezeDimsOp,
+    AtenSqueeze_Op,
+    AtenSqueeze_DimOp,
+    AtenSqueeze_DimsOp,
     AtenStackOp,
     AtenStdCorrectionOp,
     AtenStdOp,
@@ -9811,6 +10218,7 @@ ATEN_OPS = [
     AtenSumDimIntListOp,
     AtenSumFloatOp,
     AtenSumIntOp,
+    AtenSymIsContiguousOp,
     AtenSymNumelOp,
     AtenSymSizeIntOp,
     AtenSymStorageOffsetOp,
@@ -9873,8 +10281,11 @@ ATEN_OPS = [
 ]
 
 PRIMS_OPS = [
+    Prims_LowMemoryMaxPoolOffsetsToIndicesOp,
+    Prims_LowMemoryMaxPoolWithOffsetsOp,
     Prims_MakeTokenOp,
     Prims_SinkTokensOp,
+    Prims_UnsafeIndexPut_Op,
     PrimsAbsOp,
     PrimsAcosOp,
     PrimsAcoshOp,
@@ -9929,6 +10340,7 @@ PRIMS_OPS = [
     PrimsFftR2cOp,
     PrimsFillOp,
     PrimsFloorOp,
+    PrimsFmaOp,
     PrimsFmaxOp,
     PrimsFminOp,
     PrimsFmodOp,
@@ -9942,6 +10354,15 @@ PRIMS_OPS = [
     PrimsIgammaOp,
     PrimsIgammacOp,
     PrimsImagOp,
+    PrimsInductorCvtE8m0RceilOp,
+    PrimsInductorForceStrideOrderOp,
+    PrimsInductorLookupSeedOp,
+    PrimsInductorRandEagerOffsetOp,
+    PrimsInductorRandEagerOffsetsOp,
+    PrimsInductorRandintOp,
+    PrimsInductorRandomOp,
+    PrimsInductorSeedOp,
+    PrimsInductorSeedsOp,
     PrimsIotaOp,
     PrimsIsfiniteOp,
     PrimsItemOp,
@@ -9963,6 +10384,7 @@ PRIMS_OPS = [
     PrimsNextafterOp,
     PrimsNormalOp,
     PrimsPowOp,
+    PrimsPrepareSoftmaxOnlineOp,
     PrimsProdOp,
     PrimsRealOp,
     PrimsReciprocalOp,

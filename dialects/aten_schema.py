@@ -84,6 +84,7 @@ _BASE_KINDS = {
     BaseTy.SymInt: Kind.INT,
     BaseTy.float: Kind.FLOAT,
     BaseTy.bool: Kind.BOOL,
+    BaseTy.SymBool: Kind.BOOL,
     BaseTy.str: Kind.STR,
     BaseTy.Scalar: Kind.SCALAR,
     BaseTy.ScalarType: Kind.DTYPE,
@@ -181,6 +182,7 @@ _RETURN_KINDS = {
     BaseTy.SymInt: "int",
     BaseTy.float: "float",
     BaseTy.bool: "bool",
+    BaseTy.SymBool: "bool",
     BaseTy.Scalar: "scalar",
 }
 

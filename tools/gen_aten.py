@@ -58,6 +58,23 @@ EXTRA_PACKETS = """
     """.split()
 
 
+def _packets(namespace: str) -> list[str]:
+    """Every op packet of a namespace registered with the dispatcher (dir() on
+    torch.ops.aten only lists packets already touched, so it is not stable).
+    The modules that register ops when coil runs are imported first, so the
+    result is the same from the command line and inside a test run."""
+    import torch._decomp  # noqa: F401
+    import torch._dynamo  # noqa: F401
+    import torch._functorch.aot_autograd  # noqa: F401
+    import torch._prims  # noqa: F401
+    import torch._refs  # noqa: F401
+    import torch.export  # noqa: F401
+
+    names = {n.split("::", 1)[1].split(".")[0]
+             for n in torch._C._dispatch_get_all_op_names() if n.startswith(namespace + "::")}
+    return sorted(names)
+
+
 def _overloads(namespace, packet_names):
     for name in sorted(packet_names):
         try:
@@ -70,23 +87,18 @@ def _overloads(namespace, packet_names):
 
 def selected_overloads() -> list[torch._ops.OpOverload]:
     aten = torch.ops.aten
-    packets = set(EXTRA_PACKETS)
-    for name in dir(aten):
+    all_aten = set(_packets("aten"))
+    packets = set(EXTRA_PACKETS) & all_aten
+    for name in all_aten:
         try:
             packet = getattr(aten, name)
         except (AttributeError, RuntimeError):
             continue
-        if not hasattr(packet, "overloads"):
-            continue
         if any(torch.Tag.core in getattr(packet, o).tags for o in packet.overloads()):
             packets.add(name)
-    all_aten = {n for n in dir(aten) if hasattr(getattr(aten, n, None), "overloads")}
     packets |= {p + "_" for p in packets if p + "_" in all_aten}
-    packets &= all_aten
-    prims = [n for n in dir(torch.ops.prims)
-             if hasattr(getattr(torch.ops.prims, n, None), "overloads")]
     chosen = []
-    for op in [*_overloads(aten, packets), *_overloads(torch.ops.prims, prims)]:
+    for op in [*_overloads(aten, packets), *_overloads(torch.ops.prims, _packets("prims"))]:
         name = op._schema.overload_name
         is_out = name == "out" or name.endswith("_out") or any(
             a.kwarg_only and a.alias_info is not None and a.alias_info.is_write

@@ -1,0 +1,26 @@
+"""Shared fixtures: deterministic seeds, quiet warnings, the GPU marker."""
+
+import os
+import warnings
+
+import pytest
+import torch
+
+os.environ.setdefault("PYTHONWARNINGS", "ignore")
+
+
+@pytest.fixture(autouse=True)
+def _seed_and_reset():
+    torch.manual_seed(0)
+    warnings.filterwarnings("ignore")
+    yield
+    torch._dynamo.reset()
+
+
+def pytest_collection_modifyitems(config, items):
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
