@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 import torch.fx
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 
 from coil.frontend.capture import aot_backend
@@ -44,15 +45,27 @@ def run_pipeline(module, pipeline: str) -> None:
     module.verify()
 
 
+Observer = Callable[[str, ModuleOp], None]
+"""Called with (stage name, module) after import and after the pipeline."""
+
+
 def compile_graph(
-    gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *, pipeline: str | None = None
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    *,
+    pipeline: str | None = None,
+    observe: Observer | None = None,
 ) -> Callable[..., Any]:
     """Compile one aten-level FX graph; returns a callable taking the graph's inputs."""
     from coil.runtime.aten_executor import run_module
 
     global _warned
     module = import_graph(gm, example_inputs)
+    if observe is not None:
+        observe("import", module)
     run_pipeline(module, pipeline or PIPELINES["default"])
+    if observe is not None:
+        observe("pipeline", module)
     constants = constant_inputs(module, gm)
     if not _warned:
         _warned = True
