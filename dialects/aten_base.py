@@ -337,7 +337,11 @@ class AtenOp(IRDLOperation):
                 raise VerifyException(f"{self.name}: result must be a tensor, got {res.type}")
             if ret.aliases_arg is not None:
                 (src,) = [v for v in self.operand_groups()[ret.aliases_arg] if v is not None]
-                if src.type != res.type:
+                # An in-place view op (squeeze_, resize_) changes sizes, not the dtype.
+                same = (src.type.element_type == res.type.element_type
+                        if schema.inplace_view and isinstance(src.type, TensorType)
+                        and isinstance(res.type, TensorType) else src.type == res.type)
+                if not same:
                     raise VerifyException(
                         f"{self.name}: result aliases '{ret.aliases_arg}' and must have its "
                         f"type {src.type}, got {res.type}"

@@ -162,6 +162,7 @@ class OpSchema:
     qualified: str  # "aten::add.Tensor"
     args: tuple[ArgSpec, ...]
     returns: tuple[ReturnSpec, ...]
+    inplace_view: bool = False  # mutates the metadata (sizes/strides) of its input
 
     @property
     def operands(self) -> tuple[ArgSpec, ...]:
@@ -241,7 +242,8 @@ def op_schema(overload: torch._ops.OpOverload) -> OpSchema:
         returns.append(ReturnSpec(accessor, rkind, alias))
     if sum(r.kind == "tensor_list" for r in returns) > 1:
         raise UnsupportedSchema("more than one list return")
-    return OpSchema(f"{ns}::{text.split('(')[0]}", tuple(args), tuple(returns))
+    return OpSchema(f"{ns}::{text.split('(')[0]}", tuple(args), tuple(returns),
+                    inplace_view=torch.Tag.inplace_view in overload.tags)
 
 
 # --------------------------------------------------------------------------

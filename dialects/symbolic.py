@@ -84,6 +84,7 @@ def contiguous_strides(shape: Sequence[SymInt]) -> tuple[SymInt, ...]:
     strides: list[SymInt] = []
     running: sympy.Expr = sympy.Integer(1)
     for dim in reversed(shape):
+        dim = to_symint(to_expr(dim))
         strides.append(to_symint(running))
         # torch counts a size-0 dim as 1; size symbols are >= 1 by construction.
         running = sympy.expand(running * (max(dim, 1) if isinstance(dim, int) else dim))

@@ -92,6 +92,8 @@ def sym_expr(value: Any, rename: Rename = None) -> sympy.Expr | int:
 
 def tensor_type(val: torch.Tensor, rename: Rename = None) -> TensorType:
     """The aten type of a (Fake)Tensor: sizes, dtype, strides, device."""
+    if val.layout != torch.strided:
+        raise TypeError(f"{val.layout} tensors are not supported (only strided ones)")
     return TensorType(
         [sym_expr(d, rename) for d in val.shape],
         dtypes.to_mlir(val.dtype),
@@ -315,6 +317,8 @@ class _Importer:
         return expr
 
     def _result_types(self, node: torch.fx.Node, val: Any) -> list[Attribute]:
+        if not node.target._schema.returns:
+            return []  # e.g. aten._linalg_check_errors
         if isinstance(val, tuple | list):
             return [value_type(v, self.rename) for v in val]
         if "val" not in node.meta:
@@ -516,6 +520,10 @@ def _fetch_attr(gm: torch.fx.GraphModule, target: str) -> Any:
 
 
 def _dense_ok(value: torch.Tensor) -> bool:
+    if value.dtype.is_floating_point and not bool(torch.isfinite(value).all()):
+        # xDSL prints inf/nan in dense literals as hex and reads the hex back
+        # as an integer value: keep such constants as arguments.
+        return False
     return value.dtype in (torch.float32, torch.float64, torch.float16, torch.int64,
                            torch.int32, torch.int16, torch.int8, torch.bool)
 
@@ -539,7 +547,7 @@ def _dense_attr(value: torch.Tensor) -> DenseIntOrFPElementsAttr:
 def ensure_meta(gm: torch.fx.GraphModule, example_inputs: Sequence[Any] | None) -> None:
     """Give every node ``meta['val']``, propagating FakeTensors when missing."""
     nodes = [n for n in gm.graph.nodes if n.op == "placeholder"
-             or isinstance(n.target, torch._ops.OpOverload)]
+             or (isinstance(n.target, torch._ops.OpOverload) and n.target._schema.returns)]
     if all("val" in n.meta for n in nodes):
         return
     if example_inputs is None:

@@ -212,6 +212,8 @@ def _execute(op: Operation, env: _Env) -> None:
         out = _run_operator(op, env)
     else:
         raise ExecutionError(f"the aten executor cannot run {op.name}")
+    if not op.results:
+        return  # e.g. aten._linalg_check_errors: run for its checks only
     if len(op.results) == 1 and not (
         isinstance(out, tuple | list) and isinstance(op, AtenOp)
         and op.schema().returns[0].kind == "tensor_list"
