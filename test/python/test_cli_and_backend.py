@@ -1,0 +1,107 @@
+"""The coil command, fx-opt's exit codes, the registered torch.compile backend,
+and custom ops through the generic aten.operator."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from coil.ir import parse_module, print_module
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run(args, capture_output=True, text=True, cwd=ROOT,
+                          env={**__import__("os").environ, "PYTHONWARNINGS": "ignore"})
+    if check:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def _script(name: str) -> str:
+    return str(Path(sys.executable).parent / name)
+
+
+def test_coil_demo_checks_against_eager():
+    out = _run(_script("coil"), "demo", "--quiet").stdout
+    assert out.count(" ok") == 2 and "MISMATCH" not in out
+
+
+def test_coil_import_model_file_round_trips():
+    text = _run(_script("coil"), "import", "examples/softmax.py").stdout
+    assert "aten._softmax.default" in text and "coil.symbol" in text
+    assert print_module(parse_module(text)) == text
+
+
+@pytest.mark.parametrize("args, message", [
+    (("import", "no/such/model.py"), "no such file"),
+    (("import", "README.md"), "expected a .py model file or a .pt2 archive"),
+])
+def test_coil_errors_are_sentences(args, message):
+    proc = _run(_script("coil"), *args, check=False)
+    assert proc.returncode == 1
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_fx_opt_malformed_input_exit_code(tmp_path):
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("func.func @f(%x: !aten.tensor<[4], f32>) {\n  %0 = aten.relu.default(\n}\n")
+    proc = _run(_script("fx-opt"), str(bad), check=False)
+    assert proc.returncode == 1
+    assert "bad.mlir:3:1" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_backend_is_registered_by_entry_point():
+    """backend="coil" resolves without importing coil first."""
+    code = (
+        "import torch\n"
+        "m = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU())\n"
+        "x = torch.randn(4, 8)\n"
+        "with torch.no_grad():\n"
+        "    torch.testing.assert_close(torch.compile(m, backend='coil')(x), m(x))\n"
+        "print('backend ok')\n"
+    )
+    assert "backend ok" in _run(sys.executable, "-c", code).stdout
+
+
+def test_backend_options():
+    from coil.backend import coil as coil_backend
+
+    m = torch.nn.Softmax(-1)
+    x = torch.randn(4, 8)
+    compiled = torch.compile(m, backend=coil_backend, options={"pipeline": "canonicalize"})
+    torch.testing.assert_close(compiled(x), m(x))
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="unknown option"):
+        torch.compile(m, backend=coil_backend, options={"bogus": 1})(x)
+
+
+@torch.library.custom_op("coiltest::scale_add", mutates_args=())
+def scale_add(x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
+    return x * alpha + y
+
+
+@scale_add.register_fake
+def _(x, y, alpha):
+    return torch.empty_like(x)
+
+
+def test_custom_op_imports_as_operator_and_runs():
+    from coil.testing import reference_backend
+
+    def fn(x, y):
+        return torch.ops.coiltest.scale_add(x.relu(), y, 0.5) * 2
+
+    x, y = torch.randn(4, 8), torch.randn(4, 8)
+    compiled = torch.compile(fn, backend=reference_backend, fullgraph=True)
+    torch.testing.assert_close(compiled(x, y), fn(x, y))
+
+    from coil.frontend.loader import import_module
+
+    text = print_module(import_module(fn, (x, y)))
+    assert 'aten.operator "coiltest::scale_add"(%' in text and ", 0.5)" in text
