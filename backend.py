@@ -18,21 +18,19 @@ from typing import Any
 
 import torch
 import torch.fx
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import PassPipeline
-
 from coil.frontend.capture import aot_backend
 from coil.frontend.fx_importer import constant_inputs, import_graph
 from coil.pipeline import PIPELINES
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import PassPipeline
 
 log = logging.getLogger("coil")
 _warned = False
 
 
 def _available_passes():
-    from xdsl.transforms import get_all_passes as xdsl_passes
-
     from coil.transforms import get_all_passes
+    from xdsl.transforms import get_all_passes as xdsl_passes
 
     return {**xdsl_passes(), **get_all_passes()}
 
@@ -82,8 +80,9 @@ def compile_graph(
     return run
 
 
-def coil(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: dict | None = None,
-         **_: Any) -> Callable[..., Any]:
+def coil(
+    gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: dict | None = None, **_: Any
+) -> Callable[..., Any]:
     """The ``torch.compile`` backend. ``options={"pipeline": "..."}`` overrides the pipeline."""
     options = dict(options or {})
     pipeline = options.pop("pipeline", None)

@@ -15,10 +15,9 @@ import traceback
 from collections.abc import Sequence
 from typing import IO
 
+from coil import __version__
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
-
-from coil import __version__
 
 
 class FxOptMain(xDSLOptMain):
@@ -68,11 +67,13 @@ def fx_opt_main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"fx-opt: {e.filename}: no such file")
     except ValueError as e:  # e.g. unknown file extension, unknown pass name
         return _fail(f"fx-opt: {e}")
-    except Exception as e:  # noqa: BLE001 - never a raw traceback for the user
+    except Exception as e:  # never a raw traceback for the user
         if os.environ.get("COIL_TRACEBACK"):
             traceback.print_exc()
-        return _fail(f"fx-opt: error: {type(e).__name__}: {e}\n"
-                     "(set COIL_TRACEBACK=1 for the Python traceback)")
+        return _fail(
+            f"fx-opt: error: {type(e).__name__}: {e}\n"
+            "(set COIL_TRACEBACK=1 for the Python traceback)"
+        )
     return 0
 
 
@@ -130,7 +131,7 @@ def coil_main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args)
-    except Exception as e:  # noqa: BLE001 - a sentence, not a traceback
+    except Exception as e:  # a sentence, not a traceback
         if os.environ.get("COIL_TRACEBACK"):
             traceback.print_exc()
         return _fail(f"coil {args.command}: error: {e}")

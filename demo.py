@@ -14,13 +14,12 @@ import warnings
 from collections import Counter
 
 import torch
-from xdsl.dialects.builtin import ModuleOp
-
 from coil.backend import compile_graph
 from coil.examples.models import build
 from coil.frontend.capture import aot_backend
 from coil.ir import print_module
 from coil.pipeline import PIPELINES
+from xdsl.dialects.builtin import ModuleOp
 
 EXAMPLES = ("mlp", "softmax")
 
@@ -44,8 +43,9 @@ def run_demo(verbose: bool = True) -> int:
                 title = "as imported" if stage == "import" else f"after `{PIPELINES['default']}`"
                 print(f"== {name}: aten IR {title} ==\n{print_module(module)}")
 
-        backend = aot_backend(lambda gm, ex, observe=observe: compile_graph(gm, ex,
-                                                                             observe=observe))
+        backend = aot_backend(
+            lambda gm, ex, observe=observe: compile_graph(gm, ex, observe=observe)
+        )
         torch._dynamo.reset()
         compiled = torch.compile(model, backend=backend, fullgraph=True)
         fresh = tuple(torch.randn_like(x) for x in inputs)
@@ -59,10 +59,14 @@ def run_demo(verbose: bool = True) -> int:
         err = (out.double() - expected.double()).abs().max().item()
         ok = torch.allclose(out, expected, rtol=1.3e-5, atol=1e-5)
         failures += not ok
-        print(f"{name:8s} imported {stages['import']}, after the pipeline {stages['pipeline']}; "
-              f"ran in {elapsed * 1e3:.1f} ms on {fresh[0].device}; "
-              f"max |coil - eager| = {err:.2e} {'ok' if ok else 'MISMATCH'}")
+        print(
+            f"{name:8s} imported {stages['import']}, after the pipeline {stages['pipeline']}; "
+            f"ran in {elapsed * 1e3:.1f} ms on {fresh[0].device}; "
+            f"max |coil - eager| = {err:.2e} {'ok' if ok else 'MISMATCH'}"
+        )
     torch._dynamo.reset()
-    print("kernels generated: none yet (the loop/buffer/Triton stages are not built); "
-          "the aten IR ran through the reference executor")
+    print(
+        "kernels generated: none yet (the loop/buffer/Triton stages are not built); "
+        "the aten IR ran through the reference executor"
+    )
     return 1 if failures else 0

@@ -15,12 +15,11 @@ from typing import Any
 
 import torch
 import torch.fx
-from xdsl.dialects.builtin import ModuleOp
-
 from coil.frontend.capture import aot_backend
 from coil.frontend.fx_importer import constant_inputs, import_graph
 from coil.ir import parse_module, print_module
 from coil.runtime.aten_executor import ExecutionError, run_module
+from xdsl.dialects.builtin import ModuleOp
 
 __all__ = [
     "ExecutionError",
@@ -78,19 +77,20 @@ def import_and_run(
 ) -> tuple[ModuleOp, Any]:
     """Compile ``module_fn`` with the reference backend; return (aten module, outputs)."""
     torch._dynamo.reset()
-    compiled = torch.compile(module_fn, backend=reference_backend, dynamic=dynamic,
-                             fullgraph=True)
+    compiled = torch.compile(module_fn, backend=reference_backend, dynamic=dynamic, fullgraph=True)
     with torch.no_grad():
         out = compiled(*inputs)
     torch._dynamo.reset()
     return out
 
 
-def print_imported(module_fn: Callable, inputs: Sequence[Any], *, dynamic: bool = False,
-                   debuginfo: bool = False) -> None:
+def print_imported(
+    module_fn: Callable, inputs: Sequence[Any], *, dynamic: bool = False, debuginfo: bool = False
+) -> None:
     """Import through AOTAutograd and print the aten IR (for FileCheck tests)."""
     from coil.frontend.loader import import_module
 
     torch.manual_seed(0)
-    print(print_module(import_module(module_fn, inputs, dynamic=dynamic), debuginfo=debuginfo),
-          end="")
+    print(
+        print_module(import_module(module_fn, inputs, dynamic=dynamic), debuginfo=debuginfo), end=""
+    )

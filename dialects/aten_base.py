@@ -21,11 +21,32 @@ int lists print as ``1`` and ``[1, s0]`` (a declarative format would print
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
+from coil.dialects import dtypes
+from coil.dialects.aten_schema import (
+    NO_DEFAULT,
+    Kind,
+    OpSchema,
+    check_attr,
+    format_attr,
+    from_attr,
+    normalize,
+    op_schema,
+    parse_attr,
+    to_attr,
+)
+from coil.dialects.symbolic import (
+    ExprAttr,
+    ShapeAttr,
+    SymInt,
+    contiguous_strides,
+    format_expr_list,
+    parse_expr_list,
+)
 from xdsl.dialects import builtin
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -49,33 +70,11 @@ from xdsl.irdl import (
     var_result_def,
 )
 from xdsl.parser import AttrParser, Parser
-from xdsl.utils.lexer import Position
-from xdsl.printer import Printer
 from xdsl.pattern_rewriter import RewritePattern
+from xdsl.printer import Printer
 from xdsl.traits import ConstantLike, HasCanonicalizationPatternsTrait, Pure
 from xdsl.utils.exceptions import VerifyException
-
-from coil.dialects import dtypes
-from coil.dialects.aten_schema import (
-    NO_DEFAULT,
-    Kind,
-    OpSchema,
-    check_attr,
-    format_attr,
-    from_attr,
-    normalize,
-    op_schema,
-    parse_attr,
-    to_attr,
-)
-from coil.dialects.symbolic import (
-    ExprAttr,
-    ShapeAttr,
-    SymInt,
-    contiguous_strides,
-    format_expr_list,
-    parse_expr_list,
-)
+from xdsl.utils.lexer import Position
 
 # --------------------------------------------------------------------------
 # Types
@@ -109,7 +108,9 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
             element_type = dtypes.to_mlir(element_type)
         if strides is None:
             strides = contiguous_strides(shape)
-        super().__init__(ShapeAttr(shape), element_type, ShapeAttr(strides), StringAttr(str(device)))
+        super().__init__(
+            ShapeAttr(shape), element_type, ShapeAttr(strides), StringAttr(str(device))
+        )
 
     @property
     def shape(self) -> tuple[SymInt, ...]:
@@ -162,9 +163,7 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
                 if key == "strides":
                     strides = parse_expr_list(parser)
                     if len(strides) != len(shape):
-                        parser.raise_error(
-                            f"expected {len(shape)} strides, got {len(strides)}"
-                        )
+                        parser.raise_error(f"expected {len(shape)} strides, got {len(strides)}")
                 else:
                     device = parser.parse_str_literal("device name expected")
         if strides is None:
@@ -272,8 +271,11 @@ class AtenOp(IRDLOperation):
         for spec in schema.operands:
             given = tensors.get(spec.name)
             if spec.kind is Kind.TENSOR:
-                operands.append([given] if given is not None and spec.optional else
-                                ([] if given is None and spec.optional else given))
+                operands.append(
+                    [given]
+                    if given is not None and spec.optional
+                    else ([] if given is None and spec.optional else given)
+                )
             else:
                 given = list(given or [])
                 if spec.kind is Kind.OPT_TENSOR_LIST and any(v is None for v in given):
@@ -296,7 +298,7 @@ class AtenOp(IRDLOperation):
             if ret.kind == "tensor_list":
                 n_after = len(schema.returns) - i - 1
                 results.append(types[: len(types) - n_after])
-                types = types[len(types) - n_after:]
+                types = types[len(types) - n_after :]
             else:
                 results.append(types.pop(0))
         return cls.build(operands=operands, properties=props, result_types=results)
@@ -321,7 +323,9 @@ class AtenOp(IRDLOperation):
             if spec.kind is Kind.OPT_TENSOR_LIST:
                 mask = self.properties.get(spec.accessor + "_mask")
                 if mask is not None and sum(_mask_bits(mask)) != len(getattr(self, spec.accessor)):
-                    raise VerifyException(f"{self.name}: '{spec.name}' mask does not match operands")
+                    raise VerifyException(
+                        f"{self.name}: '{spec.name}' mask does not match operands"
+                    )
         for spec in schema.props:
             attr = self.properties.get(spec.accessor)
             if attr is None:
@@ -338,9 +342,13 @@ class AtenOp(IRDLOperation):
             if ret.aliases_arg is not None:
                 (src,) = [v for v in self.operand_groups()[ret.aliases_arg] if v is not None]
                 # An in-place view op (squeeze_, resize_) changes sizes, not the dtype.
-                same = (src.type.element_type == res.type.element_type
-                        if schema.inplace_view and isinstance(src.type, TensorType)
-                        and isinstance(res.type, TensorType) else src.type == res.type)
+                same = (
+                    src.type.element_type == res.type.element_type
+                    if schema.inplace_view
+                    and isinstance(src.type, TensorType)
+                    and isinstance(res.type, TensorType)
+                    else src.type == res.type
+                )
                 if not same:
                     raise VerifyException(
                         f"{self.name}: result aliases '{ret.aliases_arg}' and must have its "
@@ -398,15 +406,12 @@ class AtenOp(IRDLOperation):
                     tensors[spec.name] = parser.parse_operand()
             else:
                 tensors[spec.name] = parser.parse_comma_separated_list(
-                    parser.Delimiter.SQUARE,
-                    lambda: None if parser.parse_optional_keyword("none") else parser.parse_operand(),
+                    parser.Delimiter.SQUARE, lambda: _parse_optional_tensor(parser)
                 )
 
         parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse_item)
         if operand_specs:
-            parser.raise_error(
-                f"{cls.OVERLOAD} expects tensor argument '{operand_specs[0].name}'"
-            )
+            parser.raise_error(f"{cls.OVERLOAD} expects tensor argument '{operand_specs[0].name}'")
         attributes = parser.parse_optional_attr_dict()
         result_types = _parse_result_types(parser)
         # Canonical form: drop literals equal to the schema default.
@@ -460,6 +465,11 @@ def _print_items(printer: Printer, items: Sequence[Any]) -> None:
             printer.print_string(item)
 
 
+def _parse_optional_tensor(parser: Parser) -> SSAValue | None:
+    """``none`` or an SSA value (an element of a ``Tensor?[]`` list)."""
+    return None if parser.parse_optional_keyword("none") else parser.parse_operand()
+
+
 def _mask_bits(mask: builtin.DenseArrayBase) -> list[bool]:
     # i1 arrays read back true as -1 (signless normalization): test for non-zero.
     return [v != 0 for v in mask.get_values()]
@@ -470,10 +480,10 @@ def _parse_optional_arg_name(parser: Parser) -> str | None:
     state = parser.pos  # backtrack by position (the parser state object is mutable)
     name = parser.parse_optional_identifier()
     if name is None or name == "none":
-        parser._resume_from(state)  # noqa: SLF001
+        parser._resume_from(state)
         return None
     if parser.parse_optional_punctuation("=") is None:
-        parser._resume_from(state)  # noqa: SLF001
+        parser._resume_from(state)
         return None
     return name
 
@@ -500,7 +510,7 @@ def _print_result_types(printer: Printer, op: Operation) -> None:
 def _parse_result_types(parser: Parser) -> list[Attribute]:
     if not parser.parse_optional_punctuation(":"):
         return []
-    if parser._current_token.text == "(":  # noqa: SLF001
+    if parser._current_token.text == "(":
         return parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
     return [parser.parse_type()]
 
@@ -542,7 +552,9 @@ class ConstantOp(IRDLOperation):
         if isinstance(v, FloatAttr) != (t == builtin.f64) or (
             isinstance(v, IntegerAttr) and t != builtin.i1
         ):
-            raise VerifyException(f"aten.constant: value {format_attr(v, None)} cannot have type {t}")
+            raise VerifyException(
+                f"aten.constant: value {format_attr(v, None)} cannot have type {t}"
+            )
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {format_attr(self.value, None)}")
@@ -625,8 +637,14 @@ class OperatorOp(IRDLOperation):
     inputs = var_operand_def()
     outputs = var_result_def()
 
-    def __init__(self, overload: str, args: ArrayAttr, kwargs: DictionaryAttr,
-                 inputs: Sequence[SSAValue], result_types: Sequence[Attribute]):
+    def __init__(
+        self,
+        overload: str,
+        args: ArrayAttr,
+        kwargs: DictionaryAttr,
+        inputs: Sequence[SSAValue],
+        result_types: Sequence[Attribute],
+    ):
         super().__init__(
             properties={"overload": StringAttr(overload), "args": args, "kwargs": kwargs},
             operands=[inputs],
@@ -671,16 +689,17 @@ class OperatorOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> OperatorOp:
         start = parser.pos
-        overload = parser.parse_str_literal("operator name expected, e.g. \"aten::linalg_svd\"")
+        overload = parser.parse_str_literal('operator name expected, e.g. "aten::linalg_svd"')
         inputs: list[SSAValue] = []
 
         def parse_value() -> Attribute:
             if (operand := parser.parse_optional_operand()) is not None:
                 inputs.append(operand)
                 return OperandRefAttr(len(inputs) - 1)
-            if parser._current_token.text == "[":  # noqa: SLF001
-                return ArrayAttr(parser.parse_comma_separated_list(
-                    parser.Delimiter.SQUARE, parse_value))
+            if parser._current_token.text == "[":
+                return ArrayAttr(
+                    parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parse_value)
+                )
             return parse_attr(parser, None)
 
         args: list[Attribute] = []
@@ -696,8 +715,9 @@ class OperatorOp(IRDLOperation):
 
         parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse_item)
         attributes = parser.parse_optional_attr_dict()
-        op = cls(overload, ArrayAttr(args), DictionaryAttr(kwargs), inputs,
-                 _parse_result_types(parser))
+        op = cls(
+            overload, ArrayAttr(args), DictionaryAttr(kwargs), inputs, _parse_result_types(parser)
+        )
         op.attributes.update(attributes)
         return verified_at(parser, start, op)
 
@@ -725,5 +745,3 @@ class OperandRefAttr(Data[int]):
 
     def print_parameter(self, printer: Printer) -> None:
         printer.print_string(f"<{self.data}>")
-
-

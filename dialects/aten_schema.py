@@ -25,6 +25,16 @@ from typing import Any
 
 import sympy
 import torch
+from coil.dialects import dtypes
+from coil.dialects.symbolic import (
+    ExprAttr,
+    ShapeAttr,
+    format_expr,
+    format_expr_list,
+    parse_expr,
+    to_expr,
+    to_symint,
+)
 from torchgen.model import BaseTy, BaseType, FunctionSchema, ListType, OptionalType, Type
 from xdsl.dialects import builtin
 from xdsl.dialects.builtin import (
@@ -36,17 +46,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, TypeAttribute
 from xdsl.parser import AttrParser
-
-from coil.dialects import dtypes
-from coil.dialects.symbolic import (
-    ExprAttr,
-    ShapeAttr,
-    format_expr,
-    format_expr_list,
-    parse_expr,
-    to_expr,
-    to_symint,
-)
 
 
 class Kind(enum.Enum):
@@ -121,12 +120,58 @@ NO_DEFAULT = object()
 """Marks an argument without a default value."""
 
 _RESERVED = frozenset(
-    ["name", "operands", "results", "regions", "successors", "attributes", "properties",
-     "parent", "location", "result_types", "operand_types", "traits", "verify", "print",
-     "parse", "clone", "walk", "erase", "detach", "irdl_options", "assembly_format",
-     "custom_directives", "result", "get", "build", "create", "arg", "args", "op_def",
-     "from", "in", "is", "if", "else", "for", "while", "import", "lambda", "global",
-     "def", "class", "return", "and", "or", "not", "pass", "with", "as", "del", "try"]
+    [
+        "name",
+        "operands",
+        "results",
+        "regions",
+        "successors",
+        "attributes",
+        "properties",
+        "parent",
+        "location",
+        "result_types",
+        "operand_types",
+        "traits",
+        "verify",
+        "print",
+        "parse",
+        "clone",
+        "walk",
+        "erase",
+        "detach",
+        "irdl_options",
+        "assembly_format",
+        "custom_directives",
+        "result",
+        "get",
+        "build",
+        "create",
+        "arg",
+        "args",
+        "op_def",
+        "from",
+        "in",
+        "is",
+        "if",
+        "else",
+        "for",
+        "while",
+        "import",
+        "lambda",
+        "global",
+        "def",
+        "class",
+        "return",
+        "and",
+        "or",
+        "not",
+        "pass",
+        "with",
+        "as",
+        "del",
+        "try",
+    ]
 )
 
 
@@ -200,8 +245,7 @@ def op_schema(overload: torch._ops.OpOverload) -> OpSchema:
         raise UnsupportedSchema(str(e)) from None
     kwarg_only = {a.name for a in parsed.arguments.flat_kwarg_only}
     defaults = {
-        a.name: (a.default_value if a.has_default_value() else NO_DEFAULT)
-        for a in schema.arguments
+        a.name: (a.default_value if a.has_default_value() else NO_DEFAULT) for a in schema.arguments
     }
     args = []
     for arg in parsed.arguments.flat_all:
@@ -222,11 +266,19 @@ def op_schema(overload: torch._ops.OpOverload) -> OpSchema:
         )
     arg_names = {a.accessor for a in args}
     returns = []
-    written = {a.annotation.alias_set: a.name for a in parsed.arguments.flat_all
-               if a.annotation and a.annotation.is_write}
+    written = {
+        a.annotation.alias_set: a.name
+        for a in parsed.arguments.flat_all
+        if a.annotation and a.annotation.is_write
+    }
     names = [r.name for r in parsed.returns]
-    use_names = (len(parsed.returns) > 1 and all(names) and len(set(names)) == len(names)
-                 and not (set(names) & arg_names) and not (set(names) & _RESERVED))
+    use_names = (
+        len(parsed.returns) > 1
+        and all(names)
+        and len(set(names)) == len(names)
+        and not (set(names) & arg_names)
+        and not (set(names) & _RESERVED)
+    )
     for i, ret in enumerate(parsed.returns):
         if isinstance(ret.type, BaseType) and ret.type.name in _RETURN_KINDS:
             rkind = _RETURN_KINDS[ret.type.name]
@@ -242,29 +294,64 @@ def op_schema(overload: torch._ops.OpOverload) -> OpSchema:
         returns.append(ReturnSpec(accessor, rkind, alias))
     if sum(r.kind == "tensor_list" for r in returns) > 1:
         raise UnsupportedSchema("more than one list return")
-    return OpSchema(f"{ns}::{text.split('(')[0]}", tuple(args), tuple(returns),
-                    inplace_view=torch.Tag.inplace_view in overload.tags)
+    return OpSchema(
+        f"{ns}::{text.split('(')[0]}",
+        tuple(args),
+        tuple(returns),
+        inplace_view=torch.Tag.inplace_view in overload.tags,
+    )
 
 
 # --------------------------------------------------------------------------
 # Python values
 # --------------------------------------------------------------------------
 
-_LAYOUTS = {str(x).removeprefix("torch."): x for x in
-            (torch.strided, torch.sparse_coo, torch.sparse_csr, torch.sparse_csc,
-             torch.sparse_bsr, torch.sparse_bsc, torch._mkldnn, torch.jagged)}
-_MEMORY_FORMATS = {str(x).removeprefix("torch."): x for x in
-                   (torch.contiguous_format, torch.preserve_format, torch.channels_last,
-                    torch.channels_last_3d)}
+_LAYOUTS = {
+    str(x).removeprefix("torch."): x
+    for x in (
+        torch.strided,
+        torch.sparse_coo,
+        torch.sparse_csr,
+        torch.sparse_csc,
+        torch.sparse_bsr,
+        torch.sparse_bsc,
+        torch._mkldnn,
+        torch.jagged,
+    )
+}
+_MEMORY_FORMATS = {
+    str(x).removeprefix("torch."): x
+    for x in (
+        torch.contiguous_format,
+        torch.preserve_format,
+        torch.channels_last,
+        torch.channels_last_3d,
+    )
+}
 # TorchScript passes these enums as ints in defaults.
-_MEMORY_FORMAT_BY_INT = {0: torch.contiguous_format, 1: torch.preserve_format,
-                         2: torch.channels_last, 3: torch.channels_last_3d}
+_MEMORY_FORMAT_BY_INT = {
+    0: torch.contiguous_format,
+    1: torch.preserve_format,
+    2: torch.channels_last,
+    3: torch.channels_last_3d,
+}
 _LAYOUT_BY_INT = {0: torch.strided, 1: torch.sparse_coo}
 # c10::ScalarType numbering, as schema defaults spell dtypes.
-_DTYPE_BY_INT = {0: torch.uint8, 1: torch.int8, 2: torch.int16, 3: torch.int32,
-                 4: torch.int64, 5: torch.float16, 6: torch.float32, 7: torch.float64,
-                 8: torch.complex32, 9: torch.complex64, 10: torch.complex128,
-                 11: torch.bool, 15: torch.bfloat16}
+_DTYPE_BY_INT = {
+    0: torch.uint8,
+    1: torch.int8,
+    2: torch.int16,
+    3: torch.int32,
+    4: torch.int64,
+    5: torch.float16,
+    6: torch.float32,
+    7: torch.float64,
+    8: torch.complex32,
+    9: torch.complex64,
+    10: torch.complex128,
+    11: torch.bool,
+    15: torch.bfloat16,
+}
 
 
 def _as_symint(value: Any) -> int | sympy.Expr:
@@ -411,17 +498,21 @@ def check_attr(attr: Attribute, kind: Kind) -> str | None:
         Kind.INT: lambda: isinstance(attr, ExprAttr),
         Kind.INT_LIST: lambda: isinstance(attr, ShapeAttr),
         Kind.FLOAT: lambda: isinstance(attr, FloatAttr),
-        Kind.FLOAT_LIST: lambda: isinstance(attr, ArrayAttr)
-        and all(isinstance(a, FloatAttr) for a in attr.data),
+        Kind.FLOAT_LIST: lambda: (
+            isinstance(attr, ArrayAttr) and all(isinstance(a, FloatAttr) for a in attr.data)
+        ),
         Kind.BOOL: lambda: isinstance(attr, IntegerAttr) and attr.type == builtin.i1,
-        Kind.BOOL_LIST: lambda: isinstance(attr, ArrayAttr)
-        and all(isinstance(a, IntegerAttr) and a.type == builtin.i1 for a in attr.data),
-        Kind.SCALAR: lambda: isinstance(attr, ExprAttr | FloatAttr)
-        or (isinstance(attr, IntegerAttr) and attr.type == builtin.i1),
+        Kind.BOOL_LIST: lambda: (
+            isinstance(attr, ArrayAttr)
+            and all(isinstance(a, IntegerAttr) and a.type == builtin.i1 for a in attr.data)
+        ),
+        Kind.SCALAR: lambda: (
+            isinstance(attr, ExprAttr | FloatAttr)
+            or (isinstance(attr, IntegerAttr) and attr.type == builtin.i1)
+        ),
         Kind.DTYPE: lambda: dtypes.is_element_type(attr),
         Kind.LAYOUT: lambda: isinstance(attr, StringAttr) and attr.data in _LAYOUTS,
-        Kind.MEMORY_FORMAT: lambda: isinstance(attr, StringAttr)
-        and attr.data in _MEMORY_FORMATS,
+        Kind.MEMORY_FORMAT: lambda: isinstance(attr, StringAttr) and attr.data in _MEMORY_FORMATS,
         Kind.STR: lambda: isinstance(attr, StringAttr),
         Kind.DEVICE: lambda: isinstance(attr, StringAttr),
         Kind.GENERATOR: lambda: False,
@@ -481,7 +572,7 @@ def _parse_optional_float(parser: AttrParser) -> float | None:
         word = parser.parse_optional_keyword_in(("inf", "nan"))
         value = None if word is None else float(word)
     if value is None:
-        parser._resume_from(state)  # noqa: SLF001
+        parser._resume_from(state)
         return None
     return -value if negative else value
 
@@ -535,7 +626,7 @@ def parse_attr(parser: AttrParser, kind: Kind | None) -> Attribute:
             parser.raise_error("expected a float")
         return FloatAttr(float(value), builtin.f64)
     if kind is None:
-        if parser._current_token.text == "[":  # noqa: SLF001
+        if parser._current_token.text == "[":
             return ArrayAttr(
                 parser.parse_comma_separated_list(
                     parser.Delimiter.SQUARE, lambda: parse_attr(parser, None)

@@ -29,11 +29,17 @@ from torch.utils._sympy.functions import (
     CeilToInt,
     FloorDiv,
     FloorToInt,
-    Max as TorchMax,
-    Min as TorchMin,
-    Mod as TorchMod,
     ModularIndexing,
     PythonMod,
+)
+from torch.utils._sympy.functions import (
+    Max as TorchMax,
+)
+from torch.utils._sympy.functions import (
+    Min as TorchMin,
+)
+from torch.utils._sympy.functions import (
+    Mod as TorchMod,
 )
 from xdsl.ir import Data, Dialect
 from xdsl.irdl import irdl_attr_definition
@@ -218,9 +224,7 @@ def _parse_factor(parser: AttrParser) -> sympy.Expr:
     if name is None:
         parser.raise_error("expected a symbolic integer expression (int, symbol, '(' or '-')")
     if name in _FUNCTIONS:
-        args = parser.parse_comma_separated_list(
-            parser.Delimiter.PAREN, lambda: parse_expr(parser)
-        )
+        args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, lambda: parse_expr(parser))
         return _FUNCTIONS[name](*args)
     if name in ("floordiv", "mod"):
         parser.raise_error(f"'{name}' needs a left operand")

@@ -121,8 +121,9 @@ class GPT2Block(nn.Module):
         self.ln_1 = nn.LayerNorm(dim)
         self.attn = Attention(dim, heads)
         self.ln_2 = nn.LayerNorm(dim)
-        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(approximate="tanh"),
-                                 nn.Linear(4 * dim, dim))
+        self.mlp = nn.Sequential(
+            nn.Linear(dim, 4 * dim), nn.GELU(approximate="tanh"), nn.Linear(4 * dim, dim)
+        )
         self.register_buffer("mask", torch.tril(torch.ones(seq, seq)).view(1, 1, seq, seq))
 
     def forward(self, x):
@@ -162,8 +163,9 @@ MODELS: dict[str, Case] = {
         Case("log_softmax", LogSoftmax, lambda: (torch.randn(8, 64),)),
         Case("layernorm", LayerNorm, lambda: (torch.randn(4, 8, 32),)),
         Case("rmsnorm", RMSNorm, lambda: (torch.randn(4, 8, 32),)),
-        Case("cross_entropy", CrossEntropy,
-             lambda: (torch.randn(8, 10), torch.randint(0, 10, (8,)))),
+        Case(
+            "cross_entropy", CrossEntropy, lambda: (torch.randn(8, 10), torch.randint(0, 10, (8,)))
+        ),
         Case("attention", Attention, lambda: (torch.randn(2, 16, 32),)),
         Case("conv_bn_relu", ConvBnRelu, lambda: (torch.randn(2, 3, 8, 8),)),
         Case("conv_bn_relu_train", ConvBnRelu, lambda: (torch.randn(2, 3, 8, 8),), train=True),

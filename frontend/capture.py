@@ -13,9 +13,8 @@ from typing import Any
 
 import torch
 import torch.fx
-from torch._dynamo.backends.common import aot_autograd
-
 from coil.frontend.decompositions import decomposition_table
+from torch._dynamo.backends.common import aot_autograd
 
 
 @dataclass
@@ -44,8 +43,9 @@ def capture_graphs(
         return gm
 
     torch._dynamo.reset()
-    compiled = torch.compile(fn, backend=aot_backend(compile_fw), dynamic=dynamic,
-                             fullgraph=fullgraph)
+    compiled = torch.compile(
+        fn, backend=aot_backend(compile_fw), dynamic=dynamic, fullgraph=fullgraph
+    )
     with torch.no_grad():
         compiled(*example_inputs)
     torch._dynamo.reset()

@@ -12,10 +12,9 @@ import io
 from typing import IO
 
 import torch
-from xdsl.dialects.builtin import ModuleOp
-
 from coil.frontend.decompositions import decomposition_table
 from coil.frontend.fx_importer import import_graph
+from xdsl.dialects.builtin import ModuleOp
 
 
 class ExportLoadError(RuntimeError):
@@ -34,6 +33,6 @@ def load_exported_program(stream: IO[bytes] | str) -> ModuleOp:
         if not isinstance(stream, str):
             stream = io.BytesIO(stream.read())
         ep = torch.export.load(stream)
-    except Exception as e:  # noqa: BLE001 - report any unreadable archive as one error
+    except Exception as e:  # report any unreadable archive as one error
         raise ExportLoadError(f"cannot load the torch.export archive: {e}") from e
     return import_exported_program(ep)

@@ -31,19 +31,6 @@ from typing import Any
 import sympy
 import torch
 import torch.fx
-from xdsl.builder import Builder
-from xdsl.dialects import builtin, func
-from xdsl.dialects.builtin import (
-    ArrayAttr,
-    DenseIntOrFPElementsAttr,
-    DictionaryAttr,
-    FileLineColLoc,
-    IntAttr,
-    StringAttr,
-)
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.rewriter import InsertPoint
-
 from coil.dialects import dtypes
 from coil.dialects.aten import (
     ConstantOp,
@@ -62,12 +49,24 @@ from coil.dialects.aten_schema import (
     to_attr,
 )
 from coil.dialects.symbolic import ExprAttr, canonicalize_symbols, to_symint
+from xdsl.builder import Builder
+from xdsl.dialects import builtin, func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    FileLineColLoc,
+    IntAttr,
+    StringAttr,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint
 
 INLINE_CONSTANT_MAX_NUMEL = 64
 """get_attr tensors up to this many elements are inlined as dense literals."""
 
 
-class ImportError_(RuntimeError):  # noqa: N801 - ImportError is a builtin
+class ImportError_(RuntimeError):
     """A graph node coil cannot represent; the message names the node and user line."""
 
 
@@ -146,7 +145,7 @@ def _target_name(target: Any) -> str:
         return str(target)
     try:
         return torch.fx.node._get_qualified_name(target)  # "torch.sin", "operator.mul"
-    except Exception:  # noqa: BLE001 - any callable still gets a name
+    except Exception:  # any callable still gets a name
         return getattr(target, "__name__", None) or str(target)
 
 
@@ -218,8 +217,7 @@ class _Importer:
             self.func_name,
             (list(self.block.arg_types), [v.type for v in outputs]),
             Region(self.block),
-            arg_attrs=ArrayAttr([DictionaryAttr(a) for a in arg_attrs])
-            if any(arg_attrs) else None,
+            arg_attrs=ArrayAttr([DictionaryAttr(a) for a in arg_attrs]) if any(arg_attrs) else None,
         )
         fn.attributes.update(tree_attrs)
         return builtin.ModuleOp([fn])
@@ -378,9 +376,11 @@ class _Importer:
             if spec.kind is Kind.TENSOR:
                 tensors[spec.name] = None if value is None else self._tensor_value(value, node)
             elif spec.kind.is_tensor:
-                tensors[spec.name] = None if value is None else [
-                    None if v is None else self._tensor_value(v, node) for v in value
-                ]
+                tensors[spec.name] = (
+                    None
+                    if value is None
+                    else [None if v is None else self._tensor_value(v, node) for v in value]
+                )
             else:
                 values[spec.name] = self._python_value(value)
         return cls.build_from(tensors, values, result_types)
@@ -397,7 +397,7 @@ class _Importer:
                     kinds[a.name] = classify(a.type)
                 except UnsupportedSchema:
                     kinds[a.name] = None
-        except Exception:  # noqa: BLE001 - schemas torchgen cannot parse: infer from values
+        except Exception:  # schemas torchgen cannot parse: infer from values
             pass
 
         def convert(value: Any, kind: Kind | None) -> Attribute:
@@ -405,8 +405,11 @@ class _Importer:
                 inputs.append(self.values[value])
                 return OperandRefAttr(len(inputs) - 1)
             if isinstance(value, list | tuple):
-                elem = {Kind.INT_LIST: Kind.INT, Kind.FLOAT_LIST: Kind.FLOAT,
-                        Kind.BOOL_LIST: Kind.BOOL}.get(kind)
+                elem = {
+                    Kind.INT_LIST: Kind.INT,
+                    Kind.FLOAT_LIST: Kind.FLOAT,
+                    Kind.BOOL_LIST: Kind.BOOL,
+                }.get(kind)
                 if kind is Kind.INT_LIST:
                     value = self._python_value(value)
                     if all(not isinstance(v, torch.fx.Node) for v in value):
@@ -445,8 +448,7 @@ class _Importer:
 
         def leaf(value: Any) -> int:
             if not isinstance(value, SSAValue):
-                value = self._insert(ConstantOp.from_python(self._python_value(value)),
-                                     node).result
+                value = self._insert(ConstantOp.from_python(self._python_value(value)), node).result
             outputs.append(value)
             return len(outputs) - 1
 
@@ -467,13 +469,17 @@ def encode_output_tree(structure: Any, leaf: Callable[[Any], int]) -> str:
     if isinstance(structure, list):
         return "[" + ", ".join(encode_output_tree(s, leaf) for s in structure) + "]"
     if isinstance(structure, dict):
-        return "{" + ", ".join(f"{k!r}: {encode_output_tree(v, leaf)}"
-                               for k, v in structure.items()) + "}"
+        return (
+            "{"
+            + ", ".join(f"{k!r}: {encode_output_tree(v, leaf)}" for k, v in structure.items())
+            + "}"
+        )
     return str(leaf(structure))
 
 
 def decode_output_tree(tree: str, values: Sequence[Any]) -> Any:
     """Rebuild the output structure from ``encode_output_tree``'s text."""
+
     def rebuild(node: Any) -> Any:
         if isinstance(node, int):
             return values[node]
@@ -488,7 +494,10 @@ def decode_output_tree(tree: str, values: Sequence[Any]) -> Any:
 
 def _is_size_query(target: torch._ops.OpOverload) -> bool:
     return target.namespace == "aten" and target._schema.name in (
-        "aten::sym_size", "aten::sym_stride", "aten::sym_numel", "aten::sym_storage_offset",
+        "aten::sym_size",
+        "aten::sym_stride",
+        "aten::sym_numel",
+        "aten::sym_storage_offset",
     )
 
 
@@ -524,8 +533,16 @@ def _dense_ok(value: torch.Tensor) -> bool:
         # xDSL prints inf/nan in dense literals as hex and reads the hex back
         # as an integer value: keep such constants as arguments.
         return False
-    return value.dtype in (torch.float32, torch.float64, torch.float16, torch.int64,
-                           torch.int32, torch.int16, torch.int8, torch.bool)
+    return value.dtype in (
+        torch.float32,
+        torch.float64,
+        torch.float16,
+        torch.int64,
+        torch.int32,
+        torch.int16,
+        torch.int8,
+        torch.bool,
+    )
 
 
 def _dense_attr(value: torch.Tensor) -> DenseIntOrFPElementsAttr:
@@ -534,9 +551,7 @@ def _dense_attr(value: torch.Tensor) -> DenseIntOrFPElementsAttr:
     items = [bool(x) for x in data.tolist()] if value.dtype == torch.bool else data.tolist()
     if value.dtype == torch.bool:
         items = [int(x) for x in items]
-    return DenseIntOrFPElementsAttr.from_list(
-        builtin.TensorType(element, list(value.shape)), items
-    )
+    return DenseIntOrFPElementsAttr.from_list(builtin.TensorType(element, list(value.shape)), items)
 
 
 # --------------------------------------------------------------------------
@@ -546,8 +561,12 @@ def _dense_attr(value: torch.Tensor) -> DenseIntOrFPElementsAttr:
 
 def ensure_meta(gm: torch.fx.GraphModule, example_inputs: Sequence[Any] | None) -> None:
     """Give every node ``meta['val']``, propagating FakeTensors when missing."""
-    nodes = [n for n in gm.graph.nodes if n.op == "placeholder"
-             or (isinstance(n.target, torch._ops.OpOverload) and n.target._schema.returns)]
+    nodes = [
+        n
+        for n in gm.graph.nodes
+        if n.op == "placeholder"
+        or (isinstance(n.target, torch._ops.OpOverload) and n.target._schema.returns)
+    ]
     if all("val" in n.meta for n in nodes):
         return
     if example_inputs is None:

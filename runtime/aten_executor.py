@@ -17,10 +17,6 @@ from typing import Any
 
 import sympy
 import torch
-from xdsl.dialects import builtin, func
-from xdsl.dialects.builtin import ArrayAttr, DenseIntOrFPElementsAttr, ModuleOp, NoneAttr
-from xdsl.ir import Attribute, Operation, SSAValue
-
 from coil.dialects import dtypes
 from coil.dialects.aten import (
     AtenOp,
@@ -33,6 +29,9 @@ from coil.dialects.aten import (
 from coil.dialects.aten_schema import NO_DEFAULT, Kind, from_attr
 from coil.dialects.symbolic import ExprAttr, ShapeAttr
 from coil.frontend.fx_importer import decode_output_tree
+from xdsl.dialects import builtin, func
+from xdsl.dialects.builtin import ArrayAttr, DenseIntOrFPElementsAttr, ModuleOp, NoneAttr
+from xdsl.ir import Attribute, Operation, SSAValue
 
 
 class ExecutionError(RuntimeError):
@@ -174,14 +173,13 @@ def _run_operator(op: OperatorOp, env: _Env) -> Any:
 
 
 def _runtime_kinds(overload: torch._ops.OpOverload) -> dict[str, Kind]:
-    from torchgen.model import FunctionSchema
-
     from coil.dialects.aten_schema import UnsupportedSchema, classify
+    from torchgen.model import FunctionSchema
 
     kinds = {}
     try:
         parsed = FunctionSchema.parse(str(overload._schema).split("::", 1)[1])
-    except Exception:  # noqa: BLE001 - torchgen cannot parse every schema
+    except Exception:  # torchgen cannot parse every schema
         return kinds
     for a in parsed.arguments.flat_all:
         try:
@@ -215,7 +213,8 @@ def _execute(op: Operation, env: _Env) -> None:
     if not op.results:
         return  # e.g. aten._linalg_check_errors: run for its checks only
     if len(op.results) == 1 and not (
-        isinstance(out, tuple | list) and isinstance(op, AtenOp)
+        isinstance(out, tuple | list)
+        and isinstance(op, AtenOp)
         and op.schema().returns[0].kind == "tensor_list"
     ):
         env.values[op.results[0]] = out
@@ -227,9 +226,7 @@ def _execute(op: Operation, env: _Env) -> None:
         env.values[r] = v
 
 
-def run_module(
-    module: ModuleOp, inputs: Sequence[Any], *, func_name: str | None = None
-) -> Any:
+def run_module(module: ModuleOp, inputs: Sequence[Any], *, func_name: str | None = None) -> Any:
     """Run the aten-level function of ``module`` on ``inputs``; returns its outputs
     (a tuple, or the original structure when the function records ``coil.output_tree``)."""
     fn = find_function(module, func_name)
@@ -246,6 +243,6 @@ def run_module(
             _execute(op, env)
         except ExecutionError:
             raise
-        except Exception as e:  # noqa: BLE001 - name the op that failed
+        except Exception as e:  # name the op that failed
             raise ExecutionError(f"{op.name} failed: {type(e).__name__}: {e}") from e
     raise ExecutionError("function has no func.return")

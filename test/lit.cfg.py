@@ -24,11 +24,17 @@ config.environment["PYTHONWARNINGS"] = "ignore"
 config.substitutions.append(("%python", sys.executable))
 # As xDSL's XDSL_ROUNDTRIP: generic form must parse back to the same custom form.
 config.substitutions.append(
-    ("COIL_ROUNDTRIP",
-     "fx-opt %s --print-op-generic --split-input-file | fx-opt --split-input-file"))
+    (
+        "COIL_ROUNDTRIP",
+        "fx-opt %s --print-op-generic --split-input-file | fx-opt --split-input-file",
+    )
+)
 config.substitutions.append(
-    ("COIL_GENERIC_ROUNDTRIP",
-     "fx-opt %s --split-input-file | fx-opt --print-op-generic --split-input-file"))
+    (
+        "COIL_GENERIC_ROUNDTRIP",
+        "fx-opt %s --split-input-file | fx-opt --print-op-generic --split-input-file",
+    )
+)
 
 # The backend's default pipeline, as `coil pipeline` prints it (lit's internal
 # shell has no $(...)); test/fx-opt/cli.mlir checks the two agree.

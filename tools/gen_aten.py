@@ -25,7 +25,6 @@ import sys
 from pathlib import Path
 
 import torch
-
 from coil.dialects.aten_schema import Kind, UnsupportedSchema, op_schema
 
 OUTPUT = Path(__file__).resolve().parent.parent / "dialects" / "aten_ops.py"
@@ -63,15 +62,18 @@ def _packets(namespace: str) -> list[str]:
     torch.ops.aten only lists packets already touched, so it is not stable).
     The modules that register ops when coil runs are imported first, so the
     result is the same from the command line and inside a test run."""
-    import torch._decomp  # noqa: F401
-    import torch._dynamo  # noqa: F401
-    import torch._functorch.aot_autograd  # noqa: F401
-    import torch._prims  # noqa: F401
-    import torch._refs  # noqa: F401
-    import torch.export  # noqa: F401
+    import torch._decomp
+    import torch._dynamo
+    import torch._functorch.aot_autograd
+    import torch._prims
+    import torch._refs
+    import torch.export
 
-    names = {n.split("::", 1)[1].split(".")[0]
-             for n in torch._C._dispatch_get_all_op_names() if n.startswith(namespace + "::")}
+    names = {
+        n.split("::", 1)[1].split(".")[0]
+        for n in torch._C._dispatch_get_all_op_names()
+        if n.startswith(namespace + "::")
+    }
     return sorted(names)
 
 
@@ -100,9 +102,13 @@ def selected_overloads() -> list[torch._ops.OpOverload]:
     chosen = []
     for op in [*_overloads(aten, packets), *_overloads(torch.ops.prims, _packets("prims"))]:
         name = op._schema.overload_name
-        is_out = name == "out" or name.endswith("_out") or any(
-            a.kwarg_only and a.alias_info is not None and a.alias_info.is_write
-            for a in op._schema.arguments
+        is_out = (
+            name == "out"
+            or name.endswith("_out")
+            or any(
+                a.kwarg_only and a.alias_info is not None and a.alias_info.is_write
+                for a in op._schema.arguments
+            )
         )
         if is_out and torch.Tag.core not in op.tags:
             continue
@@ -252,9 +258,14 @@ def main(argv: list[str] | None = None) -> int:
     current = OUTPUT.read_text() if OUTPUT.exists() else ""
     if args.check:
         if text != current:
-            diff = difflib.unified_diff(current.splitlines(), text.splitlines(),
-                                        "aten_ops.py (checked in)", "aten_ops.py (generated)",
-                                        lineterm="", n=1)
+            diff = difflib.unified_diff(
+                current.splitlines(),
+                text.splitlines(),
+                "aten_ops.py (checked in)",
+                "aten_ops.py (generated)",
+                lineterm="",
+                n=1,
+            )
             print("\n".join(list(diff)[:40]))
             print("dialects/aten_ops.py is stale: run `python -m coil.tools.gen_aten`")
             return 1

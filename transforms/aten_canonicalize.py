@@ -23,13 +23,10 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from xdsl.dialects import func
-from xdsl.ir import BlockArgument, Operation, SSAValue
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
-from xdsl.rewriter import InsertPoint
-
 from coil.dialects.aten import AtenOp, ConstantOp, TensorType
 from coil.dialects.aten_ops import (
+    Aten_ToCopyOp,
+    Aten_UnsafeViewOp,
     AtenAddScalarOp,
     AtenAddTensorOp,
     AtenAliasOp,
@@ -52,10 +49,12 @@ from coil.dialects.aten_ops import (
     AtenScalarTensorOp,
     AtenSubTensorOp,
     AtenViewOp,
-    Aten_ToCopyOp,
-    Aten_UnsafeViewOp,
     PrimsConvertElementTypeOp,
 )
+from xdsl.dialects import func
+from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+from xdsl.rewriter import InsertPoint
 
 # --------------------------------------------------------------------------
 # Safety checks shared by the patterns
@@ -129,8 +128,9 @@ class FoldViewChain(RewritePattern):
             if not (isinstance(origin.type, TensorType) and origin.type.is_contiguous()):
                 return
         (size_arg,) = op.schema().props  # "size" (view) or "shape" (reshape)
-        new = type(op).build_from({"self": origin}, {size_arg.name: op.arg(size_arg.name)},
-                                  [op.result.type])
+        new = type(op).build_from(
+            {"self": origin}, {size_arg.name: op.arg(size_arg.name)}, [op.result.type]
+        )
         new.result.name_hint = op.result.name_hint
         rewriter.replace_op(op, new)
 
@@ -180,9 +180,20 @@ class FoldAddZero(RewritePattern):
             _forward(rewriter, op, op.self)
 
 
-_BINARY = (AtenAddTensorOp, AtenSubTensorOp, AtenMulTensorOp, AtenDivTensorOp,
-           AtenMaximumOp, AtenMinimumOp, AtenEqTensorOp, AtenNeTensorOp, AtenLtTensorOp,
-           AtenLeTensorOp, AtenGtTensorOp, AtenGeTensorOp)
+_BINARY = (
+    AtenAddTensorOp,
+    AtenSubTensorOp,
+    AtenMulTensorOp,
+    AtenDivTensorOp,
+    AtenMaximumOp,
+    AtenMinimumOp,
+    AtenEqTensorOp,
+    AtenNeTensorOp,
+    AtenLtTensorOp,
+    AtenLeTensorOp,
+    AtenGtTensorOp,
+    AtenGeTensorOp,
+)
 
 
 def _full_scalar(value: SSAValue) -> Any:
@@ -230,8 +241,14 @@ class FoldScalarTensorOperand(RewritePattern):
 PATTERNS: dict[type[Operation], tuple[RewritePattern, ...]] = {}
 for _cls in _VIEWS:
     PATTERNS[_cls] = (FoldViewChain(),)
-for _cls in (Aten_ToCopyOp, AtenCloneOp, AtenAliasOp, AtenDetachOp, AtenLiftFreshCopyOp,
-             PrimsConvertElementTypeOp):
+for _cls in (
+    Aten_ToCopyOp,
+    AtenCloneOp,
+    AtenAliasOp,
+    AtenDetachOp,
+    AtenLiftFreshCopyOp,
+    PrimsConvertElementTypeOp,
+):
     PATTERNS[_cls] = (DropNoOpConversion(),)
 PATTERNS[AtenMulScalarOp] = (FoldMulByOne(),)
 PATTERNS[AtenAddScalarOp] = (FoldAddZero(),)

@@ -25,6 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from coil.dialects.aten import AtenOp, ConstantOp, TensorType
+from coil.dialects.aten_schema import NO_DEFAULT, Kind
+from coil.frontend.decompositions import decomposition_table
+from coil.frontend.fake import FakeEnv
 from torch.fx.experimental.proxy_tensor import make_fx
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
@@ -35,11 +39,6 @@ from xdsl.pattern_rewriter import (
     PatternRewriteWalker,
     RewritePattern,
 )
-
-from coil.dialects.aten import AtenOp, ConstantOp, TensorType
-from coil.dialects.aten_schema import NO_DEFAULT, Kind
-from coil.frontend.decompositions import decomposition_table
-from coil.frontend.fake import FakeEnv
 
 log = logging.getLogger("coil")
 
@@ -73,9 +72,8 @@ class DecompositionFailed(Exception):
 def decompose_op(op: AtenOp) -> tuple[list[Operation], list[SSAValue]]:
     """Trace torch's decomposition of ``op``; return the new ops and the values
     replacing ``op``'s results (the new ops are not inserted)."""
-    from torch._decomp import decomposition_table as torch_decompositions
-
     from coil.frontend.fx_importer import import_graph
+    from torch._decomp import decomposition_table as torch_decompositions
 
     overload = op.overload()
     decomp = torch_decompositions.get(overload)
@@ -104,8 +102,9 @@ def decompose_op(op: AtenOp) -> tuple[list[Operation], list[SSAValue]]:
                     converted.append(env.python_value(v.owner.python_value))
                 else:
                     raise DecompositionFailed("a runtime scalar operand")
-            value = converted if spec.kind is not Kind.TENSOR else (
-                converted[0] if converted else None)
+            value = (
+                converted if spec.kind is not Kind.TENSOR else (converted[0] if converted else None)
+            )
         else:
             value = op.arg(spec.name)
             if value is None and spec.default is NO_DEFAULT and not spec.optional:
@@ -124,20 +123,20 @@ def decompose_op(op: AtenOp) -> tuple[list[Operation], list[SSAValue]]:
                 return [fill(x) for x in v]
             return v
 
-        return decomp(*[fill(a) for a in call_args],
-                      **{k: fill(v) for k, v in call_kwargs.items()})
+        return decomp(*[fill(a) for a in call_args], **{k: fill(v) for k, v in call_kwargs.items()})
 
     guards_before = len(env.shape_env.guards)
     try:
-        gm = make_fx(traced, decomposition_table=decomposition_table(),
-                     tracing_mode="symbolic")(*fakes)
-    except Exception as e:  # noqa: BLE001 - any tracing failure keeps the op
+        gm = make_fx(traced, decomposition_table=decomposition_table(), tracing_mode="symbolic")(
+            *fakes
+        )
+    except Exception as e:  # any tracing failure keeps the op
         raise DecompositionFailed(f"tracing {op.name} failed: {e}") from e
     if len(env.shape_env.guards) != guards_before:
         raise DecompositionFailed(f"decomposing {op.name} would specialize a symbolic size")
     try:
         module = import_graph(gm, rename_symbols=env.back_to_ir)
-    except Exception as e:  # noqa: BLE001 - an unimportable trace keeps the op
+    except Exception as e:  # an unimportable trace keeps the op
         raise DecompositionFailed(f"importing the decomposition of {op.name}: {e}") from e
     fn = next(o for o in module.ops if isinstance(o, func.FuncOp))
     block = fn.body.block
@@ -224,5 +223,3 @@ def _known_names() -> frozenset[str]:
 
 def _is_op_name(name: str) -> bool:
     return name in _known_names()
-
-

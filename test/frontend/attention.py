@@ -2,7 +2,6 @@
 # Attention: views, transposes (non-contiguous strides in the types),
 # expand + clone before bmm, and the softmax in between.
 import torch
-
 from coil.examples.models import Attention
 from coil.testing import print_imported
 

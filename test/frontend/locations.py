@@ -1,7 +1,6 @@
 # RUN: %python %s | filecheck %s
 # FX stack traces become op locations, printed with debuginfo.
 import torch
-
 from coil.testing import print_imported
 
 

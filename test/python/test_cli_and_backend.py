@@ -9,15 +9,19 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from coil.ir import parse_module, print_module
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run(args, capture_output=True, text=True, cwd=ROOT,
-                          env={**__import__("os").environ, "PYTHONWARNINGS": "ignore"})
+    proc = subprocess.run(
+        args,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**__import__("os").environ, "PYTHONWARNINGS": "ignore"},
+    )
     if check:
         assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc
@@ -38,10 +42,13 @@ def test_coil_import_model_file_round_trips():
     assert print_module(parse_module(text)) == text
 
 
-@pytest.mark.parametrize("args, message", [
-    (("import", "no/such/model.py"), "no such file"),
-    (("import", "README.md"), "expected a .py model file or a .pt2 archive"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("import", "no/such/model.py"), "no such file"),
+        (("import", "README.md"), "expected a .py model file or a .pt2 archive"),
+    ],
+)
 def test_coil_errors_are_sentences(args, message):
     proc = _run(_script("coil"), *args, check=False)
     assert proc.returncode == 1

@@ -7,14 +7,13 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.utils._pytree as pytree
-from torch.fx.experimental.proxy_tensor import make_fx
-from torch.testing._internal.common_methods_invocations import op_db
-
 from coil.backend import run_pipeline
 from coil.frontend.fx_importer import constant_inputs, import_graph
 from coil.ir import parse_module, print_module
 from coil.runtime.aten_executor import run_module
 from coil.transforms.aten_decompose import DEFAULT_OPS, DecompositionFailed, decompose_op
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.testing._internal.common_methods_invocations import op_db
 
 # Which OpInfo exercises each decomposition (native_dropout: see test_models).
 OPINFO_FOR = {
@@ -38,9 +37,11 @@ OPINFO_FOR = {
 # Ops of the default set no OpInfo sample here produces: native_dropout is
 # random (test_models checks it statistically), the batch-norm variants are
 # covered by the lit test and the conv+bn models.
-NOT_PRODUCED = {"aten.native_dropout.default",
-                "aten._native_batch_norm_legit.no_stats",
-                "aten._native_batch_norm_legit_functional.default"}
+NOT_PRODUCED = {
+    "aten.native_dropout.default",
+    "aten._native_batch_norm_legit.no_stats",
+    "aten._native_batch_norm_legit_functional.default",
+}
 
 
 def test_every_default_decomposition_is_covered():
@@ -65,7 +66,7 @@ def _graphs(opinfo_name: str, mode: str):
             # No decomposition table: the composites stay in the graph (coil's
             # table already removes some, e.g. silu, before aten-decompose sees them).
             gm = make_fx(torch.func.functionalize(call), tracing_mode=mode)(*tensors)
-        except Exception:  # noqa: BLE001 - samples torch cannot trace symbolically
+        except Exception:  # samples torch cannot trace symbolically
             continue
         yield gm, tensors
 

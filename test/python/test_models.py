@@ -10,7 +10,6 @@ import copy
 
 import pytest
 import torch
-
 from coil.backend import run_pipeline
 from coil.examples.models import MODELS, build
 from coil.frontend.capture import aot_backend
@@ -68,8 +67,9 @@ def test_model_matches_eager(name, dynamic):
     model, inputs = build(name)
     eager_model = copy.deepcopy(model)
     checks: list = []
-    compiled = torch.compile(model, backend=_compile_checked(checks), dynamic=dynamic,
-                             fullgraph=True)
+    compiled = torch.compile(
+        model, backend=_compile_checked(checks), dynamic=dynamic, fullgraph=True
+    )
     with torch.no_grad():
         torch.manual_seed(1)
         out = compiled(*inputs)
@@ -81,7 +81,7 @@ def test_model_matches_eager(name, dynamic):
     else:
         assert_close_to_eager(out, expected)
         # Mutated buffers (batch-norm running stats in training) match eager too.
-        for (name_, b), (_, e) in zip(model.named_buffers(), eager_model.named_buffers()):
+        for (_, b), (_, e) in zip(model.named_buffers(), eager_model.named_buffers()):
             assert_close_to_eager(b, e)
     for before, after in checks:
         if case.random:

@@ -13,25 +13,47 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.utils._pytree as pytree
-from torch.fx.experimental.proxy_tensor import make_fx
-from torch.testing._internal.common_methods_invocations import op_db
-
 from coil.frontend.decompositions import decomposition_table
 from coil.frontend.fx_importer import constant_inputs, import_graph
 from coil.ir import parse_module, print_module
 from coil.runtime.aten_executor import run_module
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.testing._internal.common_methods_invocations import op_db
 
 SAMPLES_PER_OP = 2
-RANDOM = ("rand", "bernoulli", "normal", "dropout", "multinomial", "uniform", "exponential",
-          "geometric", "cauchy", "log_normal", "poisson", "randint", "randn", "empty",
-          "new_empty", "empty_like", "empty_strided", "nonzero_static",
-          # random inside: rrelu's slopes, fractional pooling's regions, attention dropout
-          "rrelu", "fractional_max_pool", "multi_head_attention_forward")
+RANDOM = (
+    "rand",
+    "bernoulli",
+    "normal",
+    "dropout",
+    "multinomial",
+    "uniform",
+    "exponential",
+    "geometric",
+    "cauchy",
+    "log_normal",
+    "poisson",
+    "randint",
+    "randn",
+    "empty",
+    "new_empty",
+    "empty_like",
+    "empty_strided",
+    "nonzero_static",
+    # random inside: rrelu's slopes, fractional pooling's regions, attention dropout
+    "rrelu",
+    "fractional_max_pool",
+    "multi_head_attention_forward",
+)
 
 
 def _float_ops():
-    return [op for op in op_db if torch.float32 in op.supported_dtypes("cpu")
-            and not any(word in op.name for word in RANDOM)]
+    return [
+        op
+        for op in op_db
+        if torch.float32 in op.supported_dtypes("cpu")
+        and not any(word in op.name for word in RANDOM)
+    ]
 
 
 OPS = _float_ops()
@@ -49,9 +71,10 @@ def _trace(fn, tensors):
     # Functionalized, as AOTAutograd hands graphs to a backend.
     functional = torch.func.functionalize(fn, remove="mutations_and_views")
     try:
-        return make_fx(functional, decomposition_table=decomposition_table(),
-                       tracing_mode="fake")(*tensors)
-    except Exception as e:  # noqa: BLE001 - what torch cannot trace is out of scope
+        return make_fx(functional, decomposition_table=decomposition_table(), tracing_mode="fake")(
+            *tensors
+        )
+    except Exception as e:  # what torch cannot trace is out of scope
         pytest.skip(f"torch cannot trace this sample: {type(e).__name__}")
 
 
@@ -75,26 +98,28 @@ def test_opinfo_import_and_execute(opinfo):
 
         try:
             expected = call(*[t.clone() for t in tensors])
-        except Exception:  # noqa: BLE001 - samples that error in eager are not ours
+        except Exception:  # samples that error in eager are not ours
             continue
-        if any(isinstance(x, torch.Tensor) and x.layout != torch.strided
-               for x in pytree.tree_leaves(expected)):
+        if any(
+            isinstance(x, torch.Tensor) and x.layout != torch.strided
+            for x in pytree.tree_leaves(expected)
+        ):
             continue  # sparse results: coil models strided tensors only
         gm = _trace(call, tensors)
         module = import_graph(gm)
         text = print_module(module)
         reparsed = parse_module(text)
         assert print_module(reparsed) == text
-        out = run_module(reparsed, [*[t.clone() for t in tensors],
-                                    *constant_inputs(reparsed, gm)])
+        out = run_module(reparsed, [*[t.clone() for t in tensors], *constant_inputs(reparsed, gm)])
         actual = out[0] if isinstance(out, tuple) and len(out) == 1 else out
         exp_leaves = [x for x in pytree.tree_leaves(expected)]
         act_leaves = [x for x in pytree.tree_leaves(actual)]
         assert len(exp_leaves) == len(act_leaves)
         for a, e in zip(act_leaves, exp_leaves):
             if isinstance(e, torch.Tensor):
-                torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-5, equal_nan=True,
-                                           check_stride=False)
+                torch.testing.assert_close(
+                    a, e, rtol=1e-5, atol=1e-5, equal_nan=True, check_stride=False
+                )
             else:
                 assert a == e
         ran += 1

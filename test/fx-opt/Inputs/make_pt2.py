@@ -1,4 +1,5 @@
 """Write a small torch.export archive (argv[1]) for the fx-opt .pt2 tests."""
+
 import sys
 
 import torch
