@@ -1,15 +1,18 @@
 # RUN: %python %s | filecheck %s
-# FX stack traces become op locations, printed with debuginfo.
+# FX stack traces become op locations, printed with debuginfo: each op names
+# the user line it came from (the CHECK sits on that line).
 import torch
+
 from coil.testing import print_imported
 
 
 def model(x):
-    y = torch.relu(x)
-    return y + 1
+    y = torch.relu(
+        x
+    )  # CHECK: aten.relu.default(%{{.*}}) : !aten.tensor<[4], f32> loc("{{.*}}locations.py":[[# @LINE]]:0)
+    return (
+        y + 1
+    )  # CHECK: aten.add.Tensor(%{{.*}}, %{{.*}}) : !aten.tensor<[4], f32> loc("{{.*}}locations.py":[[# @LINE]]:0)
 
 
 print_imported(model, (torch.randn(4),), debuginfo=True)
-
-# CHECK: aten.relu.default(%{{.*}}) : !aten.tensor<[4], f32> loc("{{.*}}locations.py":9:0)
-# CHECK: aten.add.Tensor(%{{.*}}, %{{.*}}) : !aten.tensor<[4], f32> loc("{{.*}}locations.py":10:0)
