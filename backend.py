@@ -18,19 +18,21 @@ from typing import Any
 
 import torch
 import torch.fx
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import PassPipeline
+
 from coil.frontend.capture import aot_backend
 from coil.frontend.fx_importer import constant_inputs, import_graph
 from coil.pipeline import PIPELINES
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import PassPipeline
 
 log = logging.getLogger("coil")
 _warned = False
 
 
 def _available_passes():
-    from coil.transforms import get_all_passes
     from xdsl.transforms import get_all_passes as xdsl_passes
+
+    from coil.transforms import get_all_passes
 
     return {**xdsl_passes(), **get_all_passes()}
 

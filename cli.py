@@ -15,9 +15,10 @@ import traceback
 from collections.abc import Sequence
 from typing import IO
 
-from coil import __version__
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
+
+from coil import __version__
 
 
 class FxOptMain(xDSLOptMain):

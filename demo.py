@@ -14,12 +14,13 @@ import warnings
 from collections import Counter
 
 import torch
+from xdsl.dialects.builtin import ModuleOp
+
 from coil.backend import compile_graph
 from coil.examples.models import build
 from coil.frontend.capture import aot_backend
 from coil.ir import print_module
 from coil.pipeline import PIPELINES
-from xdsl.dialects.builtin import ModuleOp
 
 EXAMPLES = ("mlp", "softmax")
 

@@ -12,12 +12,13 @@ from xdsl.printer import Printer
 
 def coil_context() -> Context:
     """A context with builtin/func/arith/math/scf and the coil dialects."""
-    from coil.dialects import get_all_dialects
     from xdsl.dialects.arith import Arith
     from xdsl.dialects.builtin import Builtin
     from xdsl.dialects.func import Func
     from xdsl.dialects.math import Math
     from xdsl.dialects.scf import Scf
+
+    from coil.dialects import get_all_dialects
 
     ctx = Context()
     for dialect in (Builtin, Func, Arith, Math, Scf):

@@ -15,11 +15,12 @@ from typing import Any
 
 import torch
 import torch.fx
+from xdsl.dialects.builtin import ModuleOp
+
 from coil.frontend.capture import aot_backend
 from coil.frontend.fx_importer import constant_inputs, import_graph
 from coil.ir import parse_module, print_module
 from coil.runtime.aten_executor import ExecutionError, run_module
-from xdsl.dialects.builtin import ModuleOp
 
 __all__ = [
     "ExecutionError",

@@ -9,6 +9,8 @@ are in ``aten_base.py``. :func:`op_class_for` maps an OpOverload to its class.
 from __future__ import annotations
 
 import torch
+from xdsl.ir import Dialect
+
 from coil.dialects.aten_base import (
     AtenOp,
     ConstantOp,
@@ -18,7 +20,6 @@ from coil.dialects.aten_base import (
     TensorType,
 )
 from coil.dialects.aten_ops import ATEN_OPS, PRIMS_OPS
-from xdsl.ir import Dialect
 
 Aten = Dialect(
     "aten", [*ATEN_OPS, ConstantOp, TensorConstantOp, OperatorOp], [TensorType, OperandRefAttr]

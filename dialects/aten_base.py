@@ -20,33 +20,11 @@ int lists print as ``1`` and ``[1, s0]`` (a declarative format would print
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
-from coil.dialects import dtypes
-from coil.dialects.aten_schema import (
-    NO_DEFAULT,
-    Kind,
-    OpSchema,
-    check_attr,
-    format_attr,
-    from_attr,
-    normalize,
-    op_schema,
-    parse_attr,
-    to_attr,
-)
-from coil.dialects.symbolic import (
-    ExprAttr,
-    ShapeAttr,
-    SymInt,
-    contiguous_strides,
-    format_expr_list,
-    parse_expr_list,
-)
 from xdsl.dialects import builtin
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -75,6 +53,28 @@ from xdsl.printer import Printer
 from xdsl.traits import ConstantLike, HasCanonicalizationPatternsTrait, Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.lexer import Position
+
+from coil.dialects import dtypes
+from coil.dialects.aten_schema import (
+    NO_DEFAULT,
+    Kind,
+    OpSchema,
+    check_attr,
+    format_attr,
+    from_attr,
+    normalize,
+    parse_attr,
+    schema_info,
+    to_attr,
+)
+from coil.dialects.symbolic import (
+    ExprAttr,
+    ShapeAttr,
+    SymInt,
+    contiguous_strides,
+    format_expr_list,
+    parse_expr_list,
+)
 
 # --------------------------------------------------------------------------
 # Types
@@ -208,12 +208,14 @@ class AtenCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
 class AtenOp(IRDLOperation):
     """Base of every op generated from an ATen/prims schema.
 
-    Subclasses set ``OVERLOAD`` ("aten.add.Tensor"); the schema, read from
-    torch at first use, drives printing, parsing, verification and
-    :meth:`arg`.
+    Subclasses set ``OVERLOAD`` ("aten.add.Tensor") and ``SCHEMA`` (the schema
+    text they were generated from); the schema drives printing, parsing,
+    verification and :meth:`arg`.
     """
 
     OVERLOAD: ClassVar[str]
+    SCHEMA: ClassVar[str]
+    INPLACE_VIEW: ClassVar[bool] = False
 
     traits = traits_def(AtenCanonicalizationPatterns())
 
@@ -223,9 +225,8 @@ class AtenOp(IRDLOperation):
         return getattr(getattr(getattr(torch.ops, ns), packet), name)
 
     @classmethod
-    @functools.cache
     def schema(cls) -> OpSchema:
-        return op_schema(cls.overload())
+        return schema_info(cls.SCHEMA, cls.INPLACE_VIEW)
 
     # ---- access -----------------------------------------------------------
 

@@ -43,6 +43,7 @@ class Aten_AdaptiveAvgPool2dOp(AtenOp):
 
     name = "aten._adaptive_avg_pool2d.default"
     OVERLOAD: ClassVar[str] = "aten._adaptive_avg_pool2d.default"
+    SCHEMA: ClassVar[str] = 'aten::_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor'
     self = operand_def(AnyAttr())
     output_size = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
@@ -55,6 +56,7 @@ class Aten_AdaptiveAvgPool2dBackwardOp(AtenOp):
 
     name = "aten._adaptive_avg_pool2d_backward.default"
     OVERLOAD: ClassVar[str] = "aten._adaptive_avg_pool2d_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::_adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self) -> Tensor'
     grad_output = operand_def(AnyAttr())
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -67,6 +69,7 @@ class Aten_AdaptiveAvgPool3dOp(AtenOp):
 
     name = "aten._adaptive_avg_pool3d.default"
     OVERLOAD: ClassVar[str] = "aten._adaptive_avg_pool3d.default"
+    SCHEMA: ClassVar[str] = 'aten::_adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor'
     self = operand_def(AnyAttr())
     output_size = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
@@ -79,6 +82,7 @@ class Aten_CdistForwardOp(AtenOp):
 
     name = "aten._cdist_forward.default"
     OVERLOAD: ClassVar[str] = "aten._cdist_forward.default"
+    SCHEMA: ClassVar[str] = 'aten::_cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor'
     x1 = operand_def(AnyAttr())
     x2 = operand_def(AnyAttr())
     p = opt_prop_def(FloatAttr)
@@ -93,6 +97,7 @@ class Aten_EmbeddingBagOp(AtenOp):
 
     name = "aten._embedding_bag.default"
     OVERLOAD: ClassVar[str] = "aten._embedding_bag.default"
+    SCHEMA: ClassVar[str] = 'aten::_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)'
     weight = operand_def(AnyAttr())
     indices = operand_def(AnyAttr())
     offsets = operand_def(AnyAttr())
@@ -115,6 +120,7 @@ class Aten_FftC2rOp(AtenOp):
 
     name = "aten._fft_c2r.default"
     OVERLOAD: ClassVar[str] = "aten._fft_c2r.default"
+    SCHEMA: ClassVar[str] = 'aten::_fft_c2r(Tensor self, int[] dim, int normalization, SymInt last_dim_size) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ShapeAttr)
     normalization = opt_prop_def(ExprAttr)
@@ -129,6 +135,7 @@ class Aten_FftR2cOp(AtenOp):
 
     name = "aten._fft_r2c.default"
     OVERLOAD: ClassVar[str] = "aten._fft_r2c.default"
+    SCHEMA: ClassVar[str] = 'aten::_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ShapeAttr)
     normalization = opt_prop_def(ExprAttr)
@@ -143,6 +150,7 @@ class Aten_LocalScalarDenseOp(AtenOp):
 
     name = "aten._local_scalar_dense.default"
     OVERLOAD: ClassVar[str] = "aten._local_scalar_dense.default"
+    SCHEMA: ClassVar[str] = 'aten::_local_scalar_dense(Tensor self) -> Scalar'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -154,6 +162,7 @@ class Aten_LogSoftmaxOp(AtenOp):
 
     name = "aten._log_softmax.default"
     OVERLOAD: ClassVar[str] = "aten._log_softmax.default"
+    SCHEMA: ClassVar[str] = 'aten::_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     half_to_float = opt_prop_def(IntegerAttr)
@@ -167,6 +176,7 @@ class Aten_LogSoftmaxBackwardDataOp(AtenOp):
 
     name = "aten._log_softmax_backward_data.default"
     OVERLOAD: ClassVar[str] = "aten._log_softmax_backward_data.default"
+    SCHEMA: ClassVar[str] = 'aten::_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor'
     grad_output = operand_def(AnyAttr())
     output = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
@@ -181,6 +191,7 @@ class Aten_NativeBatchNormLegitOp(AtenOp):
 
     name = "aten._native_batch_norm_legit.default"
     OVERLOAD: ClassVar[str] = "aten._native_batch_norm_legit.default"
+    SCHEMA: ClassVar[str] = 'aten::_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)'
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     input = operand_def(AnyAttr())
     weight = opt_operand_def(AnyAttr())
@@ -201,6 +212,7 @@ class Aten_NativeBatchNormLegitNoStatsOp(AtenOp):
 
     name = "aten._native_batch_norm_legit.no_stats"
     OVERLOAD: ClassVar[str] = "aten._native_batch_norm_legit.no_stats"
+    SCHEMA: ClassVar[str] = 'aten::_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)'
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     input = operand_def(AnyAttr())
     weight = opt_operand_def(AnyAttr())
@@ -220,6 +232,7 @@ class Aten_NativeBatchNormLegitFunctionalOp(AtenOp):
 
     name = "aten._native_batch_norm_legit_functional.default"
     OVERLOAD: ClassVar[str] = "aten._native_batch_norm_legit_functional.default"
+    SCHEMA: ClassVar[str] = 'aten::_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)'
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     input = operand_def(AnyAttr())
     weight = opt_operand_def(AnyAttr())
@@ -243,6 +256,7 @@ class Aten_NativeBatchNormLegitNoTrainingOp(AtenOp):
 
     name = "aten._native_batch_norm_legit_no_training.default"
     OVERLOAD: ClassVar[str] = "aten._native_batch_norm_legit_no_training.default"
+    SCHEMA: ClassVar[str] = 'aten::_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)'
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     input = operand_def(AnyAttr())
     weight = opt_operand_def(AnyAttr())
@@ -263,6 +277,7 @@ class Aten_PdistForwardOp(AtenOp):
 
     name = "aten._pdist_forward.default"
     OVERLOAD: ClassVar[str] = "aten._pdist_forward.default"
+    SCHEMA: ClassVar[str] = 'aten::_pdist_forward(Tensor self, float p=2.) -> Tensor'
     self = operand_def(AnyAttr())
     p = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -275,6 +290,7 @@ class Aten_SoftmaxOp(AtenOp):
 
     name = "aten._softmax.default"
     OVERLOAD: ClassVar[str] = "aten._softmax.default"
+    SCHEMA: ClassVar[str] = 'aten::_softmax(Tensor self, int dim, bool half_to_float) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     half_to_float = opt_prop_def(IntegerAttr)
@@ -288,6 +304,7 @@ class Aten_SoftmaxBackwardDataOp(AtenOp):
 
     name = "aten._softmax_backward_data.default"
     OVERLOAD: ClassVar[str] = "aten._softmax_backward_data.default"
+    SCHEMA: ClassVar[str] = 'aten::_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor'
     grad_output = operand_def(AnyAttr())
     output = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
@@ -302,6 +319,7 @@ class Aten_ToCopyOp(AtenOp):
 
     name = "aten._to_copy.default"
     OVERLOAD: ClassVar[str] = "aten._to_copy.default"
+    SCHEMA: ClassVar[str] = 'aten::_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor'
     self = operand_def(AnyAttr())
     dtype = opt_prop_def(Attribute | NoneAttr)
     layout = opt_prop_def(StringAttr | NoneAttr)
@@ -319,6 +337,7 @@ class Aten_UnsafeIndexTensorOp(AtenOp):
 
     name = "aten._unsafe_index.Tensor"
     OVERLOAD: ClassVar[str] = "aten._unsafe_index.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::_unsafe_index.Tensor(Tensor self, Tensor?[] indices) -> Tensor'
     self = operand_def(AnyAttr())
     indices = var_operand_def(AnyAttr())
     indices_mask = opt_prop_def(DenseArrayBase)
@@ -332,6 +351,7 @@ class Aten_UnsafeIndexTensorHackedTwinOp(AtenOp):
 
     name = "aten._unsafe_index.Tensor_hacked_twin"
     OVERLOAD: ClassVar[str] = "aten._unsafe_index.Tensor_hacked_twin"
+    SCHEMA: ClassVar[str] = 'aten::_unsafe_index.Tensor_hacked_twin(Tensor self, Tensor[] indices) -> Tensor'
     self = operand_def(AnyAttr())
     indices = var_operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -344,6 +364,7 @@ class Aten_UnsafeIndexPutOp(AtenOp):
 
     name = "aten._unsafe_index_put.default"
     OVERLOAD: ClassVar[str] = "aten._unsafe_index_put.default"
+    SCHEMA: ClassVar[str] = 'aten::_unsafe_index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor'
     self = operand_def(AnyAttr())
     indices = var_operand_def(AnyAttr())
     indices_mask = opt_prop_def(DenseArrayBase)
@@ -359,6 +380,7 @@ class Aten_UnsafeIndexPutHackedTwinOp(AtenOp):
 
     name = "aten._unsafe_index_put.hacked_twin"
     OVERLOAD: ClassVar[str] = "aten._unsafe_index_put.hacked_twin"
+    SCHEMA: ClassVar[str] = 'aten::_unsafe_index_put.hacked_twin(Tensor self, Tensor[] indices, Tensor values, bool accumulate=False) -> Tensor'
     self = operand_def(AnyAttr())
     indices = var_operand_def(AnyAttr())
     values = operand_def(AnyAttr())
@@ -373,6 +395,7 @@ class Aten_UnsafeViewOp(AtenOp):
 
     name = "aten._unsafe_view.default"
     OVERLOAD: ClassVar[str] = "aten._unsafe_view.default"
+    SCHEMA: ClassVar[str] = 'aten::_unsafe_view(Tensor self, SymInt[] size) -> Tensor'
     self = operand_def(AnyAttr())
     size = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
@@ -385,6 +408,7 @@ class AtenAbsOp(AtenOp):
 
     name = "aten.abs.default"
     OVERLOAD: ClassVar[str] = "aten.abs.default"
+    SCHEMA: ClassVar[str] = 'aten::abs(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -396,6 +420,7 @@ class AtenAbs_Op(AtenOp):
 
     name = "aten.abs_.default"
     OVERLOAD: ClassVar[str] = "aten.abs_.default"
+    SCHEMA: ClassVar[str] = 'aten::abs_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -406,6 +431,7 @@ class AtenAcosScalarOp(AtenOp):
 
     name = "aten.acos.Scalar"
     OVERLOAD: ClassVar[str] = "aten.acos.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::acos.Scalar(Scalar a) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -417,6 +443,7 @@ class AtenAcosOp(AtenOp):
 
     name = "aten.acos.default"
     OVERLOAD: ClassVar[str] = "aten.acos.default"
+    SCHEMA: ClassVar[str] = 'aten::acos(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -428,6 +455,7 @@ class AtenAcosFloatOp(AtenOp):
 
     name = "aten.acos.float"
     OVERLOAD: ClassVar[str] = "aten.acos.float"
+    SCHEMA: ClassVar[str] = 'aten::acos.float(float a) -> float'
     a = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -439,6 +467,7 @@ class AtenAcosIntOp(AtenOp):
 
     name = "aten.acos.int"
     OVERLOAD: ClassVar[str] = "aten.acos.int"
+    SCHEMA: ClassVar[str] = 'aten::acos.int(int a) -> float'
     a = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -450,6 +479,7 @@ class AtenAcos_Op(AtenOp):
 
     name = "aten.acos_.default"
     OVERLOAD: ClassVar[str] = "aten.acos_.default"
+    SCHEMA: ClassVar[str] = 'aten::acos_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -460,6 +490,7 @@ class AtenAcoshScalarOp(AtenOp):
 
     name = "aten.acosh.Scalar"
     OVERLOAD: ClassVar[str] = "aten.acosh.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::acosh.Scalar(Scalar a) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -471,6 +502,7 @@ class AtenAcoshOp(AtenOp):
 
     name = "aten.acosh.default"
     OVERLOAD: ClassVar[str] = "aten.acosh.default"
+    SCHEMA: ClassVar[str] = 'aten::acosh(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -482,6 +514,7 @@ class AtenAcoshFloatOp(AtenOp):
 
     name = "aten.acosh.float"
     OVERLOAD: ClassVar[str] = "aten.acosh.float"
+    SCHEMA: ClassVar[str] = 'aten::acosh.float(float a) -> float'
     a = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -493,6 +526,7 @@ class AtenAcoshIntOp(AtenOp):
 
     name = "aten.acosh.int"
     OVERLOAD: ClassVar[str] = "aten.acosh.int"
+    SCHEMA: ClassVar[str] = 'aten::acosh.int(int a) -> float'
     a = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -504,6 +538,7 @@ class AtenAcosh_Op(AtenOp):
 
     name = "aten.acosh_.default"
     OVERLOAD: ClassVar[str] = "aten.acosh_.default"
+    SCHEMA: ClassVar[str] = 'aten::acosh_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -514,6 +549,7 @@ class AtenAdaptiveAvgPool1dOp(AtenOp):
 
     name = "aten.adaptive_avg_pool1d.default"
     OVERLOAD: ClassVar[str] = "aten.adaptive_avg_pool1d.default"
+    SCHEMA: ClassVar[str] = 'aten::adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor'
     self = operand_def(AnyAttr())
     output_size = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
@@ -526,6 +562,7 @@ class AtenAddScalarOp(AtenOp):
 
     name = "aten.add.Scalar"
     OVERLOAD: ClassVar[str] = "aten.add.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     alpha = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
@@ -539,6 +576,7 @@ class AtenAddTensorOp(AtenOp):
 
     name = "aten.add.Tensor"
     OVERLOAD: ClassVar[str] = "aten.add.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     alpha = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
@@ -552,6 +590,7 @@ class AtenAddOp(AtenOp):
 
     name = "aten.add.default"
     OVERLOAD: ClassVar[str] = "aten.add.default"
+    SCHEMA: ClassVar[str] = 'aten::add(Scalar a, Scalar b) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     b = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -564,6 +603,7 @@ class AtenAddFloatOp(AtenOp):
 
     name = "aten.add.float"
     OVERLOAD: ClassVar[str] = "aten.add.float"
+    SCHEMA: ClassVar[str] = 'aten::add.float(float a, float b) -> float'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -576,6 +616,7 @@ class AtenAddFloatIntOp(AtenOp):
 
     name = "aten.add.float_int"
     OVERLOAD: ClassVar[str] = "aten.add.float_int"
+    SCHEMA: ClassVar[str] = 'aten::add.float_int(float a, int b) -> float'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -588,6 +629,7 @@ class AtenAddIntOp(AtenOp):
 
     name = "aten.add.int"
     OVERLOAD: ClassVar[str] = "aten.add.int"
+    SCHEMA: ClassVar[str] = 'aten::add.int(int a, int b) -> int'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -600,6 +642,7 @@ class AtenAddIntFloatOp(AtenOp):
 
     name = "aten.add.int_float"
     OVERLOAD: ClassVar[str] = "aten.add.int_float"
+    SCHEMA: ClassVar[str] = 'aten::add.int_float(int a, float b) -> float'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -612,6 +655,7 @@ class AtenAdd_ScalarOp(AtenOp):
 
     name = "aten.add_.Scalar"
     OVERLOAD: ClassVar[str] = "aten.add_.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     alpha = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
@@ -624,6 +668,7 @@ class AtenAdd_TensorOp(AtenOp):
 
     name = "aten.add_.Tensor"
     OVERLOAD: ClassVar[str] = "aten.add_.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     alpha = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
@@ -636,6 +681,7 @@ class AtenAddmmOp(AtenOp):
 
     name = "aten.addmm.default"
     OVERLOAD: ClassVar[str] = "aten.addmm.default"
+    SCHEMA: ClassVar[str] = 'aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor'
     self = operand_def(AnyAttr())
     mat1 = operand_def(AnyAttr())
     mat2 = operand_def(AnyAttr())
@@ -651,6 +697,7 @@ class AtenAddmmDtypeOp(AtenOp):
 
     name = "aten.addmm.dtype"
     OVERLOAD: ClassVar[str] = "aten.addmm.dtype"
+    SCHEMA: ClassVar[str] = 'aten::addmm.dtype(Tensor self, Tensor mat1, Tensor mat2, ScalarType out_dtype, *, Scalar beta=1, Scalar alpha=1) -> Tensor'
     self = operand_def(AnyAttr())
     mat1 = operand_def(AnyAttr())
     mat2 = operand_def(AnyAttr())
@@ -667,6 +714,7 @@ class AtenAddmm_Op(AtenOp):
 
     name = "aten.addmm_.default"
     OVERLOAD: ClassVar[str] = "aten.addmm_.default"
+    SCHEMA: ClassVar[str] = 'aten::addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     mat1 = operand_def(AnyAttr())
     mat2 = operand_def(AnyAttr())
@@ -681,6 +729,7 @@ class AtenAliasOp(AtenOp):
 
     name = "aten.alias.default"
     OVERLOAD: ClassVar[str] = "aten.alias.default"
+    SCHEMA: ClassVar[str] = 'aten::alias(Tensor(a) self) -> Tensor(a)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -692,6 +741,7 @@ class AtenAmaxOp(AtenOp):
 
     name = "aten.amax.default"
     OVERLOAD: ClassVar[str] = "aten.amax.default"
+    SCHEMA: ClassVar[str] = 'aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ShapeAttr)
     keepdim = opt_prop_def(IntegerAttr)
@@ -705,6 +755,7 @@ class AtenAminOp(AtenOp):
 
     name = "aten.amin.default"
     OVERLOAD: ClassVar[str] = "aten.amin.default"
+    SCHEMA: ClassVar[str] = 'aten::amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ShapeAttr)
     keepdim = opt_prop_def(IntegerAttr)
@@ -718,6 +769,7 @@ class AtenAnyBoolOp(AtenOp):
 
     name = "aten.any.bool"
     OVERLOAD: ClassVar[str] = "aten.any.bool"
+    SCHEMA: ClassVar[str] = 'aten::any.bool(bool[] self) -> bool'
     self = opt_prop_def(ArrayAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -729,6 +781,7 @@ class AtenAnyOp(AtenOp):
 
     name = "aten.any.default"
     OVERLOAD: ClassVar[str] = "aten.any.default"
+    SCHEMA: ClassVar[str] = 'aten::any(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -740,6 +793,7 @@ class AtenAnyDimOp(AtenOp):
 
     name = "aten.any.dim"
     OVERLOAD: ClassVar[str] = "aten.any.dim"
+    SCHEMA: ClassVar[str] = 'aten::any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     keepdim = opt_prop_def(IntegerAttr)
@@ -753,6 +807,7 @@ class AtenAnyDimsOp(AtenOp):
 
     name = "aten.any.dims"
     OVERLOAD: ClassVar[str] = "aten.any.dims"
+    SCHEMA: ClassVar[str] = 'aten::any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ShapeAttr | NoneAttr)
     keepdim = opt_prop_def(IntegerAttr)
@@ -766,6 +821,7 @@ class AtenAnyFloatOp(AtenOp):
 
     name = "aten.any.float"
     OVERLOAD: ClassVar[str] = "aten.any.float"
+    SCHEMA: ClassVar[str] = 'aten::any.float(float[] self) -> bool'
     self = opt_prop_def(ArrayAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -777,6 +833,7 @@ class AtenAnyIntOp(AtenOp):
 
     name = "aten.any.int"
     OVERLOAD: ClassVar[str] = "aten.any.int"
+    SCHEMA: ClassVar[str] = 'aten::any.int(int[] self) -> bool'
     self = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -788,6 +845,7 @@ class AtenArangeOp(AtenOp):
 
     name = "aten.arange.default"
     OVERLOAD: ClassVar[str] = "aten.arange.default"
+    SCHEMA: ClassVar[str] = 'aten::arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor'
     end = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
     layout = opt_prop_def(StringAttr | NoneAttr)
@@ -803,6 +861,7 @@ class AtenArangeStartOp(AtenOp):
 
     name = "aten.arange.start"
     OVERLOAD: ClassVar[str] = "aten.arange.start"
+    SCHEMA: ClassVar[str] = 'aten::arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor'
     start = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     end = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
@@ -819,6 +878,7 @@ class AtenArangeStartStepOp(AtenOp):
 
     name = "aten.arange.start_step"
     OVERLOAD: ClassVar[str] = "aten.arange.start_step"
+    SCHEMA: ClassVar[str] = 'aten::arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor'
     start = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     end = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     step = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
@@ -836,6 +896,7 @@ class AtenArgmaxOp(AtenOp):
 
     name = "aten.argmax.default"
     OVERLOAD: ClassVar[str] = "aten.argmax.default"
+    SCHEMA: ClassVar[str] = 'aten::argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr | NoneAttr)
     keepdim = opt_prop_def(IntegerAttr)
@@ -849,6 +910,7 @@ class AtenArgminOp(AtenOp):
 
     name = "aten.argmin.default"
     OVERLOAD: ClassVar[str] = "aten.argmin.default"
+    SCHEMA: ClassVar[str] = 'aten::argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr | NoneAttr)
     keepdim = opt_prop_def(IntegerAttr)
@@ -862,6 +924,7 @@ class AtenAsStridedOp(AtenOp):
 
     name = "aten.as_strided.default"
     OVERLOAD: ClassVar[str] = "aten.as_strided.default"
+    SCHEMA: ClassVar[str] = 'aten::as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)'
     self = operand_def(AnyAttr())
     size = opt_prop_def(ShapeAttr)
     stride = opt_prop_def(ShapeAttr)
@@ -876,6 +939,8 @@ class AtenAsStrided_Op(AtenOp):
 
     name = "aten.as_strided_.default"
     OVERLOAD: ClassVar[str] = "aten.as_strided_.default"
+    SCHEMA: ClassVar[str] = 'aten::as_strided_(Tensor(a!) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a!)'
+    INPLACE_VIEW: ClassVar[bool] = True
     self = operand_def(AnyAttr())
     size = opt_prop_def(ShapeAttr)
     stride = opt_prop_def(ShapeAttr)
@@ -889,6 +954,7 @@ class AtenAsinScalarOp(AtenOp):
 
     name = "aten.asin.Scalar"
     OVERLOAD: ClassVar[str] = "aten.asin.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::asin.Scalar(Scalar a) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -900,6 +966,7 @@ class AtenAsinOp(AtenOp):
 
     name = "aten.asin.default"
     OVERLOAD: ClassVar[str] = "aten.asin.default"
+    SCHEMA: ClassVar[str] = 'aten::asin(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -911,6 +978,7 @@ class AtenAsinFloatOp(AtenOp):
 
     name = "aten.asin.float"
     OVERLOAD: ClassVar[str] = "aten.asin.float"
+    SCHEMA: ClassVar[str] = 'aten::asin.float(float a) -> float'
     a = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -922,6 +990,7 @@ class AtenAsinIntOp(AtenOp):
 
     name = "aten.asin.int"
     OVERLOAD: ClassVar[str] = "aten.asin.int"
+    SCHEMA: ClassVar[str] = 'aten::asin.int(int a) -> float'
     a = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -933,6 +1002,7 @@ class AtenAsin_Op(AtenOp):
 
     name = "aten.asin_.default"
     OVERLOAD: ClassVar[str] = "aten.asin_.default"
+    SCHEMA: ClassVar[str] = 'aten::asin_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -943,6 +1013,7 @@ class AtenAsinhScalarOp(AtenOp):
 
     name = "aten.asinh.Scalar"
     OVERLOAD: ClassVar[str] = "aten.asinh.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::asinh.Scalar(Scalar a) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -954,6 +1025,7 @@ class AtenAsinhOp(AtenOp):
 
     name = "aten.asinh.default"
     OVERLOAD: ClassVar[str] = "aten.asinh.default"
+    SCHEMA: ClassVar[str] = 'aten::asinh(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -965,6 +1037,7 @@ class AtenAsinhFloatOp(AtenOp):
 
     name = "aten.asinh.float"
     OVERLOAD: ClassVar[str] = "aten.asinh.float"
+    SCHEMA: ClassVar[str] = 'aten::asinh.float(float a) -> float'
     a = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -976,6 +1049,7 @@ class AtenAsinhIntOp(AtenOp):
 
     name = "aten.asinh.int"
     OVERLOAD: ClassVar[str] = "aten.asinh.int"
+    SCHEMA: ClassVar[str] = 'aten::asinh.int(int a) -> float'
     a = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -987,6 +1061,7 @@ class AtenAsinh_Op(AtenOp):
 
     name = "aten.asinh_.default"
     OVERLOAD: ClassVar[str] = "aten.asinh_.default"
+    SCHEMA: ClassVar[str] = 'aten::asinh_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -997,6 +1072,7 @@ class AtenAtanScalarOp(AtenOp):
 
     name = "aten.atan.Scalar"
     OVERLOAD: ClassVar[str] = "aten.atan.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::atan.Scalar(Scalar a) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -1008,6 +1084,7 @@ class AtenAtanOp(AtenOp):
 
     name = "aten.atan.default"
     OVERLOAD: ClassVar[str] = "aten.atan.default"
+    SCHEMA: ClassVar[str] = 'aten::atan(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -1019,6 +1096,7 @@ class AtenAtanFloatOp(AtenOp):
 
     name = "aten.atan.float"
     OVERLOAD: ClassVar[str] = "aten.atan.float"
+    SCHEMA: ClassVar[str] = 'aten::atan.float(float a) -> float'
     a = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -1030,6 +1108,7 @@ class AtenAtanIntOp(AtenOp):
 
     name = "aten.atan.int"
     OVERLOAD: ClassVar[str] = "aten.atan.int"
+    SCHEMA: ClassVar[str] = 'aten::atan.int(int a) -> float'
     a = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -1041,6 +1120,7 @@ class AtenAtan2ScalarScalarOp(AtenOp):
 
     name = "aten.atan2.Scalar_Scalar"
     OVERLOAD: ClassVar[str] = "aten.atan2.Scalar_Scalar"
+    SCHEMA: ClassVar[str] = 'aten::atan2.Scalar_Scalar(Scalar a, Scalar b) -> float'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     b = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -1053,6 +1133,7 @@ class AtenAtan2Op(AtenOp):
 
     name = "aten.atan2.default"
     OVERLOAD: ClassVar[str] = "aten.atan2.default"
+    SCHEMA: ClassVar[str] = 'aten::atan2(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -1065,6 +1146,7 @@ class AtenAtan2FloatOp(AtenOp):
 
     name = "aten.atan2.float"
     OVERLOAD: ClassVar[str] = "aten.atan2.float"
+    SCHEMA: ClassVar[str] = 'aten::atan2.float(float a, float b) -> float'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -1077,6 +1159,7 @@ class AtenAtan2FloatIntOp(AtenOp):
 
     name = "aten.atan2.float_int"
     OVERLOAD: ClassVar[str] = "aten.atan2.float_int"
+    SCHEMA: ClassVar[str] = 'aten::atan2.float_int(float a, int b) -> float'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -1089,6 +1172,7 @@ class AtenAtan2IntOp(AtenOp):
 
     name = "aten.atan2.int"
     OVERLOAD: ClassVar[str] = "aten.atan2.int"
+    SCHEMA: ClassVar[str] = 'aten::atan2.int(int a, int b) -> float'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -1101,6 +1185,7 @@ class AtenAtan2IntFloatOp(AtenOp):
 
     name = "aten.atan2.int_float"
     OVERLOAD: ClassVar[str] = "aten.atan2.int_float"
+    SCHEMA: ClassVar[str] = 'aten::atan2.int_float(int a, float b) -> float'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -1113,6 +1198,7 @@ class AtenAtan2OutOp(AtenOp):
 
     name = "aten.atan2.out"
     OVERLOAD: ClassVar[str] = "aten.atan2.out"
+    SCHEMA: ClassVar[str] = 'aten::atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     out = operand_def(AnyAttr())
@@ -1125,6 +1211,7 @@ class AtenAtan2_Op(AtenOp):
 
     name = "aten.atan2_.default"
     OVERLOAD: ClassVar[str] = "aten.atan2_.default"
+    SCHEMA: ClassVar[str] = 'aten::atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -1136,6 +1223,7 @@ class AtenAtan_Op(AtenOp):
 
     name = "aten.atan_.default"
     OVERLOAD: ClassVar[str] = "aten.atan_.default"
+    SCHEMA: ClassVar[str] = 'aten::atan_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -1146,6 +1234,7 @@ class AtenAtanhScalarOp(AtenOp):
 
     name = "aten.atanh.Scalar"
     OVERLOAD: ClassVar[str] = "aten.atanh.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::atanh.Scalar(Scalar a) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -1157,6 +1246,7 @@ class AtenAtanhOp(AtenOp):
 
     name = "aten.atanh.default"
     OVERLOAD: ClassVar[str] = "aten.atanh.default"
+    SCHEMA: ClassVar[str] = 'aten::atanh(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -1168,6 +1258,7 @@ class AtenAtanhFloatOp(AtenOp):
 
     name = "aten.atanh.float"
     OVERLOAD: ClassVar[str] = "aten.atanh.float"
+    SCHEMA: ClassVar[str] = 'aten::atanh.float(float a) -> float'
     a = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -1179,6 +1270,7 @@ class AtenAtanhIntOp(AtenOp):
 
     name = "aten.atanh.int"
     OVERLOAD: ClassVar[str] = "aten.atanh.int"
+    SCHEMA: ClassVar[str] = 'aten::atanh.int(int a) -> float'
     a = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -1190,6 +1282,7 @@ class AtenAtanh_Op(AtenOp):
 
     name = "aten.atanh_.default"
     OVERLOAD: ClassVar[str] = "aten.atanh_.default"
+    SCHEMA: ClassVar[str] = 'aten::atanh_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -1200,6 +1293,7 @@ class AtenAvgPool1dOp(AtenOp):
 
     name = "aten.avg_pool1d.default"
     OVERLOAD: ClassVar[str] = "aten.avg_pool1d.default"
+    SCHEMA: ClassVar[str] = 'aten::avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], bool ceil_mode=False, bool count_include_pad=True) -> Tensor'
     self = operand_def(AnyAttr())
     kernel_size = opt_prop_def(ShapeAttr)
     stride = opt_prop_def(ShapeAttr)
@@ -1216,6 +1310,7 @@ class AtenAvgPool2dOp(AtenOp):
 
     name = "aten.avg_pool2d.default"
     OVERLOAD: ClassVar[str] = "aten.avg_pool2d.default"
+    SCHEMA: ClassVar[str] = 'aten::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor'
     self = operand_def(AnyAttr())
     kernel_size = opt_prop_def(ShapeAttr)
     stride = opt_prop_def(ShapeAttr)
@@ -1233,6 +1328,7 @@ class AtenAvgPool2dBackwardOp(AtenOp):
 
     name = "aten.avg_pool2d_backward.default"
     OVERLOAD: ClassVar[str] = "aten.avg_pool2d_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor'
     grad_output = operand_def(AnyAttr())
     self = operand_def(AnyAttr())
     kernel_size = opt_prop_def(ShapeAttr)
@@ -1251,6 +1347,7 @@ class AtenAvgPool3dOp(AtenOp):
 
     name = "aten.avg_pool3d.default"
     OVERLOAD: ClassVar[str] = "aten.avg_pool3d.default"
+    SCHEMA: ClassVar[str] = 'aten::avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor'
     self = operand_def(AnyAttr())
     kernel_size = opt_prop_def(ShapeAttr)
     stride = opt_prop_def(ShapeAttr)
@@ -1268,6 +1365,7 @@ class AtenBaddbmmOp(AtenOp):
 
     name = "aten.baddbmm.default"
     OVERLOAD: ClassVar[str] = "aten.baddbmm.default"
+    SCHEMA: ClassVar[str] = 'aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor'
     self = operand_def(AnyAttr())
     batch1 = operand_def(AnyAttr())
     batch2 = operand_def(AnyAttr())
@@ -1283,6 +1381,7 @@ class AtenBaddbmmDtypeOp(AtenOp):
 
     name = "aten.baddbmm.dtype"
     OVERLOAD: ClassVar[str] = "aten.baddbmm.dtype"
+    SCHEMA: ClassVar[str] = 'aten::baddbmm.dtype(Tensor self, Tensor batch1, Tensor batch2, ScalarType out_dtype, *, Scalar beta=1, Scalar alpha=1) -> Tensor'
     self = operand_def(AnyAttr())
     batch1 = operand_def(AnyAttr())
     batch2 = operand_def(AnyAttr())
@@ -1299,6 +1398,7 @@ class AtenBaddbmm_Op(AtenOp):
 
     name = "aten.baddbmm_.default"
     OVERLOAD: ClassVar[str] = "aten.baddbmm_.default"
+    SCHEMA: ClassVar[str] = 'aten::baddbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     batch1 = operand_def(AnyAttr())
     batch2 = operand_def(AnyAttr())
@@ -1313,6 +1413,7 @@ class AtenBernoulliTensorOp(AtenOp):
 
     name = "aten.bernoulli.Tensor"
     OVERLOAD: ClassVar[str] = "aten.bernoulli.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor'
     self = operand_def(AnyAttr())
     p = operand_def(AnyAttr())
     generator = opt_prop_def(NoneAttr)
@@ -1325,6 +1426,7 @@ class AtenBernoulliOp(AtenOp):
 
     name = "aten.bernoulli.default"
     OVERLOAD: ClassVar[str] = "aten.bernoulli.default"
+    SCHEMA: ClassVar[str] = 'aten::bernoulli(Tensor self, *, Generator? generator=None) -> Tensor'
     self = operand_def(AnyAttr())
     generator = opt_prop_def(NoneAttr)
     result = result_def(AnyAttr())
@@ -1336,6 +1438,7 @@ class AtenBernoulliPOp(AtenOp):
 
     name = "aten.bernoulli.p"
     OVERLOAD: ClassVar[str] = "aten.bernoulli.p"
+    SCHEMA: ClassVar[str] = 'aten::bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor'
     self = operand_def(AnyAttr())
     p = opt_prop_def(FloatAttr)
     generator = opt_prop_def(NoneAttr)
@@ -1348,6 +1451,7 @@ class AtenBernoulli_TensorOp(AtenOp):
 
     name = "aten.bernoulli_.Tensor"
     OVERLOAD: ClassVar[str] = "aten.bernoulli_.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     p = operand_def(AnyAttr())
     generator = opt_prop_def(NoneAttr)
@@ -1360,6 +1464,7 @@ class AtenBernoulli_FloatOp(AtenOp):
 
     name = "aten.bernoulli_.float"
     OVERLOAD: ClassVar[str] = "aten.bernoulli_.float"
+    SCHEMA: ClassVar[str] = 'aten::bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     p = opt_prop_def(FloatAttr)
     generator = opt_prop_def(NoneAttr)
@@ -1372,6 +1477,7 @@ class AtenBitwiseAndScalarOp(AtenOp):
 
     name = "aten.bitwise_and.Scalar"
     OVERLOAD: ClassVar[str] = "aten.bitwise_and.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -1384,6 +1490,7 @@ class AtenBitwiseAndScalarTensorOp(AtenOp):
 
     name = "aten.bitwise_and.Scalar_Tensor"
     OVERLOAD: ClassVar[str] = "aten.bitwise_and.Scalar_Tensor"
+    SCHEMA: ClassVar[str] = 'aten::bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor'
     self = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -1396,6 +1503,7 @@ class AtenBitwiseAndTensorOp(AtenOp):
 
     name = "aten.bitwise_and.Tensor"
     OVERLOAD: ClassVar[str] = "aten.bitwise_and.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -1408,6 +1516,7 @@ class AtenBitwiseAnd_ScalarOp(AtenOp):
 
     name = "aten.bitwise_and_.Scalar"
     OVERLOAD: ClassVar[str] = "aten.bitwise_and_.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -1419,6 +1528,7 @@ class AtenBitwiseAnd_TensorOp(AtenOp):
 
     name = "aten.bitwise_and_.Tensor"
     OVERLOAD: ClassVar[str] = "aten.bitwise_and_.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -1430,6 +1540,7 @@ class AtenBitwiseNotOp(AtenOp):
 
     name = "aten.bitwise_not.default"
     OVERLOAD: ClassVar[str] = "aten.bitwise_not.default"
+    SCHEMA: ClassVar[str] = 'aten::bitwise_not(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -1441,6 +1552,7 @@ class AtenBitwiseNot_Op(AtenOp):
 
     name = "aten.bitwise_not_.default"
     OVERLOAD: ClassVar[str] = "aten.bitwise_not_.default"
+    SCHEMA: ClassVar[str] = 'aten::bitwise_not_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -1451,6 +1563,7 @@ class AtenBitwiseOrScalarOp(AtenOp):
 
     name = "aten.bitwise_or.Scalar"
     OVERLOAD: ClassVar[str] = "aten.bitwise_or.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -1463,6 +1576,7 @@ class AtenBitwiseOrScalarTensorOp(AtenOp):
 
     name = "aten.bitwise_or.Scalar_Tensor"
     OVERLOAD: ClassVar[str] = "aten.bitwise_or.Scalar_Tensor"
+    SCHEMA: ClassVar[str] = 'aten::bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor'
     self = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -1475,6 +1589,7 @@ class AtenBitwiseOrTensorOp(AtenOp):
 
     name = "aten.bitwise_or.Tensor"
     OVERLOAD: ClassVar[str] = "aten.bitwise_or.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -1487,6 +1602,7 @@ class AtenBitwiseOr_ScalarOp(AtenOp):
 
     name = "aten.bitwise_or_.Scalar"
     OVERLOAD: ClassVar[str] = "aten.bitwise_or_.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -1498,6 +1614,7 @@ class AtenBitwiseOr_TensorOp(AtenOp):
 
     name = "aten.bitwise_or_.Tensor"
     OVERLOAD: ClassVar[str] = "aten.bitwise_or_.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -1509,6 +1626,7 @@ class AtenBitwiseXorScalarOp(AtenOp):
 
     name = "aten.bitwise_xor.Scalar"
     OVERLOAD: ClassVar[str] = "aten.bitwise_xor.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -1521,6 +1639,7 @@ class AtenBitwiseXorScalarTensorOp(AtenOp):
 
     name = "aten.bitwise_xor.Scalar_Tensor"
     OVERLOAD: ClassVar[str] = "aten.bitwise_xor.Scalar_Tensor"
+    SCHEMA: ClassVar[str] = 'aten::bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor'
     self = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -1533,6 +1652,7 @@ class AtenBitwiseXorTensorOp(AtenOp):
 
     name = "aten.bitwise_xor.Tensor"
     OVERLOAD: ClassVar[str] = "aten.bitwise_xor.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -1545,6 +1665,7 @@ class AtenBitwiseXor_ScalarOp(AtenOp):
 
     name = "aten.bitwise_xor_.Scalar"
     OVERLOAD: ClassVar[str] = "aten.bitwise_xor_.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -1556,6 +1677,7 @@ class AtenBitwiseXor_TensorOp(AtenOp):
 
     name = "aten.bitwise_xor_.Tensor"
     OVERLOAD: ClassVar[str] = "aten.bitwise_xor_.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -1567,6 +1689,7 @@ class AtenBmmOp(AtenOp):
 
     name = "aten.bmm.default"
     OVERLOAD: ClassVar[str] = "aten.bmm.default"
+    SCHEMA: ClassVar[str] = 'aten::bmm(Tensor self, Tensor mat2) -> Tensor'
     self = operand_def(AnyAttr())
     mat2 = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -1579,6 +1702,7 @@ class AtenBmmDtypeOp(AtenOp):
 
     name = "aten.bmm.dtype"
     OVERLOAD: ClassVar[str] = "aten.bmm.dtype"
+    SCHEMA: ClassVar[str] = 'aten::bmm.dtype(Tensor self, Tensor mat2, ScalarType out_dtype) -> Tensor'
     self = operand_def(AnyAttr())
     mat2 = operand_def(AnyAttr())
     out_dtype = opt_prop_def(Attribute)
@@ -1592,6 +1716,7 @@ class AtenCatOp(AtenOp):
 
     name = "aten.cat.default"
     OVERLOAD: ClassVar[str] = "aten.cat.default"
+    SCHEMA: ClassVar[str] = 'aten::cat(Tensor[] tensors, int dim=0) -> Tensor'
     tensors = var_operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -1604,6 +1729,7 @@ class AtenCeilScalarOp(AtenOp):
 
     name = "aten.ceil.Scalar"
     OVERLOAD: ClassVar[str] = "aten.ceil.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::ceil.Scalar(Scalar a) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -1615,6 +1741,7 @@ class AtenCeilOp(AtenOp):
 
     name = "aten.ceil.default"
     OVERLOAD: ClassVar[str] = "aten.ceil.default"
+    SCHEMA: ClassVar[str] = 'aten::ceil(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -1626,6 +1753,7 @@ class AtenCeilFloatOp(AtenOp):
 
     name = "aten.ceil.float"
     OVERLOAD: ClassVar[str] = "aten.ceil.float"
+    SCHEMA: ClassVar[str] = 'aten::ceil.float(float a) -> int'
     a = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -1637,6 +1765,7 @@ class AtenCeilIntOp(AtenOp):
 
     name = "aten.ceil.int"
     OVERLOAD: ClassVar[str] = "aten.ceil.int"
+    SCHEMA: ClassVar[str] = 'aten::ceil.int(int a) -> int'
     a = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -1648,6 +1777,7 @@ class AtenCeil_Op(AtenOp):
 
     name = "aten.ceil_.default"
     OVERLOAD: ClassVar[str] = "aten.ceil_.default"
+    SCHEMA: ClassVar[str] = 'aten::ceil_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -1658,6 +1788,7 @@ class AtenChunkOp(AtenOp):
 
     name = "aten.chunk.default"
     OVERLOAD: ClassVar[str] = "aten.chunk.default"
+    SCHEMA: ClassVar[str] = 'aten::chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]'
     self = operand_def(AnyAttr())
     chunks = opt_prop_def(ExprAttr)
     dim = opt_prop_def(ExprAttr)
@@ -1671,6 +1802,7 @@ class AtenClampTensorOp(AtenOp):
 
     name = "aten.clamp.Tensor"
     OVERLOAD: ClassVar[str] = "aten.clamp.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor'
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     self = operand_def(AnyAttr())
     min = opt_operand_def(AnyAttr())
@@ -1685,6 +1817,7 @@ class AtenClampOp(AtenOp):
 
     name = "aten.clamp.default"
     OVERLOAD: ClassVar[str] = "aten.clamp.default"
+    SCHEMA: ClassVar[str] = 'aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor'
     self = operand_def(AnyAttr())
     min = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr | NoneAttr)
     max = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr | NoneAttr)
@@ -1698,6 +1831,7 @@ class AtenClamp_TensorOp(AtenOp):
 
     name = "aten.clamp_.Tensor"
     OVERLOAD: ClassVar[str] = "aten.clamp_.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)'
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     self = operand_def(AnyAttr())
     min = opt_operand_def(AnyAttr())
@@ -1711,6 +1845,7 @@ class AtenClamp_Op(AtenOp):
 
     name = "aten.clamp_.default"
     OVERLOAD: ClassVar[str] = "aten.clamp_.default"
+    SCHEMA: ClassVar[str] = 'aten::clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     min = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr | NoneAttr)
     max = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr | NoneAttr)
@@ -1723,6 +1858,7 @@ class AtenClampMaxTensorOp(AtenOp):
 
     name = "aten.clamp_max.Tensor"
     OVERLOAD: ClassVar[str] = "aten.clamp_max.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::clamp_max.Tensor(Tensor self, Tensor max) -> Tensor'
     self = operand_def(AnyAttr())
     max = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -1735,6 +1871,7 @@ class AtenClampMaxOp(AtenOp):
 
     name = "aten.clamp_max.default"
     OVERLOAD: ClassVar[str] = "aten.clamp_max.default"
+    SCHEMA: ClassVar[str] = 'aten::clamp_max(Tensor self, Scalar max) -> Tensor'
     self = operand_def(AnyAttr())
     max = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -1747,6 +1884,7 @@ class AtenClampMax_TensorOp(AtenOp):
 
     name = "aten.clamp_max_.Tensor"
     OVERLOAD: ClassVar[str] = "aten.clamp_max_.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     max = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -1758,6 +1896,7 @@ class AtenClampMax_Op(AtenOp):
 
     name = "aten.clamp_max_.default"
     OVERLOAD: ClassVar[str] = "aten.clamp_max_.default"
+    SCHEMA: ClassVar[str] = 'aten::clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     max = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -1769,6 +1908,7 @@ class AtenClampMinTensorOp(AtenOp):
 
     name = "aten.clamp_min.Tensor"
     OVERLOAD: ClassVar[str] = "aten.clamp_min.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::clamp_min.Tensor(Tensor self, Tensor min) -> Tensor'
     self = operand_def(AnyAttr())
     min = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -1781,6 +1921,7 @@ class AtenClampMinOp(AtenOp):
 
     name = "aten.clamp_min.default"
     OVERLOAD: ClassVar[str] = "aten.clamp_min.default"
+    SCHEMA: ClassVar[str] = 'aten::clamp_min(Tensor self, Scalar min) -> Tensor'
     self = operand_def(AnyAttr())
     min = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -1793,6 +1934,7 @@ class AtenClampMin_TensorOp(AtenOp):
 
     name = "aten.clamp_min_.Tensor"
     OVERLOAD: ClassVar[str] = "aten.clamp_min_.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     min = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -1804,6 +1946,7 @@ class AtenClampMin_Op(AtenOp):
 
     name = "aten.clamp_min_.default"
     OVERLOAD: ClassVar[str] = "aten.clamp_min_.default"
+    SCHEMA: ClassVar[str] = 'aten::clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     min = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -1815,6 +1958,7 @@ class AtenCloneOp(AtenOp):
 
     name = "aten.clone.default"
     OVERLOAD: ClassVar[str] = "aten.clone.default"
+    SCHEMA: ClassVar[str] = 'aten::clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor'
     self = operand_def(AnyAttr())
     memory_format = opt_prop_def(StringAttr | NoneAttr)
     result = result_def(AnyAttr())
@@ -1827,6 +1971,7 @@ class AtenCol2imOp(AtenOp):
 
     name = "aten.col2im.default"
     OVERLOAD: ClassVar[str] = "aten.col2im.default"
+    SCHEMA: ClassVar[str] = 'aten::col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor'
     self = operand_def(AnyAttr())
     output_size = opt_prop_def(ShapeAttr)
     kernel_size = opt_prop_def(ShapeAttr)
@@ -1843,6 +1988,7 @@ class AtenConstantPadNdOp(AtenOp):
 
     name = "aten.constant_pad_nd.default"
     OVERLOAD: ClassVar[str] = "aten.constant_pad_nd.default"
+    SCHEMA: ClassVar[str] = 'aten::constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor'
     self = operand_def(AnyAttr())
     pad = opt_prop_def(ShapeAttr)
     value = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
@@ -1856,6 +2002,7 @@ class AtenConvolutionOp(AtenOp):
 
     name = "aten.convolution.default"
     OVERLOAD: ClassVar[str] = "aten.convolution.default"
+    SCHEMA: ClassVar[str] = 'aten::convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor'
     input = operand_def(AnyAttr())
     weight = operand_def(AnyAttr())
     bias = opt_operand_def(AnyAttr())
@@ -1875,6 +2022,7 @@ class AtenConvolutionBackwardOp(AtenOp):
 
     name = "aten.convolution_backward.default"
     OVERLOAD: ClassVar[str] = "aten.convolution_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::convolution_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[]? bias_sizes, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)'
     grad_output = operand_def(AnyAttr())
     input = operand_def(AnyAttr())
     weight = operand_def(AnyAttr())
@@ -1898,6 +2046,7 @@ class AtenCopyOp(AtenOp):
 
     name = "aten.copy.default"
     OVERLOAD: ClassVar[str] = "aten.copy.default"
+    SCHEMA: ClassVar[str] = 'aten::copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor'
     self = operand_def(AnyAttr())
     src = operand_def(AnyAttr())
     non_blocking = opt_prop_def(IntegerAttr)
@@ -1911,6 +2060,7 @@ class AtenCopy_TensorOp(AtenOp):
 
     name = "aten.copy_.Tensor"
     OVERLOAD: ClassVar[str] = "aten.copy_.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::copy_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -1922,6 +2072,7 @@ class AtenCopy_Op(AtenOp):
 
     name = "aten.copy_.default"
     OVERLOAD: ClassVar[str] = "aten.copy_.default"
+    SCHEMA: ClassVar[str] = 'aten::copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     src = operand_def(AnyAttr())
     non_blocking = opt_prop_def(IntegerAttr)
@@ -1934,6 +2085,7 @@ class AtenCopy_FloatOp(AtenOp):
 
     name = "aten.copy_.float"
     OVERLOAD: ClassVar[str] = "aten.copy_.float"
+    SCHEMA: ClassVar[str] = 'aten::copy_.float(Tensor(a!) self, float other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -1945,6 +2097,7 @@ class AtenCopy_IntOp(AtenOp):
 
     name = "aten.copy_.int"
     OVERLOAD: ClassVar[str] = "aten.copy_.int"
+    SCHEMA: ClassVar[str] = 'aten::copy_.int(Tensor(a!) self, int other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -1956,6 +2109,7 @@ class AtenCosScalarOp(AtenOp):
 
     name = "aten.cos.Scalar"
     OVERLOAD: ClassVar[str] = "aten.cos.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::cos.Scalar(Scalar a) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -1967,6 +2121,7 @@ class AtenCosOp(AtenOp):
 
     name = "aten.cos.default"
     OVERLOAD: ClassVar[str] = "aten.cos.default"
+    SCHEMA: ClassVar[str] = 'aten::cos(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -1978,6 +2133,7 @@ class AtenCosFloatOp(AtenOp):
 
     name = "aten.cos.float"
     OVERLOAD: ClassVar[str] = "aten.cos.float"
+    SCHEMA: ClassVar[str] = 'aten::cos.float(float a) -> float'
     a = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -1989,6 +2145,7 @@ class AtenCosIntOp(AtenOp):
 
     name = "aten.cos.int"
     OVERLOAD: ClassVar[str] = "aten.cos.int"
+    SCHEMA: ClassVar[str] = 'aten::cos.int(int a) -> float'
     a = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -2000,6 +2157,7 @@ class AtenCos_Op(AtenOp):
 
     name = "aten.cos_.default"
     OVERLOAD: ClassVar[str] = "aten.cos_.default"
+    SCHEMA: ClassVar[str] = 'aten::cos_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -2010,6 +2168,7 @@ class AtenCoshScalarOp(AtenOp):
 
     name = "aten.cosh.Scalar"
     OVERLOAD: ClassVar[str] = "aten.cosh.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::cosh.Scalar(Scalar a) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -2021,6 +2180,7 @@ class AtenCoshOp(AtenOp):
 
     name = "aten.cosh.default"
     OVERLOAD: ClassVar[str] = "aten.cosh.default"
+    SCHEMA: ClassVar[str] = 'aten::cosh(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -2032,6 +2192,7 @@ class AtenCoshFloatOp(AtenOp):
 
     name = "aten.cosh.float"
     OVERLOAD: ClassVar[str] = "aten.cosh.float"
+    SCHEMA: ClassVar[str] = 'aten::cosh.float(float a) -> float'
     a = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -2043,6 +2204,7 @@ class AtenCoshIntOp(AtenOp):
 
     name = "aten.cosh.int"
     OVERLOAD: ClassVar[str] = "aten.cosh.int"
+    SCHEMA: ClassVar[str] = 'aten::cosh.int(int a) -> float'
     a = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -2054,6 +2216,7 @@ class AtenCosh_Op(AtenOp):
 
     name = "aten.cosh_.default"
     OVERLOAD: ClassVar[str] = "aten.cosh_.default"
+    SCHEMA: ClassVar[str] = 'aten::cosh_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -2064,6 +2227,7 @@ class AtenCrossEntropyLossOp(AtenOp):
 
     name = "aten.cross_entropy_loss.default"
     OVERLOAD: ClassVar[str] = "aten.cross_entropy_loss.default"
+    SCHEMA: ClassVar[str] = 'aten::cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, SymInt ignore_index=-100, float label_smoothing=0.) -> Tensor'
     self = operand_def(AnyAttr())
     target = operand_def(AnyAttr())
     weight = opt_operand_def(AnyAttr())
@@ -2080,6 +2244,7 @@ class AtenCumprodOp(AtenOp):
 
     name = "aten.cumprod.default"
     OVERLOAD: ClassVar[str] = "aten.cumprod.default"
+    SCHEMA: ClassVar[str] = 'aten::cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
@@ -2093,6 +2258,7 @@ class AtenCumprod_Op(AtenOp):
 
     name = "aten.cumprod_.default"
     OVERLOAD: ClassVar[str] = "aten.cumprod_.default"
+    SCHEMA: ClassVar[str] = 'aten::cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
@@ -2105,6 +2271,7 @@ class AtenCumsumOp(AtenOp):
 
     name = "aten.cumsum.default"
     OVERLOAD: ClassVar[str] = "aten.cumsum.default"
+    SCHEMA: ClassVar[str] = 'aten::cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
@@ -2118,6 +2285,7 @@ class AtenCumsum_Op(AtenOp):
 
     name = "aten.cumsum_.default"
     OVERLOAD: ClassVar[str] = "aten.cumsum_.default"
+    SCHEMA: ClassVar[str] = 'aten::cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
@@ -2130,6 +2298,7 @@ class AtenDetachOp(AtenOp):
 
     name = "aten.detach.default"
     OVERLOAD: ClassVar[str] = "aten.detach.default"
+    SCHEMA: ClassVar[str] = 'aten::detach(Tensor(a) self) -> Tensor(a)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -2141,6 +2310,8 @@ class AtenDetach_Op(AtenOp):
 
     name = "aten.detach_.default"
     OVERLOAD: ClassVar[str] = "aten.detach_.default"
+    SCHEMA: ClassVar[str] = 'aten::detach_(Tensor(a!) self) -> Tensor(a!)'
+    INPLACE_VIEW: ClassVar[bool] = True
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -2151,6 +2322,7 @@ class AtenDiagonalOp(AtenOp):
 
     name = "aten.diagonal.default"
     OVERLOAD: ClassVar[str] = "aten.diagonal.default"
+    SCHEMA: ClassVar[str] = 'aten::diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)'
     self = operand_def(AnyAttr())
     offset = opt_prop_def(ExprAttr)
     dim1 = opt_prop_def(ExprAttr)
@@ -2165,6 +2337,7 @@ class AtenDivScalarOp(AtenOp):
 
     name = "aten.div.Scalar"
     OVERLOAD: ClassVar[str] = "aten.div.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::div.Scalar(Tensor self, Scalar other) -> Tensor'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -2177,6 +2350,7 @@ class AtenDivScalarModeOp(AtenOp):
 
     name = "aten.div.Scalar_mode"
     OVERLOAD: ClassVar[str] = "aten.div.Scalar_mode"
+    SCHEMA: ClassVar[str] = 'aten::div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     rounding_mode = opt_prop_def(StringAttr | NoneAttr)
@@ -2190,6 +2364,7 @@ class AtenDivTensorOp(AtenOp):
 
     name = "aten.div.Tensor"
     OVERLOAD: ClassVar[str] = "aten.div.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::div.Tensor(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -2202,6 +2377,7 @@ class AtenDivTensorModeOp(AtenOp):
 
     name = "aten.div.Tensor_mode"
     OVERLOAD: ClassVar[str] = "aten.div.Tensor_mode"
+    SCHEMA: ClassVar[str] = 'aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     rounding_mode = opt_prop_def(StringAttr | NoneAttr)
@@ -2215,6 +2391,7 @@ class AtenDivOp(AtenOp):
 
     name = "aten.div.default"
     OVERLOAD: ClassVar[str] = "aten.div.default"
+    SCHEMA: ClassVar[str] = 'aten::div(Scalar a, Scalar b) -> float'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     b = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -2227,6 +2404,7 @@ class AtenDivFloatOp(AtenOp):
 
     name = "aten.div.float"
     OVERLOAD: ClassVar[str] = "aten.div.float"
+    SCHEMA: ClassVar[str] = 'aten::div.float(float a, float b) -> float'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -2239,6 +2417,7 @@ class AtenDivIntOp(AtenOp):
 
     name = "aten.div.int"
     OVERLOAD: ClassVar[str] = "aten.div.int"
+    SCHEMA: ClassVar[str] = 'aten::div.int(int a, int b) -> float'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -2251,6 +2430,7 @@ class AtenDiv_ScalarOp(AtenOp):
 
     name = "aten.div_.Scalar"
     OVERLOAD: ClassVar[str] = "aten.div_.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -2262,6 +2442,7 @@ class AtenDiv_ScalarModeOp(AtenOp):
 
     name = "aten.div_.Scalar_mode"
     OVERLOAD: ClassVar[str] = "aten.div_.Scalar_mode"
+    SCHEMA: ClassVar[str] = 'aten::div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     rounding_mode = opt_prop_def(StringAttr | NoneAttr)
@@ -2274,6 +2455,7 @@ class AtenDiv_TensorOp(AtenOp):
 
     name = "aten.div_.Tensor"
     OVERLOAD: ClassVar[str] = "aten.div_.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -2285,6 +2467,7 @@ class AtenDiv_TensorModeOp(AtenOp):
 
     name = "aten.div_.Tensor_mode"
     OVERLOAD: ClassVar[str] = "aten.div_.Tensor_mode"
+    SCHEMA: ClassVar[str] = 'aten::div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     rounding_mode = opt_prop_def(StringAttr | NoneAttr)
@@ -2297,6 +2480,7 @@ class AtenDotOp(AtenOp):
 
     name = "aten.dot.default"
     OVERLOAD: ClassVar[str] = "aten.dot.default"
+    SCHEMA: ClassVar[str] = 'aten::dot(Tensor self, Tensor tensor) -> Tensor'
     self = operand_def(AnyAttr())
     tensor = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -2309,6 +2493,7 @@ class AtenDropoutOp(AtenOp):
 
     name = "aten.dropout.default"
     OVERLOAD: ClassVar[str] = "aten.dropout.default"
+    SCHEMA: ClassVar[str] = 'aten::dropout(Tensor input, float p, bool train) -> Tensor'
     input = operand_def(AnyAttr())
     p = opt_prop_def(FloatAttr)
     train = opt_prop_def(IntegerAttr)
@@ -2321,6 +2506,7 @@ class AtenDropout_Op(AtenOp):
 
     name = "aten.dropout_.default"
     OVERLOAD: ClassVar[str] = "aten.dropout_.default"
+    SCHEMA: ClassVar[str] = 'aten::dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     p = opt_prop_def(FloatAttr)
     train = opt_prop_def(IntegerAttr)
@@ -2333,6 +2519,7 @@ class AtenEluOp(AtenOp):
 
     name = "aten.elu.default"
     OVERLOAD: ClassVar[str] = "aten.elu.default"
+    SCHEMA: ClassVar[str] = 'aten::elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor'
     self = operand_def(AnyAttr())
     alpha = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     scale = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
@@ -2347,6 +2534,7 @@ class AtenElu_Op(AtenOp):
 
     name = "aten.elu_.default"
     OVERLOAD: ClassVar[str] = "aten.elu_.default"
+    SCHEMA: ClassVar[str] = 'aten::elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     alpha = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     scale = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
@@ -2360,6 +2548,7 @@ class AtenEluBackwardOp(AtenOp):
 
     name = "aten.elu_backward.default"
     OVERLOAD: ClassVar[str] = "aten.elu_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, Tensor self_or_result) -> Tensor'
     grad_output = operand_def(AnyAttr())
     alpha = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     scale = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
@@ -2376,6 +2565,7 @@ class AtenEmbeddingOp(AtenOp):
 
     name = "aten.embedding.default"
     OVERLOAD: ClassVar[str] = "aten.embedding.default"
+    SCHEMA: ClassVar[str] = 'aten::embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor'
     weight = operand_def(AnyAttr())
     indices = operand_def(AnyAttr())
     padding_idx = opt_prop_def(ExprAttr)
@@ -2391,6 +2581,7 @@ class AtenEmbeddingDenseBackwardOp(AtenOp):
 
     name = "aten.embedding_dense_backward.default"
     OVERLOAD: ClassVar[str] = "aten.embedding_dense_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor'
     grad_output = operand_def(AnyAttr())
     indices = operand_def(AnyAttr())
     num_weights = opt_prop_def(ExprAttr)
@@ -2406,6 +2597,7 @@ class AtenEmptyMemoryFormatOp(AtenOp):
 
     name = "aten.empty.memory_format"
     OVERLOAD: ClassVar[str] = "aten.empty.memory_format"
+    SCHEMA: ClassVar[str] = 'aten::empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor'
     size = opt_prop_def(ShapeAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
     layout = opt_prop_def(StringAttr | NoneAttr)
@@ -2422,6 +2614,7 @@ class AtenEmptyLikeOp(AtenOp):
 
     name = "aten.empty_like.default"
     OVERLOAD: ClassVar[str] = "aten.empty_like.default"
+    SCHEMA: ClassVar[str] = 'aten::empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor'
     self = operand_def(AnyAttr())
     dtype = opt_prop_def(Attribute | NoneAttr)
     layout = opt_prop_def(StringAttr | NoneAttr)
@@ -2438,6 +2631,7 @@ class AtenEmptyStridedOp(AtenOp):
 
     name = "aten.empty_strided.default"
     OVERLOAD: ClassVar[str] = "aten.empty_strided.default"
+    SCHEMA: ClassVar[str] = 'aten::empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor'
     size = opt_prop_def(ShapeAttr)
     stride = opt_prop_def(ShapeAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
@@ -2454,6 +2648,7 @@ class AtenEqScalarOp(AtenOp):
 
     name = "aten.eq.Scalar"
     OVERLOAD: ClassVar[str] = "aten.eq.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::eq.Scalar(Tensor self, Scalar other) -> Tensor'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -2466,6 +2661,7 @@ class AtenEqTensorOp(AtenOp):
 
     name = "aten.eq.Tensor"
     OVERLOAD: ClassVar[str] = "aten.eq.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::eq.Tensor(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -2478,6 +2674,7 @@ class AtenEqTensorListOp(AtenOp):
 
     name = "aten.eq.Tensor_list"
     OVERLOAD: ClassVar[str] = "aten.eq.Tensor_list"
+    SCHEMA: ClassVar[str] = 'aten::eq.Tensor_list(Tensor[] a, Tensor[] b) -> bool'
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     a = var_operand_def(AnyAttr())
     b = var_operand_def(AnyAttr())
@@ -2491,6 +2688,7 @@ class AtenEqBoolOp(AtenOp):
 
     name = "aten.eq.bool"
     OVERLOAD: ClassVar[str] = "aten.eq.bool"
+    SCHEMA: ClassVar[str] = 'aten::eq.bool(bool a, bool b) -> bool'
     a = opt_prop_def(IntegerAttr)
     b = opt_prop_def(IntegerAttr)
     result = result_def(AnyAttr())
@@ -2503,6 +2701,7 @@ class AtenEqBoolListOp(AtenOp):
 
     name = "aten.eq.bool_list"
     OVERLOAD: ClassVar[str] = "aten.eq.bool_list"
+    SCHEMA: ClassVar[str] = 'aten::eq.bool_list(bool[] a, bool[] b) -> bool'
     a = opt_prop_def(ArrayAttr)
     b = opt_prop_def(ArrayAttr)
     result = result_def(AnyAttr())
@@ -2515,6 +2714,7 @@ class AtenEqOp(AtenOp):
 
     name = "aten.eq.default"
     OVERLOAD: ClassVar[str] = "aten.eq.default"
+    SCHEMA: ClassVar[str] = 'aten::eq(Scalar a, Scalar b) -> bool'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     b = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -2527,6 +2727,7 @@ class AtenEqDeviceOp(AtenOp):
 
     name = "aten.eq.device"
     OVERLOAD: ClassVar[str] = "aten.eq.device"
+    SCHEMA: ClassVar[str] = 'aten::eq.device(Device a, Device b) -> bool'
     a = opt_prop_def(StringAttr)
     b = opt_prop_def(StringAttr)
     result = result_def(AnyAttr())
@@ -2539,6 +2740,7 @@ class AtenEqFloatOp(AtenOp):
 
     name = "aten.eq.float"
     OVERLOAD: ClassVar[str] = "aten.eq.float"
+    SCHEMA: ClassVar[str] = 'aten::eq.float(float a, float b) -> bool'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -2551,6 +2753,7 @@ class AtenEqFloatIntOp(AtenOp):
 
     name = "aten.eq.float_int"
     OVERLOAD: ClassVar[str] = "aten.eq.float_int"
+    SCHEMA: ClassVar[str] = 'aten::eq.float_int(float a, int b) -> bool'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -2563,6 +2766,7 @@ class AtenEqFloatListOp(AtenOp):
 
     name = "aten.eq.float_list"
     OVERLOAD: ClassVar[str] = "aten.eq.float_list"
+    SCHEMA: ClassVar[str] = 'aten::eq.float_list(float[] a, float[] b) -> bool'
     a = opt_prop_def(ArrayAttr)
     b = opt_prop_def(ArrayAttr)
     result = result_def(AnyAttr())
@@ -2575,6 +2779,7 @@ class AtenEqIntOp(AtenOp):
 
     name = "aten.eq.int"
     OVERLOAD: ClassVar[str] = "aten.eq.int"
+    SCHEMA: ClassVar[str] = 'aten::eq.int(int a, int b) -> bool'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -2587,6 +2792,7 @@ class AtenEqIntFloatOp(AtenOp):
 
     name = "aten.eq.int_float"
     OVERLOAD: ClassVar[str] = "aten.eq.int_float"
+    SCHEMA: ClassVar[str] = 'aten::eq.int_float(int a, float b) -> bool'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -2599,6 +2805,7 @@ class AtenEqIntListOp(AtenOp):
 
     name = "aten.eq.int_list"
     OVERLOAD: ClassVar[str] = "aten.eq.int_list"
+    SCHEMA: ClassVar[str] = 'aten::eq.int_list(int[] a, int[] b) -> bool'
     a = opt_prop_def(ShapeAttr)
     b = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
@@ -2611,6 +2818,7 @@ class AtenEqStrOp(AtenOp):
 
     name = "aten.eq.str"
     OVERLOAD: ClassVar[str] = "aten.eq.str"
+    SCHEMA: ClassVar[str] = 'aten::eq.str(str a, str b) -> bool'
     a = opt_prop_def(StringAttr)
     b = opt_prop_def(StringAttr)
     result = result_def(AnyAttr())
@@ -2623,6 +2831,7 @@ class AtenEq_ScalarOp(AtenOp):
 
     name = "aten.eq_.Scalar"
     OVERLOAD: ClassVar[str] = "aten.eq_.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -2634,6 +2843,7 @@ class AtenEq_TensorOp(AtenOp):
 
     name = "aten.eq_.Tensor"
     OVERLOAD: ClassVar[str] = "aten.eq_.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -2645,6 +2855,7 @@ class AtenErfScalarOp(AtenOp):
 
     name = "aten.erf.Scalar"
     OVERLOAD: ClassVar[str] = "aten.erf.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::erf.Scalar(Scalar a) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -2656,6 +2867,7 @@ class AtenErfOp(AtenOp):
 
     name = "aten.erf.default"
     OVERLOAD: ClassVar[str] = "aten.erf.default"
+    SCHEMA: ClassVar[str] = 'aten::erf(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -2667,6 +2879,7 @@ class AtenErfFloatOp(AtenOp):
 
     name = "aten.erf.float"
     OVERLOAD: ClassVar[str] = "aten.erf.float"
+    SCHEMA: ClassVar[str] = 'aten::erf.float(float a) -> float'
     a = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -2678,6 +2891,7 @@ class AtenErfIntOp(AtenOp):
 
     name = "aten.erf.int"
     OVERLOAD: ClassVar[str] = "aten.erf.int"
+    SCHEMA: ClassVar[str] = 'aten::erf.int(int a) -> float'
     a = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -2689,6 +2903,7 @@ class AtenErf_Op(AtenOp):
 
     name = "aten.erf_.default"
     OVERLOAD: ClassVar[str] = "aten.erf_.default"
+    SCHEMA: ClassVar[str] = 'aten::erf_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -2699,6 +2914,7 @@ class AtenExpScalarOp(AtenOp):
 
     name = "aten.exp.Scalar"
     OVERLOAD: ClassVar[str] = "aten.exp.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::exp.Scalar(Scalar a) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -2710,6 +2926,7 @@ class AtenExpOp(AtenOp):
 
     name = "aten.exp.default"
     OVERLOAD: ClassVar[str] = "aten.exp.default"
+    SCHEMA: ClassVar[str] = 'aten::exp(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -2721,6 +2938,7 @@ class AtenExpFloatOp(AtenOp):
 
     name = "aten.exp.float"
     OVERLOAD: ClassVar[str] = "aten.exp.float"
+    SCHEMA: ClassVar[str] = 'aten::exp.float(float a) -> float'
     a = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -2732,6 +2950,7 @@ class AtenExpIntOp(AtenOp):
 
     name = "aten.exp.int"
     OVERLOAD: ClassVar[str] = "aten.exp.int"
+    SCHEMA: ClassVar[str] = 'aten::exp.int(int a) -> float'
     a = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -2743,6 +2962,7 @@ class AtenExp_Op(AtenOp):
 
     name = "aten.exp_.default"
     OVERLOAD: ClassVar[str] = "aten.exp_.default"
+    SCHEMA: ClassVar[str] = 'aten::exp_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -2753,6 +2973,7 @@ class AtenExpandOp(AtenOp):
 
     name = "aten.expand.default"
     OVERLOAD: ClassVar[str] = "aten.expand.default"
+    SCHEMA: ClassVar[str] = 'aten::expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)'
     self = operand_def(AnyAttr())
     size = opt_prop_def(ShapeAttr)
     implicit = opt_prop_def(IntegerAttr)
@@ -2766,6 +2987,7 @@ class AtenExpandAsOp(AtenOp):
 
     name = "aten.expand_as.default"
     OVERLOAD: ClassVar[str] = "aten.expand_as.default"
+    SCHEMA: ClassVar[str] = 'aten::expand_as(Tensor(a) self, Tensor other) -> Tensor(a)'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -2778,6 +3000,7 @@ class AtenExpm1ScalarOp(AtenOp):
 
     name = "aten.expm1.Scalar"
     OVERLOAD: ClassVar[str] = "aten.expm1.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::expm1.Scalar(Scalar a) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -2789,6 +3012,7 @@ class AtenExpm1Op(AtenOp):
 
     name = "aten.expm1.default"
     OVERLOAD: ClassVar[str] = "aten.expm1.default"
+    SCHEMA: ClassVar[str] = 'aten::expm1(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -2800,6 +3024,7 @@ class AtenExpm1FloatOp(AtenOp):
 
     name = "aten.expm1.float"
     OVERLOAD: ClassVar[str] = "aten.expm1.float"
+    SCHEMA: ClassVar[str] = 'aten::expm1.float(float a) -> float'
     a = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -2811,6 +3036,7 @@ class AtenExpm1IntOp(AtenOp):
 
     name = "aten.expm1.int"
     OVERLOAD: ClassVar[str] = "aten.expm1.int"
+    SCHEMA: ClassVar[str] = 'aten::expm1.int(int a) -> float'
     a = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -2822,6 +3048,7 @@ class AtenExpm1_Op(AtenOp):
 
     name = "aten.expm1_.default"
     OVERLOAD: ClassVar[str] = "aten.expm1_.default"
+    SCHEMA: ClassVar[str] = 'aten::expm1_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -2832,6 +3059,7 @@ class AtenExponentialOp(AtenOp):
 
     name = "aten.exponential.default"
     OVERLOAD: ClassVar[str] = "aten.exponential.default"
+    SCHEMA: ClassVar[str] = 'aten::exponential(Tensor self, float lambd=1., *, Generator? generator=None) -> Tensor'
     self = operand_def(AnyAttr())
     lambd = opt_prop_def(FloatAttr)
     generator = opt_prop_def(NoneAttr)
@@ -2844,6 +3072,7 @@ class AtenExponential_Op(AtenOp):
 
     name = "aten.exponential_.default"
     OVERLOAD: ClassVar[str] = "aten.exponential_.default"
+    SCHEMA: ClassVar[str] = 'aten::exponential_(Tensor(a!) self, float lambd=1., *, Generator? generator=None) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     lambd = opt_prop_def(FloatAttr)
     generator = opt_prop_def(NoneAttr)
@@ -2856,6 +3085,7 @@ class AtenFillScalarOp(AtenOp):
 
     name = "aten.fill.Scalar"
     OVERLOAD: ClassVar[str] = "aten.fill.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::fill.Scalar(Tensor self, Scalar value) -> Tensor'
     self = operand_def(AnyAttr())
     value = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -2868,6 +3098,7 @@ class AtenFillTensorOp(AtenOp):
 
     name = "aten.fill.Tensor"
     OVERLOAD: ClassVar[str] = "aten.fill.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::fill.Tensor(Tensor self, Tensor value) -> Tensor'
     self = operand_def(AnyAttr())
     value = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -2880,6 +3111,7 @@ class AtenFill_ScalarOp(AtenOp):
 
     name = "aten.fill_.Scalar"
     OVERLOAD: ClassVar[str] = "aten.fill_.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     value = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -2891,6 +3123,7 @@ class AtenFill_TensorOp(AtenOp):
 
     name = "aten.fill_.Tensor"
     OVERLOAD: ClassVar[str] = "aten.fill_.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     value = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -2902,6 +3135,7 @@ class AtenFlattenUsingIntsOp(AtenOp):
 
     name = "aten.flatten.using_ints"
     OVERLOAD: ClassVar[str] = "aten.flatten.using_ints"
+    SCHEMA: ClassVar[str] = 'aten::flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)'
     self = operand_def(AnyAttr())
     start_dim = opt_prop_def(ExprAttr)
     end_dim = opt_prop_def(ExprAttr)
@@ -2915,6 +3149,7 @@ class AtenFlipOp(AtenOp):
 
     name = "aten.flip.default"
     OVERLOAD: ClassVar[str] = "aten.flip.default"
+    SCHEMA: ClassVar[str] = 'aten::flip(Tensor self, int[] dims) -> Tensor'
     self = operand_def(AnyAttr())
     dims = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
@@ -2927,6 +3162,7 @@ class AtenFloorScalarOp(AtenOp):
 
     name = "aten.floor.Scalar"
     OVERLOAD: ClassVar[str] = "aten.floor.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::floor.Scalar(Scalar a) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -2938,6 +3174,7 @@ class AtenFloorOp(AtenOp):
 
     name = "aten.floor.default"
     OVERLOAD: ClassVar[str] = "aten.floor.default"
+    SCHEMA: ClassVar[str] = 'aten::floor(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -2949,6 +3186,7 @@ class AtenFloorFloatOp(AtenOp):
 
     name = "aten.floor.float"
     OVERLOAD: ClassVar[str] = "aten.floor.float"
+    SCHEMA: ClassVar[str] = 'aten::floor.float(float a) -> int'
     a = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -2960,6 +3198,7 @@ class AtenFloorIntOp(AtenOp):
 
     name = "aten.floor.int"
     OVERLOAD: ClassVar[str] = "aten.floor.int"
+    SCHEMA: ClassVar[str] = 'aten::floor.int(int a) -> int'
     a = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -2971,6 +3210,7 @@ class AtenFloor_Op(AtenOp):
 
     name = "aten.floor_.default"
     OVERLOAD: ClassVar[str] = "aten.floor_.default"
+    SCHEMA: ClassVar[str] = 'aten::floor_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -2981,6 +3221,7 @@ class AtenFmodScalarOp(AtenOp):
 
     name = "aten.fmod.Scalar"
     OVERLOAD: ClassVar[str] = "aten.fmod.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::fmod.Scalar(Tensor self, Scalar other) -> Tensor'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -2993,6 +3234,7 @@ class AtenFmodTensorOp(AtenOp):
 
     name = "aten.fmod.Tensor"
     OVERLOAD: ClassVar[str] = "aten.fmod.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::fmod.Tensor(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -3005,6 +3247,7 @@ class AtenFmodOp(AtenOp):
 
     name = "aten.fmod.default"
     OVERLOAD: ClassVar[str] = "aten.fmod.default"
+    SCHEMA: ClassVar[str] = 'aten::fmod(Scalar a, Scalar b) -> float'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     b = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -3017,6 +3260,7 @@ class AtenFmodFloatOp(AtenOp):
 
     name = "aten.fmod.float"
     OVERLOAD: ClassVar[str] = "aten.fmod.float"
+    SCHEMA: ClassVar[str] = 'aten::fmod.float(float a, float b) -> float'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -3029,6 +3273,7 @@ class AtenFmodFloatIntOp(AtenOp):
 
     name = "aten.fmod.float_int"
     OVERLOAD: ClassVar[str] = "aten.fmod.float_int"
+    SCHEMA: ClassVar[str] = 'aten::fmod.float_int(float a, int b) -> float'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -3041,6 +3286,7 @@ class AtenFmodIntOp(AtenOp):
 
     name = "aten.fmod.int"
     OVERLOAD: ClassVar[str] = "aten.fmod.int"
+    SCHEMA: ClassVar[str] = 'aten::fmod.int(int a, int b) -> float'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -3053,6 +3299,7 @@ class AtenFmodIntFloatOp(AtenOp):
 
     name = "aten.fmod.int_float"
     OVERLOAD: ClassVar[str] = "aten.fmod.int_float"
+    SCHEMA: ClassVar[str] = 'aten::fmod.int_float(int a, float b) -> float'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -3065,6 +3312,7 @@ class AtenFmod_ScalarOp(AtenOp):
 
     name = "aten.fmod_.Scalar"
     OVERLOAD: ClassVar[str] = "aten.fmod_.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -3076,6 +3324,7 @@ class AtenFmod_TensorOp(AtenOp):
 
     name = "aten.fmod_.Tensor"
     OVERLOAD: ClassVar[str] = "aten.fmod_.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -3087,6 +3336,7 @@ class AtenFullOp(AtenOp):
 
     name = "aten.full.default"
     OVERLOAD: ClassVar[str] = "aten.full.default"
+    SCHEMA: ClassVar[str] = 'aten::full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor'
     size = opt_prop_def(ShapeAttr)
     fill_value = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
@@ -3103,6 +3353,7 @@ class AtenFullLikeOp(AtenOp):
 
     name = "aten.full_like.default"
     OVERLOAD: ClassVar[str] = "aten.full_like.default"
+    SCHEMA: ClassVar[str] = 'aten::full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor'
     self = operand_def(AnyAttr())
     fill_value = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
@@ -3120,6 +3371,7 @@ class AtenGatherOp(AtenOp):
 
     name = "aten.gather.default"
     OVERLOAD: ClassVar[str] = "aten.gather.default"
+    SCHEMA: ClassVar[str] = 'aten::gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     index = operand_def(AnyAttr())
@@ -3134,6 +3386,7 @@ class AtenGeScalarOp(AtenOp):
 
     name = "aten.ge.Scalar"
     OVERLOAD: ClassVar[str] = "aten.ge.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::ge.Scalar(Tensor self, Scalar other) -> Tensor'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -3146,6 +3399,7 @@ class AtenGeTensorOp(AtenOp):
 
     name = "aten.ge.Tensor"
     OVERLOAD: ClassVar[str] = "aten.ge.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::ge.Tensor(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -3158,6 +3412,7 @@ class AtenGeOp(AtenOp):
 
     name = "aten.ge.default"
     OVERLOAD: ClassVar[str] = "aten.ge.default"
+    SCHEMA: ClassVar[str] = 'aten::ge(Scalar a, Scalar b) -> bool'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     b = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -3170,6 +3425,7 @@ class AtenGeFloatOp(AtenOp):
 
     name = "aten.ge.float"
     OVERLOAD: ClassVar[str] = "aten.ge.float"
+    SCHEMA: ClassVar[str] = 'aten::ge.float(float a, float b) -> bool'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -3182,6 +3438,7 @@ class AtenGeFloatIntOp(AtenOp):
 
     name = "aten.ge.float_int"
     OVERLOAD: ClassVar[str] = "aten.ge.float_int"
+    SCHEMA: ClassVar[str] = 'aten::ge.float_int(float a, int b) -> bool'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -3194,6 +3451,7 @@ class AtenGeIntOp(AtenOp):
 
     name = "aten.ge.int"
     OVERLOAD: ClassVar[str] = "aten.ge.int"
+    SCHEMA: ClassVar[str] = 'aten::ge.int(int a, int b) -> bool'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -3206,6 +3464,7 @@ class AtenGeIntFloatOp(AtenOp):
 
     name = "aten.ge.int_float"
     OVERLOAD: ClassVar[str] = "aten.ge.int_float"
+    SCHEMA: ClassVar[str] = 'aten::ge.int_float(int a, float b) -> bool'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -3218,6 +3477,7 @@ class AtenGeStrOp(AtenOp):
 
     name = "aten.ge.str"
     OVERLOAD: ClassVar[str] = "aten.ge.str"
+    SCHEMA: ClassVar[str] = 'aten::ge.str(str a, str b) -> bool'
     a = opt_prop_def(StringAttr)
     b = opt_prop_def(StringAttr)
     result = result_def(AnyAttr())
@@ -3230,6 +3490,7 @@ class AtenGe_ScalarOp(AtenOp):
 
     name = "aten.ge_.Scalar"
     OVERLOAD: ClassVar[str] = "aten.ge_.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -3241,6 +3502,7 @@ class AtenGe_TensorOp(AtenOp):
 
     name = "aten.ge_.Tensor"
     OVERLOAD: ClassVar[str] = "aten.ge_.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -3252,6 +3514,7 @@ class AtenGeluOp(AtenOp):
 
     name = "aten.gelu.default"
     OVERLOAD: ClassVar[str] = "aten.gelu.default"
+    SCHEMA: ClassVar[str] = 'aten::gelu(Tensor self, *, str approximate="none") -> Tensor'
     self = operand_def(AnyAttr())
     approximate = opt_prop_def(StringAttr)
     result = result_def(AnyAttr())
@@ -3264,6 +3527,7 @@ class AtenGelu_Op(AtenOp):
 
     name = "aten.gelu_.default"
     OVERLOAD: ClassVar[str] = "aten.gelu_.default"
+    SCHEMA: ClassVar[str] = 'aten::gelu_(Tensor(a!) self, *, str approximate="none") -> Tensor(a!)'
     self = operand_def(AnyAttr())
     approximate = opt_prop_def(StringAttr)
     result = result_def(AnyAttr())
@@ -3275,6 +3539,7 @@ class AtenGeluBackwardOp(AtenOp):
 
     name = "aten.gelu_backward.default"
     OVERLOAD: ClassVar[str] = "aten.gelu_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::gelu_backward(Tensor grad_output, Tensor self, *, str approximate="none") -> Tensor'
     grad_output = operand_def(AnyAttr())
     self = operand_def(AnyAttr())
     approximate = opt_prop_def(StringAttr)
@@ -3288,6 +3553,7 @@ class AtenGridSampler2dOp(AtenOp):
 
     name = "aten.grid_sampler_2d.default"
     OVERLOAD: ClassVar[str] = "aten.grid_sampler_2d.default"
+    SCHEMA: ClassVar[str] = 'aten::grid_sampler_2d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor'
     input = operand_def(AnyAttr())
     grid = operand_def(AnyAttr())
     interpolation_mode = opt_prop_def(ExprAttr)
@@ -3303,6 +3569,7 @@ class AtenGtScalarOp(AtenOp):
 
     name = "aten.gt.Scalar"
     OVERLOAD: ClassVar[str] = "aten.gt.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::gt.Scalar(Tensor self, Scalar other) -> Tensor'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -3315,6 +3582,7 @@ class AtenGtTensorOp(AtenOp):
 
     name = "aten.gt.Tensor"
     OVERLOAD: ClassVar[str] = "aten.gt.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::gt.Tensor(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -3327,6 +3595,7 @@ class AtenGtOp(AtenOp):
 
     name = "aten.gt.default"
     OVERLOAD: ClassVar[str] = "aten.gt.default"
+    SCHEMA: ClassVar[str] = 'aten::gt(Scalar a, Scalar b) -> bool'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     b = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -3339,6 +3608,7 @@ class AtenGtFloatOp(AtenOp):
 
     name = "aten.gt.float"
     OVERLOAD: ClassVar[str] = "aten.gt.float"
+    SCHEMA: ClassVar[str] = 'aten::gt.float(float a, float b) -> bool'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -3351,6 +3621,7 @@ class AtenGtFloatIntOp(AtenOp):
 
     name = "aten.gt.float_int"
     OVERLOAD: ClassVar[str] = "aten.gt.float_int"
+    SCHEMA: ClassVar[str] = 'aten::gt.float_int(float a, int b) -> bool'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -3363,6 +3634,7 @@ class AtenGtIntOp(AtenOp):
 
     name = "aten.gt.int"
     OVERLOAD: ClassVar[str] = "aten.gt.int"
+    SCHEMA: ClassVar[str] = 'aten::gt.int(int a, int b) -> bool'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -3375,6 +3647,7 @@ class AtenGtIntFloatOp(AtenOp):
 
     name = "aten.gt.int_float"
     OVERLOAD: ClassVar[str] = "aten.gt.int_float"
+    SCHEMA: ClassVar[str] = 'aten::gt.int_float(int a, float b) -> bool'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -3387,6 +3660,7 @@ class AtenGtStrOp(AtenOp):
 
     name = "aten.gt.str"
     OVERLOAD: ClassVar[str] = "aten.gt.str"
+    SCHEMA: ClassVar[str] = 'aten::gt.str(str a, str b) -> bool'
     a = opt_prop_def(StringAttr)
     b = opt_prop_def(StringAttr)
     result = result_def(AnyAttr())
@@ -3399,6 +3673,7 @@ class AtenGt_ScalarOp(AtenOp):
 
     name = "aten.gt_.Scalar"
     OVERLOAD: ClassVar[str] = "aten.gt_.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -3410,6 +3685,7 @@ class AtenGt_TensorOp(AtenOp):
 
     name = "aten.gt_.Tensor"
     OVERLOAD: ClassVar[str] = "aten.gt_.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -3421,6 +3697,7 @@ class AtenHardtanhOp(AtenOp):
 
     name = "aten.hardtanh.default"
     OVERLOAD: ClassVar[str] = "aten.hardtanh.default"
+    SCHEMA: ClassVar[str] = 'aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor'
     self = operand_def(AnyAttr())
     min_val = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     max_val = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
@@ -3434,6 +3711,7 @@ class AtenHardtanh_Op(AtenOp):
 
     name = "aten.hardtanh_.default"
     OVERLOAD: ClassVar[str] = "aten.hardtanh_.default"
+    SCHEMA: ClassVar[str] = 'aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     min_val = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     max_val = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
@@ -3446,6 +3724,7 @@ class AtenHardtanhBackwardOp(AtenOp):
 
     name = "aten.hardtanh_backward.default"
     OVERLOAD: ClassVar[str] = "aten.hardtanh_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::hardtanh_backward(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val) -> Tensor'
     grad_output = operand_def(AnyAttr())
     self = operand_def(AnyAttr())
     min_val = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
@@ -3460,6 +3739,7 @@ class AtenIm2colOp(AtenOp):
 
     name = "aten.im2col.default"
     OVERLOAD: ClassVar[str] = "aten.im2col.default"
+    SCHEMA: ClassVar[str] = 'aten::im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor'
     self = operand_def(AnyAttr())
     kernel_size = opt_prop_def(ShapeAttr)
     dilation = opt_prop_def(ShapeAttr)
@@ -3475,6 +3755,7 @@ class AtenIndexTensorOp(AtenOp):
 
     name = "aten.index.Tensor"
     OVERLOAD: ClassVar[str] = "aten.index.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor'
     self = operand_def(AnyAttr())
     indices = var_operand_def(AnyAttr())
     indices_mask = opt_prop_def(DenseArrayBase)
@@ -3488,6 +3769,7 @@ class AtenIndexTensorHackedTwinOp(AtenOp):
 
     name = "aten.index.Tensor_hacked_twin"
     OVERLOAD: ClassVar[str] = "aten.index.Tensor_hacked_twin"
+    SCHEMA: ClassVar[str] = 'aten::index.Tensor_hacked_twin(Tensor self, Tensor[] indices) -> Tensor'
     self = operand_def(AnyAttr())
     indices = var_operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -3500,6 +3782,7 @@ class AtenIndexListTensorOp(AtenOp):
 
     name = "aten.index.list_Tensor"
     OVERLOAD: ClassVar[str] = "aten.index.list_Tensor"
+    SCHEMA: ClassVar[str] = 'aten::index.list_Tensor(Tensor[] self, Tensor el) -> int'
     self = var_operand_def(AnyAttr())
     el = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -3512,6 +3795,7 @@ class AtenIndexListBoolOp(AtenOp):
 
     name = "aten.index.list_bool"
     OVERLOAD: ClassVar[str] = "aten.index.list_bool"
+    SCHEMA: ClassVar[str] = 'aten::index.list_bool(bool[] self, bool el) -> int'
     self = opt_prop_def(ArrayAttr)
     el = opt_prop_def(IntegerAttr)
     result = result_def(AnyAttr())
@@ -3524,6 +3808,7 @@ class AtenIndexListFloatOp(AtenOp):
 
     name = "aten.index.list_float"
     OVERLOAD: ClassVar[str] = "aten.index.list_float"
+    SCHEMA: ClassVar[str] = 'aten::index.list_float(float[] self, float el) -> int'
     self = opt_prop_def(ArrayAttr)
     el = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -3536,6 +3821,7 @@ class AtenIndexListIntOp(AtenOp):
 
     name = "aten.index.list_int"
     OVERLOAD: ClassVar[str] = "aten.index.list_int"
+    SCHEMA: ClassVar[str] = 'aten::index.list_int(int[] self, int el) -> int'
     self = opt_prop_def(ShapeAttr)
     el = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -3548,6 +3834,7 @@ class AtenIndexStrOp(AtenOp):
 
     name = "aten.index.str"
     OVERLOAD: ClassVar[str] = "aten.index.str"
+    SCHEMA: ClassVar[str] = 'aten::index.str(str self, str substr, int start=0, int end=-1) -> int'
     self = opt_prop_def(StringAttr)
     substr = opt_prop_def(StringAttr)
     start = opt_prop_def(ExprAttr)
@@ -3562,6 +3849,7 @@ class AtenIndexPutOp(AtenOp):
 
     name = "aten.index_put.default"
     OVERLOAD: ClassVar[str] = "aten.index_put.default"
+    SCHEMA: ClassVar[str] = 'aten::index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor'
     self = operand_def(AnyAttr())
     indices = var_operand_def(AnyAttr())
     indices_mask = opt_prop_def(DenseArrayBase)
@@ -3577,6 +3865,7 @@ class AtenIndexPutHackedTwinOp(AtenOp):
 
     name = "aten.index_put.hacked_twin"
     OVERLOAD: ClassVar[str] = "aten.index_put.hacked_twin"
+    SCHEMA: ClassVar[str] = 'aten::index_put.hacked_twin(Tensor self, Tensor[] indices, Tensor values, bool accumulate=False) -> Tensor'
     self = operand_def(AnyAttr())
     indices = var_operand_def(AnyAttr())
     values = operand_def(AnyAttr())
@@ -3591,6 +3880,7 @@ class AtenIndexPut_Op(AtenOp):
 
     name = "aten.index_put_.default"
     OVERLOAD: ClassVar[str] = "aten.index_put_.default"
+    SCHEMA: ClassVar[str] = 'aten::index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     indices = var_operand_def(AnyAttr())
     indices_mask = opt_prop_def(DenseArrayBase)
@@ -3605,6 +3895,7 @@ class AtenIndexPut_HackedTwinOp(AtenOp):
 
     name = "aten.index_put_.hacked_twin"
     OVERLOAD: ClassVar[str] = "aten.index_put_.hacked_twin"
+    SCHEMA: ClassVar[str] = 'aten::index_put_.hacked_twin(Tensor(a!) self, Tensor[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     indices = var_operand_def(AnyAttr())
     values = operand_def(AnyAttr())
@@ -3618,6 +3909,7 @@ class AtenIndexSelectOp(AtenOp):
 
     name = "aten.index_select.default"
     OVERLOAD: ClassVar[str] = "aten.index_select.default"
+    SCHEMA: ClassVar[str] = 'aten::index_select(Tensor self, int dim, Tensor index) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     index = operand_def(AnyAttr())
@@ -3631,6 +3923,7 @@ class AtenIsinfOp(AtenOp):
 
     name = "aten.isinf.default"
     OVERLOAD: ClassVar[str] = "aten.isinf.default"
+    SCHEMA: ClassVar[str] = 'aten::isinf(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -3642,6 +3935,7 @@ class AtenIsinfFloatOp(AtenOp):
 
     name = "aten.isinf.float"
     OVERLOAD: ClassVar[str] = "aten.isinf.float"
+    SCHEMA: ClassVar[str] = 'aten::isinf.float(float a) -> bool'
     a = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -3653,6 +3947,7 @@ class AtenIsnanOp(AtenOp):
 
     name = "aten.isnan.default"
     OVERLOAD: ClassVar[str] = "aten.isnan.default"
+    SCHEMA: ClassVar[str] = 'aten::isnan(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -3664,6 +3959,7 @@ class AtenIsnanFloatOp(AtenOp):
 
     name = "aten.isnan.float"
     OVERLOAD: ClassVar[str] = "aten.isnan.float"
+    SCHEMA: ClassVar[str] = 'aten::isnan.float(float a) -> bool'
     a = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -3675,6 +3971,7 @@ class AtenItemOp(AtenOp):
 
     name = "aten.item.default"
     OVERLOAD: ClassVar[str] = "aten.item.default"
+    SCHEMA: ClassVar[str] = 'aten::item(Tensor self) -> Scalar'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -3686,6 +3983,7 @@ class AtenLeScalarOp(AtenOp):
 
     name = "aten.le.Scalar"
     OVERLOAD: ClassVar[str] = "aten.le.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::le.Scalar(Tensor self, Scalar other) -> Tensor'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -3698,6 +3996,7 @@ class AtenLeTensorOp(AtenOp):
 
     name = "aten.le.Tensor"
     OVERLOAD: ClassVar[str] = "aten.le.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::le.Tensor(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -3710,6 +4009,7 @@ class AtenLeOp(AtenOp):
 
     name = "aten.le.default"
     OVERLOAD: ClassVar[str] = "aten.le.default"
+    SCHEMA: ClassVar[str] = 'aten::le(Scalar a, Scalar b) -> bool'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     b = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -3722,6 +4022,7 @@ class AtenLeFloatOp(AtenOp):
 
     name = "aten.le.float"
     OVERLOAD: ClassVar[str] = "aten.le.float"
+    SCHEMA: ClassVar[str] = 'aten::le.float(float a, float b) -> bool'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -3734,6 +4035,7 @@ class AtenLeFloatIntOp(AtenOp):
 
     name = "aten.le.float_int"
     OVERLOAD: ClassVar[str] = "aten.le.float_int"
+    SCHEMA: ClassVar[str] = 'aten::le.float_int(float a, int b) -> bool'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -3746,6 +4048,7 @@ class AtenLeIntOp(AtenOp):
 
     name = "aten.le.int"
     OVERLOAD: ClassVar[str] = "aten.le.int"
+    SCHEMA: ClassVar[str] = 'aten::le.int(int a, int b) -> bool'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -3758,6 +4061,7 @@ class AtenLeIntFloatOp(AtenOp):
 
     name = "aten.le.int_float"
     OVERLOAD: ClassVar[str] = "aten.le.int_float"
+    SCHEMA: ClassVar[str] = 'aten::le.int_float(int a, float b) -> bool'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -3770,6 +4074,7 @@ class AtenLeStrOp(AtenOp):
 
     name = "aten.le.str"
     OVERLOAD: ClassVar[str] = "aten.le.str"
+    SCHEMA: ClassVar[str] = 'aten::le.str(str a, str b) -> bool'
     a = opt_prop_def(StringAttr)
     b = opt_prop_def(StringAttr)
     result = result_def(AnyAttr())
@@ -3782,6 +4087,7 @@ class AtenLe_ScalarOp(AtenOp):
 
     name = "aten.le_.Scalar"
     OVERLOAD: ClassVar[str] = "aten.le_.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -3793,6 +4099,7 @@ class AtenLe_TensorOp(AtenOp):
 
     name = "aten.le_.Tensor"
     OVERLOAD: ClassVar[str] = "aten.le_.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -3804,6 +4111,7 @@ class AtenLeakyReluOp(AtenOp):
 
     name = "aten.leaky_relu.default"
     OVERLOAD: ClassVar[str] = "aten.leaky_relu.default"
+    SCHEMA: ClassVar[str] = 'aten::leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor'
     self = operand_def(AnyAttr())
     negative_slope = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -3816,6 +4124,7 @@ class AtenLeakyRelu_Op(AtenOp):
 
     name = "aten.leaky_relu_.default"
     OVERLOAD: ClassVar[str] = "aten.leaky_relu_.default"
+    SCHEMA: ClassVar[str] = 'aten::leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     negative_slope = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -3827,6 +4136,7 @@ class AtenLeakyReluBackwardOp(AtenOp):
 
     name = "aten.leaky_relu_backward.default"
     OVERLOAD: ClassVar[str] = "aten.leaky_relu_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor'
     grad_output = operand_def(AnyAttr())
     self = operand_def(AnyAttr())
     negative_slope = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
@@ -3841,6 +4151,7 @@ class AtenLiftFreshOp(AtenOp):
 
     name = "aten.lift_fresh.default"
     OVERLOAD: ClassVar[str] = "aten.lift_fresh.default"
+    SCHEMA: ClassVar[str] = 'aten::lift_fresh(Tensor(a) self) -> Tensor(a)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -3852,6 +4163,7 @@ class AtenLiftFreshCopyOp(AtenOp):
 
     name = "aten.lift_fresh_copy.default"
     OVERLOAD: ClassVar[str] = "aten.lift_fresh_copy.default"
+    SCHEMA: ClassVar[str] = 'aten::lift_fresh_copy(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -3863,6 +4175,7 @@ class AtenLinearOp(AtenOp):
 
     name = "aten.linear.default"
     OVERLOAD: ClassVar[str] = "aten.linear.default"
+    SCHEMA: ClassVar[str] = 'aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor'
     input = operand_def(AnyAttr())
     weight = operand_def(AnyAttr())
     bias = opt_operand_def(AnyAttr())
@@ -3876,6 +4189,7 @@ class AtenLogScalarOp(AtenOp):
 
     name = "aten.log.Scalar"
     OVERLOAD: ClassVar[str] = "aten.log.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::log.Scalar(Scalar a) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -3887,6 +4201,7 @@ class AtenLogScalarScalarOp(AtenOp):
 
     name = "aten.log.Scalar_Scalar"
     OVERLOAD: ClassVar[str] = "aten.log.Scalar_Scalar"
+    SCHEMA: ClassVar[str] = 'aten::log.Scalar_Scalar(Scalar a, Scalar b) -> float'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     b = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -3899,6 +4214,7 @@ class AtenLogOp(AtenOp):
 
     name = "aten.log.default"
     OVERLOAD: ClassVar[str] = "aten.log.default"
+    SCHEMA: ClassVar[str] = 'aten::log(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -3910,6 +4226,7 @@ class AtenLogFloatOp(AtenOp):
 
     name = "aten.log.float"
     OVERLOAD: ClassVar[str] = "aten.log.float"
+    SCHEMA: ClassVar[str] = 'aten::log.float(float a) -> float'
     a = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -3921,6 +4238,7 @@ class AtenLogFloatFloatOp(AtenOp):
 
     name = "aten.log.float_float"
     OVERLOAD: ClassVar[str] = "aten.log.float_float"
+    SCHEMA: ClassVar[str] = 'aten::log.float_float(float a, float b) -> float'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -3933,6 +4251,7 @@ class AtenLogFloatIntOp(AtenOp):
 
     name = "aten.log.float_int"
     OVERLOAD: ClassVar[str] = "aten.log.float_int"
+    SCHEMA: ClassVar[str] = 'aten::log.float_int(float a, int b) -> float'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -3945,6 +4264,7 @@ class AtenLogIntOp(AtenOp):
 
     name = "aten.log.int"
     OVERLOAD: ClassVar[str] = "aten.log.int"
+    SCHEMA: ClassVar[str] = 'aten::log.int(int a) -> float'
     a = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -3956,6 +4276,7 @@ class AtenLogIntFloatOp(AtenOp):
 
     name = "aten.log.int_float"
     OVERLOAD: ClassVar[str] = "aten.log.int_float"
+    SCHEMA: ClassVar[str] = 'aten::log.int_float(int a, float b) -> float'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -3968,6 +4289,7 @@ class AtenLogIntIntOp(AtenOp):
 
     name = "aten.log.int_int"
     OVERLOAD: ClassVar[str] = "aten.log.int_int"
+    SCHEMA: ClassVar[str] = 'aten::log.int_int(int a, int b) -> float'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -3980,6 +4302,7 @@ class AtenLog10ScalarOp(AtenOp):
 
     name = "aten.log10.Scalar"
     OVERLOAD: ClassVar[str] = "aten.log10.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::log10.Scalar(Scalar a) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -3991,6 +4314,7 @@ class AtenLog10Op(AtenOp):
 
     name = "aten.log10.default"
     OVERLOAD: ClassVar[str] = "aten.log10.default"
+    SCHEMA: ClassVar[str] = 'aten::log10(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -4002,6 +4326,7 @@ class AtenLog10FloatOp(AtenOp):
 
     name = "aten.log10.float"
     OVERLOAD: ClassVar[str] = "aten.log10.float"
+    SCHEMA: ClassVar[str] = 'aten::log10.float(float a) -> float'
     a = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -4013,6 +4338,7 @@ class AtenLog10IntOp(AtenOp):
 
     name = "aten.log10.int"
     OVERLOAD: ClassVar[str] = "aten.log10.int"
+    SCHEMA: ClassVar[str] = 'aten::log10.int(int a) -> float'
     a = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -4024,6 +4350,7 @@ class AtenLog10_Op(AtenOp):
 
     name = "aten.log10_.default"
     OVERLOAD: ClassVar[str] = "aten.log10_.default"
+    SCHEMA: ClassVar[str] = 'aten::log10_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -4034,6 +4361,7 @@ class AtenLog1pScalarOp(AtenOp):
 
     name = "aten.log1p.Scalar"
     OVERLOAD: ClassVar[str] = "aten.log1p.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::log1p.Scalar(Scalar a) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -4045,6 +4373,7 @@ class AtenLog1pOp(AtenOp):
 
     name = "aten.log1p.default"
     OVERLOAD: ClassVar[str] = "aten.log1p.default"
+    SCHEMA: ClassVar[str] = 'aten::log1p(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -4056,6 +4385,7 @@ class AtenLog1pFloatOp(AtenOp):
 
     name = "aten.log1p.float"
     OVERLOAD: ClassVar[str] = "aten.log1p.float"
+    SCHEMA: ClassVar[str] = 'aten::log1p.float(float a) -> float'
     a = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -4067,6 +4397,7 @@ class AtenLog1pIntOp(AtenOp):
 
     name = "aten.log1p.int"
     OVERLOAD: ClassVar[str] = "aten.log1p.int"
+    SCHEMA: ClassVar[str] = 'aten::log1p.int(int a) -> float'
     a = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -4078,6 +4409,7 @@ class AtenLog1p_Op(AtenOp):
 
     name = "aten.log1p_.default"
     OVERLOAD: ClassVar[str] = "aten.log1p_.default"
+    SCHEMA: ClassVar[str] = 'aten::log1p_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -4088,6 +4420,7 @@ class AtenLog2Op(AtenOp):
 
     name = "aten.log2.default"
     OVERLOAD: ClassVar[str] = "aten.log2.default"
+    SCHEMA: ClassVar[str] = 'aten::log2(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -4099,6 +4432,7 @@ class AtenLog2_Op(AtenOp):
 
     name = "aten.log2_.default"
     OVERLOAD: ClassVar[str] = "aten.log2_.default"
+    SCHEMA: ClassVar[str] = 'aten::log2_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -4109,6 +4443,7 @@ class AtenLog_Op(AtenOp):
 
     name = "aten.log_.default"
     OVERLOAD: ClassVar[str] = "aten.log_.default"
+    SCHEMA: ClassVar[str] = 'aten::log_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -4119,6 +4454,7 @@ class AtenLogSoftmaxIntOp(AtenOp):
 
     name = "aten.log_softmax.int"
     OVERLOAD: ClassVar[str] = "aten.log_softmax.int"
+    SCHEMA: ClassVar[str] = 'aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
@@ -4132,6 +4468,7 @@ class AtenLogicalAndOp(AtenOp):
 
     name = "aten.logical_and.default"
     OVERLOAD: ClassVar[str] = "aten.logical_and.default"
+    SCHEMA: ClassVar[str] = 'aten::logical_and(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -4144,6 +4481,7 @@ class AtenLogicalAnd_Op(AtenOp):
 
     name = "aten.logical_and_.default"
     OVERLOAD: ClassVar[str] = "aten.logical_and_.default"
+    SCHEMA: ClassVar[str] = 'aten::logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -4155,6 +4493,7 @@ class AtenLogicalNotOp(AtenOp):
 
     name = "aten.logical_not.default"
     OVERLOAD: ClassVar[str] = "aten.logical_not.default"
+    SCHEMA: ClassVar[str] = 'aten::logical_not(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -4166,6 +4505,7 @@ class AtenLogicalNot_Op(AtenOp):
 
     name = "aten.logical_not_.default"
     OVERLOAD: ClassVar[str] = "aten.logical_not_.default"
+    SCHEMA: ClassVar[str] = 'aten::logical_not_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -4176,6 +4516,7 @@ class AtenLogicalOrOp(AtenOp):
 
     name = "aten.logical_or.default"
     OVERLOAD: ClassVar[str] = "aten.logical_or.default"
+    SCHEMA: ClassVar[str] = 'aten::logical_or(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -4188,6 +4529,7 @@ class AtenLogicalOr_Op(AtenOp):
 
     name = "aten.logical_or_.default"
     OVERLOAD: ClassVar[str] = "aten.logical_or_.default"
+    SCHEMA: ClassVar[str] = 'aten::logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -4199,6 +4541,7 @@ class AtenLogicalXorOp(AtenOp):
 
     name = "aten.logical_xor.default"
     OVERLOAD: ClassVar[str] = "aten.logical_xor.default"
+    SCHEMA: ClassVar[str] = 'aten::logical_xor(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -4211,6 +4554,7 @@ class AtenLogicalXor_Op(AtenOp):
 
     name = "aten.logical_xor_.default"
     OVERLOAD: ClassVar[str] = "aten.logical_xor_.default"
+    SCHEMA: ClassVar[str] = 'aten::logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -4222,6 +4566,7 @@ class AtenLogsumexpOp(AtenOp):
 
     name = "aten.logsumexp.default"
     OVERLOAD: ClassVar[str] = "aten.logsumexp.default"
+    SCHEMA: ClassVar[str] = 'aten::logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ShapeAttr)
     keepdim = opt_prop_def(IntegerAttr)
@@ -4235,6 +4580,7 @@ class AtenLtScalarOp(AtenOp):
 
     name = "aten.lt.Scalar"
     OVERLOAD: ClassVar[str] = "aten.lt.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::lt.Scalar(Tensor self, Scalar other) -> Tensor'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -4247,6 +4593,7 @@ class AtenLtTensorOp(AtenOp):
 
     name = "aten.lt.Tensor"
     OVERLOAD: ClassVar[str] = "aten.lt.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::lt.Tensor(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -4259,6 +4606,7 @@ class AtenLtOp(AtenOp):
 
     name = "aten.lt.default"
     OVERLOAD: ClassVar[str] = "aten.lt.default"
+    SCHEMA: ClassVar[str] = 'aten::lt(Scalar a, Scalar b) -> bool'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     b = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -4271,6 +4619,7 @@ class AtenLtFloatOp(AtenOp):
 
     name = "aten.lt.float"
     OVERLOAD: ClassVar[str] = "aten.lt.float"
+    SCHEMA: ClassVar[str] = 'aten::lt.float(float a, float b) -> bool'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -4283,6 +4632,7 @@ class AtenLtFloatIntOp(AtenOp):
 
     name = "aten.lt.float_int"
     OVERLOAD: ClassVar[str] = "aten.lt.float_int"
+    SCHEMA: ClassVar[str] = 'aten::lt.float_int(float a, int b) -> bool'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -4295,6 +4645,7 @@ class AtenLtIntOp(AtenOp):
 
     name = "aten.lt.int"
     OVERLOAD: ClassVar[str] = "aten.lt.int"
+    SCHEMA: ClassVar[str] = 'aten::lt.int(int a, int b) -> bool'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -4307,6 +4658,7 @@ class AtenLtIntFloatOp(AtenOp):
 
     name = "aten.lt.int_float"
     OVERLOAD: ClassVar[str] = "aten.lt.int_float"
+    SCHEMA: ClassVar[str] = 'aten::lt.int_float(int a, float b) -> bool'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -4319,6 +4671,7 @@ class AtenLtStrOp(AtenOp):
 
     name = "aten.lt.str"
     OVERLOAD: ClassVar[str] = "aten.lt.str"
+    SCHEMA: ClassVar[str] = 'aten::lt.str(str a, str b) -> bool'
     a = opt_prop_def(StringAttr)
     b = opt_prop_def(StringAttr)
     result = result_def(AnyAttr())
@@ -4331,6 +4684,7 @@ class AtenLt_ScalarOp(AtenOp):
 
     name = "aten.lt_.Scalar"
     OVERLOAD: ClassVar[str] = "aten.lt_.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -4342,6 +4696,7 @@ class AtenLt_TensorOp(AtenOp):
 
     name = "aten.lt_.Tensor"
     OVERLOAD: ClassVar[str] = "aten.lt_.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -4353,6 +4708,7 @@ class AtenMaskedFillScalarOp(AtenOp):
 
     name = "aten.masked_fill.Scalar"
     OVERLOAD: ClassVar[str] = "aten.masked_fill.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor'
     self = operand_def(AnyAttr())
     mask = operand_def(AnyAttr())
     value = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
@@ -4366,6 +4722,7 @@ class AtenMaskedFillTensorOp(AtenOp):
 
     name = "aten.masked_fill.Tensor"
     OVERLOAD: ClassVar[str] = "aten.masked_fill.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor'
     self = operand_def(AnyAttr())
     mask = operand_def(AnyAttr())
     value = operand_def(AnyAttr())
@@ -4379,6 +4736,7 @@ class AtenMaskedFill_ScalarOp(AtenOp):
 
     name = "aten.masked_fill_.Scalar"
     OVERLOAD: ClassVar[str] = "aten.masked_fill_.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     mask = operand_def(AnyAttr())
     value = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
@@ -4391,6 +4749,7 @@ class AtenMaskedFill_TensorOp(AtenOp):
 
     name = "aten.masked_fill_.Tensor"
     OVERLOAD: ClassVar[str] = "aten.masked_fill_.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     mask = operand_def(AnyAttr())
     value = operand_def(AnyAttr())
@@ -4403,6 +4762,7 @@ class AtenMaskedScatterOp(AtenOp):
 
     name = "aten.masked_scatter.default"
     OVERLOAD: ClassVar[str] = "aten.masked_scatter.default"
+    SCHEMA: ClassVar[str] = 'aten::masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor'
     self = operand_def(AnyAttr())
     mask = operand_def(AnyAttr())
     source = operand_def(AnyAttr())
@@ -4416,6 +4776,7 @@ class AtenMaskedScatter_Op(AtenOp):
 
     name = "aten.masked_scatter_.default"
     OVERLOAD: ClassVar[str] = "aten.masked_scatter_.default"
+    SCHEMA: ClassVar[str] = 'aten::masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     mask = operand_def(AnyAttr())
     source = operand_def(AnyAttr())
@@ -4428,6 +4789,7 @@ class AtenMatmulOp(AtenOp):
 
     name = "aten.matmul.default"
     OVERLOAD: ClassVar[str] = "aten.matmul.default"
+    SCHEMA: ClassVar[str] = 'aten::matmul(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -4440,6 +4802,7 @@ class AtenMaxOp(AtenOp):
 
     name = "aten.max.default"
     OVERLOAD: ClassVar[str] = "aten.max.default"
+    SCHEMA: ClassVar[str] = 'aten::max(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -4451,6 +4814,7 @@ class AtenMaxDimOp(AtenOp):
 
     name = "aten.max.dim"
     OVERLOAD: ClassVar[str] = "aten.max.dim"
+    SCHEMA: ClassVar[str] = 'aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     keepdim = opt_prop_def(IntegerAttr)
@@ -4465,6 +4829,7 @@ class AtenMaxOtherOp(AtenOp):
 
     name = "aten.max.other"
     OVERLOAD: ClassVar[str] = "aten.max.other"
+    SCHEMA: ClassVar[str] = 'aten::max.other(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -4477,6 +4842,7 @@ class AtenMaxPool2dWithIndicesOp(AtenOp):
 
     name = "aten.max_pool2d_with_indices.default"
     OVERLOAD: ClassVar[str] = "aten.max_pool2d_with_indices.default"
+    SCHEMA: ClassVar[str] = 'aten::max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)'
     self = operand_def(AnyAttr())
     kernel_size = opt_prop_def(ShapeAttr)
     stride = opt_prop_def(ShapeAttr)
@@ -4494,6 +4860,7 @@ class AtenMaxPool2dWithIndicesBackwardOp(AtenOp):
 
     name = "aten.max_pool2d_with_indices_backward.default"
     OVERLOAD: ClassVar[str] = "aten.max_pool2d_with_indices_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor'
     grad_output = operand_def(AnyAttr())
     self = operand_def(AnyAttr())
     kernel_size = opt_prop_def(ShapeAttr)
@@ -4512,6 +4879,7 @@ class AtenMaxPool3dWithIndicesOp(AtenOp):
 
     name = "aten.max_pool3d_with_indices.default"
     OVERLOAD: ClassVar[str] = "aten.max_pool3d_with_indices.default"
+    SCHEMA: ClassVar[str] = 'aten::max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)'
     self = operand_def(AnyAttr())
     kernel_size = opt_prop_def(ShapeAttr)
     stride = opt_prop_def(ShapeAttr)
@@ -4529,6 +4897,7 @@ class AtenMaximumOp(AtenOp):
 
     name = "aten.maximum.default"
     OVERLOAD: ClassVar[str] = "aten.maximum.default"
+    SCHEMA: ClassVar[str] = 'aten::maximum(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -4541,6 +4910,7 @@ class AtenMeanOp(AtenOp):
 
     name = "aten.mean.default"
     OVERLOAD: ClassVar[str] = "aten.mean.default"
+    SCHEMA: ClassVar[str] = 'aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor'
     self = operand_def(AnyAttr())
     dtype = opt_prop_def(Attribute | NoneAttr)
     result = result_def(AnyAttr())
@@ -4553,6 +4923,7 @@ class AtenMeanDimOp(AtenOp):
 
     name = "aten.mean.dim"
     OVERLOAD: ClassVar[str] = "aten.mean.dim"
+    SCHEMA: ClassVar[str] = 'aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ShapeAttr | NoneAttr)
     keepdim = opt_prop_def(IntegerAttr)
@@ -4567,6 +4938,7 @@ class AtenMinOp(AtenOp):
 
     name = "aten.min.default"
     OVERLOAD: ClassVar[str] = "aten.min.default"
+    SCHEMA: ClassVar[str] = 'aten::min(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -4578,6 +4950,7 @@ class AtenMinDimOp(AtenOp):
 
     name = "aten.min.dim"
     OVERLOAD: ClassVar[str] = "aten.min.dim"
+    SCHEMA: ClassVar[str] = 'aten::min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     keepdim = opt_prop_def(IntegerAttr)
@@ -4592,6 +4965,7 @@ class AtenMinOtherOp(AtenOp):
 
     name = "aten.min.other"
     OVERLOAD: ClassVar[str] = "aten.min.other"
+    SCHEMA: ClassVar[str] = 'aten::min.other(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -4604,6 +4978,7 @@ class AtenMinimumOp(AtenOp):
 
     name = "aten.minimum.default"
     OVERLOAD: ClassVar[str] = "aten.minimum.default"
+    SCHEMA: ClassVar[str] = 'aten::minimum(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -4616,6 +4991,7 @@ class AtenMmOp(AtenOp):
 
     name = "aten.mm.default"
     OVERLOAD: ClassVar[str] = "aten.mm.default"
+    SCHEMA: ClassVar[str] = 'aten::mm(Tensor self, Tensor mat2) -> Tensor'
     self = operand_def(AnyAttr())
     mat2 = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -4628,6 +5004,7 @@ class AtenMmDtypeOp(AtenOp):
 
     name = "aten.mm.dtype"
     OVERLOAD: ClassVar[str] = "aten.mm.dtype"
+    SCHEMA: ClassVar[str] = 'aten::mm.dtype(Tensor self, Tensor mat2, ScalarType out_dtype) -> Tensor'
     self = operand_def(AnyAttr())
     mat2 = operand_def(AnyAttr())
     out_dtype = opt_prop_def(Attribute)
@@ -4641,6 +5018,7 @@ class AtenMovedimIntOp(AtenOp):
 
     name = "aten.movedim.int"
     OVERLOAD: ClassVar[str] = "aten.movedim.int"
+    SCHEMA: ClassVar[str] = 'aten::movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)'
     self = operand_def(AnyAttr())
     source = opt_prop_def(ExprAttr)
     destination = opt_prop_def(ExprAttr)
@@ -4654,6 +5032,7 @@ class AtenMovedimIntlistOp(AtenOp):
 
     name = "aten.movedim.intlist"
     OVERLOAD: ClassVar[str] = "aten.movedim.intlist"
+    SCHEMA: ClassVar[str] = 'aten::movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)'
     self = operand_def(AnyAttr())
     source = opt_prop_def(ShapeAttr)
     destination = opt_prop_def(ShapeAttr)
@@ -4667,6 +5046,7 @@ class AtenMseLossOp(AtenOp):
 
     name = "aten.mse_loss.default"
     OVERLOAD: ClassVar[str] = "aten.mse_loss.default"
+    SCHEMA: ClassVar[str] = 'aten::mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor'
     self = operand_def(AnyAttr())
     target = operand_def(AnyAttr())
     reduction = opt_prop_def(ExprAttr)
@@ -4680,6 +5060,7 @@ class AtenMulScalarOp(AtenOp):
 
     name = "aten.mul.Scalar"
     OVERLOAD: ClassVar[str] = "aten.mul.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::mul.Scalar(Tensor self, Scalar other) -> Tensor'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -4692,6 +5073,7 @@ class AtenMulTensorOp(AtenOp):
 
     name = "aten.mul.Tensor"
     OVERLOAD: ClassVar[str] = "aten.mul.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::mul.Tensor(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -4704,6 +5086,7 @@ class AtenMulOp(AtenOp):
 
     name = "aten.mul.default"
     OVERLOAD: ClassVar[str] = "aten.mul.default"
+    SCHEMA: ClassVar[str] = 'aten::mul(Scalar a, Scalar b) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     b = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -4716,6 +5099,7 @@ class AtenMulFloatOp(AtenOp):
 
     name = "aten.mul.float"
     OVERLOAD: ClassVar[str] = "aten.mul.float"
+    SCHEMA: ClassVar[str] = 'aten::mul.float(float a, float b) -> float'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -4728,6 +5112,7 @@ class AtenMulFloatIntOp(AtenOp):
 
     name = "aten.mul.float_int"
     OVERLOAD: ClassVar[str] = "aten.mul.float_int"
+    SCHEMA: ClassVar[str] = 'aten::mul.float_int(float a, int b) -> float'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -4740,6 +5125,7 @@ class AtenMulIntOp(AtenOp):
 
     name = "aten.mul.int"
     OVERLOAD: ClassVar[str] = "aten.mul.int"
+    SCHEMA: ClassVar[str] = 'aten::mul.int(int a, int b) -> int'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -4752,6 +5138,7 @@ class AtenMulIntFloatOp(AtenOp):
 
     name = "aten.mul.int_float"
     OVERLOAD: ClassVar[str] = "aten.mul.int_float"
+    SCHEMA: ClassVar[str] = 'aten::mul.int_float(int a, float b) -> float'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -4764,6 +5151,7 @@ class AtenMul_ScalarOp(AtenOp):
 
     name = "aten.mul_.Scalar"
     OVERLOAD: ClassVar[str] = "aten.mul_.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -4775,6 +5163,7 @@ class AtenMul_TensorOp(AtenOp):
 
     name = "aten.mul_.Tensor"
     OVERLOAD: ClassVar[str] = "aten.mul_.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -4786,6 +5175,7 @@ class AtenMvOp(AtenOp):
 
     name = "aten.mv.default"
     OVERLOAD: ClassVar[str] = "aten.mv.default"
+    SCHEMA: ClassVar[str] = 'aten::mv(Tensor self, Tensor vec) -> Tensor'
     self = operand_def(AnyAttr())
     vec = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -4798,6 +5188,7 @@ class AtenNarrowTensorOp(AtenOp):
 
     name = "aten.narrow.Tensor"
     OVERLOAD: ClassVar[str] = "aten.narrow.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     start = operand_def(AnyAttr())
@@ -4812,6 +5203,7 @@ class AtenNarrowOp(AtenOp):
 
     name = "aten.narrow.default"
     OVERLOAD: ClassVar[str] = "aten.narrow.default"
+    SCHEMA: ClassVar[str] = 'aten::narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     start = opt_prop_def(ExprAttr)
@@ -4826,6 +5218,7 @@ class AtenNativeBatchNormOp(AtenOp):
 
     name = "aten.native_batch_norm.default"
     OVERLOAD: ClassVar[str] = "aten.native_batch_norm.default"
+    SCHEMA: ClassVar[str] = 'aten::native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)'
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     input = operand_def(AnyAttr())
     weight = opt_operand_def(AnyAttr())
@@ -4847,6 +5240,7 @@ class AtenNativeBatchNormBackwardOp(AtenOp):
 
     name = "aten.native_batch_norm_backward.default"
     OVERLOAD: ClassVar[str] = "aten.native_batch_norm_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)'
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     grad_out = operand_def(AnyAttr())
     input = operand_def(AnyAttr())
@@ -4870,6 +5264,7 @@ class AtenNativeDropoutOp(AtenOp):
 
     name = "aten.native_dropout.default"
     OVERLOAD: ClassVar[str] = "aten.native_dropout.default"
+    SCHEMA: ClassVar[str] = 'aten::native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)'
     input = operand_def(AnyAttr())
     p = opt_prop_def(FloatAttr)
     train = opt_prop_def(IntegerAttr | NoneAttr)
@@ -4883,6 +5278,7 @@ class AtenNativeDropoutBackwardOp(AtenOp):
 
     name = "aten.native_dropout_backward.default"
     OVERLOAD: ClassVar[str] = "aten.native_dropout_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor'
     grad_output = operand_def(AnyAttr())
     mask = operand_def(AnyAttr())
     scale = opt_prop_def(FloatAttr)
@@ -4896,6 +5292,7 @@ class AtenNativeGroupNormOp(AtenOp):
 
     name = "aten.native_group_norm.default"
     OVERLOAD: ClassVar[str] = "aten.native_group_norm.default"
+    SCHEMA: ClassVar[str] = 'aten::native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)'
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     input = operand_def(AnyAttr())
     weight = opt_operand_def(AnyAttr())
@@ -4917,6 +5314,7 @@ class AtenNativeGroupNormBackwardOp(AtenOp):
 
     name = "aten.native_group_norm_backward.default"
     OVERLOAD: ClassVar[str] = "aten.native_group_norm_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask) -> (Tensor, Tensor, Tensor)'
     grad_out = operand_def(AnyAttr())
     input = operand_def(AnyAttr())
     mean = operand_def(AnyAttr())
@@ -4939,6 +5337,7 @@ class AtenNativeLayerNormOp(AtenOp):
 
     name = "aten.native_layer_norm.default"
     OVERLOAD: ClassVar[str] = "aten.native_layer_norm.default"
+    SCHEMA: ClassVar[str] = 'aten::native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)'
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     input = operand_def(AnyAttr())
     normalized_shape = opt_prop_def(ShapeAttr)
@@ -4957,6 +5356,7 @@ class AtenNativeLayerNormBackwardOp(AtenOp):
 
     name = "aten.native_layer_norm_backward.default"
     OVERLOAD: ClassVar[str] = "aten.native_layer_norm_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)'
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     grad_out = operand_def(AnyAttr())
     input = operand_def(AnyAttr())
@@ -4978,6 +5378,7 @@ class AtenNeScalarOp(AtenOp):
 
     name = "aten.ne.Scalar"
     OVERLOAD: ClassVar[str] = "aten.ne.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::ne.Scalar(Tensor self, Scalar other) -> Tensor'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -4990,6 +5391,7 @@ class AtenNeTensorOp(AtenOp):
 
     name = "aten.ne.Tensor"
     OVERLOAD: ClassVar[str] = "aten.ne.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::ne.Tensor(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -5002,6 +5404,7 @@ class AtenNeTensorListOp(AtenOp):
 
     name = "aten.ne.Tensor_list"
     OVERLOAD: ClassVar[str] = "aten.ne.Tensor_list"
+    SCHEMA: ClassVar[str] = 'aten::ne.Tensor_list(Tensor[] a, Tensor[] b) -> bool'
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     a = var_operand_def(AnyAttr())
     b = var_operand_def(AnyAttr())
@@ -5015,6 +5418,7 @@ class AtenNeBoolOp(AtenOp):
 
     name = "aten.ne.bool"
     OVERLOAD: ClassVar[str] = "aten.ne.bool"
+    SCHEMA: ClassVar[str] = 'aten::ne.bool(bool a, bool b) -> bool'
     a = opt_prop_def(IntegerAttr)
     b = opt_prop_def(IntegerAttr)
     result = result_def(AnyAttr())
@@ -5027,6 +5431,7 @@ class AtenNeBoolListOp(AtenOp):
 
     name = "aten.ne.bool_list"
     OVERLOAD: ClassVar[str] = "aten.ne.bool_list"
+    SCHEMA: ClassVar[str] = 'aten::ne.bool_list(bool[] a, bool[] b) -> bool'
     a = opt_prop_def(ArrayAttr)
     b = opt_prop_def(ArrayAttr)
     result = result_def(AnyAttr())
@@ -5039,6 +5444,7 @@ class AtenNeOp(AtenOp):
 
     name = "aten.ne.default"
     OVERLOAD: ClassVar[str] = "aten.ne.default"
+    SCHEMA: ClassVar[str] = 'aten::ne(Scalar a, Scalar b) -> bool'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     b = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -5051,6 +5457,7 @@ class AtenNeDeviceOp(AtenOp):
 
     name = "aten.ne.device"
     OVERLOAD: ClassVar[str] = "aten.ne.device"
+    SCHEMA: ClassVar[str] = 'aten::ne.device(Device a, Device b) -> bool'
     a = opt_prop_def(StringAttr)
     b = opt_prop_def(StringAttr)
     result = result_def(AnyAttr())
@@ -5063,6 +5470,7 @@ class AtenNeFloatOp(AtenOp):
 
     name = "aten.ne.float"
     OVERLOAD: ClassVar[str] = "aten.ne.float"
+    SCHEMA: ClassVar[str] = 'aten::ne.float(float a, float b) -> bool'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -5075,6 +5483,7 @@ class AtenNeFloatIntOp(AtenOp):
 
     name = "aten.ne.float_int"
     OVERLOAD: ClassVar[str] = "aten.ne.float_int"
+    SCHEMA: ClassVar[str] = 'aten::ne.float_int(float a, int b) -> bool'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -5087,6 +5496,7 @@ class AtenNeFloatListOp(AtenOp):
 
     name = "aten.ne.float_list"
     OVERLOAD: ClassVar[str] = "aten.ne.float_list"
+    SCHEMA: ClassVar[str] = 'aten::ne.float_list(float[] a, float[] b) -> bool'
     a = opt_prop_def(ArrayAttr)
     b = opt_prop_def(ArrayAttr)
     result = result_def(AnyAttr())
@@ -5099,6 +5509,7 @@ class AtenNeIntOp(AtenOp):
 
     name = "aten.ne.int"
     OVERLOAD: ClassVar[str] = "aten.ne.int"
+    SCHEMA: ClassVar[str] = 'aten::ne.int(int a, int b) -> bool'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -5111,6 +5522,7 @@ class AtenNeIntFloatOp(AtenOp):
 
     name = "aten.ne.int_float"
     OVERLOAD: ClassVar[str] = "aten.ne.int_float"
+    SCHEMA: ClassVar[str] = 'aten::ne.int_float(int a, float b) -> bool'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -5123,6 +5535,7 @@ class AtenNeIntListOp(AtenOp):
 
     name = "aten.ne.int_list"
     OVERLOAD: ClassVar[str] = "aten.ne.int_list"
+    SCHEMA: ClassVar[str] = 'aten::ne.int_list(int[] a, int[] b) -> bool'
     a = opt_prop_def(ShapeAttr)
     b = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
@@ -5135,6 +5548,7 @@ class AtenNeStrOp(AtenOp):
 
     name = "aten.ne.str"
     OVERLOAD: ClassVar[str] = "aten.ne.str"
+    SCHEMA: ClassVar[str] = 'aten::ne.str(str a, str b) -> bool'
     a = opt_prop_def(StringAttr)
     b = opt_prop_def(StringAttr)
     result = result_def(AnyAttr())
@@ -5147,6 +5561,7 @@ class AtenNe_ScalarOp(AtenOp):
 
     name = "aten.ne_.Scalar"
     OVERLOAD: ClassVar[str] = "aten.ne_.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -5158,6 +5573,7 @@ class AtenNe_TensorOp(AtenOp):
 
     name = "aten.ne_.Tensor"
     OVERLOAD: ClassVar[str] = "aten.ne_.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -5169,6 +5585,7 @@ class AtenNegScalarOp(AtenOp):
 
     name = "aten.neg.Scalar"
     OVERLOAD: ClassVar[str] = "aten.neg.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::neg.Scalar(Scalar a) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -5180,6 +5597,7 @@ class AtenNegOp(AtenOp):
 
     name = "aten.neg.default"
     OVERLOAD: ClassVar[str] = "aten.neg.default"
+    SCHEMA: ClassVar[str] = 'aten::neg(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -5191,6 +5609,7 @@ class AtenNegFloatOp(AtenOp):
 
     name = "aten.neg.float"
     OVERLOAD: ClassVar[str] = "aten.neg.float"
+    SCHEMA: ClassVar[str] = 'aten::neg.float(float a) -> float'
     a = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -5202,6 +5621,7 @@ class AtenNegIntOp(AtenOp):
 
     name = "aten.neg.int"
     OVERLOAD: ClassVar[str] = "aten.neg.int"
+    SCHEMA: ClassVar[str] = 'aten::neg.int(int a) -> int'
     a = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -5213,6 +5633,7 @@ class AtenNeg_Op(AtenOp):
 
     name = "aten.neg_.default"
     OVERLOAD: ClassVar[str] = "aten.neg_.default"
+    SCHEMA: ClassVar[str] = 'aten::neg_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -5223,6 +5644,7 @@ class AtenNewEmptyOp(AtenOp):
 
     name = "aten.new_empty.default"
     OVERLOAD: ClassVar[str] = "aten.new_empty.default"
+    SCHEMA: ClassVar[str] = 'aten::new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor'
     self = operand_def(AnyAttr())
     size = opt_prop_def(ShapeAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
@@ -5239,6 +5661,7 @@ class AtenNewEmptyStridedOp(AtenOp):
 
     name = "aten.new_empty_strided.default"
     OVERLOAD: ClassVar[str] = "aten.new_empty_strided.default"
+    SCHEMA: ClassVar[str] = 'aten::new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor'
     self = operand_def(AnyAttr())
     size = opt_prop_def(ShapeAttr)
     stride = opt_prop_def(ShapeAttr)
@@ -5256,6 +5679,7 @@ class AtenNewFullOp(AtenOp):
 
     name = "aten.new_full.default"
     OVERLOAD: ClassVar[str] = "aten.new_full.default"
+    SCHEMA: ClassVar[str] = 'aten::new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor'
     self = operand_def(AnyAttr())
     size = opt_prop_def(ShapeAttr)
     fill_value = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
@@ -5273,6 +5697,7 @@ class AtenNewOnesOp(AtenOp):
 
     name = "aten.new_ones.default"
     OVERLOAD: ClassVar[str] = "aten.new_ones.default"
+    SCHEMA: ClassVar[str] = 'aten::new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor'
     self = operand_def(AnyAttr())
     size = opt_prop_def(ShapeAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
@@ -5289,6 +5714,7 @@ class AtenNewZerosOp(AtenOp):
 
     name = "aten.new_zeros.default"
     OVERLOAD: ClassVar[str] = "aten.new_zeros.default"
+    SCHEMA: ClassVar[str] = 'aten::new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor'
     self = operand_def(AnyAttr())
     size = opt_prop_def(ShapeAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
@@ -5305,6 +5731,7 @@ class AtenNllLoss2dBackwardOp(AtenOp):
 
     name = "aten.nll_loss2d_backward.default"
     OVERLOAD: ClassVar[str] = "aten.nll_loss2d_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::nll_loss2d_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor'
     grad_output = operand_def(AnyAttr())
     self = operand_def(AnyAttr())
     target = operand_def(AnyAttr())
@@ -5322,6 +5749,7 @@ class AtenNllLoss2dForwardOp(AtenOp):
 
     name = "aten.nll_loss2d_forward.default"
     OVERLOAD: ClassVar[str] = "aten.nll_loss2d_forward.default"
+    SCHEMA: ClassVar[str] = 'aten::nll_loss2d_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)'
     self = operand_def(AnyAttr())
     target = operand_def(AnyAttr())
     weight = opt_operand_def(AnyAttr())
@@ -5338,6 +5766,7 @@ class AtenNllLossBackwardOp(AtenOp):
 
     name = "aten.nll_loss_backward.default"
     OVERLOAD: ClassVar[str] = "aten.nll_loss_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor'
     grad_output = operand_def(AnyAttr())
     self = operand_def(AnyAttr())
     target = operand_def(AnyAttr())
@@ -5355,6 +5784,7 @@ class AtenNllLossForwardOp(AtenOp):
 
     name = "aten.nll_loss_forward.default"
     OVERLOAD: ClassVar[str] = "aten.nll_loss_forward.default"
+    SCHEMA: ClassVar[str] = 'aten::nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)'
     self = operand_def(AnyAttr())
     target = operand_def(AnyAttr())
     weight = opt_operand_def(AnyAttr())
@@ -5371,6 +5801,7 @@ class AtenNonzeroOp(AtenOp):
 
     name = "aten.nonzero.default"
     OVERLOAD: ClassVar[str] = "aten.nonzero.default"
+    SCHEMA: ClassVar[str] = 'aten::nonzero(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -5382,6 +5813,7 @@ class AtenNormalTensorTensorOp(AtenOp):
 
     name = "aten.normal.Tensor_Tensor"
     OVERLOAD: ClassVar[str] = "aten.normal.Tensor_Tensor"
+    SCHEMA: ClassVar[str] = 'aten::normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor'
     mean = operand_def(AnyAttr())
     std = operand_def(AnyAttr())
     generator = opt_prop_def(NoneAttr)
@@ -5394,6 +5826,7 @@ class AtenNormalTensorFloatOp(AtenOp):
 
     name = "aten.normal.Tensor_float"
     OVERLOAD: ClassVar[str] = "aten.normal.Tensor_float"
+    SCHEMA: ClassVar[str] = 'aten::normal.Tensor_float(Tensor mean, float std=1., *, Generator? generator=None) -> Tensor'
     mean = operand_def(AnyAttr())
     std = opt_prop_def(FloatAttr)
     generator = opt_prop_def(NoneAttr)
@@ -5406,6 +5839,7 @@ class AtenNormalFloatTensorOp(AtenOp):
 
     name = "aten.normal.float_Tensor"
     OVERLOAD: ClassVar[str] = "aten.normal.float_Tensor"
+    SCHEMA: ClassVar[str] = 'aten::normal.float_Tensor(float mean, Tensor std, *, Generator? generator=None) -> Tensor'
     mean = opt_prop_def(FloatAttr)
     std = operand_def(AnyAttr())
     generator = opt_prop_def(NoneAttr)
@@ -5418,6 +5852,7 @@ class AtenNormalFloatFloatOp(AtenOp):
 
     name = "aten.normal.float_float"
     OVERLOAD: ClassVar[str] = "aten.normal.float_float"
+    SCHEMA: ClassVar[str] = 'aten::normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor'
     mean = opt_prop_def(FloatAttr)
     std = opt_prop_def(FloatAttr)
     size = opt_prop_def(ShapeAttr)
@@ -5435,6 +5870,7 @@ class AtenNormal_Op(AtenOp):
 
     name = "aten.normal_.default"
     OVERLOAD: ClassVar[str] = "aten.normal_.default"
+    SCHEMA: ClassVar[str] = 'aten::normal_(Tensor(a!) self, float mean=0., float std=1., *, Generator? generator=None) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     mean = opt_prop_def(FloatAttr)
     std = opt_prop_def(FloatAttr)
@@ -5448,6 +5884,7 @@ class AtenOnesOp(AtenOp):
 
     name = "aten.ones.default"
     OVERLOAD: ClassVar[str] = "aten.ones.default"
+    SCHEMA: ClassVar[str] = 'aten::ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor'
     size = opt_prop_def(ShapeAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
     layout = opt_prop_def(StringAttr | NoneAttr)
@@ -5463,6 +5900,7 @@ class AtenOnesLikeOp(AtenOp):
 
     name = "aten.ones_like.default"
     OVERLOAD: ClassVar[str] = "aten.ones_like.default"
+    SCHEMA: ClassVar[str] = 'aten::ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor'
     self = operand_def(AnyAttr())
     dtype = opt_prop_def(Attribute | NoneAttr)
     layout = opt_prop_def(StringAttr | NoneAttr)
@@ -5479,6 +5917,7 @@ class AtenPermuteOp(AtenOp):
 
     name = "aten.permute.default"
     OVERLOAD: ClassVar[str] = "aten.permute.default"
+    SCHEMA: ClassVar[str] = 'aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)'
     self = operand_def(AnyAttr())
     dims = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
@@ -5491,6 +5930,7 @@ class AtenPowScalarOp(AtenOp):
 
     name = "aten.pow.Scalar"
     OVERLOAD: ClassVar[str] = "aten.pow.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::pow.Scalar(Scalar self, Tensor exponent) -> Tensor'
     self = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     exponent = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -5503,6 +5943,7 @@ class AtenPowScalarScalarOp(AtenOp):
 
     name = "aten.pow.Scalar_Scalar"
     OVERLOAD: ClassVar[str] = "aten.pow.Scalar_Scalar"
+    SCHEMA: ClassVar[str] = 'aten::pow.Scalar_Scalar(Scalar a, Scalar b) -> float'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     b = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -5515,6 +5956,7 @@ class AtenPowTensorScalarOp(AtenOp):
 
     name = "aten.pow.Tensor_Scalar"
     OVERLOAD: ClassVar[str] = "aten.pow.Tensor_Scalar"
+    SCHEMA: ClassVar[str] = 'aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor'
     self = operand_def(AnyAttr())
     exponent = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -5527,6 +5969,7 @@ class AtenPowTensorTensorOp(AtenOp):
 
     name = "aten.pow.Tensor_Tensor"
     OVERLOAD: ClassVar[str] = "aten.pow.Tensor_Tensor"
+    SCHEMA: ClassVar[str] = 'aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor'
     self = operand_def(AnyAttr())
     exponent = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -5539,6 +5982,7 @@ class AtenPowFloatOp(AtenOp):
 
     name = "aten.pow.float"
     OVERLOAD: ClassVar[str] = "aten.pow.float"
+    SCHEMA: ClassVar[str] = 'aten::pow.float(float a, float b) -> float'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -5551,6 +5995,7 @@ class AtenPowFloatIntOp(AtenOp):
 
     name = "aten.pow.float_int"
     OVERLOAD: ClassVar[str] = "aten.pow.float_int"
+    SCHEMA: ClassVar[str] = 'aten::pow.float_int(float a, int b) -> float'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -5563,6 +6008,7 @@ class AtenPowIntOp(AtenOp):
 
     name = "aten.pow.int"
     OVERLOAD: ClassVar[str] = "aten.pow.int"
+    SCHEMA: ClassVar[str] = 'aten::pow.int(int a, int b) -> float'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -5575,6 +6021,7 @@ class AtenPowIntFloatOp(AtenOp):
 
     name = "aten.pow.int_float"
     OVERLOAD: ClassVar[str] = "aten.pow.int_float"
+    SCHEMA: ClassVar[str] = 'aten::pow.int_float(int a, float b) -> float'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -5587,6 +6034,7 @@ class AtenPowIntToIntOp(AtenOp):
 
     name = "aten.pow.int_to_int"
     OVERLOAD: ClassVar[str] = "aten.pow.int_to_int"
+    SCHEMA: ClassVar[str] = 'aten::pow.int_to_int(int a, int b) -> int'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -5599,6 +6047,7 @@ class AtenPow_ScalarOp(AtenOp):
 
     name = "aten.pow_.Scalar"
     OVERLOAD: ClassVar[str] = "aten.pow_.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     exponent = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -5610,6 +6059,7 @@ class AtenPow_TensorOp(AtenOp):
 
     name = "aten.pow_.Tensor"
     OVERLOAD: ClassVar[str] = "aten.pow_.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     exponent = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -5621,6 +6071,7 @@ class AtenProdOp(AtenOp):
 
     name = "aten.prod.default"
     OVERLOAD: ClassVar[str] = "aten.prod.default"
+    SCHEMA: ClassVar[str] = 'aten::prod(Tensor self, *, ScalarType? dtype=None) -> Tensor'
     self = operand_def(AnyAttr())
     dtype = opt_prop_def(Attribute | NoneAttr)
     result = result_def(AnyAttr())
@@ -5633,6 +6084,7 @@ class AtenProdDimIntOp(AtenOp):
 
     name = "aten.prod.dim_int"
     OVERLOAD: ClassVar[str] = "aten.prod.dim_int"
+    SCHEMA: ClassVar[str] = 'aten::prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     keepdim = opt_prop_def(IntegerAttr)
@@ -5647,6 +6099,7 @@ class AtenRandOp(AtenOp):
 
     name = "aten.rand.default"
     OVERLOAD: ClassVar[str] = "aten.rand.default"
+    SCHEMA: ClassVar[str] = 'aten::rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor'
     size = opt_prop_def(ShapeAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
     layout = opt_prop_def(StringAttr | NoneAttr)
@@ -5661,6 +6114,7 @@ class AtenRandGeneratorOp(AtenOp):
 
     name = "aten.rand.generator"
     OVERLOAD: ClassVar[str] = "aten.rand.generator"
+    SCHEMA: ClassVar[str] = 'aten::rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor'
     size = opt_prop_def(ShapeAttr)
     generator = opt_prop_def(NoneAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
@@ -5676,6 +6130,7 @@ class AtenRandLikeOp(AtenOp):
 
     name = "aten.rand_like.default"
     OVERLOAD: ClassVar[str] = "aten.rand_like.default"
+    SCHEMA: ClassVar[str] = 'aten::rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor'
     self = operand_def(AnyAttr())
     dtype = opt_prop_def(Attribute | NoneAttr)
     layout = opt_prop_def(StringAttr | NoneAttr)
@@ -5691,6 +6146,7 @@ class AtenRandLikeGeneratorOp(AtenOp):
 
     name = "aten.rand_like.generator"
     OVERLOAD: ClassVar[str] = "aten.rand_like.generator"
+    SCHEMA: ClassVar[str] = 'aten::rand_like.generator(Tensor self, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor'
     self = operand_def(AnyAttr())
     generator = opt_prop_def(NoneAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
@@ -5707,6 +6163,7 @@ class AtenRandintOp(AtenOp):
 
     name = "aten.randint.default"
     OVERLOAD: ClassVar[str] = "aten.randint.default"
+    SCHEMA: ClassVar[str] = 'aten::randint(SymInt high, SymInt[] size, *, ScalarType? dtype=4, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor'
     high = opt_prop_def(ExprAttr)
     size = opt_prop_def(ShapeAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
@@ -5722,6 +6179,7 @@ class AtenRandintGeneratorOp(AtenOp):
 
     name = "aten.randint.generator"
     OVERLOAD: ClassVar[str] = "aten.randint.generator"
+    SCHEMA: ClassVar[str] = 'aten::randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=4, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor'
     high = opt_prop_def(ExprAttr)
     size = opt_prop_def(ShapeAttr)
     generator = opt_prop_def(NoneAttr)
@@ -5738,6 +6196,7 @@ class AtenRandintLowOp(AtenOp):
 
     name = "aten.randint.low"
     OVERLOAD: ClassVar[str] = "aten.randint.low"
+    SCHEMA: ClassVar[str] = 'aten::randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=4, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor'
     low = opt_prop_def(ExprAttr)
     high = opt_prop_def(ExprAttr)
     size = opt_prop_def(ShapeAttr)
@@ -5754,6 +6213,7 @@ class AtenRandintLowGeneratorOp(AtenOp):
 
     name = "aten.randint.low_generator"
     OVERLOAD: ClassVar[str] = "aten.randint.low_generator"
+    SCHEMA: ClassVar[str] = 'aten::randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=4, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor'
     low = opt_prop_def(ExprAttr)
     high = opt_prop_def(ExprAttr)
     size = opt_prop_def(ShapeAttr)
@@ -5771,6 +6231,7 @@ class AtenRandintLikeTensorOp(AtenOp):
 
     name = "aten.randint_like.Tensor"
     OVERLOAD: ClassVar[str] = "aten.randint_like.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor'
     self = operand_def(AnyAttr())
     high = operand_def(AnyAttr())
     dtype = opt_prop_def(Attribute | NoneAttr)
@@ -5787,6 +6248,7 @@ class AtenRandintLikeTensorGeneratorOp(AtenOp):
 
     name = "aten.randint_like.Tensor_generator"
     OVERLOAD: ClassVar[str] = "aten.randint_like.Tensor_generator"
+    SCHEMA: ClassVar[str] = 'aten::randint_like.Tensor_generator(Tensor self, Tensor high, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor'
     self = operand_def(AnyAttr())
     high = operand_def(AnyAttr())
     generator = opt_prop_def(NoneAttr)
@@ -5804,6 +6266,7 @@ class AtenRandintLikeOp(AtenOp):
 
     name = "aten.randint_like.default"
     OVERLOAD: ClassVar[str] = "aten.randint_like.default"
+    SCHEMA: ClassVar[str] = 'aten::randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor'
     self = operand_def(AnyAttr())
     high = opt_prop_def(ExprAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
@@ -5820,6 +6283,7 @@ class AtenRandintLikeGeneratorOp(AtenOp):
 
     name = "aten.randint_like.generator"
     OVERLOAD: ClassVar[str] = "aten.randint_like.generator"
+    SCHEMA: ClassVar[str] = 'aten::randint_like.generator(Tensor self, SymInt high, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor'
     self = operand_def(AnyAttr())
     high = opt_prop_def(ExprAttr)
     generator = opt_prop_def(NoneAttr)
@@ -5837,6 +6301,7 @@ class AtenRandintLikeLowDtypeOp(AtenOp):
 
     name = "aten.randint_like.low_dtype"
     OVERLOAD: ClassVar[str] = "aten.randint_like.low_dtype"
+    SCHEMA: ClassVar[str] = 'aten::randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor'
     self = operand_def(AnyAttr())
     low = opt_prop_def(ExprAttr)
     high = opt_prop_def(ExprAttr)
@@ -5854,6 +6319,7 @@ class AtenRandintLikeLowGeneratorDtypeOp(AtenOp):
 
     name = "aten.randint_like.low_generator_dtype"
     OVERLOAD: ClassVar[str] = "aten.randint_like.low_generator_dtype"
+    SCHEMA: ClassVar[str] = 'aten::randint_like.low_generator_dtype(Tensor self, SymInt low, SymInt high, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor'
     self = operand_def(AnyAttr())
     low = opt_prop_def(ExprAttr)
     high = opt_prop_def(ExprAttr)
@@ -5872,6 +6338,7 @@ class AtenRandnOp(AtenOp):
 
     name = "aten.randn.default"
     OVERLOAD: ClassVar[str] = "aten.randn.default"
+    SCHEMA: ClassVar[str] = 'aten::randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor'
     size = opt_prop_def(ShapeAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
     layout = opt_prop_def(StringAttr | NoneAttr)
@@ -5886,6 +6353,7 @@ class AtenRandnGeneratorOp(AtenOp):
 
     name = "aten.randn.generator"
     OVERLOAD: ClassVar[str] = "aten.randn.generator"
+    SCHEMA: ClassVar[str] = 'aten::randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor'
     size = opt_prop_def(ShapeAttr)
     generator = opt_prop_def(NoneAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
@@ -5901,6 +6369,7 @@ class AtenRandnLikeOp(AtenOp):
 
     name = "aten.randn_like.default"
     OVERLOAD: ClassVar[str] = "aten.randn_like.default"
+    SCHEMA: ClassVar[str] = 'aten::randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor'
     self = operand_def(AnyAttr())
     dtype = opt_prop_def(Attribute | NoneAttr)
     layout = opt_prop_def(StringAttr | NoneAttr)
@@ -5916,6 +6385,7 @@ class AtenRandnLikeGeneratorOp(AtenOp):
 
     name = "aten.randn_like.generator"
     OVERLOAD: ClassVar[str] = "aten.randn_like.generator"
+    SCHEMA: ClassVar[str] = 'aten::randn_like.generator(Tensor self, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor'
     self = operand_def(AnyAttr())
     generator = opt_prop_def(NoneAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
@@ -5932,6 +6402,7 @@ class AtenRandpermOp(AtenOp):
 
     name = "aten.randperm.default"
     OVERLOAD: ClassVar[str] = "aten.randperm.default"
+    SCHEMA: ClassVar[str] = 'aten::randperm(SymInt n, *, ScalarType? dtype=4, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor'
     n = opt_prop_def(ExprAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
     layout = opt_prop_def(StringAttr | NoneAttr)
@@ -5946,6 +6417,7 @@ class AtenRandpermGeneratorOp(AtenOp):
 
     name = "aten.randperm.generator"
     OVERLOAD: ClassVar[str] = "aten.randperm.generator"
+    SCHEMA: ClassVar[str] = 'aten::randperm.generator(SymInt n, *, Generator? generator, ScalarType? dtype=4, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor'
     n = opt_prop_def(ExprAttr)
     generator = opt_prop_def(NoneAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
@@ -5961,6 +6433,7 @@ class AtenReciprocalOp(AtenOp):
 
     name = "aten.reciprocal.default"
     OVERLOAD: ClassVar[str] = "aten.reciprocal.default"
+    SCHEMA: ClassVar[str] = 'aten::reciprocal(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -5972,6 +6445,7 @@ class AtenReciprocal_Op(AtenOp):
 
     name = "aten.reciprocal_.default"
     OVERLOAD: ClassVar[str] = "aten.reciprocal_.default"
+    SCHEMA: ClassVar[str] = 'aten::reciprocal_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -5982,6 +6456,7 @@ class AtenReflectionPad1dOp(AtenOp):
 
     name = "aten.reflection_pad1d.default"
     OVERLOAD: ClassVar[str] = "aten.reflection_pad1d.default"
+    SCHEMA: ClassVar[str] = 'aten::reflection_pad1d(Tensor self, SymInt[2] padding) -> Tensor'
     self = operand_def(AnyAttr())
     padding = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
@@ -5994,6 +6469,7 @@ class AtenReflectionPad2dOp(AtenOp):
 
     name = "aten.reflection_pad2d.default"
     OVERLOAD: ClassVar[str] = "aten.reflection_pad2d.default"
+    SCHEMA: ClassVar[str] = 'aten::reflection_pad2d(Tensor self, SymInt[4] padding) -> Tensor'
     self = operand_def(AnyAttr())
     padding = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
@@ -6006,6 +6482,7 @@ class AtenReflectionPad3dOp(AtenOp):
 
     name = "aten.reflection_pad3d.default"
     OVERLOAD: ClassVar[str] = "aten.reflection_pad3d.default"
+    SCHEMA: ClassVar[str] = 'aten::reflection_pad3d(Tensor self, SymInt[6] padding) -> Tensor'
     self = operand_def(AnyAttr())
     padding = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
@@ -6018,6 +6495,7 @@ class AtenReluOp(AtenOp):
 
     name = "aten.relu.default"
     OVERLOAD: ClassVar[str] = "aten.relu.default"
+    SCHEMA: ClassVar[str] = 'aten::relu(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -6029,6 +6507,7 @@ class AtenRelu_Op(AtenOp):
 
     name = "aten.relu_.default"
     OVERLOAD: ClassVar[str] = "aten.relu_.default"
+    SCHEMA: ClassVar[str] = 'aten::relu_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -6039,6 +6518,7 @@ class AtenRemainderScalarOp(AtenOp):
 
     name = "aten.remainder.Scalar"
     OVERLOAD: ClassVar[str] = "aten.remainder.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::remainder.Scalar(Tensor self, Scalar other) -> Tensor'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -6051,6 +6531,7 @@ class AtenRemainderScalarTensorOp(AtenOp):
 
     name = "aten.remainder.Scalar_Tensor"
     OVERLOAD: ClassVar[str] = "aten.remainder.Scalar_Tensor"
+    SCHEMA: ClassVar[str] = 'aten::remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor'
     self = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -6063,6 +6544,7 @@ class AtenRemainderTensorOp(AtenOp):
 
     name = "aten.remainder.Tensor"
     OVERLOAD: ClassVar[str] = "aten.remainder.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::remainder.Tensor(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -6075,6 +6557,7 @@ class AtenRemainderOp(AtenOp):
 
     name = "aten.remainder.default"
     OVERLOAD: ClassVar[str] = "aten.remainder.default"
+    SCHEMA: ClassVar[str] = 'aten::remainder(Scalar a, Scalar b) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     b = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -6087,6 +6570,7 @@ class AtenRemainderFloatOp(AtenOp):
 
     name = "aten.remainder.float"
     OVERLOAD: ClassVar[str] = "aten.remainder.float"
+    SCHEMA: ClassVar[str] = 'aten::remainder.float(float a, float b) -> float'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -6099,6 +6583,7 @@ class AtenRemainderFloatIntOp(AtenOp):
 
     name = "aten.remainder.float_int"
     OVERLOAD: ClassVar[str] = "aten.remainder.float_int"
+    SCHEMA: ClassVar[str] = 'aten::remainder.float_int(float a, int b) -> float'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -6111,6 +6596,7 @@ class AtenRemainderIntOp(AtenOp):
 
     name = "aten.remainder.int"
     OVERLOAD: ClassVar[str] = "aten.remainder.int"
+    SCHEMA: ClassVar[str] = 'aten::remainder.int(int a, int b) -> int'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -6123,6 +6609,7 @@ class AtenRemainderIntFloatOp(AtenOp):
 
     name = "aten.remainder.int_float"
     OVERLOAD: ClassVar[str] = "aten.remainder.int_float"
+    SCHEMA: ClassVar[str] = 'aten::remainder.int_float(int a, float b) -> float'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -6135,6 +6622,7 @@ class AtenRemainder_ScalarOp(AtenOp):
 
     name = "aten.remainder_.Scalar"
     OVERLOAD: ClassVar[str] = "aten.remainder_.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -6146,6 +6634,7 @@ class AtenRemainder_TensorOp(AtenOp):
 
     name = "aten.remainder_.Tensor"
     OVERLOAD: ClassVar[str] = "aten.remainder_.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -6157,6 +6646,7 @@ class AtenRepeatOp(AtenOp):
 
     name = "aten.repeat.default"
     OVERLOAD: ClassVar[str] = "aten.repeat.default"
+    SCHEMA: ClassVar[str] = 'aten::repeat(Tensor self, SymInt[] repeats) -> Tensor'
     self = operand_def(AnyAttr())
     repeats = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
@@ -6169,6 +6659,7 @@ class AtenReplicationPad2dOp(AtenOp):
 
     name = "aten.replication_pad2d.default"
     OVERLOAD: ClassVar[str] = "aten.replication_pad2d.default"
+    SCHEMA: ClassVar[str] = 'aten::replication_pad2d(Tensor self, SymInt[4] padding) -> Tensor'
     self = operand_def(AnyAttr())
     padding = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
@@ -6181,6 +6672,7 @@ class AtenReplicationPad3dOp(AtenOp):
 
     name = "aten.replication_pad3d.default"
     OVERLOAD: ClassVar[str] = "aten.replication_pad3d.default"
+    SCHEMA: ClassVar[str] = 'aten::replication_pad3d(Tensor self, SymInt[6] padding) -> Tensor'
     self = operand_def(AnyAttr())
     padding = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
@@ -6193,6 +6685,7 @@ class AtenReshapeOp(AtenOp):
 
     name = "aten.reshape.default"
     OVERLOAD: ClassVar[str] = "aten.reshape.default"
+    SCHEMA: ClassVar[str] = 'aten::reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)'
     self = operand_def(AnyAttr())
     shape = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
@@ -6205,6 +6698,8 @@ class AtenResize_Op(AtenOp):
 
     name = "aten.resize_.default"
     OVERLOAD: ClassVar[str] = "aten.resize_.default"
+    SCHEMA: ClassVar[str] = 'aten::resize_(Tensor(a!) self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor(a!)'
+    INPLACE_VIEW: ClassVar[bool] = True
     self = operand_def(AnyAttr())
     size = opt_prop_def(ShapeAttr)
     memory_format = opt_prop_def(StringAttr | NoneAttr)
@@ -6217,6 +6712,7 @@ class AtenRollOp(AtenOp):
 
     name = "aten.roll.default"
     OVERLOAD: ClassVar[str] = "aten.roll.default"
+    SCHEMA: ClassVar[str] = 'aten::roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor'
     self = operand_def(AnyAttr())
     shifts = opt_prop_def(ShapeAttr)
     dims = opt_prop_def(ShapeAttr)
@@ -6230,6 +6726,7 @@ class AtenRoundScalarOp(AtenOp):
 
     name = "aten.round.Scalar"
     OVERLOAD: ClassVar[str] = "aten.round.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::round.Scalar(Scalar a) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -6241,6 +6738,7 @@ class AtenRoundDecimalsOp(AtenOp):
 
     name = "aten.round.decimals"
     OVERLOAD: ClassVar[str] = "aten.round.decimals"
+    SCHEMA: ClassVar[str] = 'aten::round.decimals(Tensor self, *, int decimals) -> Tensor'
     self = operand_def(AnyAttr())
     decimals = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -6253,6 +6751,7 @@ class AtenRoundOp(AtenOp):
 
     name = "aten.round.default"
     OVERLOAD: ClassVar[str] = "aten.round.default"
+    SCHEMA: ClassVar[str] = 'aten::round(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -6264,6 +6763,7 @@ class AtenRoundFloatOp(AtenOp):
 
     name = "aten.round.float"
     OVERLOAD: ClassVar[str] = "aten.round.float"
+    SCHEMA: ClassVar[str] = 'aten::round.float(float a) -> float'
     a = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -6275,6 +6775,7 @@ class AtenRoundIntOp(AtenOp):
 
     name = "aten.round.int"
     OVERLOAD: ClassVar[str] = "aten.round.int"
+    SCHEMA: ClassVar[str] = 'aten::round.int(int a) -> float'
     a = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -6286,6 +6787,7 @@ class AtenRound_DecimalsOp(AtenOp):
 
     name = "aten.round_.decimals"
     OVERLOAD: ClassVar[str] = "aten.round_.decimals"
+    SCHEMA: ClassVar[str] = 'aten::round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     decimals = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -6297,6 +6799,7 @@ class AtenRound_Op(AtenOp):
 
     name = "aten.round_.default"
     OVERLOAD: ClassVar[str] = "aten.round_.default"
+    SCHEMA: ClassVar[str] = 'aten::round_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -6307,6 +6810,7 @@ class AtenRsqrtOp(AtenOp):
 
     name = "aten.rsqrt.default"
     OVERLOAD: ClassVar[str] = "aten.rsqrt.default"
+    SCHEMA: ClassVar[str] = 'aten::rsqrt(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -6318,6 +6822,7 @@ class AtenRsqrt_Op(AtenOp):
 
     name = "aten.rsqrt_.default"
     OVERLOAD: ClassVar[str] = "aten.rsqrt_.default"
+    SCHEMA: ClassVar[str] = 'aten::rsqrt_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -6328,6 +6833,7 @@ class AtenScalarTensorOp(AtenOp):
 
     name = "aten.scalar_tensor.default"
     OVERLOAD: ClassVar[str] = "aten.scalar_tensor.default"
+    SCHEMA: ClassVar[str] = 'aten::scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor'
     s = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
     layout = opt_prop_def(StringAttr | NoneAttr)
@@ -6343,6 +6849,7 @@ class AtenScatterReduceOp(AtenOp):
 
     name = "aten.scatter.reduce"
     OVERLOAD: ClassVar[str] = "aten.scatter.reduce"
+    SCHEMA: ClassVar[str] = 'aten::scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     index = operand_def(AnyAttr())
@@ -6358,6 +6865,7 @@ class AtenScatterSrcOp(AtenOp):
 
     name = "aten.scatter.src"
     OVERLOAD: ClassVar[str] = "aten.scatter.src"
+    SCHEMA: ClassVar[str] = 'aten::scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     index = operand_def(AnyAttr())
@@ -6372,6 +6880,7 @@ class AtenScatterValueOp(AtenOp):
 
     name = "aten.scatter.value"
     OVERLOAD: ClassVar[str] = "aten.scatter.value"
+    SCHEMA: ClassVar[str] = 'aten::scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     index = operand_def(AnyAttr())
@@ -6386,6 +6895,7 @@ class AtenScatterValueReduceOp(AtenOp):
 
     name = "aten.scatter.value_reduce"
     OVERLOAD: ClassVar[str] = "aten.scatter.value_reduce"
+    SCHEMA: ClassVar[str] = 'aten::scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     index = operand_def(AnyAttr())
@@ -6401,6 +6911,7 @@ class AtenScatter_ReduceOp(AtenOp):
 
     name = "aten.scatter_.reduce"
     OVERLOAD: ClassVar[str] = "aten.scatter_.reduce"
+    SCHEMA: ClassVar[str] = 'aten::scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     index = operand_def(AnyAttr())
@@ -6415,6 +6926,7 @@ class AtenScatter_SrcOp(AtenOp):
 
     name = "aten.scatter_.src"
     OVERLOAD: ClassVar[str] = "aten.scatter_.src"
+    SCHEMA: ClassVar[str] = 'aten::scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     index = operand_def(AnyAttr())
@@ -6428,6 +6940,7 @@ class AtenScatter_ValueOp(AtenOp):
 
     name = "aten.scatter_.value"
     OVERLOAD: ClassVar[str] = "aten.scatter_.value"
+    SCHEMA: ClassVar[str] = 'aten::scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     index = operand_def(AnyAttr())
@@ -6441,6 +6954,7 @@ class AtenScatter_ValueReduceOp(AtenOp):
 
     name = "aten.scatter_.value_reduce"
     OVERLOAD: ClassVar[str] = "aten.scatter_.value_reduce"
+    SCHEMA: ClassVar[str] = 'aten::scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     index = operand_def(AnyAttr())
@@ -6455,6 +6969,7 @@ class AtenScatterAddOp(AtenOp):
 
     name = "aten.scatter_add.default"
     OVERLOAD: ClassVar[str] = "aten.scatter_add.default"
+    SCHEMA: ClassVar[str] = 'aten::scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     index = operand_def(AnyAttr())
@@ -6469,6 +6984,7 @@ class AtenScatterAdd_Op(AtenOp):
 
     name = "aten.scatter_add_.default"
     OVERLOAD: ClassVar[str] = "aten.scatter_add_.default"
+    SCHEMA: ClassVar[str] = 'aten::scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     index = operand_def(AnyAttr())
@@ -6482,6 +6998,7 @@ class AtenScatterReduceTwoOp(AtenOp):
 
     name = "aten.scatter_reduce.two"
     OVERLOAD: ClassVar[str] = "aten.scatter_reduce.two"
+    SCHEMA: ClassVar[str] = 'aten::scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     index = operand_def(AnyAttr())
@@ -6498,6 +7015,7 @@ class AtenScatterReduce_TwoOp(AtenOp):
 
     name = "aten.scatter_reduce_.two"
     OVERLOAD: ClassVar[str] = "aten.scatter_reduce_.two"
+    SCHEMA: ClassVar[str] = 'aten::scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     index = operand_def(AnyAttr())
@@ -6513,6 +7031,7 @@ class AtenSelectIntOp(AtenOp):
 
     name = "aten.select.int"
     OVERLOAD: ClassVar[str] = "aten.select.int"
+    SCHEMA: ClassVar[str] = 'aten::select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     index = opt_prop_def(ExprAttr)
@@ -6526,6 +7045,7 @@ class AtenSelectScatterOp(AtenOp):
 
     name = "aten.select_scatter.default"
     OVERLOAD: ClassVar[str] = "aten.select_scatter.default"
+    SCHEMA: ClassVar[str] = 'aten::select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor'
     self = operand_def(AnyAttr())
     src = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
@@ -6540,6 +7060,7 @@ class AtenSigmoidOp(AtenOp):
 
     name = "aten.sigmoid.default"
     OVERLOAD: ClassVar[str] = "aten.sigmoid.default"
+    SCHEMA: ClassVar[str] = 'aten::sigmoid(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -6551,6 +7072,7 @@ class AtenSigmoid_Op(AtenOp):
 
     name = "aten.sigmoid_.default"
     OVERLOAD: ClassVar[str] = "aten.sigmoid_.default"
+    SCHEMA: ClassVar[str] = 'aten::sigmoid_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -6561,6 +7083,7 @@ class AtenSigmoidBackwardOp(AtenOp):
 
     name = "aten.sigmoid_backward.default"
     OVERLOAD: ClassVar[str] = "aten.sigmoid_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor'
     grad_output = operand_def(AnyAttr())
     output = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -6573,6 +7096,7 @@ class AtenSignOp(AtenOp):
 
     name = "aten.sign.default"
     OVERLOAD: ClassVar[str] = "aten.sign.default"
+    SCHEMA: ClassVar[str] = 'aten::sign(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -6584,6 +7108,7 @@ class AtenSign_Op(AtenOp):
 
     name = "aten.sign_.default"
     OVERLOAD: ClassVar[str] = "aten.sign_.default"
+    SCHEMA: ClassVar[str] = 'aten::sign_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -6594,6 +7119,7 @@ class AtenSiluOp(AtenOp):
 
     name = "aten.silu.default"
     OVERLOAD: ClassVar[str] = "aten.silu.default"
+    SCHEMA: ClassVar[str] = 'aten::silu(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -6605,6 +7131,7 @@ class AtenSilu_Op(AtenOp):
 
     name = "aten.silu_.default"
     OVERLOAD: ClassVar[str] = "aten.silu_.default"
+    SCHEMA: ClassVar[str] = 'aten::silu_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -6615,6 +7142,7 @@ class AtenSiluBackwardOp(AtenOp):
 
     name = "aten.silu_backward.default"
     OVERLOAD: ClassVar[str] = "aten.silu_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::silu_backward(Tensor grad_output, Tensor self) -> Tensor'
     grad_output = operand_def(AnyAttr())
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -6627,6 +7155,7 @@ class AtenSinScalarOp(AtenOp):
 
     name = "aten.sin.Scalar"
     OVERLOAD: ClassVar[str] = "aten.sin.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::sin.Scalar(Scalar a) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -6638,6 +7167,7 @@ class AtenSinOp(AtenOp):
 
     name = "aten.sin.default"
     OVERLOAD: ClassVar[str] = "aten.sin.default"
+    SCHEMA: ClassVar[str] = 'aten::sin(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -6649,6 +7179,7 @@ class AtenSinFloatOp(AtenOp):
 
     name = "aten.sin.float"
     OVERLOAD: ClassVar[str] = "aten.sin.float"
+    SCHEMA: ClassVar[str] = 'aten::sin.float(float a) -> float'
     a = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -6660,6 +7191,7 @@ class AtenSinIntOp(AtenOp):
 
     name = "aten.sin.int"
     OVERLOAD: ClassVar[str] = "aten.sin.int"
+    SCHEMA: ClassVar[str] = 'aten::sin.int(int a) -> float'
     a = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -6671,6 +7203,7 @@ class AtenSin_Op(AtenOp):
 
     name = "aten.sin_.default"
     OVERLOAD: ClassVar[str] = "aten.sin_.default"
+    SCHEMA: ClassVar[str] = 'aten::sin_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -6681,6 +7214,7 @@ class AtenSinhScalarOp(AtenOp):
 
     name = "aten.sinh.Scalar"
     OVERLOAD: ClassVar[str] = "aten.sinh.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::sinh.Scalar(Scalar a) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -6692,6 +7226,7 @@ class AtenSinhOp(AtenOp):
 
     name = "aten.sinh.default"
     OVERLOAD: ClassVar[str] = "aten.sinh.default"
+    SCHEMA: ClassVar[str] = 'aten::sinh(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -6703,6 +7238,7 @@ class AtenSinhFloatOp(AtenOp):
 
     name = "aten.sinh.float"
     OVERLOAD: ClassVar[str] = "aten.sinh.float"
+    SCHEMA: ClassVar[str] = 'aten::sinh.float(float a) -> float'
     a = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -6714,6 +7250,7 @@ class AtenSinhIntOp(AtenOp):
 
     name = "aten.sinh.int"
     OVERLOAD: ClassVar[str] = "aten.sinh.int"
+    SCHEMA: ClassVar[str] = 'aten::sinh.int(int a) -> float'
     a = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -6725,6 +7262,7 @@ class AtenSinh_Op(AtenOp):
 
     name = "aten.sinh_.default"
     OVERLOAD: ClassVar[str] = "aten.sinh_.default"
+    SCHEMA: ClassVar[str] = 'aten::sinh_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -6735,6 +7273,7 @@ class AtenSliceTensorOp(AtenOp):
 
     name = "aten.slice.Tensor"
     OVERLOAD: ClassVar[str] = "aten.slice.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     start = opt_prop_def(ExprAttr | NoneAttr)
@@ -6750,6 +7289,7 @@ class AtenSliceScatterOp(AtenOp):
 
     name = "aten.slice_scatter.default"
     OVERLOAD: ClassVar[str] = "aten.slice_scatter.default"
+    SCHEMA: ClassVar[str] = 'aten::slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor'
     self = operand_def(AnyAttr())
     src = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
@@ -6766,6 +7306,7 @@ class AtenSoftmaxIntOp(AtenOp):
 
     name = "aten.softmax.int"
     OVERLOAD: ClassVar[str] = "aten.softmax.int"
+    SCHEMA: ClassVar[str] = 'aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
@@ -6779,6 +7320,7 @@ class AtenSortOp(AtenOp):
 
     name = "aten.sort.default"
     OVERLOAD: ClassVar[str] = "aten.sort.default"
+    SCHEMA: ClassVar[str] = 'aten::sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     descending = opt_prop_def(IntegerAttr)
@@ -6793,6 +7335,7 @@ class AtenSortStableOp(AtenOp):
 
     name = "aten.sort.stable"
     OVERLOAD: ClassVar[str] = "aten.sort.stable"
+    SCHEMA: ClassVar[str] = 'aten::sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)'
     self = operand_def(AnyAttr())
     stable = opt_prop_def(IntegerAttr | NoneAttr)
     dim = opt_prop_def(ExprAttr)
@@ -6808,6 +7351,7 @@ class AtenSplitTensorOp(AtenOp):
 
     name = "aten.split.Tensor"
     OVERLOAD: ClassVar[str] = "aten.split.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]'
     self = operand_def(AnyAttr())
     split_size = opt_prop_def(ExprAttr)
     dim = opt_prop_def(ExprAttr)
@@ -6821,6 +7365,7 @@ class AtenSplitOp(AtenOp):
 
     name = "aten.split.default"
     OVERLOAD: ClassVar[str] = "aten.split.default"
+    SCHEMA: ClassVar[str] = 'aten::split(Tensor(a -> *) self, int[] split_sizes, int dim=0) -> Tensor(a)[]'
     self = operand_def(AnyAttr())
     split_sizes = opt_prop_def(ShapeAttr)
     dim = opt_prop_def(ExprAttr)
@@ -6834,6 +7379,7 @@ class AtenSplitSizesOp(AtenOp):
 
     name = "aten.split.sizes"
     OVERLOAD: ClassVar[str] = "aten.split.sizes"
+    SCHEMA: ClassVar[str] = 'aten::split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]'
     self = operand_def(AnyAttr())
     split_size = opt_prop_def(ShapeAttr)
     dim = opt_prop_def(ExprAttr)
@@ -6847,6 +7393,7 @@ class AtenSplitWithSizesOp(AtenOp):
 
     name = "aten.split_with_sizes.default"
     OVERLOAD: ClassVar[str] = "aten.split_with_sizes.default"
+    SCHEMA: ClassVar[str] = 'aten::split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]'
     self = operand_def(AnyAttr())
     split_sizes = opt_prop_def(ShapeAttr)
     dim = opt_prop_def(ExprAttr)
@@ -6860,6 +7407,7 @@ class AtenSqrtScalarOp(AtenOp):
 
     name = "aten.sqrt.Scalar"
     OVERLOAD: ClassVar[str] = "aten.sqrt.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::sqrt.Scalar(Scalar a) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -6871,6 +7419,7 @@ class AtenSqrtOp(AtenOp):
 
     name = "aten.sqrt.default"
     OVERLOAD: ClassVar[str] = "aten.sqrt.default"
+    SCHEMA: ClassVar[str] = 'aten::sqrt(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -6882,6 +7431,7 @@ class AtenSqrtFloatOp(AtenOp):
 
     name = "aten.sqrt.float"
     OVERLOAD: ClassVar[str] = "aten.sqrt.float"
+    SCHEMA: ClassVar[str] = 'aten::sqrt.float(float a) -> float'
     a = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -6893,6 +7443,7 @@ class AtenSqrtIntOp(AtenOp):
 
     name = "aten.sqrt.int"
     OVERLOAD: ClassVar[str] = "aten.sqrt.int"
+    SCHEMA: ClassVar[str] = 'aten::sqrt.int(int a) -> float'
     a = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -6904,6 +7455,7 @@ class AtenSqrt_Op(AtenOp):
 
     name = "aten.sqrt_.default"
     OVERLOAD: ClassVar[str] = "aten.sqrt_.default"
+    SCHEMA: ClassVar[str] = 'aten::sqrt_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -6914,6 +7466,7 @@ class AtenSqueezeOp(AtenOp):
 
     name = "aten.squeeze.default"
     OVERLOAD: ClassVar[str] = "aten.squeeze.default"
+    SCHEMA: ClassVar[str] = 'aten::squeeze(Tensor(a) self) -> Tensor(a)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -6925,6 +7478,7 @@ class AtenSqueezeDimOp(AtenOp):
 
     name = "aten.squeeze.dim"
     OVERLOAD: ClassVar[str] = "aten.squeeze.dim"
+    SCHEMA: ClassVar[str] = 'aten::squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -6937,6 +7491,7 @@ class AtenSqueezeDimsOp(AtenOp):
 
     name = "aten.squeeze.dims"
     OVERLOAD: ClassVar[str] = "aten.squeeze.dims"
+    SCHEMA: ClassVar[str] = 'aten::squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
@@ -6949,6 +7504,8 @@ class AtenSqueeze_Op(AtenOp):
 
     name = "aten.squeeze_.default"
     OVERLOAD: ClassVar[str] = "aten.squeeze_.default"
+    SCHEMA: ClassVar[str] = 'aten::squeeze_(Tensor(a!) self) -> Tensor(a!)'
+    INPLACE_VIEW: ClassVar[bool] = True
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -6959,6 +7516,8 @@ class AtenSqueeze_DimOp(AtenOp):
 
     name = "aten.squeeze_.dim"
     OVERLOAD: ClassVar[str] = "aten.squeeze_.dim"
+    SCHEMA: ClassVar[str] = 'aten::squeeze_.dim(Tensor(a!) self, int dim) -> Tensor(a!)'
+    INPLACE_VIEW: ClassVar[bool] = True
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -6970,6 +7529,8 @@ class AtenSqueeze_DimsOp(AtenOp):
 
     name = "aten.squeeze_.dims"
     OVERLOAD: ClassVar[str] = "aten.squeeze_.dims"
+    SCHEMA: ClassVar[str] = 'aten::squeeze_.dims(Tensor(a!) self, int[] dim) -> Tensor(a!)'
+    INPLACE_VIEW: ClassVar[bool] = True
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
@@ -6981,6 +7542,7 @@ class AtenStackOp(AtenOp):
 
     name = "aten.stack.default"
     OVERLOAD: ClassVar[str] = "aten.stack.default"
+    SCHEMA: ClassVar[str] = 'aten::stack(Tensor[] tensors, int dim=0) -> Tensor'
     tensors = var_operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -6993,6 +7555,7 @@ class AtenStdCorrectionOp(AtenOp):
 
     name = "aten.std.correction"
     OVERLOAD: ClassVar[str] = "aten.std.correction"
+    SCHEMA: ClassVar[str] = 'aten::std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ShapeAttr | NoneAttr)
     correction = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr | NoneAttr)
@@ -7007,6 +7570,7 @@ class AtenStdOp(AtenOp):
 
     name = "aten.std.default"
     OVERLOAD: ClassVar[str] = "aten.std.default"
+    SCHEMA: ClassVar[str] = 'aten::std(Tensor self, bool unbiased=True) -> Tensor'
     self = operand_def(AnyAttr())
     unbiased = opt_prop_def(IntegerAttr)
     result = result_def(AnyAttr())
@@ -7019,6 +7583,7 @@ class AtenStdDimOp(AtenOp):
 
     name = "aten.std.dim"
     OVERLOAD: ClassVar[str] = "aten.std.dim"
+    SCHEMA: ClassVar[str] = 'aten::std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ShapeAttr | NoneAttr)
     unbiased = opt_prop_def(IntegerAttr)
@@ -7033,6 +7598,7 @@ class AtenStdMeanCorrectionOp(AtenOp):
 
     name = "aten.std_mean.correction"
     OVERLOAD: ClassVar[str] = "aten.std_mean.correction"
+    SCHEMA: ClassVar[str] = 'aten::std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ShapeAttr | NoneAttr)
     correction = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr | NoneAttr)
@@ -7048,6 +7614,7 @@ class AtenStdMeanOp(AtenOp):
 
     name = "aten.std_mean.default"
     OVERLOAD: ClassVar[str] = "aten.std_mean.default"
+    SCHEMA: ClassVar[str] = 'aten::std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)'
     self = operand_def(AnyAttr())
     unbiased = opt_prop_def(IntegerAttr)
     result0 = result_def(AnyAttr())
@@ -7061,6 +7628,7 @@ class AtenStdMeanDimOp(AtenOp):
 
     name = "aten.std_mean.dim"
     OVERLOAD: ClassVar[str] = "aten.std_mean.dim"
+    SCHEMA: ClassVar[str] = 'aten::std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ShapeAttr | NoneAttr)
     unbiased = opt_prop_def(IntegerAttr)
@@ -7076,6 +7644,7 @@ class AtenSubScalarOp(AtenOp):
 
     name = "aten.sub.Scalar"
     OVERLOAD: ClassVar[str] = "aten.sub.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     alpha = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
@@ -7089,6 +7658,7 @@ class AtenSubTensorOp(AtenOp):
 
     name = "aten.sub.Tensor"
     OVERLOAD: ClassVar[str] = "aten.sub.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     alpha = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
@@ -7102,6 +7672,7 @@ class AtenSubOp(AtenOp):
 
     name = "aten.sub.default"
     OVERLOAD: ClassVar[str] = "aten.sub.default"
+    SCHEMA: ClassVar[str] = 'aten::sub(Scalar a, Scalar b) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     b = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -7114,6 +7685,7 @@ class AtenSubFloatOp(AtenOp):
 
     name = "aten.sub.float"
     OVERLOAD: ClassVar[str] = "aten.sub.float"
+    SCHEMA: ClassVar[str] = 'aten::sub.float(float a, float b) -> float'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -7126,6 +7698,7 @@ class AtenSubFloatIntOp(AtenOp):
 
     name = "aten.sub.float_int"
     OVERLOAD: ClassVar[str] = "aten.sub.float_int"
+    SCHEMA: ClassVar[str] = 'aten::sub.float_int(float a, int b) -> float'
     a = opt_prop_def(FloatAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -7138,6 +7711,7 @@ class AtenSubIntOp(AtenOp):
 
     name = "aten.sub.int"
     OVERLOAD: ClassVar[str] = "aten.sub.int"
+    SCHEMA: ClassVar[str] = 'aten::sub.int(int a, int b) -> int'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -7150,6 +7724,7 @@ class AtenSubIntFloatOp(AtenOp):
 
     name = "aten.sub.int_float"
     OVERLOAD: ClassVar[str] = "aten.sub.int_float"
+    SCHEMA: ClassVar[str] = 'aten::sub.int_float(int a, float b) -> float'
     a = opt_prop_def(ExprAttr)
     b = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
@@ -7162,6 +7737,7 @@ class AtenSub_ScalarOp(AtenOp):
 
     name = "aten.sub_.Scalar"
     OVERLOAD: ClassVar[str] = "aten.sub_.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     alpha = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
@@ -7174,6 +7750,7 @@ class AtenSub_TensorOp(AtenOp):
 
     name = "aten.sub_.Tensor"
     OVERLOAD: ClassVar[str] = "aten.sub_.Tensor"
+    SCHEMA: ClassVar[str] = 'aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     alpha = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
@@ -7186,6 +7763,7 @@ class AtenSumBoolOp(AtenOp):
 
     name = "aten.sum.bool"
     OVERLOAD: ClassVar[str] = "aten.sum.bool"
+    SCHEMA: ClassVar[str] = 'aten::sum.bool(bool[] self) -> int'
     self = opt_prop_def(ArrayAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -7197,6 +7775,7 @@ class AtenSumOp(AtenOp):
 
     name = "aten.sum.default"
     OVERLOAD: ClassVar[str] = "aten.sum.default"
+    SCHEMA: ClassVar[str] = 'aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor'
     self = operand_def(AnyAttr())
     dtype = opt_prop_def(Attribute | NoneAttr)
     result = result_def(AnyAttr())
@@ -7209,6 +7788,7 @@ class AtenSumDimIntListOp(AtenOp):
 
     name = "aten.sum.dim_IntList"
     OVERLOAD: ClassVar[str] = "aten.sum.dim_IntList"
+    SCHEMA: ClassVar[str] = 'aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ShapeAttr | NoneAttr)
     keepdim = opt_prop_def(IntegerAttr)
@@ -7223,6 +7803,7 @@ class AtenSumFloatOp(AtenOp):
 
     name = "aten.sum.float"
     OVERLOAD: ClassVar[str] = "aten.sum.float"
+    SCHEMA: ClassVar[str] = 'aten::sum.float(float[] self) -> float'
     self = opt_prop_def(ArrayAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -7234,6 +7815,7 @@ class AtenSumIntOp(AtenOp):
 
     name = "aten.sum.int"
     OVERLOAD: ClassVar[str] = "aten.sum.int"
+    SCHEMA: ClassVar[str] = 'aten::sum.int(int[] self) -> int'
     self = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -7245,6 +7827,7 @@ class AtenSymIsContiguousOp(AtenOp):
 
     name = "aten.sym_is_contiguous.default"
     OVERLOAD: ClassVar[str] = "aten.sym_is_contiguous.default"
+    SCHEMA: ClassVar[str] = 'aten::sym_is_contiguous(Tensor self, MemoryFormat memory_format=0) -> SymBool'
     self = operand_def(AnyAttr())
     memory_format = opt_prop_def(StringAttr)
     result = result_def(AnyAttr())
@@ -7257,6 +7840,7 @@ class AtenSymNumelOp(AtenOp):
 
     name = "aten.sym_numel.default"
     OVERLOAD: ClassVar[str] = "aten.sym_numel.default"
+    SCHEMA: ClassVar[str] = 'aten::sym_numel(Tensor self) -> SymInt'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -7268,6 +7852,7 @@ class AtenSymSizeIntOp(AtenOp):
 
     name = "aten.sym_size.int"
     OVERLOAD: ClassVar[str] = "aten.sym_size.int"
+    SCHEMA: ClassVar[str] = 'aten::sym_size.int(Tensor self, int dim) -> SymInt'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -7280,6 +7865,7 @@ class AtenSymStorageOffsetOp(AtenOp):
 
     name = "aten.sym_storage_offset.default"
     OVERLOAD: ClassVar[str] = "aten.sym_storage_offset.default"
+    SCHEMA: ClassVar[str] = 'aten::sym_storage_offset(Tensor self) -> SymInt'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -7291,6 +7877,7 @@ class AtenSymStrideIntOp(AtenOp):
 
     name = "aten.sym_stride.int"
     OVERLOAD: ClassVar[str] = "aten.sym_stride.int"
+    SCHEMA: ClassVar[str] = 'aten::sym_stride.int(Tensor self, int dim) -> SymInt'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -7303,6 +7890,7 @@ class AtenTOp(AtenOp):
 
     name = "aten.t.default"
     OVERLOAD: ClassVar[str] = "aten.t.default"
+    SCHEMA: ClassVar[str] = 'aten::t(Tensor(a) self) -> Tensor(a)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -7314,6 +7902,8 @@ class AtenT_Op(AtenOp):
 
     name = "aten.t_.default"
     OVERLOAD: ClassVar[str] = "aten.t_.default"
+    SCHEMA: ClassVar[str] = 'aten::t_(Tensor(a!) self) -> Tensor(a!)'
+    INPLACE_VIEW: ClassVar[bool] = True
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -7324,6 +7914,7 @@ class AtenTanScalarOp(AtenOp):
 
     name = "aten.tan.Scalar"
     OVERLOAD: ClassVar[str] = "aten.tan.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::tan.Scalar(Scalar a) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -7335,6 +7926,7 @@ class AtenTanOp(AtenOp):
 
     name = "aten.tan.default"
     OVERLOAD: ClassVar[str] = "aten.tan.default"
+    SCHEMA: ClassVar[str] = 'aten::tan(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -7346,6 +7938,7 @@ class AtenTanFloatOp(AtenOp):
 
     name = "aten.tan.float"
     OVERLOAD: ClassVar[str] = "aten.tan.float"
+    SCHEMA: ClassVar[str] = 'aten::tan.float(float a) -> float'
     a = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -7357,6 +7950,7 @@ class AtenTanIntOp(AtenOp):
 
     name = "aten.tan.int"
     OVERLOAD: ClassVar[str] = "aten.tan.int"
+    SCHEMA: ClassVar[str] = 'aten::tan.int(int a) -> float'
     a = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -7368,6 +7962,7 @@ class AtenTan_Op(AtenOp):
 
     name = "aten.tan_.default"
     OVERLOAD: ClassVar[str] = "aten.tan_.default"
+    SCHEMA: ClassVar[str] = 'aten::tan_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -7378,6 +7973,7 @@ class AtenTanhScalarOp(AtenOp):
 
     name = "aten.tanh.Scalar"
     OVERLOAD: ClassVar[str] = "aten.tanh.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::tanh.Scalar(Scalar a) -> Scalar'
     a = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -7389,6 +7985,7 @@ class AtenTanhOp(AtenOp):
 
     name = "aten.tanh.default"
     OVERLOAD: ClassVar[str] = "aten.tanh.default"
+    SCHEMA: ClassVar[str] = 'aten::tanh(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -7400,6 +7997,7 @@ class AtenTanhFloatOp(AtenOp):
 
     name = "aten.tanh.float"
     OVERLOAD: ClassVar[str] = "aten.tanh.float"
+    SCHEMA: ClassVar[str] = 'aten::tanh.float(float a) -> float'
     a = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -7411,6 +8009,7 @@ class AtenTanhIntOp(AtenOp):
 
     name = "aten.tanh.int"
     OVERLOAD: ClassVar[str] = "aten.tanh.int"
+    SCHEMA: ClassVar[str] = 'aten::tanh.int(int a) -> float'
     a = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -7422,6 +8021,7 @@ class AtenTanh_Op(AtenOp):
 
     name = "aten.tanh_.default"
     OVERLOAD: ClassVar[str] = "aten.tanh_.default"
+    SCHEMA: ClassVar[str] = 'aten::tanh_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -7432,6 +8032,7 @@ class AtenTanhBackwardOp(AtenOp):
 
     name = "aten.tanh_backward.default"
     OVERLOAD: ClassVar[str] = "aten.tanh_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::tanh_backward(Tensor grad_output, Tensor output) -> Tensor'
     grad_output = operand_def(AnyAttr())
     output = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -7444,6 +8045,7 @@ class AtenThresholdBackwardOp(AtenOp):
 
     name = "aten.threshold_backward.default"
     OVERLOAD: ClassVar[str] = "aten.threshold_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor'
     grad_output = operand_def(AnyAttr())
     self = operand_def(AnyAttr())
     threshold = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
@@ -7457,6 +8059,7 @@ class AtenToDeviceOp(AtenOp):
 
     name = "aten.to.device"
     OVERLOAD: ClassVar[str] = "aten.to.device"
+    SCHEMA: ClassVar[str] = 'aten::to.device(Tensor(a) self, Device device, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)'
     self = operand_def(AnyAttr())
     device = opt_prop_def(StringAttr)
     dtype = opt_prop_def(Attribute)
@@ -7473,6 +8076,7 @@ class AtenToDtypeOp(AtenOp):
 
     name = "aten.to.dtype"
     OVERLOAD: ClassVar[str] = "aten.to.dtype"
+    SCHEMA: ClassVar[str] = 'aten::to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)'
     self = operand_def(AnyAttr())
     dtype = opt_prop_def(Attribute)
     non_blocking = opt_prop_def(IntegerAttr)
@@ -7488,6 +8092,7 @@ class AtenToDtypeLayoutOp(AtenOp):
 
     name = "aten.to.dtype_layout"
     OVERLOAD: ClassVar[str] = "aten.to.dtype_layout"
+    SCHEMA: ClassVar[str] = 'aten::to.dtype_layout(Tensor(a) self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)'
     self = operand_def(AnyAttr())
     dtype = opt_prop_def(Attribute | NoneAttr)
     layout = opt_prop_def(StringAttr | NoneAttr)
@@ -7506,6 +8111,7 @@ class AtenToOtherOp(AtenOp):
 
     name = "aten.to.other"
     OVERLOAD: ClassVar[str] = "aten.to.other"
+    SCHEMA: ClassVar[str] = 'aten::to.other(Tensor(a) self, Tensor other, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     non_blocking = opt_prop_def(IntegerAttr)
@@ -7521,6 +8127,7 @@ class AtenToPrimDeviceOp(AtenOp):
 
     name = "aten.to.prim_Device"
     OVERLOAD: ClassVar[str] = "aten.to.prim_Device"
+    SCHEMA: ClassVar[str] = 'aten::to.prim_Device(Tensor(a) self, Device? device, int? dtype=None, bool non_blocking=False, bool copy=False) -> Tensor(b|a)'
     self = operand_def(AnyAttr())
     device = opt_prop_def(StringAttr | NoneAttr)
     dtype = opt_prop_def(ExprAttr | NoneAttr)
@@ -7536,6 +8143,7 @@ class AtenToPrimDtypeOp(AtenOp):
 
     name = "aten.to.prim_dtype"
     OVERLOAD: ClassVar[str] = "aten.to.prim_dtype"
+    SCHEMA: ClassVar[str] = 'aten::to.prim_dtype(Tensor(a) self, int? dtype=None, bool non_blocking=False, bool copy=False) -> Tensor(b|a)'
     self = operand_def(AnyAttr())
     dtype = opt_prop_def(ExprAttr | NoneAttr)
     non_blocking = opt_prop_def(IntegerAttr)
@@ -7550,6 +8158,7 @@ class AtenToPrimOtherOp(AtenOp):
 
     name = "aten.to.prim_other"
     OVERLOAD: ClassVar[str] = "aten.to.prim_other"
+    SCHEMA: ClassVar[str] = 'aten::to.prim_other(Tensor(a) self, bool non_blocking=False, bool copy=False) -> Tensor(b|a)'
     self = operand_def(AnyAttr())
     non_blocking = opt_prop_def(IntegerAttr)
     copy = opt_prop_def(IntegerAttr)
@@ -7563,6 +8172,7 @@ class AtenTopkOp(AtenOp):
 
     name = "aten.topk.default"
     OVERLOAD: ClassVar[str] = "aten.topk.default"
+    SCHEMA: ClassVar[str] = 'aten::topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)'
     self = operand_def(AnyAttr())
     k = opt_prop_def(ExprAttr)
     dim = opt_prop_def(ExprAttr)
@@ -7579,6 +8189,7 @@ class AtenTransposeIntOp(AtenOp):
 
     name = "aten.transpose.int"
     OVERLOAD: ClassVar[str] = "aten.transpose.int"
+    SCHEMA: ClassVar[str] = 'aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)'
     self = operand_def(AnyAttr())
     dim0 = opt_prop_def(ExprAttr)
     dim1 = opt_prop_def(ExprAttr)
@@ -7592,6 +8203,8 @@ class AtenTranspose_Op(AtenOp):
 
     name = "aten.transpose_.default"
     OVERLOAD: ClassVar[str] = "aten.transpose_.default"
+    SCHEMA: ClassVar[str] = 'aten::transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)'
+    INPLACE_VIEW: ClassVar[bool] = True
     self = operand_def(AnyAttr())
     dim0 = opt_prop_def(ExprAttr)
     dim1 = opt_prop_def(ExprAttr)
@@ -7604,6 +8217,7 @@ class AtenTrilOp(AtenOp):
 
     name = "aten.tril.default"
     OVERLOAD: ClassVar[str] = "aten.tril.default"
+    SCHEMA: ClassVar[str] = 'aten::tril(Tensor self, SymInt diagonal=0) -> Tensor'
     self = operand_def(AnyAttr())
     diagonal = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -7616,6 +8230,7 @@ class AtenTril_Op(AtenOp):
 
     name = "aten.tril_.default"
     OVERLOAD: ClassVar[str] = "aten.tril_.default"
+    SCHEMA: ClassVar[str] = 'aten::tril_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     diagonal = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -7627,6 +8242,7 @@ class AtenTriuOp(AtenOp):
 
     name = "aten.triu.default"
     OVERLOAD: ClassVar[str] = "aten.triu.default"
+    SCHEMA: ClassVar[str] = 'aten::triu(Tensor self, SymInt diagonal=0) -> Tensor'
     self = operand_def(AnyAttr())
     diagonal = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -7639,6 +8255,7 @@ class AtenTriu_Op(AtenOp):
 
     name = "aten.triu_.default"
     OVERLOAD: ClassVar[str] = "aten.triu_.default"
+    SCHEMA: ClassVar[str] = 'aten::triu_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     diagonal = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -7650,6 +8267,7 @@ class AtenTruncOp(AtenOp):
 
     name = "aten.trunc.default"
     OVERLOAD: ClassVar[str] = "aten.trunc.default"
+    SCHEMA: ClassVar[str] = 'aten::trunc(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -7661,6 +8279,7 @@ class AtenTrunc_Op(AtenOp):
 
     name = "aten.trunc_.default"
     OVERLOAD: ClassVar[str] = "aten.trunc_.default"
+    SCHEMA: ClassVar[str] = 'aten::trunc_(Tensor(a!) self) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
 
@@ -7671,6 +8290,7 @@ class AtenUnbindIntOp(AtenOp):
 
     name = "aten.unbind.int"
     OVERLOAD: ClassVar[str] = "aten.unbind.int"
+    SCHEMA: ClassVar[str] = 'aten::unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     result = var_result_def(AnyAttr())
@@ -7683,6 +8303,7 @@ class AtenUnfoldOp(AtenOp):
 
     name = "aten.unfold.default"
     OVERLOAD: ClassVar[str] = "aten.unfold.default"
+    SCHEMA: ClassVar[str] = 'aten::unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)'
     self = operand_def(AnyAttr())
     dimension = opt_prop_def(ExprAttr)
     size = opt_prop_def(ExprAttr)
@@ -7697,6 +8318,7 @@ class AtenUniformOp(AtenOp):
 
     name = "aten.uniform.default"
     OVERLOAD: ClassVar[str] = "aten.uniform.default"
+    SCHEMA: ClassVar[str] = 'aten::uniform(Tensor self, float from=0., float to=1., *, Generator? generator=None) -> Tensor'
     self = operand_def(AnyAttr())
     from_ = opt_prop_def(FloatAttr, prop_name="from")
     to = opt_prop_def(FloatAttr)
@@ -7710,6 +8332,7 @@ class AtenUniform_Op(AtenOp):
 
     name = "aten.uniform_.default"
     OVERLOAD: ClassVar[str] = "aten.uniform_.default"
+    SCHEMA: ClassVar[str] = 'aten::uniform_(Tensor(a!) self, float from=0., float to=1., *, Generator? generator=None) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     from_ = opt_prop_def(FloatAttr, prop_name="from")
     to = opt_prop_def(FloatAttr)
@@ -7723,6 +8346,7 @@ class AtenUnsqueezeOp(AtenOp):
 
     name = "aten.unsqueeze.default"
     OVERLOAD: ClassVar[str] = "aten.unsqueeze.default"
+    SCHEMA: ClassVar[str] = 'aten::unsqueeze(Tensor(a) self, int dim) -> Tensor(a)'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -7735,6 +8359,8 @@ class AtenUnsqueeze_Op(AtenOp):
 
     name = "aten.unsqueeze_.default"
     OVERLOAD: ClassVar[str] = "aten.unsqueeze_.default"
+    SCHEMA: ClassVar[str] = 'aten::unsqueeze_(Tensor(a!) self, int dim) -> Tensor(a!)'
+    INPLACE_VIEW: ClassVar[bool] = True
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -7746,6 +8372,7 @@ class AtenUpsampleBilinear2dOp(AtenOp):
 
     name = "aten.upsample_bilinear2d.default"
     OVERLOAD: ClassVar[str] = "aten.upsample_bilinear2d.default"
+    SCHEMA: ClassVar[str] = 'aten::upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor'
     self = operand_def(AnyAttr())
     output_size = opt_prop_def(ShapeAttr)
     align_corners = opt_prop_def(IntegerAttr)
@@ -7761,6 +8388,7 @@ class AtenUpsampleBilinear2dVecOp(AtenOp):
 
     name = "aten.upsample_bilinear2d.vec"
     OVERLOAD: ClassVar[str] = "aten.upsample_bilinear2d.vec"
+    SCHEMA: ClassVar[str] = 'aten::upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor'
     input = operand_def(AnyAttr())
     output_size = opt_prop_def(ShapeAttr | NoneAttr)
     align_corners = opt_prop_def(IntegerAttr)
@@ -7775,6 +8403,7 @@ class AtenUpsampleNearest2dOp(AtenOp):
 
     name = "aten.upsample_nearest2d.default"
     OVERLOAD: ClassVar[str] = "aten.upsample_nearest2d.default"
+    SCHEMA: ClassVar[str] = 'aten::upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor'
     self = operand_def(AnyAttr())
     output_size = opt_prop_def(ShapeAttr)
     scales_h = opt_prop_def(FloatAttr | NoneAttr)
@@ -7789,6 +8418,7 @@ class AtenUpsampleNearest2dVecOp(AtenOp):
 
     name = "aten.upsample_nearest2d.vec"
     OVERLOAD: ClassVar[str] = "aten.upsample_nearest2d.vec"
+    SCHEMA: ClassVar[str] = 'aten::upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor'
     input = operand_def(AnyAttr())
     output_size = opt_prop_def(ShapeAttr | NoneAttr)
     scale_factors = opt_prop_def(ArrayAttr | NoneAttr)
@@ -7802,6 +8432,7 @@ class AtenVarCorrectionOp(AtenOp):
 
     name = "aten.var.correction"
     OVERLOAD: ClassVar[str] = "aten.var.correction"
+    SCHEMA: ClassVar[str] = 'aten::var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ShapeAttr | NoneAttr)
     correction = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr | NoneAttr)
@@ -7816,6 +8447,7 @@ class AtenVarOp(AtenOp):
 
     name = "aten.var.default"
     OVERLOAD: ClassVar[str] = "aten.var.default"
+    SCHEMA: ClassVar[str] = 'aten::var(Tensor self, bool unbiased=True) -> Tensor'
     self = operand_def(AnyAttr())
     unbiased = opt_prop_def(IntegerAttr)
     result = result_def(AnyAttr())
@@ -7828,6 +8460,7 @@ class AtenVarDimOp(AtenOp):
 
     name = "aten.var.dim"
     OVERLOAD: ClassVar[str] = "aten.var.dim"
+    SCHEMA: ClassVar[str] = 'aten::var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ShapeAttr | NoneAttr)
     unbiased = opt_prop_def(IntegerAttr)
@@ -7842,6 +8475,7 @@ class AtenVarMeanCorrectionOp(AtenOp):
 
     name = "aten.var_mean.correction"
     OVERLOAD: ClassVar[str] = "aten.var_mean.correction"
+    SCHEMA: ClassVar[str] = 'aten::var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ShapeAttr | NoneAttr)
     correction = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr | NoneAttr)
@@ -7857,6 +8491,7 @@ class AtenVarMeanOp(AtenOp):
 
     name = "aten.var_mean.default"
     OVERLOAD: ClassVar[str] = "aten.var_mean.default"
+    SCHEMA: ClassVar[str] = 'aten::var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)'
     self = operand_def(AnyAttr())
     unbiased = opt_prop_def(IntegerAttr)
     result0 = result_def(AnyAttr())
@@ -7870,6 +8505,7 @@ class AtenVarMeanDimOp(AtenOp):
 
     name = "aten.var_mean.dim"
     OVERLOAD: ClassVar[str] = "aten.var_mean.dim"
+    SCHEMA: ClassVar[str] = 'aten::var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ShapeAttr | NoneAttr)
     unbiased = opt_prop_def(IntegerAttr)
@@ -7885,6 +8521,7 @@ class AtenViewOp(AtenOp):
 
     name = "aten.view.default"
     OVERLOAD: ClassVar[str] = "aten.view.default"
+    SCHEMA: ClassVar[str] = 'aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)'
     self = operand_def(AnyAttr())
     size = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
@@ -7897,6 +8534,7 @@ class AtenViewDtypeOp(AtenOp):
 
     name = "aten.view.dtype"
     OVERLOAD: ClassVar[str] = "aten.view.dtype"
+    SCHEMA: ClassVar[str] = 'aten::view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)'
     self = operand_def(AnyAttr())
     dtype = opt_prop_def(Attribute)
     result = result_def(AnyAttr())
@@ -7909,6 +8547,7 @@ class AtenWhereScalarOp(AtenOp):
 
     name = "aten.where.Scalar"
     OVERLOAD: ClassVar[str] = "aten.where.Scalar"
+    SCHEMA: ClassVar[str] = 'aten::where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor'
     condition = operand_def(AnyAttr())
     self = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
@@ -7922,6 +8561,7 @@ class AtenWhereScalarOtherOp(AtenOp):
 
     name = "aten.where.ScalarOther"
     OVERLOAD: ClassVar[str] = "aten.where.ScalarOther"
+    SCHEMA: ClassVar[str] = 'aten::where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor'
     condition = operand_def(AnyAttr())
     self = operand_def(AnyAttr())
     other = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
@@ -7935,6 +8575,7 @@ class AtenWhereScalarSelfOp(AtenOp):
 
     name = "aten.where.ScalarSelf"
     OVERLOAD: ClassVar[str] = "aten.where.ScalarSelf"
+    SCHEMA: ClassVar[str] = 'aten::where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor'
     condition = operand_def(AnyAttr())
     self = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     other = operand_def(AnyAttr())
@@ -7948,6 +8589,7 @@ class AtenWhereOp(AtenOp):
 
     name = "aten.where.default"
     OVERLOAD: ClassVar[str] = "aten.where.default"
+    SCHEMA: ClassVar[str] = 'aten::where(Tensor condition) -> Tensor[]'
     condition = operand_def(AnyAttr())
     result = var_result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -7959,6 +8601,7 @@ class AtenWhereSelfOp(AtenOp):
 
     name = "aten.where.self"
     OVERLOAD: ClassVar[str] = "aten.where.self"
+    SCHEMA: ClassVar[str] = 'aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor'
     condition = operand_def(AnyAttr())
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
@@ -7972,6 +8615,7 @@ class AtenZerosOp(AtenOp):
 
     name = "aten.zeros.default"
     OVERLOAD: ClassVar[str] = "aten.zeros.default"
+    SCHEMA: ClassVar[str] = 'aten::zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor'
     size = opt_prop_def(ShapeAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
     layout = opt_prop_def(StringAttr | NoneAttr)
@@ -7987,6 +8631,7 @@ class AtenZerosLikeOp(AtenOp):
 
     name = "aten.zeros_like.default"
     OVERLOAD: ClassVar[str] = "aten.zeros_like.default"
+    SCHEMA: ClassVar[str] = 'aten::zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor'
     self = operand_def(AnyAttr())
     dtype = opt_prop_def(Attribute | NoneAttr)
     layout = opt_prop_def(StringAttr | NoneAttr)
@@ -8003,6 +8648,7 @@ class Prims_LowMemoryMaxPoolOffsetsToIndicesOp(AtenOp):
 
     name = "prims._low_memory_max_pool_offsets_to_indices.default"
     OVERLOAD: ClassVar[str] = "prims._low_memory_max_pool_offsets_to_indices.default"
+    SCHEMA: ClassVar[str] = 'prims::_low_memory_max_pool_offsets_to_indices(Tensor self, SymInt[] kernel_size, SymInt[] input_size, SymInt[] stride, SymInt[] padding, SymInt[] dilation) -> Tensor'
     self = operand_def(AnyAttr())
     kernel_size = opt_prop_def(ShapeAttr)
     input_size = opt_prop_def(ShapeAttr)
@@ -8019,6 +8665,7 @@ class Prims_LowMemoryMaxPoolWithOffsetsOp(AtenOp):
 
     name = "prims._low_memory_max_pool_with_offsets.default"
     OVERLOAD: ClassVar[str] = "prims._low_memory_max_pool_with_offsets.default"
+    SCHEMA: ClassVar[str] = 'prims::_low_memory_max_pool_with_offsets(Tensor self, SymInt[] kernel_size, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool ceil_mode) -> (Tensor, Tensor)'
     self = operand_def(AnyAttr())
     kernel_size = opt_prop_def(ShapeAttr)
     stride = opt_prop_def(ShapeAttr)
@@ -8036,6 +8683,7 @@ class Prims_MakeTokenOp(AtenOp):
 
     name = "prims._make_token.default"
     OVERLOAD: ClassVar[str] = "prims._make_token.default"
+    SCHEMA: ClassVar[str] = 'prims::_make_token() -> Tensor'
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
 
@@ -8046,6 +8694,7 @@ class Prims_SinkTokensOp(AtenOp):
 
     name = "prims._sink_tokens.default"
     OVERLOAD: ClassVar[str] = "prims._sink_tokens.default"
+    SCHEMA: ClassVar[str] = 'prims::_sink_tokens(Tensor[] tokens) -> ()'
     tokens = var_operand_def(AnyAttr())
     traits = traits_def(Pure())
 
@@ -8056,6 +8705,7 @@ class Prims_UnsafeIndexPut_Op(AtenOp):
 
     name = "prims._unsafe_index_put_.default"
     OVERLOAD: ClassVar[str] = "prims._unsafe_index_put_.default"
+    SCHEMA: ClassVar[str] = 'prims::_unsafe_index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)'
     self = operand_def(AnyAttr())
     indices = var_operand_def(AnyAttr())
     indices_mask = opt_prop_def(DenseArrayBase)
@@ -8070,6 +8720,7 @@ class PrimsAbsOp(AtenOp):
 
     name = "prims.abs.default"
     OVERLOAD: ClassVar[str] = "prims.abs.default"
+    SCHEMA: ClassVar[str] = 'prims::abs(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8081,6 +8732,7 @@ class PrimsAcosOp(AtenOp):
 
     name = "prims.acos.default"
     OVERLOAD: ClassVar[str] = "prims.acos.default"
+    SCHEMA: ClassVar[str] = 'prims::acos(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8092,6 +8744,7 @@ class PrimsAcoshOp(AtenOp):
 
     name = "prims.acosh.default"
     OVERLOAD: ClassVar[str] = "prims.acosh.default"
+    SCHEMA: ClassVar[str] = 'prims::acosh(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8103,6 +8756,7 @@ class PrimsAddOp(AtenOp):
 
     name = "prims.add.default"
     OVERLOAD: ClassVar[str] = "prims.add.default"
+    SCHEMA: ClassVar[str] = 'prims::add(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -8115,6 +8769,7 @@ class PrimsAmaxOp(AtenOp):
 
     name = "prims.amax.default"
     OVERLOAD: ClassVar[str] = "prims.amax.default"
+    SCHEMA: ClassVar[str] = 'prims::amax(Tensor inp, int[]? dims, *, ScalarType? output_dtype=None) -> Tensor'
     inp = operand_def(AnyAttr())
     dims = opt_prop_def(ShapeAttr | NoneAttr)
     output_dtype = opt_prop_def(Attribute | NoneAttr)
@@ -8128,6 +8783,7 @@ class PrimsAminOp(AtenOp):
 
     name = "prims.amin.default"
     OVERLOAD: ClassVar[str] = "prims.amin.default"
+    SCHEMA: ClassVar[str] = 'prims::amin(Tensor inp, int[]? dims, *, ScalarType? output_dtype=None) -> Tensor'
     inp = operand_def(AnyAttr())
     dims = opt_prop_def(ShapeAttr | NoneAttr)
     output_dtype = opt_prop_def(Attribute | NoneAttr)
@@ -8141,6 +8797,7 @@ class PrimsAsStridedScatterOp(AtenOp):
 
     name = "prims.as_strided_scatter.default"
     OVERLOAD: ClassVar[str] = "prims.as_strided_scatter.default"
+    SCHEMA: ClassVar[str] = 'prims::as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt storage_offset) -> Tensor'
     self = operand_def(AnyAttr())
     src = operand_def(AnyAttr())
     size = opt_prop_def(ShapeAttr)
@@ -8156,6 +8813,7 @@ class PrimsAsinOp(AtenOp):
 
     name = "prims.asin.default"
     OVERLOAD: ClassVar[str] = "prims.asin.default"
+    SCHEMA: ClassVar[str] = 'prims::asin(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8167,6 +8825,7 @@ class PrimsAsinhOp(AtenOp):
 
     name = "prims.asinh.default"
     OVERLOAD: ClassVar[str] = "prims.asinh.default"
+    SCHEMA: ClassVar[str] = 'prims::asinh(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8178,6 +8837,7 @@ class PrimsAtanOp(AtenOp):
 
     name = "prims.atan.default"
     OVERLOAD: ClassVar[str] = "prims.atan.default"
+    SCHEMA: ClassVar[str] = 'prims::atan(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8189,6 +8849,7 @@ class PrimsAtan2Op(AtenOp):
 
     name = "prims.atan2.default"
     OVERLOAD: ClassVar[str] = "prims.atan2.default"
+    SCHEMA: ClassVar[str] = 'prims::atan2(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -8201,6 +8862,7 @@ class PrimsAtanhOp(AtenOp):
 
     name = "prims.atanh.default"
     OVERLOAD: ClassVar[str] = "prims.atanh.default"
+    SCHEMA: ClassVar[str] = 'prims::atanh(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8212,6 +8874,7 @@ class PrimsBesselI0Op(AtenOp):
 
     name = "prims.bessel_i0.default"
     OVERLOAD: ClassVar[str] = "prims.bessel_i0.default"
+    SCHEMA: ClassVar[str] = 'prims::bessel_i0(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8223,6 +8886,7 @@ class PrimsBesselI0eOp(AtenOp):
 
     name = "prims.bessel_i0e.default"
     OVERLOAD: ClassVar[str] = "prims.bessel_i0e.default"
+    SCHEMA: ClassVar[str] = 'prims::bessel_i0e(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8234,6 +8898,7 @@ class PrimsBesselI1Op(AtenOp):
 
     name = "prims.bessel_i1.default"
     OVERLOAD: ClassVar[str] = "prims.bessel_i1.default"
+    SCHEMA: ClassVar[str] = 'prims::bessel_i1(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8245,6 +8910,7 @@ class PrimsBesselI1eOp(AtenOp):
 
     name = "prims.bessel_i1e.default"
     OVERLOAD: ClassVar[str] = "prims.bessel_i1e.default"
+    SCHEMA: ClassVar[str] = 'prims::bessel_i1e(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8256,6 +8922,7 @@ class PrimsBesselJ0Op(AtenOp):
 
     name = "prims.bessel_j0.default"
     OVERLOAD: ClassVar[str] = "prims.bessel_j0.default"
+    SCHEMA: ClassVar[str] = 'prims::bessel_j0(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8267,6 +8934,7 @@ class PrimsBesselJ1Op(AtenOp):
 
     name = "prims.bessel_j1.default"
     OVERLOAD: ClassVar[str] = "prims.bessel_j1.default"
+    SCHEMA: ClassVar[str] = 'prims::bessel_j1(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8278,6 +8946,7 @@ class PrimsBitwiseAndOp(AtenOp):
 
     name = "prims.bitwise_and.default"
     OVERLOAD: ClassVar[str] = "prims.bitwise_and.default"
+    SCHEMA: ClassVar[str] = 'prims::bitwise_and(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -8290,6 +8959,7 @@ class PrimsBitwiseNotOp(AtenOp):
 
     name = "prims.bitwise_not.default"
     OVERLOAD: ClassVar[str] = "prims.bitwise_not.default"
+    SCHEMA: ClassVar[str] = 'prims::bitwise_not(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8301,6 +8971,7 @@ class PrimsBitwiseOrOp(AtenOp):
 
     name = "prims.bitwise_or.default"
     OVERLOAD: ClassVar[str] = "prims.bitwise_or.default"
+    SCHEMA: ClassVar[str] = 'prims::bitwise_or(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -8313,6 +8984,7 @@ class PrimsBitwiseXorOp(AtenOp):
 
     name = "prims.bitwise_xor.default"
     OVERLOAD: ClassVar[str] = "prims.bitwise_xor.default"
+    SCHEMA: ClassVar[str] = 'prims::bitwise_xor(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -8325,6 +8997,7 @@ class PrimsBroadcastInDimOp(AtenOp):
 
     name = "prims.broadcast_in_dim.default"
     OVERLOAD: ClassVar[str] = "prims.broadcast_in_dim.default"
+    SCHEMA: ClassVar[str] = 'prims::broadcast_in_dim(Tensor(a) a, SymInt[] shape, int[] broadcast_dimensions) -> Tensor(a)'
     a = operand_def(AnyAttr())
     shape = opt_prop_def(ShapeAttr)
     broadcast_dimensions = opt_prop_def(ShapeAttr)
@@ -8338,6 +9011,7 @@ class PrimsCatOp(AtenOp):
 
     name = "prims.cat.default"
     OVERLOAD: ClassVar[str] = "prims.cat.default"
+    SCHEMA: ClassVar[str] = 'prims::cat(Tensor[] tensors, int dim) -> Tensor'
     tensors = var_operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -8350,6 +9024,7 @@ class PrimsCbrtOp(AtenOp):
 
     name = "prims.cbrt.default"
     OVERLOAD: ClassVar[str] = "prims.cbrt.default"
+    SCHEMA: ClassVar[str] = 'prims::cbrt(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8361,6 +9036,7 @@ class PrimsCeilOp(AtenOp):
 
     name = "prims.ceil.default"
     OVERLOAD: ClassVar[str] = "prims.ceil.default"
+    SCHEMA: ClassVar[str] = 'prims::ceil(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8372,6 +9048,7 @@ class PrimsCloneOp(AtenOp):
 
     name = "prims.clone.default"
     OVERLOAD: ClassVar[str] = "prims.clone.default"
+    SCHEMA: ClassVar[str] = 'prims::clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor'
     self = operand_def(AnyAttr())
     memory_format = opt_prop_def(StringAttr | NoneAttr)
     result = result_def(AnyAttr())
@@ -8384,6 +9061,7 @@ class PrimsCollapseOp(AtenOp):
 
     name = "prims.collapse.default"
     OVERLOAD: ClassVar[str] = "prims.collapse.default"
+    SCHEMA: ClassVar[str] = 'prims::collapse(Tensor a, int start, int end) -> Tensor'
     a = operand_def(AnyAttr())
     start = opt_prop_def(ExprAttr)
     end = opt_prop_def(ExprAttr)
@@ -8397,6 +9075,7 @@ class PrimsCollapseViewOp(AtenOp):
 
     name = "prims.collapse_view.default"
     OVERLOAD: ClassVar[str] = "prims.collapse_view.default"
+    SCHEMA: ClassVar[str] = 'prims::collapse_view(Tensor(a) a, int start, int end) -> Tensor(a)'
     a = operand_def(AnyAttr())
     start = opt_prop_def(ExprAttr)
     end = opt_prop_def(ExprAttr)
@@ -8410,6 +9089,7 @@ class PrimsConjOp(AtenOp):
 
     name = "prims.conj.default"
     OVERLOAD: ClassVar[str] = "prims.conj.default"
+    SCHEMA: ClassVar[str] = 'prims::conj(Tensor(a) a) -> Tensor(a)'
     a = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8421,6 +9101,7 @@ class PrimsConjPhysicalOp(AtenOp):
 
     name = "prims.conj_physical.default"
     OVERLOAD: ClassVar[str] = "prims.conj_physical.default"
+    SCHEMA: ClassVar[str] = 'prims::conj_physical(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8432,6 +9113,7 @@ class PrimsConvertElementTypeOp(AtenOp):
 
     name = "prims.convert_element_type.default"
     OVERLOAD: ClassVar[str] = "prims.convert_element_type.default"
+    SCHEMA: ClassVar[str] = 'prims::convert_element_type(Tensor a, ScalarType dtype) -> Tensor'
     a = operand_def(AnyAttr())
     dtype = opt_prop_def(Attribute)
     result = result_def(AnyAttr())
@@ -8444,6 +9126,7 @@ class PrimsCopyStridedOp(AtenOp):
 
     name = "prims.copy_strided.default"
     OVERLOAD: ClassVar[str] = "prims.copy_strided.default"
+    SCHEMA: ClassVar[str] = 'prims::copy_strided(Tensor a, SymInt[] stride) -> Tensor'
     a = operand_def(AnyAttr())
     stride = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
@@ -8456,6 +9139,7 @@ class PrimsCosOp(AtenOp):
 
     name = "prims.cos.default"
     OVERLOAD: ClassVar[str] = "prims.cos.default"
+    SCHEMA: ClassVar[str] = 'prims::cos(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8467,6 +9151,7 @@ class PrimsCoshOp(AtenOp):
 
     name = "prims.cosh.default"
     OVERLOAD: ClassVar[str] = "prims.cosh.default"
+    SCHEMA: ClassVar[str] = 'prims::cosh(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8478,6 +9163,7 @@ class PrimsDevicePutOp(AtenOp):
 
     name = "prims.device_put.default"
     OVERLOAD: ClassVar[str] = "prims.device_put.default"
+    SCHEMA: ClassVar[str] = 'prims::device_put(Tensor a, Device device, bool non_blocking=False) -> Tensor'
     a = operand_def(AnyAttr())
     device = opt_prop_def(StringAttr)
     non_blocking = opt_prop_def(IntegerAttr)
@@ -8491,6 +9177,7 @@ class PrimsDigammaOp(AtenOp):
 
     name = "prims.digamma.default"
     OVERLOAD: ClassVar[str] = "prims.digamma.default"
+    SCHEMA: ClassVar[str] = 'prims::digamma(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8502,6 +9189,7 @@ class PrimsDivOp(AtenOp):
 
     name = "prims.div.default"
     OVERLOAD: ClassVar[str] = "prims.div.default"
+    SCHEMA: ClassVar[str] = 'prims::div(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -8514,6 +9202,7 @@ class PrimsEmptyOp(AtenOp):
 
     name = "prims.empty.default"
     OVERLOAD: ClassVar[str] = "prims.empty.default"
+    SCHEMA: ClassVar[str] = 'prims::empty(SymInt[] shape, *, ScalarType dtype, Device device, bool requires_grad) -> Tensor'
     shape = opt_prop_def(ShapeAttr)
     dtype = opt_prop_def(Attribute)
     device = opt_prop_def(StringAttr)
@@ -8528,6 +9217,7 @@ class PrimsEmptyPermutedOp(AtenOp):
 
     name = "prims.empty_permuted.default"
     OVERLOAD: ClassVar[str] = "prims.empty_permuted.default"
+    SCHEMA: ClassVar[str] = 'prims::empty_permuted(SymInt[] shape, int[] physical_layout, *, ScalarType dtype, Device device, bool requires_grad) -> Tensor'
     shape = opt_prop_def(ShapeAttr)
     physical_layout = opt_prop_def(ShapeAttr)
     dtype = opt_prop_def(Attribute)
@@ -8543,6 +9233,7 @@ class PrimsEmptyStridedOp(AtenOp):
 
     name = "prims.empty_strided.default"
     OVERLOAD: ClassVar[str] = "prims.empty_strided.default"
+    SCHEMA: ClassVar[str] = 'prims::empty_strided(SymInt[] shape, SymInt[] strides, *, ScalarType dtype, Device device, bool requires_grad) -> Tensor'
     shape = opt_prop_def(ShapeAttr)
     strides = opt_prop_def(ShapeAttr)
     dtype = opt_prop_def(Attribute)
@@ -8558,6 +9249,7 @@ class PrimsEqOp(AtenOp):
 
     name = "prims.eq.default"
     OVERLOAD: ClassVar[str] = "prims.eq.default"
+    SCHEMA: ClassVar[str] = 'prims::eq(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -8570,6 +9262,7 @@ class PrimsErfOp(AtenOp):
 
     name = "prims.erf.default"
     OVERLOAD: ClassVar[str] = "prims.erf.default"
+    SCHEMA: ClassVar[str] = 'prims::erf(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8581,6 +9274,7 @@ class PrimsErfInvOp(AtenOp):
 
     name = "prims.erf_inv.default"
     OVERLOAD: ClassVar[str] = "prims.erf_inv.default"
+    SCHEMA: ClassVar[str] = 'prims::erf_inv(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8592,6 +9286,7 @@ class PrimsErfcOp(AtenOp):
 
     name = "prims.erfc.default"
     OVERLOAD: ClassVar[str] = "prims.erfc.default"
+    SCHEMA: ClassVar[str] = 'prims::erfc(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8603,6 +9298,7 @@ class PrimsErfcxOp(AtenOp):
 
     name = "prims.erfcx.default"
     OVERLOAD: ClassVar[str] = "prims.erfcx.default"
+    SCHEMA: ClassVar[str] = 'prims::erfcx(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8614,6 +9310,7 @@ class PrimsExpOp(AtenOp):
 
     name = "prims.exp.default"
     OVERLOAD: ClassVar[str] = "prims.exp.default"
+    SCHEMA: ClassVar[str] = 'prims::exp(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8625,6 +9322,7 @@ class PrimsExp2Op(AtenOp):
 
     name = "prims.exp2.default"
     OVERLOAD: ClassVar[str] = "prims.exp2.default"
+    SCHEMA: ClassVar[str] = 'prims::exp2(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8636,6 +9334,7 @@ class PrimsExpm1Op(AtenOp):
 
     name = "prims.expm1.default"
     OVERLOAD: ClassVar[str] = "prims.expm1.default"
+    SCHEMA: ClassVar[str] = 'prims::expm1(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8647,6 +9346,7 @@ class PrimsFftC2cOp(AtenOp):
 
     name = "prims.fft_c2c.default"
     OVERLOAD: ClassVar[str] = "prims.fft_c2c.default"
+    SCHEMA: ClassVar[str] = 'prims::fft_c2c(Tensor self, *, int[] dim, bool forward) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ShapeAttr)
     forward = opt_prop_def(IntegerAttr)
@@ -8660,6 +9360,7 @@ class PrimsFftC2rOp(AtenOp):
 
     name = "prims.fft_c2r.default"
     OVERLOAD: ClassVar[str] = "prims.fft_c2r.default"
+    SCHEMA: ClassVar[str] = 'prims::fft_c2r(Tensor self, *, int[] dim, SymInt last_dim_size) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ShapeAttr)
     last_dim_size = opt_prop_def(ExprAttr)
@@ -8673,6 +9374,7 @@ class PrimsFftR2cOp(AtenOp):
 
     name = "prims.fft_r2c.default"
     OVERLOAD: ClassVar[str] = "prims.fft_r2c.default"
+    SCHEMA: ClassVar[str] = 'prims::fft_r2c(Tensor self, *, int[] dim, bool onesided) -> Tensor'
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ShapeAttr)
     onesided = opt_prop_def(IntegerAttr)
@@ -8686,6 +9388,7 @@ class PrimsFillOp(AtenOp):
 
     name = "prims.fill.default"
     OVERLOAD: ClassVar[str] = "prims.fill.default"
+    SCHEMA: ClassVar[str] = 'prims::fill(Tensor self, Scalar value) -> Tensor'
     self = operand_def(AnyAttr())
     value = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     result = result_def(AnyAttr())
@@ -8698,6 +9401,7 @@ class PrimsFloorOp(AtenOp):
 
     name = "prims.floor.default"
     OVERLOAD: ClassVar[str] = "prims.floor.default"
+    SCHEMA: ClassVar[str] = 'prims::floor(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8709,6 +9413,7 @@ class PrimsFmaOp(AtenOp):
 
     name = "prims.fma.default"
     OVERLOAD: ClassVar[str] = "prims.fma.default"
+    SCHEMA: ClassVar[str] = 'prims::fma(Tensor a, Tensor b, Tensor c) -> Tensor'
     a = operand_def(AnyAttr())
     b = operand_def(AnyAttr())
     c = operand_def(AnyAttr())
@@ -8722,6 +9427,7 @@ class PrimsFmaxOp(AtenOp):
 
     name = "prims.fmax.default"
     OVERLOAD: ClassVar[str] = "prims.fmax.default"
+    SCHEMA: ClassVar[str] = 'prims::fmax(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -8734,6 +9440,7 @@ class PrimsFminOp(AtenOp):
 
     name = "prims.fmin.default"
     OVERLOAD: ClassVar[str] = "prims.fmin.default"
+    SCHEMA: ClassVar[str] = 'prims::fmin(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -8746,6 +9453,7 @@ class PrimsFmodOp(AtenOp):
 
     name = "prims.fmod.default"
     OVERLOAD: ClassVar[str] = "prims.fmod.default"
+    SCHEMA: ClassVar[str] = 'prims::fmod(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -8758,6 +9466,7 @@ class PrimsFrexpOp(AtenOp):
 
     name = "prims.frexp.default"
     OVERLOAD: ClassVar[str] = "prims.frexp.default"
+    SCHEMA: ClassVar[str] = 'prims::frexp(Tensor self) -> (Tensor mantissa, Tensor exponent)'
     self = operand_def(AnyAttr())
     mantissa = result_def(AnyAttr())
     exponent = result_def(AnyAttr())
@@ -8770,6 +9479,7 @@ class PrimsFullOp(AtenOp):
 
     name = "prims.full.default"
     OVERLOAD: ClassVar[str] = "prims.full.default"
+    SCHEMA: ClassVar[str] = 'prims::full(SymInt[] shape, Scalar fill_value, *, ScalarType dtype, Device device, bool requires_grad) -> Tensor'
     shape = opt_prop_def(ShapeAttr)
     fill_value = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     dtype = opt_prop_def(Attribute)
@@ -8785,6 +9495,7 @@ class PrimsFullLikeOp(AtenOp):
 
     name = "prims.full_like.default"
     OVERLOAD: ClassVar[str] = "prims.full_like.default"
+    SCHEMA: ClassVar[str] = 'prims::full_like(Tensor a, Scalar fill_value, *, ScalarType dtype, Device device, bool requires_grad) -> Tensor'
     a = operand_def(AnyAttr())
     fill_value = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     dtype = opt_prop_def(Attribute)
@@ -8800,6 +9511,7 @@ class PrimsGcdOp(AtenOp):
 
     name = "prims.gcd.default"
     OVERLOAD: ClassVar[str] = "prims.gcd.default"
+    SCHEMA: ClassVar[str] = 'prims::gcd(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -8812,6 +9524,7 @@ class PrimsGeOp(AtenOp):
 
     name = "prims.ge.default"
     OVERLOAD: ClassVar[str] = "prims.ge.default"
+    SCHEMA: ClassVar[str] = 'prims::ge(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -8824,6 +9537,7 @@ class PrimsGtOp(AtenOp):
 
     name = "prims.gt.default"
     OVERLOAD: ClassVar[str] = "prims.gt.default"
+    SCHEMA: ClassVar[str] = 'prims::gt(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -8836,6 +9550,7 @@ class PrimsHypotOp(AtenOp):
 
     name = "prims.hypot.default"
     OVERLOAD: ClassVar[str] = "prims.hypot.default"
+    SCHEMA: ClassVar[str] = 'prims::hypot(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -8848,6 +9563,7 @@ class PrimsIgammaOp(AtenOp):
 
     name = "prims.igamma.default"
     OVERLOAD: ClassVar[str] = "prims.igamma.default"
+    SCHEMA: ClassVar[str] = 'prims::igamma(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -8860,6 +9576,7 @@ class PrimsIgammacOp(AtenOp):
 
     name = "prims.igammac.default"
     OVERLOAD: ClassVar[str] = "prims.igammac.default"
+    SCHEMA: ClassVar[str] = 'prims::igammac(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -8872,6 +9589,7 @@ class PrimsImagOp(AtenOp):
 
     name = "prims.imag.default"
     OVERLOAD: ClassVar[str] = "prims.imag.default"
+    SCHEMA: ClassVar[str] = 'prims::imag(Tensor(a) self) -> Tensor(a)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8883,6 +9601,7 @@ class PrimsInductorCvtE8m0RceilOp(AtenOp):
 
     name = "prims.inductor_cvt_e8m0_rceil.default"
     OVERLOAD: ClassVar[str] = "prims.inductor_cvt_e8m0_rceil.default"
+    SCHEMA: ClassVar[str] = 'prims::inductor_cvt_e8m0_rceil(Tensor input) -> Tensor'
     input = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -8894,6 +9613,7 @@ class PrimsInductorForceStrideOrderOp(AtenOp):
 
     name = "prims.inductor_force_stride_order.default"
     OVERLOAD: ClassVar[str] = "prims.inductor_force_stride_order.default"
+    SCHEMA: ClassVar[str] = 'prims::inductor_force_stride_order(Tensor input, SymInt[] stride) -> Tensor'
     input = operand_def(AnyAttr())
     stride = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
@@ -8906,6 +9626,7 @@ class PrimsInductorLookupSeedOp(AtenOp):
 
     name = "prims.inductor_lookup_seed.default"
     OVERLOAD: ClassVar[str] = "prims.inductor_lookup_seed.default"
+    SCHEMA: ClassVar[str] = 'prims::inductor_lookup_seed(Tensor seeds, int index) -> Tensor'
     seeds = operand_def(AnyAttr())
     index = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
@@ -8918,6 +9639,7 @@ class PrimsInductorRandEagerOffsetOp(AtenOp):
 
     name = "prims.inductor_rand_eager_offset.default"
     OVERLOAD: ClassVar[str] = "prims.inductor_rand_eager_offset.default"
+    SCHEMA: ClassVar[str] = 'prims::inductor_rand_eager_offset(SymInt offset, Device device) -> Tensor'
     offset = opt_prop_def(ExprAttr)
     device = opt_prop_def(StringAttr)
     result = result_def(AnyAttr())
@@ -8929,6 +9651,7 @@ class PrimsInductorRandEagerOffsetsOp(AtenOp):
 
     name = "prims.inductor_rand_eager_offsets.default"
     OVERLOAD: ClassVar[str] = "prims.inductor_rand_eager_offsets.default"
+    SCHEMA: ClassVar[str] = 'prims::inductor_rand_eager_offsets(SymInt[] offsets, Device device) -> Tensor'
     offsets = opt_prop_def(ShapeAttr)
     device = opt_prop_def(StringAttr)
     result = result_def(AnyAttr())
@@ -8940,6 +9663,7 @@ class PrimsInductorRandintOp(AtenOp):
 
     name = "prims.inductor_randint.default"
     OVERLOAD: ClassVar[str] = "prims.inductor_randint.default"
+    SCHEMA: ClassVar[str] = 'prims::inductor_randint(SymInt low, SymInt high, SymInt[] size, Tensor seed) -> Tensor'
     low = opt_prop_def(ExprAttr)
     high = opt_prop_def(ExprAttr)
     size = opt_prop_def(ShapeAttr)
@@ -8954,6 +9678,7 @@ class PrimsInductorRandomOp(AtenOp):
 
     name = "prims.inductor_random.default"
     OVERLOAD: ClassVar[str] = "prims.inductor_random.default"
+    SCHEMA: ClassVar[str] = 'prims::inductor_random(SymInt[] size, Tensor seed, str mode, *, ScalarType? align_dtype=None) -> Tensor'
     size = opt_prop_def(ShapeAttr)
     seed = operand_def(AnyAttr())
     mode = opt_prop_def(StringAttr)
@@ -8968,6 +9693,7 @@ class PrimsInductorSeedOp(AtenOp):
 
     name = "prims.inductor_seed.default"
     OVERLOAD: ClassVar[str] = "prims.inductor_seed.default"
+    SCHEMA: ClassVar[str] = 'prims::inductor_seed(Device device) -> Tensor'
     device = opt_prop_def(StringAttr)
     result = result_def(AnyAttr())
 
@@ -8978,6 +9704,7 @@ class PrimsInductorSeedsOp(AtenOp):
 
     name = "prims.inductor_seeds.default"
     OVERLOAD: ClassVar[str] = "prims.inductor_seeds.default"
+    SCHEMA: ClassVar[str] = 'prims::inductor_seeds(int count, Device device) -> Tensor'
     count = opt_prop_def(ExprAttr)
     device = opt_prop_def(StringAttr)
     result = result_def(AnyAttr())
@@ -8989,6 +9716,7 @@ class PrimsIotaOp(AtenOp):
 
     name = "prims.iota.default"
     OVERLOAD: ClassVar[str] = "prims.iota.default"
+    SCHEMA: ClassVar[str] = 'prims::iota(SymInt length, *, SymInt start, SymInt step, ScalarType dtype, Device device, bool requires_grad) -> Tensor'
     length = opt_prop_def(ExprAttr)
     start = opt_prop_def(ExprAttr)
     step = opt_prop_def(ExprAttr)
@@ -9005,6 +9733,7 @@ class PrimsIsfiniteOp(AtenOp):
 
     name = "prims.isfinite.default"
     OVERLOAD: ClassVar[str] = "prims.isfinite.default"
+    SCHEMA: ClassVar[str] = 'prims::isfinite(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -9016,6 +9745,7 @@ class PrimsItemOp(AtenOp):
 
     name = "prims.item.default"
     OVERLOAD: ClassVar[str] = "prims.item.default"
+    SCHEMA: ClassVar[str] = 'prims::item(Tensor a) -> Scalar'
     a = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -9027,6 +9757,7 @@ class PrimsLeOp(AtenOp):
 
     name = "prims.le.default"
     OVERLOAD: ClassVar[str] = "prims.le.default"
+    SCHEMA: ClassVar[str] = 'prims::le(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -9039,6 +9770,7 @@ class PrimsLgammaOp(AtenOp):
 
     name = "prims.lgamma.default"
     OVERLOAD: ClassVar[str] = "prims.lgamma.default"
+    SCHEMA: ClassVar[str] = 'prims::lgamma(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -9050,6 +9782,7 @@ class PrimsLogOp(AtenOp):
 
     name = "prims.log.default"
     OVERLOAD: ClassVar[str] = "prims.log.default"
+    SCHEMA: ClassVar[str] = 'prims::log(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -9061,6 +9794,7 @@ class PrimsLog10Op(AtenOp):
 
     name = "prims.log10.default"
     OVERLOAD: ClassVar[str] = "prims.log10.default"
+    SCHEMA: ClassVar[str] = 'prims::log10(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -9072,6 +9806,7 @@ class PrimsLog1pOp(AtenOp):
 
     name = "prims.log1p.default"
     OVERLOAD: ClassVar[str] = "prims.log1p.default"
+    SCHEMA: ClassVar[str] = 'prims::log1p(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -9083,6 +9818,7 @@ class PrimsLog2Op(AtenOp):
 
     name = "prims.log2.default"
     OVERLOAD: ClassVar[str] = "prims.log2.default"
+    SCHEMA: ClassVar[str] = 'prims::log2(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -9094,6 +9830,7 @@ class PrimsLtOp(AtenOp):
 
     name = "prims.lt.default"
     OVERLOAD: ClassVar[str] = "prims.lt.default"
+    SCHEMA: ClassVar[str] = 'prims::lt(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -9106,6 +9843,7 @@ class PrimsMaximumOp(AtenOp):
 
     name = "prims.maximum.default"
     OVERLOAD: ClassVar[str] = "prims.maximum.default"
+    SCHEMA: ClassVar[str] = 'prims::maximum(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -9118,6 +9856,7 @@ class PrimsMaximumValueOp(AtenOp):
 
     name = "prims.maximum_value.default"
     OVERLOAD: ClassVar[str] = "prims.maximum_value.default"
+    SCHEMA: ClassVar[str] = 'prims::maximum_value(ScalarType dtype) -> Scalar'
     dtype = opt_prop_def(Attribute)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -9129,6 +9868,7 @@ class PrimsMinimumOp(AtenOp):
 
     name = "prims.minimum.default"
     OVERLOAD: ClassVar[str] = "prims.minimum.default"
+    SCHEMA: ClassVar[str] = 'prims::minimum(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -9141,6 +9881,7 @@ class PrimsMinimumValueOp(AtenOp):
 
     name = "prims.minimum_value.default"
     OVERLOAD: ClassVar[str] = "prims.minimum_value.default"
+    SCHEMA: ClassVar[str] = 'prims::minimum_value(ScalarType dtype) -> Scalar'
     dtype = opt_prop_def(Attribute)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -9152,6 +9893,7 @@ class PrimsMulOp(AtenOp):
 
     name = "prims.mul.default"
     OVERLOAD: ClassVar[str] = "prims.mul.default"
+    SCHEMA: ClassVar[str] = 'prims::mul(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -9164,6 +9906,7 @@ class PrimsNdtriOp(AtenOp):
 
     name = "prims.ndtri.default"
     OVERLOAD: ClassVar[str] = "prims.ndtri.default"
+    SCHEMA: ClassVar[str] = 'prims::ndtri(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -9175,6 +9918,7 @@ class PrimsNeOp(AtenOp):
 
     name = "prims.ne.default"
     OVERLOAD: ClassVar[str] = "prims.ne.default"
+    SCHEMA: ClassVar[str] = 'prims::ne(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -9187,6 +9931,7 @@ class PrimsNegOp(AtenOp):
 
     name = "prims.neg.default"
     OVERLOAD: ClassVar[str] = "prims.neg.default"
+    SCHEMA: ClassVar[str] = 'prims::neg(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -9198,6 +9943,7 @@ class PrimsNextafterOp(AtenOp):
 
     name = "prims.nextafter.default"
     OVERLOAD: ClassVar[str] = "prims.nextafter.default"
+    SCHEMA: ClassVar[str] = 'prims::nextafter(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -9210,6 +9956,7 @@ class PrimsNormalOp(AtenOp):
 
     name = "prims.normal.default"
     OVERLOAD: ClassVar[str] = "prims.normal.default"
+    SCHEMA: ClassVar[str] = 'prims::normal(SymInt[] shape, *, Scalar mean, Scalar std, ScalarType dtype, Device device, bool requires_grad, Generator? generator=None) -> Tensor'
     shape = opt_prop_def(ShapeAttr)
     mean = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     std = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
@@ -9226,6 +9973,7 @@ class PrimsPowOp(AtenOp):
 
     name = "prims.pow.default"
     OVERLOAD: ClassVar[str] = "prims.pow.default"
+    SCHEMA: ClassVar[str] = 'prims::pow(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -9238,6 +9986,7 @@ class PrimsPrepareSoftmaxOnlineOp(AtenOp):
 
     name = "prims.prepare_softmax_online.default"
     OVERLOAD: ClassVar[str] = "prims.prepare_softmax_online.default"
+    SCHEMA: ClassVar[str] = 'prims::prepare_softmax_online(Tensor a, int dim) -> (Tensor, Tensor)'
     a = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     result0 = result_def(AnyAttr())
@@ -9251,6 +10000,7 @@ class PrimsProdOp(AtenOp):
 
     name = "prims.prod.default"
     OVERLOAD: ClassVar[str] = "prims.prod.default"
+    SCHEMA: ClassVar[str] = 'prims::prod(Tensor inp, int[]? dims, *, ScalarType? output_dtype=None) -> Tensor'
     inp = operand_def(AnyAttr())
     dims = opt_prop_def(ShapeAttr | NoneAttr)
     output_dtype = opt_prop_def(Attribute | NoneAttr)
@@ -9264,6 +10014,7 @@ class PrimsRealOp(AtenOp):
 
     name = "prims.real.default"
     OVERLOAD: ClassVar[str] = "prims.real.default"
+    SCHEMA: ClassVar[str] = 'prims::real(Tensor(a) self) -> Tensor(a)'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -9275,6 +10026,7 @@ class PrimsReciprocalOp(AtenOp):
 
     name = "prims.reciprocal.default"
     OVERLOAD: ClassVar[str] = "prims.reciprocal.default"
+    SCHEMA: ClassVar[str] = 'prims::reciprocal(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -9286,6 +10038,7 @@ class PrimsRemainderOp(AtenOp):
 
     name = "prims.remainder.default"
     OVERLOAD: ClassVar[str] = "prims.remainder.default"
+    SCHEMA: ClassVar[str] = 'prims::remainder(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -9298,6 +10051,7 @@ class PrimsReshapeOp(AtenOp):
 
     name = "prims.reshape.default"
     OVERLOAD: ClassVar[str] = "prims.reshape.default"
+    SCHEMA: ClassVar[str] = 'prims::reshape(Tensor a, SymInt[] shape) -> Tensor'
     a = operand_def(AnyAttr())
     shape = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
@@ -9310,6 +10064,7 @@ class PrimsRevOp(AtenOp):
 
     name = "prims.rev.default"
     OVERLOAD: ClassVar[str] = "prims.rev.default"
+    SCHEMA: ClassVar[str] = 'prims::rev(Tensor a, int[] dims) -> Tensor'
     a = operand_def(AnyAttr())
     dims = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
@@ -9322,6 +10077,7 @@ class PrimsRoundOp(AtenOp):
 
     name = "prims.round.default"
     OVERLOAD: ClassVar[str] = "prims.round.default"
+    SCHEMA: ClassVar[str] = 'prims::round(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -9333,6 +10089,7 @@ class PrimsRsqrtOp(AtenOp):
 
     name = "prims.rsqrt.default"
     OVERLOAD: ClassVar[str] = "prims.rsqrt.default"
+    SCHEMA: ClassVar[str] = 'prims::rsqrt(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -9344,6 +10101,7 @@ class PrimsScalarTensorOp(AtenOp):
 
     name = "prims.scalar_tensor.default"
     OVERLOAD: ClassVar[str] = "prims.scalar_tensor.default"
+    SCHEMA: ClassVar[str] = 'prims::scalar_tensor(Scalar s, *, ScalarType? dtype=None, Device? device=None) -> Tensor'
     s = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
     device = opt_prop_def(StringAttr | NoneAttr)
@@ -9357,6 +10115,7 @@ class PrimsShiftLeftOp(AtenOp):
 
     name = "prims.shift_left.default"
     OVERLOAD: ClassVar[str] = "prims.shift_left.default"
+    SCHEMA: ClassVar[str] = 'prims::shift_left(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -9369,6 +10128,7 @@ class PrimsShiftRightArithmeticOp(AtenOp):
 
     name = "prims.shift_right_arithmetic.default"
     OVERLOAD: ClassVar[str] = "prims.shift_right_arithmetic.default"
+    SCHEMA: ClassVar[str] = 'prims::shift_right_arithmetic(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -9381,6 +10141,7 @@ class PrimsSignOp(AtenOp):
 
     name = "prims.sign.default"
     OVERLOAD: ClassVar[str] = "prims.sign.default"
+    SCHEMA: ClassVar[str] = 'prims::sign(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -9392,6 +10153,7 @@ class PrimsSignbitOp(AtenOp):
 
     name = "prims.signbit.default"
     OVERLOAD: ClassVar[str] = "prims.signbit.default"
+    SCHEMA: ClassVar[str] = 'prims::signbit(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -9403,6 +10165,7 @@ class PrimsSinOp(AtenOp):
 
     name = "prims.sin.default"
     OVERLOAD: ClassVar[str] = "prims.sin.default"
+    SCHEMA: ClassVar[str] = 'prims::sin(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -9414,6 +10177,7 @@ class PrimsSinhOp(AtenOp):
 
     name = "prims.sinh.default"
     OVERLOAD: ClassVar[str] = "prims.sinh.default"
+    SCHEMA: ClassVar[str] = 'prims::sinh(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -9425,6 +10189,7 @@ class PrimsSphericalBesselJ0Op(AtenOp):
 
     name = "prims.spherical_bessel_j0.default"
     OVERLOAD: ClassVar[str] = "prims.spherical_bessel_j0.default"
+    SCHEMA: ClassVar[str] = 'prims::spherical_bessel_j0(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -9436,6 +10201,7 @@ class PrimsSplitDimOp(AtenOp):
 
     name = "prims.split_dim.default"
     OVERLOAD: ClassVar[str] = "prims.split_dim.default"
+    SCHEMA: ClassVar[str] = 'prims::split_dim(Tensor(a) a, int dim, SymInt outer_length) -> Tensor(a)'
     a = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     outer_length = opt_prop_def(ExprAttr)
@@ -9449,6 +10215,7 @@ class PrimsSqrtOp(AtenOp):
 
     name = "prims.sqrt.default"
     OVERLOAD: ClassVar[str] = "prims.sqrt.default"
+    SCHEMA: ClassVar[str] = 'prims::sqrt(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -9460,6 +10227,7 @@ class PrimsSqueezeOp(AtenOp):
 
     name = "prims.squeeze.default"
     OVERLOAD: ClassVar[str] = "prims.squeeze.default"
+    SCHEMA: ClassVar[str] = 'prims::squeeze(Tensor(a) a, int[] dimensions) -> Tensor(a)'
     a = operand_def(AnyAttr())
     dimensions = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
@@ -9472,6 +10240,7 @@ class PrimsSubOp(AtenOp):
 
     name = "prims.sub.default"
     OVERLOAD: ClassVar[str] = "prims.sub.default"
+    SCHEMA: ClassVar[str] = 'prims::sub(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())
@@ -9484,6 +10253,7 @@ class PrimsSumOp(AtenOp):
 
     name = "prims.sum.default"
     OVERLOAD: ClassVar[str] = "prims.sum.default"
+    SCHEMA: ClassVar[str] = 'prims::sum(Tensor inp, int[]? dims, *, ScalarType? output_dtype=None) -> Tensor'
     inp = operand_def(AnyAttr())
     dims = opt_prop_def(ShapeAttr | NoneAttr)
     output_dtype = opt_prop_def(Attribute | NoneAttr)
@@ -9497,6 +10267,7 @@ class PrimsSvdOp(AtenOp):
 
     name = "prims.svd.default"
     OVERLOAD: ClassVar[str] = "prims.svd.default"
+    SCHEMA: ClassVar[str] = 'prims::svd(Tensor A, *, bool full_matrices) -> (Tensor U, Tensor S, Tensor Vh)'
     A = operand_def(AnyAttr())
     full_matrices = opt_prop_def(IntegerAttr)
     U = result_def(AnyAttr())
@@ -9511,6 +10282,7 @@ class PrimsTanOp(AtenOp):
 
     name = "prims.tan.default"
     OVERLOAD: ClassVar[str] = "prims.tan.default"
+    SCHEMA: ClassVar[str] = 'prims::tan(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -9522,6 +10294,7 @@ class PrimsTanhOp(AtenOp):
 
     name = "prims.tanh.default"
     OVERLOAD: ClassVar[str] = "prims.tanh.default"
+    SCHEMA: ClassVar[str] = 'prims::tanh(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -9533,6 +10306,7 @@ class PrimsTransposeOp(AtenOp):
 
     name = "prims.transpose.default"
     OVERLOAD: ClassVar[str] = "prims.transpose.default"
+    SCHEMA: ClassVar[str] = 'prims::transpose(Tensor(a) a, int[] permutation) -> Tensor(a)'
     a = operand_def(AnyAttr())
     permutation = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
@@ -9545,6 +10319,7 @@ class PrimsTruncOp(AtenOp):
 
     name = "prims.trunc.default"
     OVERLOAD: ClassVar[str] = "prims.trunc.default"
+    SCHEMA: ClassVar[str] = 'prims::trunc(Tensor self) -> Tensor'
     self = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -9556,6 +10331,7 @@ class PrimsUniformOp(AtenOp):
 
     name = "prims.uniform.default"
     OVERLOAD: ClassVar[str] = "prims.uniform.default"
+    SCHEMA: ClassVar[str] = 'prims::uniform(SymInt[] shape, *, Scalar low, Scalar high, ScalarType dtype, Device device, SymInt[] stride, Generator? generator=None) -> Tensor'
     shape = opt_prop_def(ShapeAttr)
     low = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
     high = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
@@ -9572,6 +10348,7 @@ class PrimsVarOp(AtenOp):
 
     name = "prims.var.default"
     OVERLOAD: ClassVar[str] = "prims.var.default"
+    SCHEMA: ClassVar[str] = 'prims::var(Tensor inp, int[]? dims, float? correction=1, *, ScalarType? output_dtype=None) -> Tensor'
     inp = operand_def(AnyAttr())
     dims = opt_prop_def(ShapeAttr | NoneAttr)
     correction = opt_prop_def(FloatAttr | NoneAttr)
@@ -9586,6 +10363,7 @@ class PrimsViewOfOp(AtenOp):
 
     name = "prims.view_of.default"
     OVERLOAD: ClassVar[str] = "prims.view_of.default"
+    SCHEMA: ClassVar[str] = 'prims::view_of(Tensor(a) a) -> Tensor(a)'
     a = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
@@ -9597,6 +10375,7 @@ class PrimsViewOfDtypeOp(AtenOp):
 
     name = "prims.view_of_dtype.default"
     OVERLOAD: ClassVar[str] = "prims.view_of_dtype.default"
+    SCHEMA: ClassVar[str] = 'prims::view_of_dtype(Tensor(a) a, ScalarType dtype) -> Tensor(a)'
     a = operand_def(AnyAttr())
     dtype = opt_prop_def(Attribute)
     result = result_def(AnyAttr())
@@ -9609,6 +10388,7 @@ class PrimsWhereOp(AtenOp):
 
     name = "prims.where.default"
     OVERLOAD: ClassVar[str] = "prims.where.default"
+    SCHEMA: ClassVar[str] = 'prims::where(Tensor pred, Tensor a, Tensor b) -> Tensor'
     pred = operand_def(AnyAttr())
     a = operand_def(AnyAttr())
     b = operand_def(AnyAttr())
@@ -9622,6 +10402,7 @@ class PrimsXorSumOp(AtenOp):
 
     name = "prims.xor_sum.default"
     OVERLOAD: ClassVar[str] = "prims.xor_sum.default"
+    SCHEMA: ClassVar[str] = 'prims::xor_sum(Tensor inp, int[]? dims, *, ScalarType? output_dtype=None) -> Tensor'
     inp = operand_def(AnyAttr())
     dims = opt_prop_def(ShapeAttr | NoneAttr)
     output_dtype = opt_prop_def(Attribute | NoneAttr)
@@ -9635,6 +10416,7 @@ class PrimsZetaOp(AtenOp):
 
     name = "prims.zeta.default"
     OVERLOAD: ClassVar[str] = "prims.zeta.default"
+    SCHEMA: ClassVar[str] = 'prims::zeta(Tensor self, Tensor other) -> Tensor'
     self = operand_def(AnyAttr())
     other = operand_def(AnyAttr())
     result = result_def(AnyAttr())

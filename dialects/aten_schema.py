@@ -25,16 +25,6 @@ from typing import Any
 
 import sympy
 import torch
-from coil.dialects import dtypes
-from coil.dialects.symbolic import (
-    ExprAttr,
-    ShapeAttr,
-    format_expr,
-    format_expr_list,
-    parse_expr,
-    to_expr,
-    to_symint,
-)
 from torchgen.model import BaseTy, BaseType, FunctionSchema, ListType, OptionalType, Type
 from xdsl.dialects import builtin
 from xdsl.dialects.builtin import (
@@ -46,6 +36,17 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, TypeAttribute
 from xdsl.parser import AttrParser
+
+from coil.dialects import dtypes
+from coil.dialects.symbolic import (
+    ExprAttr,
+    ShapeAttr,
+    format_expr,
+    format_expr_list,
+    parse_expr,
+    to_expr,
+    to_symint,
+)
 
 
 class Kind(enum.Enum):
@@ -236,7 +237,16 @@ _RETURN_KINDS = {
 @functools.cache
 def op_schema(overload: torch._ops.OpOverload) -> OpSchema:
     """Describe ``overload`` (raises UnsupportedSchema when it has no op form)."""
-    schema = overload._schema
+    return schema_info(str(overload._schema), torch.Tag.inplace_view in overload.tags)
+
+
+@functools.cache
+def schema_info(schema_text: str, inplace_view: bool = False) -> OpSchema:
+    """Describe a schema given as text (``aten::add.Tensor(Tensor self, ...) -> Tensor``).
+
+    Generated op classes keep the schema text they were generated from, so the
+    dialect reads the same with any torch version installed."""
+    schema = torch._C.parse_schema(schema_text)
     ns = schema.name.split("::")[0]
     text = str(schema).split("::", 1)[1]
     try:
@@ -298,7 +308,7 @@ def op_schema(overload: torch._ops.OpOverload) -> OpSchema:
         f"{ns}::{text.split('(')[0]}",
         tuple(args),
         tuple(returns),
-        inplace_view=torch.Tag.inplace_view in overload.tags,
+        inplace_view=inplace_view,
     )
 
 

@@ -1,6 +1,7 @@
 """An MLP block, as a model file for `coil import examples/mlp_block.py`."""
 
 import torch
+
 from coil.examples.models import MLP
 
 torch.manual_seed(0)

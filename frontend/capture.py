@@ -13,8 +13,9 @@ from typing import Any
 
 import torch
 import torch.fx
-from coil.frontend.decompositions import decomposition_table
 from torch._dynamo.backends.common import aot_autograd
+
+from coil.frontend.decompositions import decomposition_table
 
 
 @dataclass

@@ -12,9 +12,10 @@ import io
 from typing import IO
 
 import torch
+from xdsl.dialects.builtin import ModuleOp
+
 from coil.frontend.decompositions import decomposition_table
 from coil.frontend.fx_importer import import_graph
-from xdsl.dialects.builtin import ModuleOp
 
 
 class ExportLoadError(RuntimeError):

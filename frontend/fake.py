@@ -14,12 +14,13 @@ from typing import Any
 
 import sympy
 import torch
-from coil.dialects.aten import TensorType
-from coil.dialects.symbolic import SymInt
 from torch._dynamo.source import ConstantSource
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from torch.utils._sympy.functions import FloorDiv, PythonMod
+
+from coil.dialects.aten import TensorType
+from coil.dialects.symbolic import SymInt
 
 _HINTS = (17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97)
 

@@ -31,6 +31,19 @@ from typing import Any
 import sympy
 import torch
 import torch.fx
+from xdsl.builder import Builder
+from xdsl.dialects import builtin, func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    FileLineColLoc,
+    IntAttr,
+    StringAttr,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint
+
 from coil.dialects import dtypes
 from coil.dialects.aten import (
     ConstantOp,
@@ -49,18 +62,6 @@ from coil.dialects.aten_schema import (
     to_attr,
 )
 from coil.dialects.symbolic import ExprAttr, canonicalize_symbols, to_symint
-from xdsl.builder import Builder
-from xdsl.dialects import builtin, func
-from xdsl.dialects.builtin import (
-    ArrayAttr,
-    DenseIntOrFPElementsAttr,
-    DictionaryAttr,
-    FileLineColLoc,
-    IntAttr,
-    StringAttr,
-)
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.rewriter import InsertPoint
 
 INLINE_CONSTANT_MAX_NUMEL = 64
 """get_attr tensors up to this many elements are inlined as dense literals."""

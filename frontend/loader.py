@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from xdsl.dialects.builtin import ModuleOp
+
 from coil.frontend.capture import capture_graphs
 from coil.frontend.export import load_exported_program
 from coil.frontend.fx_importer import import_graph
-from xdsl.dialects.builtin import ModuleOp
 
 
 class ModelFileError(ValueError):

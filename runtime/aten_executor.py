@@ -17,6 +17,10 @@ from typing import Any
 
 import sympy
 import torch
+from xdsl.dialects import builtin, func
+from xdsl.dialects.builtin import ArrayAttr, DenseIntOrFPElementsAttr, ModuleOp, NoneAttr
+from xdsl.ir import Attribute, Operation, SSAValue
+
 from coil.dialects import dtypes
 from coil.dialects.aten import (
     AtenOp,
@@ -29,9 +33,6 @@ from coil.dialects.aten import (
 from coil.dialects.aten_schema import NO_DEFAULT, Kind, from_attr
 from coil.dialects.symbolic import ExprAttr, ShapeAttr
 from coil.frontend.fx_importer import decode_output_tree
-from xdsl.dialects import builtin, func
-from xdsl.dialects.builtin import ArrayAttr, DenseIntOrFPElementsAttr, ModuleOp, NoneAttr
-from xdsl.ir import Attribute, Operation, SSAValue
 
 
 class ExecutionError(RuntimeError):
@@ -173,8 +174,9 @@ def _run_operator(op: OperatorOp, env: _Env) -> Any:
 
 
 def _runtime_kinds(overload: torch._ops.OpOverload) -> dict[str, Kind]:
-    from coil.dialects.aten_schema import UnsupportedSchema, classify
     from torchgen.model import FunctionSchema
+
+    from coil.dialects.aten_schema import UnsupportedSchema, classify
 
     kinds = {}
     try:

@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 import torch
+
 from coil.dialects.aten_schema import Kind, UnsupportedSchema, op_schema
 
 OUTPUT = Path(__file__).resolve().parent.parent / "dialects" / "aten_ops.py"
@@ -163,7 +164,10 @@ def render_op(op: torch._ops.OpOverload) -> tuple[str, str]:
         "",
         f'    name = "{full_name}"',
         f'    OVERLOAD: ClassVar[str] = "{full_name}"',
+        f"    SCHEMA: ClassVar[str] = {str(op._schema)!r}",
     ]
+    if schema.inplace_view:
+        lines.append("    INPLACE_VIEW: ClassVar[bool] = True")
     n_var = sum(a.kind is not Kind.TENSOR or a.optional for a in schema.operands)
     if n_var > 1:
         lines.append("    irdl_options = (AttrSizedOperandSegments(as_property=True),)")

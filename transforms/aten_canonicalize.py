@@ -23,6 +23,11 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from xdsl.dialects import func
+from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+from xdsl.rewriter import InsertPoint
+
 from coil.dialects.aten import AtenOp, ConstantOp, TensorType
 from coil.dialects.aten_ops import (
     Aten_ToCopyOp,
@@ -51,10 +56,6 @@ from coil.dialects.aten_ops import (
     AtenViewOp,
     PrimsConvertElementTypeOp,
 )
-from xdsl.dialects import func
-from xdsl.ir import BlockArgument, Operation, SSAValue
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
-from xdsl.rewriter import InsertPoint
 
 # --------------------------------------------------------------------------
 # Safety checks shared by the patterns

@@ -25,10 +25,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from coil.dialects.aten import AtenOp, ConstantOp, TensorType
-from coil.dialects.aten_schema import NO_DEFAULT, Kind
-from coil.frontend.decompositions import decomposition_table
-from coil.frontend.fake import FakeEnv
 from torch.fx.experimental.proxy_tensor import make_fx
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
@@ -39,6 +35,11 @@ from xdsl.pattern_rewriter import (
     PatternRewriteWalker,
     RewritePattern,
 )
+
+from coil.dialects.aten import AtenOp, ConstantOp, TensorType
+from coil.dialects.aten_schema import NO_DEFAULT, Kind
+from coil.frontend.decompositions import decomposition_table
+from coil.frontend.fake import FakeEnv
 
 log = logging.getLogger("coil")
 
@@ -72,8 +73,9 @@ class DecompositionFailed(Exception):
 def decompose_op(op: AtenOp) -> tuple[list[Operation], list[SSAValue]]:
     """Trace torch's decomposition of ``op``; return the new ops and the values
     replacing ``op``'s results (the new ops are not inserted)."""
-    from coil.frontend.fx_importer import import_graph
     from torch._decomp import decomposition_table as torch_decompositions
+
+    from coil.frontend.fx_importer import import_graph
 
     overload = op.overload()
     decomp = torch_decompositions.get(overload)

@@ -2,6 +2,7 @@
 # Attention: views, transposes (non-contiguous strides in the types),
 # expand + clone before bmm, and the softmax in between.
 import torch
+
 from coil.examples.models import Attention
 from coil.testing import print_imported
 

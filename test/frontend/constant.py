@@ -2,9 +2,10 @@
 # get_attr constants: small ones inline as dense literals, large ones become
 # trailing arguments named by coil.constant.
 import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+
 from coil.frontend.fx_importer import import_graph
 from coil.ir import print_module
-from torch.fx.experimental.proxy_tensor import make_fx
 
 small = torch.tensor([1.0, 2.0, 3.0])
 large = torch.arange(256, dtype=torch.float32).reshape(16, 16)

@@ -2,6 +2,7 @@
 # dynamic=True: sizes are symbols, SymInt inputs are `index` arguments that
 # bind their symbol, size arithmetic folds into expressions (no sym_size ops).
 import torch
+
 from coil.testing import print_imported
 
 

@@ -2,6 +2,7 @@
 # LayerNorm is a multi-output op (output, mean, rstd): all three results are
 # real SSA results; only the first is used.
 import torch
+
 from coil.examples.models import LayerNorm
 from coil.testing import print_imported
 

@@ -2,6 +2,7 @@
 # An MLP: parameters are graph inputs (as AOTAutograd lifts them), linear
 # layers are addmm of a permuted weight, gelu stays one op.
 import torch
+
 from coil.examples.models import MLP
 from coil.testing import print_imported
 

@@ -2,9 +2,10 @@
 # Multi-result ops (max.dim, split) and a nested output structure with None:
 # getitem picks results; the pytree shape is kept in coil.output_tree.
 import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+
 from coil.frontend.fx_importer import import_graph
 from coil.ir import print_module
-from torch.fx.experimental.proxy_tensor import make_fx
 
 
 def fn(x):

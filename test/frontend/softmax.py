@@ -2,6 +2,7 @@
 # softmax / log_softmax import as the _softmax/_log_softmax composites with
 # their dim and half_to_float arguments.
 import torch
+
 from coil.testing import print_imported
 
 print_imported(lambda x: (torch.softmax(x, -1), torch.log_softmax(x, 0)), (torch.randn(4, 16),))

@@ -5,6 +5,7 @@
 # aten.operator.
 import torch
 import torch.fx
+
 from coil.frontend.fx_importer import ImportError_, import_graph
 from coil.ir import print_module
 

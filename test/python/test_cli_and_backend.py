@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from coil.ir import parse_module, print_module
 
 ROOT = Path(__file__).resolve().parents[2]

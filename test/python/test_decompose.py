@@ -7,13 +7,14 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.utils._pytree as pytree
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.testing._internal.common_methods_invocations import op_db
+
 from coil.backend import run_pipeline
 from coil.frontend.fx_importer import constant_inputs, import_graph
 from coil.ir import parse_module, print_module
 from coil.runtime.aten_executor import run_module
 from coil.transforms.aten_decompose import DEFAULT_OPS, DecompositionFailed, decompose_op
-from torch.fx.experimental.proxy_tensor import make_fx
-from torch.testing._internal.common_methods_invocations import op_db
 
 # Which OpInfo exercises each decomposition (native_dropout: see test_models).
 OPINFO_FOR = {

@@ -1,6 +1,7 @@
 """The generated aten dialect is current and covers what it must."""
 
 import torch
+
 from coil.dialects.aten import op_class_for
 from coil.dialects.aten_ops import ATEN_OPS, TORCH_VERSION
 from coil.tools import gen_aten

@@ -10,6 +10,7 @@ import copy
 
 import pytest
 import torch
+
 from coil.backend import run_pipeline
 from coil.examples.models import MODELS, build
 from coil.frontend.capture import aot_backend

@@ -13,12 +13,13 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.utils._pytree as pytree
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.testing._internal.common_methods_invocations import op_db
+
 from coil.frontend.decompositions import decomposition_table
 from coil.frontend.fx_importer import constant_inputs, import_graph
 from coil.ir import parse_module, print_module
 from coil.runtime.aten_executor import run_module
-from torch.fx.experimental.proxy_tensor import make_fx
-from torch.testing._internal.common_methods_invocations import op_db
 
 SAMPLES_PER_OP = 2
 RANDOM = (
