@@ -95,3 +95,22 @@ def print_imported(
     print(
         print_module(import_module(module_fn, inputs, dynamic=dynamic), debuginfo=debuginfo), end=""
     )
+
+
+def sample_as_function(op: Callable, sample: Any) -> tuple[Callable, list[torch.Tensor]]:
+    """An OpInfo ``SampleInput`` as ``(fn, tensors)``: ``fn(*tensors)`` calls ``op``
+    on the sample with its tensor leaves replaced by ``fn``'s arguments, so the
+    call can be traced with the tensors as graph inputs."""
+    import torch.utils._pytree as pytree
+
+    leaves, spec = pytree.tree_flatten((sample.input, sample.args, sample.kwargs))
+    slots = [i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor)]
+
+    def fn(*tensors: torch.Tensor) -> Any:
+        filled = list(leaves)
+        for i, t in zip(slots, tensors, strict=True):
+            filled[i] = t
+        inp, args, kwargs = pytree.tree_unflatten(filled, spec)
+        return op(inp, *args, **kwargs)
+
+    return fn, [leaves[i].detach() for i in slots]

@@ -14,6 +14,7 @@ from coil.backend import run_pipeline
 from coil.frontend.fx_importer import constant_inputs, import_graph
 from coil.ir import parse_module, print_module
 from coil.runtime.aten_executor import run_module
+from coil.testing import sample_as_function
 from coil.transforms.aten_decompose import DEFAULT_OPS, DecompositionFailed, decompose_op
 
 # Which OpInfo exercises each decomposition (native_dropout: see test_models).
@@ -52,17 +53,7 @@ def test_every_default_decomposition_is_covered():
 def _graphs(opinfo_name: str, mode: str):
     (opinfo,) = [o for o in op_db if o.name == opinfo_name and not o.variant_test_name]
     for sample in list(opinfo.sample_inputs("cpu", torch.float32))[:4]:
-        leaves, spec = pytree.tree_flatten((sample.input, sample.args, sample.kwargs))
-        slots = [i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor)]
-
-        def call(*ts, leaves=leaves, slots=slots, spec=spec):
-            filled = list(leaves)
-            for i, t in zip(slots, ts):
-                filled[i] = t
-            inp, args, kwargs = pytree.tree_unflatten(filled, spec)
-            return opinfo.op(inp, *args, **kwargs)
-
-        tensors = [leaves[i].detach() for i in slots]
+        call, tensors = sample_as_function(opinfo.op, sample)
         try:
             # No decomposition table: the composites stay in the graph (coil's
             # table already removes some, e.g. silu, before aten-decompose sees them).

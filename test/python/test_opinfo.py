@@ -20,6 +20,7 @@ from coil.frontend.decompositions import decomposition_table
 from coil.frontend.fx_importer import constant_inputs, import_graph
 from coil.ir import parse_module, print_module
 from coil.runtime.aten_executor import run_module
+from coil.testing import sample_as_function
 
 SAMPLES_PER_OP = 2
 RANDOM = (
@@ -84,18 +85,9 @@ def test_opinfo_import_and_execute(opinfo):
     samples = list(opinfo.sample_inputs("cpu", torch.float32, requires_grad=False))
     ran = 0
     for sample in samples[:SAMPLES_PER_OP]:
-        leaves, spec = pytree.tree_flatten((sample.input, sample.args, sample.kwargs))
-        slots = [i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor)]
-        tensors = [leaves[i] for i in slots]
+        call, tensors = sample_as_function(opinfo.op, sample)
         if any(t.layout != torch.strided for t in tensors):
             continue  # sparse inputs: coil models strided tensors only
-
-        def call(*ts, leaves=leaves, slots=slots, spec=spec):
-            filled = list(leaves)
-            for i, t in zip(slots, ts):
-                filled[i] = t
-            inp, args, kwargs = pytree.tree_unflatten(filled, spec)
-            return opinfo.op(inp, *args, **kwargs)
 
         try:
             expected = call(*[t.clone() for t in tensors])
