@@ -179,7 +179,7 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
         printer.print_string(text + ">")
 
 
-SCALAR_TYPES = (IntegerType, IndexType, builtin.Float64Type, builtin.Float32Type)
+SCALAR_TYPES = (IntegerType, IndexType, builtin.Float64Type)
 
 
 def is_scalar_type(t: Attribute) -> bool:
@@ -231,7 +231,8 @@ class AtenOp(IRDLOperation):
     # ---- access -----------------------------------------------------------
 
     def operand_groups(self) -> dict[str, list[SSAValue | None]]:
-        """Tensor arguments by schema name; ``None`` marks an absent optional tensor."""
+        """Tensor arguments by schema name, each a list: empty for an absent optional
+        tensor, ``None`` for an absent element of a ``Tensor?[]`` list."""
         groups: dict[str, list[SSAValue | None]] = {}
         for spec in self.schema().operands:
             values = getattr(self, spec.accessor)
@@ -271,12 +272,10 @@ class AtenOp(IRDLOperation):
         props: dict[str, Attribute] = {}
         for spec in schema.operands:
             given = tensors.get(spec.name)
-            if spec.kind is Kind.TENSOR:
-                operands.append(
-                    [given]
-                    if given is not None and spec.optional
-                    else ([] if given is None and spec.optional else given)
-                )
+            if spec.kind is Kind.TENSOR and spec.optional:
+                operands.append([] if given is None else [given])  # opt_operand_def
+            elif spec.kind is Kind.TENSOR:
+                operands.append(given)
             else:
                 given = list(given or [])
                 if spec.kind is Kind.OPT_TENSOR_LIST and any(v is None for v in given):

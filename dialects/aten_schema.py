@@ -312,6 +312,22 @@ def schema_info(schema_text: str, inplace_view: bool = False) -> OpSchema:
     )
 
 
+def argument_kinds(overload: torch._ops.OpOverload) -> dict[str, Kind]:
+    """Kinds of the arguments of any overload (for ops outside the generated set);
+    arguments of kinds coil does not model, or of unparseable schemas, are left out."""
+    try:
+        parsed = FunctionSchema.parse(str(overload._schema).split("::", 1)[1])
+    except (RuntimeError, AssertionError, KeyError):  # types torchgen does not model
+        return {}
+    kinds = {}
+    for arg in parsed.arguments.flat_all:
+        try:
+            kinds[arg.name] = classify(arg.type)[0]
+        except UnsupportedSchema:
+            pass
+    return kinds
+
+
 # --------------------------------------------------------------------------
 # Python values
 # --------------------------------------------------------------------------

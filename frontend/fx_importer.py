@@ -56,7 +56,7 @@ from coil.dialects.aten import (
 from coil.dialects.aten_schema import (
     Kind,
     UnsupportedSchema,
-    classify,
+    argument_kinds,
     normalize,
     op_schema,
     to_attr,
@@ -388,18 +388,7 @@ class _Importer:
 
     def _build_operator(self, target, node, result_types) -> OperatorOp:
         inputs: list[SSAValue] = []
-        kinds: dict[str, tuple[Kind, bool] | None] = {}
-        try:
-            from torchgen.model import FunctionSchema
-
-            parsed = FunctionSchema.parse(str(target._schema).split("::", 1)[1])
-            for a in parsed.arguments.flat_all:
-                try:
-                    kinds[a.name] = classify(a.type)
-                except UnsupportedSchema:
-                    kinds[a.name] = None
-        except Exception:  # schemas torchgen cannot parse: infer from values
-            pass
+        kinds = argument_kinds(target)
 
         def convert(value: Any, kind: Kind | None) -> Attribute:
             if isinstance(value, torch.fx.Node) and isinstance(self.values[value], SSAValue):
@@ -428,7 +417,7 @@ class _Importer:
         for arg in target._schema.arguments:
             if arg.name not in bound:
                 continue
-            kind = (kinds.get(arg.name) or (None, False))[0]
+            kind = kinds.get(arg.name)
             attr = convert(bound[arg.name], kind)
             if arg.kwarg_only:
                 kwargs[arg.name] = attr

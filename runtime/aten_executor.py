@@ -30,7 +30,7 @@ from coil.dialects.aten import (
     TensorConstantOp,
     TensorType,
 )
-from coil.dialects.aten_schema import NO_DEFAULT, Kind, from_attr
+from coil.dialects.aten_schema import NO_DEFAULT, Kind, argument_kinds, from_attr, parse_enum
 from coil.dialects.symbolic import ExprAttr, ShapeAttr
 from coil.frontend.fx_importer import decode_output_tree
 
@@ -152,7 +152,7 @@ def _run_operator(op: OperatorOp, env: _Env) -> Any:
     overload = op.resolve()
     if overload is None:
         raise ExecutionError(f"operator {op.overload_name.data} is not registered in this process")
-    schema_kinds = _runtime_kinds(overload)
+    schema_kinds = argument_kinds(overload)
 
     def convert(attr: Attribute, kind: Kind | None) -> Any:
         if isinstance(attr, OperandRefAttr):
@@ -162,8 +162,6 @@ def _run_operator(op: OperatorOp, env: _Env) -> Any:
             return [convert(a, elem) for a in attr.data]
         value = _generic_value(attr, env)
         if isinstance(value, str) and kind in (Kind.LAYOUT, Kind.MEMORY_FORMAT, Kind.DEVICE):
-            from coil.dialects.aten_schema import parse_enum
-
             return parse_enum(value, kind)
         return value
 
@@ -171,24 +169,6 @@ def _run_operator(op: OperatorOp, env: _Env) -> Any:
     args = [convert(a, schema_kinds.get(n)) for a, n in zip(op.args.data, names)]
     kwargs = {k: convert(v, schema_kinds.get(k)) for k, v in op.kwargs.data.items()}
     return overload(*args, **kwargs)
-
-
-def _runtime_kinds(overload: torch._ops.OpOverload) -> dict[str, Kind]:
-    from torchgen.model import FunctionSchema
-
-    from coil.dialects.aten_schema import UnsupportedSchema, classify
-
-    kinds = {}
-    try:
-        parsed = FunctionSchema.parse(str(overload._schema).split("::", 1)[1])
-    except Exception:  # torchgen cannot parse every schema
-        return kinds
-    for a in parsed.arguments.flat_all:
-        try:
-            kinds[a.name] = classify(a.type)[0]
-        except UnsupportedSchema:
-            pass
-    return kinds
 
 
 def _dense_to_tensor(attr: DenseIntOrFPElementsAttr, ty: TensorType) -> torch.Tensor:
