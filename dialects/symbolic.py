@@ -125,25 +125,24 @@ def _format(expr: sympy.Expr) -> tuple[str, int]:
         terms = expr.as_ordered_terms()
         text = _format_term(terms[0])
         for term in terms[1:]:
-            coeff, rest = term.as_coeff_Mul()
-            if coeff < 0:
+            if term.as_coeff_Mul()[0] < 0:
                 text += " - " + _format_term(-term)
             else:
                 text += " + " + _format_term(term)
         return text, _ADD
     if isinstance(expr, sympy.Mul):
-        coeff, rest = expr.as_coeff_Mul()
-        if coeff == -1:
-            return "-" + _wrap(_format(rest), _MUL), _ADD
+        coeff = expr.as_coeff_Mul()[0]
+        if coeff < 0:
+            # Unary minus binds to one factor: "-s0 floordiv 2" would read as
+            # (-s0) floordiv 2, so a negated floordiv/mod is parenthesized.
+            inner = -expr
+            return "-" + _wrap(_format(inner), _ATOM if _is_divmod(inner) else _MUL), _ADD
         if not coeff.is_Integer:
             raise SymbolicSyntaxError(f"non-integer coefficient in {expr}")
         factors = []
         for factor in expr.as_ordered_factors():
             if isinstance(factor, sympy.Pow):
-                base, exp = factor.args
-                if not (exp.is_Integer and int(exp) > 0):
-                    raise SymbolicSyntaxError(f"cannot print power {factor}")
-                factors.extend([_wrap(_format(base), _ATOM)] * int(exp))
+                factors.append(_format_pow(factor)[0])
             else:
                 factors.append(_wrap(_format(factor), _ATOM))
         return "*".join(factors), _MUL
@@ -174,6 +173,10 @@ def _format_pow(expr: sympy.Pow) -> tuple[str, int]:
     return "*".join([_wrap(_format(base), _ATOM)] * int(exp)), _MUL
 
 
+def _is_divmod(expr: sympy.Expr) -> bool:
+    return isinstance(expr, FloorDiv | PythonMod | TorchMod | sympy.Mod | ModularIndexing)
+
+
 def _format_term(term: sympy.Expr) -> str:
     return _wrap(_format(term), _MUL)
 
@@ -182,7 +185,8 @@ def _format_term(term: sympy.Expr) -> str:
 # Parsing (on xDSL's MLIR lexer, so it nests inside any attribute or op syntax)
 # --------------------------------------------------------------------------
 
-_FUNCTIONS = {"max": sympy.Max, "min": sympy.Min}
+# torch's Max/Min, as ShapeEnv builds them (sympy's compare unequal to them).
+_FUNCTIONS = {"max": TorchMax, "min": TorchMin}
 
 
 def parse_expr(parser: AttrParser) -> sympy.Expr:
@@ -203,11 +207,19 @@ def _parse_term(parser: AttrParser) -> sympy.Expr:
         if parser.parse_optional_punctuation("*"):
             expr = expr * _parse_factor(parser)
         elif parser.parse_optional_keyword("floordiv"):
-            expr = FloorDiv(expr, _parse_factor(parser))
+            expr = FloorDiv(expr, _parse_divisor(parser))
         elif parser.parse_optional_keyword("mod"):
-            expr = PythonMod(expr, _parse_factor(parser))
+            expr = PythonMod(expr, _parse_divisor(parser))
         else:
             return expr
+
+
+def _parse_divisor(parser: AttrParser) -> sympy.Expr:
+    start = parser.pos
+    divisor = _parse_factor(parser)
+    if divisor == 0:
+        parser.raise_error("division by zero in a symbolic expression", start, parser.pos)
+    return divisor
 
 
 def _parse_factor(parser: AttrParser) -> sympy.Expr:
@@ -225,6 +237,8 @@ def _parse_factor(parser: AttrParser) -> sympy.Expr:
         parser.raise_error("expected a symbolic integer expression (int, symbol, '(' or '-')")
     if name in _FUNCTIONS:
         args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, lambda: parse_expr(parser))
+        if not args:
+            parser.raise_error(f"{name}() needs at least one argument")
         return _FUNCTIONS[name](*args)
     if name in ("floordiv", "mod"):
         parser.raise_error(f"'{name}' needs a left operand")

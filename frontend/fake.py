@@ -9,6 +9,7 @@ prime hints, so no two are unified by duck sizing and none is specialized to
 
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import Any
 
@@ -18,6 +19,8 @@ from torch._dynamo.source import ConstantSource
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from torch.utils._sympy.functions import FloorDiv, PythonMod
+from torch.utils._sympy.functions import Max as TorchMax
+from torch.utils._sympy.functions import Min as TorchMin
 
 from coil.dialects.aten import TensorType
 from coil.dialects.symbolic import SymInt
@@ -63,10 +66,10 @@ class FakeEnv:
             return args[0] // args[1]
         if isinstance(expr, PythonMod):
             return args[0] % args[1]
-        if isinstance(expr, sympy.Max):
-            return torch.sym_max(*args)
-        if isinstance(expr, sympy.Min):
-            return torch.sym_min(*args)
+        if isinstance(expr, sympy.Max | TorchMax):
+            return functools.reduce(torch.sym_max, args)
+        if isinstance(expr, sympy.Min | TorchMin):
+            return functools.reduce(torch.sym_min, args)
         raise TypeError(f"cannot build a SymInt for {expr}")
 
     def python_value(self, value: Any) -> Any:

@@ -8,27 +8,30 @@ on the ``AtenOp`` base class) and run in xDSL's stock ``canonicalize`` pass.
 * no-op conversions: ``_to_copy``/``clone``/``alias``/``detach``/
   ``lift_fresh_copy``/``prims.convert_element_type`` whose result type (sizes,
   dtype, strides, device) equals the input's are dropped;
-* identities: ``x * 1`` and ``x + 0`` (``alpha = 1``) when the result type is x's;
-* scalar operands: a 0-d ``scalar_tensor``/``full`` operand of a binary pointwise
-  op becomes a wrapped-number ``aten.constant`` when it has x's dtype (then
-  type promotion cannot differ).
+* identities: ``x * 1``, ``x - 0`` and integer ``x + 0`` (``alpha = 1``) when
+  the result type is x's (a float ``x + 0`` turns -0.0 into +0.0: kept);
+* scalar operands: a 0-d ``scalar_tensor``/``full`` operand of add/sub/mul/div
+  becomes a wrapped-number ``aten.constant`` (its value rounded to its dtype)
+  when it has x's dtype, so type promotion cannot differ.
 
-Every pattern keeps value semantics exact: none fires when the value it would
-forward is mutated in place by a later op (``copy_`` into a graph input), nor
-when dropping the op would make a function result alias a function argument.
+Every pattern keeps results exact, aliasing included: nothing is forwarded in
+a function that writes any tensor in place (a write may reach the value
+through a view), and a result that eager returns as a fresh tensor is not
+replaced by one that would alias an input or another output.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 from xdsl.dialects import func
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint
 
-from coil.dialects.aten import AtenOp, ConstantOp, TensorType
+from coil.dialects.aten import AtenOp, ConstantOp, OperatorOp, TensorType
 from coil.dialects.aten_ops import (
     Aten_ToCopyOp,
     Aten_UnsafeViewOp,
@@ -38,18 +41,10 @@ from coil.dialects.aten_ops import (
     AtenCloneOp,
     AtenDetachOp,
     AtenDivTensorOp,
-    AtenEqTensorOp,
     AtenFullOp,
-    AtenGeTensorOp,
-    AtenGtTensorOp,
-    AtenLeTensorOp,
     AtenLiftFreshCopyOp,
-    AtenLtTensorOp,
-    AtenMaximumOp,
-    AtenMinimumOp,
     AtenMulScalarOp,
     AtenMulTensorOp,
-    AtenNeTensorOp,
     AtenReshapeOp,
     AtenScalarTensorOp,
     AtenSubTensorOp,
@@ -62,30 +57,43 @@ from coil.dialects.aten_ops import (
 # --------------------------------------------------------------------------
 
 
-def is_mutated(value: SSAValue) -> bool:
-    """Whether an op writes ``value`` in place (a mutating schema argument)."""
-    for use in value.uses:
-        user = use.operation
-        if isinstance(user, AtenOp) and user.schema().mutates:
-            for spec, values in zip(user.schema().operands, user.operand_groups().values()):
-                if spec.mutated and value in values:
-                    return True
+def writes_in_place(op: Operation) -> bool:
+    """Whether ``op`` may write a tensor in place (an unknown operator may)."""
+    if isinstance(op, AtenOp):
+        return op.schema().mutates
+    if isinstance(op, OperatorOp):
+        overload = op.resolve()
+        return overload is None or overload._schema.is_mutable
     return False
 
 
-def can_forward(source: SSAValue, result: SSAValue) -> bool:
-    """Whether uses of ``result`` may read ``source`` instead."""
-    if is_mutated(source) or is_mutated(result):
+def _function_writes_in_place(op: Operation) -> bool:
+    fn = op.parent_op()
+    while fn is not None and not isinstance(fn, func.FuncOp):
+        fn = fn.parent_op()
+    scope = fn if fn is not None else op
+    return any(writes_in_place(o) for o in scope.walk())
+
+
+def can_forward(op: Operation, source: SSAValue, *, fresh: bool) -> bool:
+    """Whether uses of ``op``'s result may read ``source`` instead.
+
+    ``fresh``: in eager, the result is a new tensor (clone, x * 1), not an alias.
+    """
+    # Any in-place write in the function may reach the source's storage
+    # through a view; AOTAutograd graphs write only at their end (copy_ into
+    # mutated inputs), so being conservative here costs little.
+    if _function_writes_in_place(op):
         return False
-    if isinstance(source, BlockArgument):
-        # A function result must not become a function argument: the caller
-        # would get its own input back as an output.
-        return not any(isinstance(u.operation, func.ReturnOp) for u in result.uses)
+    # A fresh function result must stay fresh: forwarding would return an input,
+    # or the same tensor twice, to a caller that may write into it.
+    if fresh and any(isinstance(u.operation, func.ReturnOp) for u in op.results[0].uses):
+        return False
     return True
 
 
-def _forward(rewriter: PatternRewriter, op: Operation, source: SSAValue) -> None:
-    if op.results[0].type != source.type or not can_forward(source, op.results[0]):
+def _forward(rewriter: PatternRewriter, op: Operation, source: SSAValue, *, fresh: bool) -> None:
+    if op.results[0].type != source.type or not can_forward(op, source, fresh=fresh):
         return
     rewriter.replace_op(op, [], [source])
 
@@ -117,10 +125,12 @@ class FoldViewChain(RewritePattern):
             return
         source = op.self
         if source.type == op.result.type:
-            _forward(rewriter, op, source)
+            _forward(rewriter, op, source, fresh=False)  # a view aliases its source
             return
+        # Both forms alias the origin's storage alike, so in-place writes do not
+        # matter here.
         inner = source.owner
-        if not isinstance(inner, _VIEWS) or is_mutated(source):
+        if not isinstance(inner, _VIEWS):
             return
         origin = inner.self
         # A view of a non-contiguous tensor is only sure to exist for the
@@ -144,11 +154,13 @@ class DropNoOpConversion(RewritePattern):
             fmt = op.arg("memory_format")
             if fmt is not None and str(fmt) != "torch.preserve_format":
                 return
-            _forward(rewriter, op, op.self)
-        elif isinstance(op, AtenAliasOp | AtenDetachOp | AtenLiftFreshCopyOp):
-            _forward(rewriter, op, op.self)
+            _forward(rewriter, op, op.self, fresh=True)
+        elif isinstance(op, AtenLiftFreshCopyOp):
+            _forward(rewriter, op, op.self, fresh=True)
+        elif isinstance(op, AtenAliasOp | AtenDetachOp):
+            _forward(rewriter, op, op.self, fresh=False)
         elif isinstance(op, PrimsConvertElementTypeOp):
-            _forward(rewriter, op, op.a)
+            _forward(rewriter, op, op.a, fresh=True)
 
 
 class FoldMulByOne(RewritePattern):
@@ -158,43 +170,51 @@ class FoldMulByOne(RewritePattern):
         if isinstance(op, AtenMulTensorOp):
             for x, one in ((op.self, op.other), (op.other, op.self)):
                 if _is(constant_value(one), 1):
-                    _forward(rewriter, op, x)
+                    _forward(rewriter, op, x, fresh=True)
                     return
         elif isinstance(op, AtenMulScalarOp) and _is(op.arg("other"), 1):
-            _forward(rewriter, op, op.self)
+            _forward(rewriter, op, op.self, fresh=True)
 
 
 class FoldAddZero(RewritePattern):
-    """x + 0 and x - 0 with alpha = 1 -> x (when the sum has x's type)."""
+    """x + 0 and x - 0 with alpha = 1 -> x (when the sum has x's type).
+
+    IEEE: -0.0 + 0.0 is +0.0, so a float x + 0 is not x; x + (-0.0) and
+    x - 0.0 are. Integer and bool x fold either way.
+    """
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if not _is(op.arg("alpha"), 1):
             return
         if isinstance(op, AtenAddTensorOp):
             for x, zero in ((op.self, op.other), (op.other, op.self)):
-                if _is(constant_value(zero), 0):
-                    _forward(rewriter, op, x)
+                if _adds_nothing(x, constant_value(zero)):
+                    _forward(rewriter, op, x, fresh=True)
                     return
-        elif isinstance(op, AtenSubTensorOp) and _is(constant_value(op.other), 0):
-            _forward(rewriter, op, op.self)
-        elif isinstance(op, AtenAddScalarOp) and _is(op.arg("other"), 0):
-            _forward(rewriter, op, op.self)
+        elif isinstance(op, AtenAddScalarOp) and _adds_nothing(op.self, op.arg("other")):
+            _forward(rewriter, op, op.self, fresh=True)
+        elif isinstance(op, AtenSubTensorOp):
+            zero = constant_value(op.other)
+            if _is(zero, 0) and not _is_negative_zero(zero):
+                _forward(rewriter, op, op.self, fresh=True)
 
 
-_BINARY = (
-    AtenAddTensorOp,
-    AtenSubTensorOp,
-    AtenMulTensorOp,
-    AtenDivTensorOp,
-    AtenMaximumOp,
-    AtenMinimumOp,
-    AtenEqTensorOp,
-    AtenNeTensorOp,
-    AtenLtTensorOp,
-    AtenLeTensorOp,
-    AtenGtTensorOp,
-    AtenGeTensorOp,
-)
+def _is_negative_zero(value: Any) -> bool:
+    return isinstance(value, float) and value == 0 and math.copysign(1.0, value) < 0
+
+
+def _adds_nothing(x: SSAValue, zero: Any) -> bool:
+    if not _is(zero, 0):
+        return False
+    floating = isinstance(x.type, TensorType) and (
+        x.type.dtype.is_floating_point or x.type.dtype.is_complex
+    )
+    return not floating or _is_negative_zero(zero)
+
+
+# Binary ops whose Tensor overload takes a wrapped number for either operand
+# (maximum or lt.Tensor, say, need a real tensor).
+_BINARY = (AtenAddTensorOp, AtenSubTensorOp, AtenMulTensorOp, AtenDivTensorOp)
 
 
 def _full_scalar(value: SSAValue) -> Any:
@@ -226,12 +246,10 @@ class FoldScalarTensorOperand(RewritePattern):
                 continue
             if c.type.dtype != x.type.dtype or x.type.shape != op.result.type.shape:
                 continue
+            # The value the 0-d tensor held: rounded to its dtype (bf16, int8 ...).
+            fill = torch.tensor(fill, dtype=c.type.dtype).item()
             if not isinstance(fill, bool | int | float):
-                continue
-            if c.type.dtype.is_floating_point:
-                fill = float(fill)
-            elif c.type.dtype != torch.bool:
-                fill = int(fill)
+                continue  # complex
             const = ConstantOp.from_python(fill)
             rewriter.insert_op(const, InsertPoint.before(op))
             op.operands[1 - i] = const.result

@@ -55,40 +55,92 @@ func.func @noop_conversions(%x: !aten.tensor<[4], f32>) -> !aten.tensor<[4], f32
 // -----
 
 // Negative cases: a real conversion, a clone to another layout, a clone
-// returned directly (the output would alias the input), a clone of a value
-// that is later written in place.
+// returned directly (the output would alias the input), and the same in a
+// function that writes in place.
 // CHECK-LABEL: func.func @conversions_kept
 func.func @conversions_kept(%x: !aten.tensor<[4, 2], f32>) -> (!aten.tensor<[4, 2], f16>, !aten.tensor<[4, 2], f32>, !aten.tensor<[4, 2], f32>) {
   // CHECK-NEXT: aten._to_copy.default(%x, dtype = f16)
   // CHECK-NEXT: aten.clone.default(%x, memory_format = channels_last)
   // CHECK-NEXT: aten.clone.default(%x)
-  // CHECK-NEXT: aten.copy_.default(%x
   %h = aten._to_copy.default(%x, dtype = f16) : !aten.tensor<[4, 2], f16>
   %cl = aten.clone.default(%x, memory_format = channels_last) : !aten.tensor<[4, 2], f32>
   %c = aten.clone.default(%x) : !aten.tensor<[4, 2], f32>
-  %w = aten.copy_.default(%x, %cl) : !aten.tensor<[4, 2], f32>
   func.return %h, %c, %cl : !aten.tensor<[4, 2], f16>, !aten.tensor<[4, 2], f32>, !aten.tensor<[4, 2], f32>
 }
 
 // -----
 
+// Returning r and clone(r): two outputs must not share storage. A clone of a
+// view of the input, returned: the output must not alias the input.
+// CHECK-LABEL: func.func @fresh_outputs_stay_fresh
+func.func @fresh_outputs_stay_fresh(%x: !aten.tensor<[4, 2], f32>) -> (!aten.tensor<[4, 2], f32>, !aten.tensor<[4, 2], f32>, !aten.tensor<[8], f32>) {
+  // CHECK: %[[R:.*]] = aten.relu.default(%x)
+  // CHECK-NEXT: aten.clone.default(%[[R]])
+  // CHECK: aten.view.default(%x, size = [8])
+  // CHECK-NEXT: aten.clone.default
+  %r = aten.relu.default(%x) : !aten.tensor<[4, 2], f32>
+  %c = aten.clone.default(%r) : !aten.tensor<[4, 2], f32>
+  %v = aten.view.default(%x, size = [8]) : !aten.tensor<[8], f32>
+  %cv = aten.clone.default(%v) : !aten.tensor<[8], f32>
+  func.return %r, %c, %cv : !aten.tensor<[4, 2], f32>, !aten.tensor<[4, 2], f32>, !aten.tensor<[8], f32>
+}
+
+// -----
+
+// A function that writes in place: a clone read after the write keeps its
+// snapshot, so nothing is forwarded.
+// CHECK-LABEL: func.func @mutation_blocks_forwarding
+func.func @mutation_blocks_forwarding(%x: !aten.tensor<[4], f32>, %y: !aten.tensor<[4], f32>) -> !aten.tensor<[4], f32> {
+  // CHECK: %[[C:.*]] = aten.clone.default(%x)
+  // CHECK: aten.copy_.default(%x, %y)
+  // CHECK: aten.relu.default(%[[C]])
+  %c = aten.clone.default(%x) : !aten.tensor<[4], f32>
+  %w = aten.copy_.default(%x, %y) : !aten.tensor<[4], f32>
+  %r = aten.relu.default(%c) : !aten.tensor<[4], f32>
+  func.return %r : !aten.tensor<[4], f32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @identities
-func.func @identities(%x: !aten.tensor<[4], f32>, %i: !aten.tensor<[4], i64>) -> (!aten.tensor<[4], f32>, !aten.tensor<[4], f32>) {
+func.func @identities(%x: !aten.tensor<[4], f32>, %i: !aten.tensor<[4], i64>) -> (!aten.tensor<[4], f32>, !aten.tensor<[4], i64>, !aten.tensor<[4], f32>) {
   // CHECK-NEXT: %[[ONE:.*]] = aten.constant 1.0 : f64
   // CHECK-NEXT: %[[R:.*]] = aten.relu.default(%x)
+  // CHECK-NEXT: %[[N:.*]] = aten.neg.default(%i)
   // CHECK-NEXT: %[[F:.*]] = aten.mul.Tensor(%i, %[[ONE]]) : !aten.tensor<[4], f32>
-  // CHECK-NEXT: func.return %[[R]], %[[F]]
+  // CHECK-NEXT: func.return %[[R]], %[[N]], %[[F]]
   %one = aten.constant 1.0 : f64
   %zero = aten.constant 0 : i64
+  %nzero = aten.constant -0.0 : f64
   %a = aten.mul.Tensor(%x, %one) : !aten.tensor<[4], f32>
-  %b = aten.add.Tensor(%zero, %a) : !aten.tensor<[4], f32>
+  %b = aten.add.Tensor(%nzero, %a) : !aten.tensor<[4], f32>
   %c = aten.mul.Scalar(%b, other = 1) : !aten.tensor<[4], f32>
-  %d = aten.add.Scalar(%c, other = 0) : !aten.tensor<[4], f32>
-  %e = aten.sub.Tensor(%d, %zero) : !aten.tensor<[4], f32>
+  %e = aten.sub.Tensor(%c, %zero) : !aten.tensor<[4], f32>
   %r = aten.relu.default(%e) : !aten.tensor<[4], f32>
+  // Integer x + 0 is x.
+  %j = aten.add.Tensor(%i, %zero) : !aten.tensor<[4], i64>
+  %k = aten.add.Scalar(%j, other = 0) : !aten.tensor<[4], i64>
+  %n = aten.neg.default(%k) : !aten.tensor<[4], i64>
   // An int tensor times 1.0 is a float tensor: not an identity.
   %f = aten.mul.Tensor(%i, %one) : !aten.tensor<[4], f32>
-  func.return %r, %f : !aten.tensor<[4], f32>, !aten.tensor<[4], f32>
+  func.return %r, %n, %f : !aten.tensor<[4], f32>, !aten.tensor<[4], i64>, !aten.tensor<[4], f32>
+}
+
+// -----
+
+// A float x + 0 is not x: -0.0 + 0 is +0.0. x - (-0.0) likewise.
+// CHECK-LABEL: func.func @float_add_zero_kept
+func.func @float_add_zero_kept(%x: !aten.tensor<[4], f32>) -> !aten.tensor<[4], f32> {
+  // CHECK: aten.add.Tensor(%x, %{{.*}})
+  // CHECK: aten.add.Scalar(%{{.*}}, other = 0)
+  // CHECK: aten.sub.Tensor(%{{.*}}, %{{.*}})
+  %zero = aten.constant 0 : i64
+  %nzero = aten.constant -0.0 : f64
+  %a = aten.add.Tensor(%x, %zero) : !aten.tensor<[4], f32>
+  %b = aten.add.Scalar(%a, other = 0) : !aten.tensor<[4], f32>
+  %c = aten.sub.Tensor(%b, %nzero) : !aten.tensor<[4], f32>
+  %r = aten.relu.default(%c) : !aten.tensor<[4], f32>
+  func.return %r : !aten.tensor<[4], f32>
 }
 
 // -----
@@ -104,20 +156,28 @@ func.func @add_alpha(%x: !aten.tensor<[4], f32>, %y: !aten.tensor<[4], f32>) -> 
 // -----
 
 // CHECK-LABEL: func.func @scalar_tensor_operands
-func.func @scalar_tensor_operands(%x: !aten.tensor<[4], f32>, %i: !aten.tensor<[4], i32>) -> (!aten.tensor<[4], f32>, !aten.tensor<[4], f32>, !aten.tensor<[4], f32>) {
-  // CHECK-NEXT: %[[C:.*]] = aten.constant 2.0 : f64
+func.func @scalar_tensor_operands(%x: !aten.tensor<[4], f32>, %i: !aten.tensor<[4], i32>, %h: !aten.tensor<[4], bf16>) -> (!aten.tensor<[4], f32>, !aten.tensor<[4], f32>, !aten.tensor<[4], f32>, !aten.tensor<[4], bf16>, !aten.tensor<[4], i1>) {
+  // CHECK: %[[C:.*]] = aten.constant 2.0 : f64
   // CHECK-NEXT: %[[M:.*]] = aten.mul.Tensor(%x, %[[C]]) : !aten.tensor<[4], f32>
   %s = aten.scalar_tensor.default(s = 2, dtype = f32) : !aten.tensor<[], f32>
   %m = aten.mul.Tensor(%x, %s) : !aten.tensor<[4], f32>
   // Different dtype (i32 tensor, f32 0-d): promotion could differ, kept.
-  // CHECK-NEXT: %[[S2:.*]] = aten.scalar_tensor.default(s = 2, dtype = f32)
+  // CHECK: %[[S2:.*]] = aten.scalar_tensor.default(s = 2, dtype = f32)
   // CHECK-NEXT: aten.add.Tensor(%i, %[[S2]])
   %s2 = aten.scalar_tensor.default(s = 2, dtype = f32) : !aten.tensor<[], f32>
   %a = aten.add.Tensor(%i, %s2) : !aten.tensor<[4], f32>
-  // An f64 0-d tensor with an f32 tensor: dtypes differ, kept.
-  // CHECK-NEXT: %[[F:.*]] = aten.full.default(size = [], fill_value = 3.0, dtype = f64)
+  // maximum needs a tensor for both operands: kept.
+  // CHECK: %[[F:.*]] = aten.full.default(size = [], fill_value = 3.0, dtype = f32)
   // CHECK-NEXT: aten.maximum.default(%[[F]], %x)
-  %f = aten.full.default(size = [], fill_value = 3.0, dtype = f64) : !aten.tensor<[], f64>
+  %f = aten.full.default(size = [], fill_value = 3.0, dtype = f32) : !aten.tensor<[], f32>
   %mx = aten.maximum.default(%f, %x) : !aten.tensor<[4], f32>
-  func.return %m, %a, %mx : !aten.tensor<[4], f32>, !aten.tensor<[4], f32>, !aten.tensor<[4], f32>
+  // The scalar is the value the bf16 0-d tensor held, rounded to bf16.
+  // CHECK: %[[B:.*]] = aten.constant 0.00099945068359375 : f64
+  // CHECK-NEXT: aten.div.Tensor(%h, %[[B]]) : !aten.tensor<[4], bf16>
+  %t = aten.full.default(size = [], fill_value = 0.001, dtype = bf16) : !aten.tensor<[], bf16>
+  %d = aten.div.Tensor(%h, %t) : !aten.tensor<[4], bf16>
+  // lt.Tensor needs a tensor: kept.
+  // CHECK: aten.lt.Tensor(%x, %{{.*}}) : !aten.tensor<[4], i1>
+  %l = aten.lt.Tensor(%x, %f) : !aten.tensor<[4], i1>
+  func.return %m, %a, %mx, %d, %l : !aten.tensor<[4], f32>, !aten.tensor<[4], f32>, !aten.tensor<[4], f32>, !aten.tensor<[4], bf16>, !aten.tensor<[4], i1>
 }
