@@ -15,7 +15,6 @@ from typing import Any
 
 import torch
 import torch.fx
-from xdsl.dialects.builtin import ModuleOp
 
 from coil.frontend.capture import aot_backend
 from coil.frontend.fx_importer import constant_inputs, import_graph
@@ -71,18 +70,6 @@ def assert_close_to_eager(actual: Any, expected: Any) -> None:
             torch.testing.assert_close(a, e, **tolerances(e.dtype), equal_nan=True)
         else:
             assert a == e, f"{a} != {e}"
-
-
-def import_and_run(
-    module_fn: Callable, inputs: Sequence[Any], *, dynamic: bool = False
-) -> tuple[ModuleOp, Any]:
-    """Compile ``module_fn`` with the reference backend; return (aten module, outputs)."""
-    torch._dynamo.reset()
-    compiled = torch.compile(module_fn, backend=reference_backend, dynamic=dynamic, fullgraph=True)
-    with torch.no_grad():
-        out = compiled(*inputs)
-    torch._dynamo.reset()
-    return out
 
 
 def print_imported(

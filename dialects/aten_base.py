@@ -307,6 +307,11 @@ class AtenOp(IRDLOperation):
 
     def verify_(self) -> None:
         schema = self.schema()
+        # Masks first: operand_groups() relies on them.
+        for spec in schema.operands:
+            mask = self.properties.get(spec.accessor + "_mask")
+            if mask is not None and sum(_mask_bits(mask)) != len(getattr(self, spec.accessor)):
+                raise VerifyException(f"{self.name}: '{spec.name}' mask does not match operands")
         for spec, values in zip(schema.operands, self.operand_groups().values()):
             for v in values:
                 if v is None:
@@ -319,12 +324,6 @@ class AtenOp(IRDLOperation):
                         f"{self.name}: operand '{spec.name}' must be a tensor"
                         + (" or a scalar" if spec.kind is Kind.TENSOR else "")
                         + f", got {v.type}"
-                    )
-            if spec.kind is Kind.OPT_TENSOR_LIST:
-                mask = self.properties.get(spec.accessor + "_mask")
-                if mask is not None and sum(_mask_bits(mask)) != len(getattr(self, spec.accessor)):
-                    raise VerifyException(
-                        f"{self.name}: '{spec.name}' mask does not match operands"
                     )
         for spec in schema.props:
             attr = self.properties.get(spec.accessor)
@@ -413,7 +412,16 @@ class AtenOp(IRDLOperation):
         if operand_specs:
             parser.raise_error(f"{cls.OVERLOAD} expects tensor argument '{operand_specs[0].name}'")
         attributes = parser.parse_optional_attr_dict()
+        types_at = parser.pos
         result_types = _parse_result_types(parser)
+        fixed = [r for r in schema.returns if r.kind != "tensor_list"]
+        has_list = len(fixed) != len(schema.returns)
+        if len(result_types) < len(fixed) or (len(result_types) > len(fixed) and not has_list):
+            parser.raise_error(
+                f"{cls.OVERLOAD} has {len(schema.returns)} result(s), got "
+                f"{len(result_types)} result type(s)",
+                types_at,
+            )
         # Canonical form: drop literals equal to the schema default.
         values = {}
         for spec in schema.props:
@@ -424,8 +432,8 @@ class AtenOp(IRDLOperation):
                 values[spec.name] = from_attr(attr, spec.kind)
         try:
             op = cls.build_from(tensors, values, result_types)
-        except (ValueError, TypeError, IndexError) as e:
-            parser.raise_error(f"{cls.OVERLOAD}: {e}")
+        except (ValueError, TypeError, IndexError, RuntimeError) as e:  # e.g. a bad device
+            parser.raise_error(f"{cls.OVERLOAD}: {e}", start)
         op.attributes.update(attributes)
         return verified_at(parser, start, op)
 
@@ -549,9 +557,13 @@ class ConstantOp(IRDLOperation):
 
     def verify_(self) -> None:
         v, t = self.value, self.result.type
-        if isinstance(v, FloatAttr) != (t == builtin.f64) or (
-            isinstance(v, IntegerAttr) and t != builtin.i1
-        ):
+        if isinstance(v, FloatAttr):
+            ok = t == builtin.f64
+        elif isinstance(v, IntegerAttr):
+            ok = t == builtin.i1  # a bool
+        else:  # an int (i64) or a size expression (index)
+            ok = t == builtin.IndexType() or (t == builtin.i64 and v.data.is_Integer)
+        if not ok:
             raise VerifyException(
                 f"aten.constant: value {format_attr(v, None)} cannot have type {t}"
             )

@@ -516,6 +516,14 @@ def from_attr(attr: Attribute, kind: Kind) -> Any:
     return attr.data
 
 
+def _is_device(text: str) -> bool:
+    try:
+        torch.device(text)
+    except RuntimeError:
+        return False
+    return True
+
+
 def check_attr(attr: Attribute, kind: Kind) -> str | None:
     """Why ``attr`` cannot hold a value of ``kind`` (None when it can)."""
     if isinstance(attr, NoneAttr):
@@ -540,7 +548,7 @@ def check_attr(attr: Attribute, kind: Kind) -> str | None:
         Kind.LAYOUT: lambda: isinstance(attr, StringAttr) and attr.data in _LAYOUTS,
         Kind.MEMORY_FORMAT: lambda: isinstance(attr, StringAttr) and attr.data in _MEMORY_FORMATS,
         Kind.STR: lambda: isinstance(attr, StringAttr),
-        Kind.DEVICE: lambda: isinstance(attr, StringAttr),
+        Kind.DEVICE: lambda: isinstance(attr, StringAttr) and _is_device(attr.data),
         Kind.GENERATOR: lambda: False,
     }[kind]()
     return None if ok else f"expected {kind.value}, got {attr}"
@@ -549,6 +557,20 @@ def check_attr(attr: Attribute, kind: Kind) -> str | None:
 # --------------------------------------------------------------------------
 # Literal syntax (custom op format)
 # --------------------------------------------------------------------------
+
+
+def string_literal(text: str) -> str:
+    """``text`` as an MLIR string literal (escapes as xDSL's printer writes them)."""
+    out = []
+    for byte in text.encode("utf-8"):
+        char = chr(byte)
+        if char in '"\\':
+            out.append("\\" + char)
+        elif 0x20 <= byte < 0x7F:
+            out.append(char)
+        else:
+            out.append(f"\\{byte:02X}")
+    return '"' + "".join(out) + '"'
 
 
 def format_float(value: float) -> str:
@@ -583,7 +605,7 @@ def format_attr(attr: Attribute, kind: Kind | None) -> str:
     if isinstance(attr, StringAttr):
         if kind in (Kind.LAYOUT, Kind.MEMORY_FORMAT):
             return attr.data
-        return '"' + attr.data.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return string_literal(attr.data)
     if isinstance(attr, TypeAttribute):
         return str(attr)
     raise TypeError(f"no literal form for {attr}")

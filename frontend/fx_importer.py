@@ -400,10 +400,7 @@ class _Importer:
                     Kind.FLOAT_LIST: Kind.FLOAT,
                     Kind.BOOL_LIST: Kind.BOOL,
                 }.get(kind)
-                if kind is Kind.INT_LIST:
-                    value = self._python_value(value)
-                    if all(not isinstance(v, torch.fx.Node) for v in value):
-                        return to_attr(normalize(value, Kind.INT_LIST), Kind.INT_LIST)
+                # Lists stay ArrayAttr (as the generic syntax parses them back).
                 return ArrayAttr([convert(v, elem) for v in value])
             value = self._python_value(value)
             if value is None:

@@ -72,7 +72,17 @@ class DecompositionFailed(Exception):
 
 def decompose_op(op: AtenOp) -> tuple[list[Operation], list[SSAValue]]:
     """Trace torch's decomposition of ``op``; return the new ops and the values
-    replacing ``op``'s results (the new ops are not inserted)."""
+    replacing ``op``'s results (the new ops are not inserted). Any failure is a
+    :class:`DecompositionFailed`, and leaves the IR untouched."""
+    try:
+        return _decompose(op)
+    except DecompositionFailed:
+        raise
+    except Exception as e:  # fake tensors, tracing, import: the op stays
+        raise DecompositionFailed(f"{op.name}: {type(e).__name__}: {e}") from e
+
+
+def _decompose(op: AtenOp) -> tuple[list[Operation], list[SSAValue]]:
     from torch._decomp import decomposition_table as torch_decompositions
 
     from coil.frontend.fx_importer import import_graph
@@ -85,7 +95,7 @@ def decompose_op(op: AtenOp) -> tuple[list[Operation], list[SSAValue]]:
     env = FakeEnv()
     operands: list[SSAValue] = []
     fakes: list[torch.Tensor] = []
-    # Template of the call: each tensor argument is ("tensor", index) in `fakes`.
+    # Template of the call: each tensor argument is a _Slot indexing `fakes`.
     call_args: list[Any] = []
     call_kwargs: dict[str, Any] = {}
     groups = op.operand_groups()
@@ -132,14 +142,11 @@ def decompose_op(op: AtenOp) -> tuple[list[Operation], list[SSAValue]]:
         gm = make_fx(traced, decomposition_table=decomposition_table(), tracing_mode="symbolic")(
             *fakes
         )
-    except Exception as e:  # any tracing failure keeps the op
+    except Exception as e:
         raise DecompositionFailed(f"tracing {op.name} failed: {e}") from e
     if len(env.shape_env.guards) != guards_before:
         raise DecompositionFailed(f"decomposing {op.name} would specialize a symbolic size")
-    try:
-        module = import_graph(gm, rename_symbols=env.back_to_ir)
-    except Exception as e:  # an unimportable trace keeps the op
-        raise DecompositionFailed(f"importing the decomposition of {op.name}: {e}") from e
+    module = import_graph(gm, rename_symbols=env.back_to_ir)
     fn = next(o for o in module.ops if isinstance(o, func.FuncOp))
     block = fn.body.block
     ret = block.last_op
@@ -158,7 +165,10 @@ def decompose_op(op: AtenOp) -> tuple[list[Operation], list[SSAValue]]:
             raise DecompositionFailed(
                 f"decomposition of {op.name} changes a result type: {old.type} -> {new.type}"
             )
-    for arg, value in zip(block.args, operands, strict=True):
+    # A decomposition may return one of its inputs (dropout in eval mode).
+    by_arg = dict(zip(block.args, operands, strict=True))
+    results = [by_arg.get(r, r) for r in results]
+    for arg, value in by_arg.items():
         arg.replace_all_uses_with(value)
     ret.detach()
     ret.drop_all_references()  # the orphan return must not stay a user of the results

@@ -61,3 +61,14 @@ func.func @untouched(%x: !aten.tensor<[4, 4], f32>) -> !aten.tensor<[4, 4], f32>
   %y = aten.mm.default(%x, %x) : !aten.tensor<[4, 4], f32>
   func.return %y : !aten.tensor<[4, 4], f32>
 }
+
+// -----
+
+// A decomposition may return one of the op's inputs (dropout in eval mode).
+// CHECK-LABEL: func.func @returns_an_input
+func.func @returns_an_input(%r: !aten.tensor<[4], f32>) -> (!aten.tensor<[4], f32>, !aten.tensor<[4], i1>) {
+  // CHECK-NEXT: %[[ONES:.*]] = aten.full_like.default(%r, fill_value = true, dtype = i1
+  // CHECK-NEXT: func.return %r, %[[ONES]]
+  %o, %m = aten.native_dropout.default(%r, p = 0.5, train = false) : (!aten.tensor<[4], f32>, !aten.tensor<[4], i1>)
+  func.return %o, %m : !aten.tensor<[4], f32>, !aten.tensor<[4], i1>
+}

@@ -131,3 +131,50 @@ func.func @argument_twice(%x: !aten.tensor<[4], f32>) {
   func.return
 }
 // CHECK: argument 'dim' given twice
+
+// -----
+
+func.func @too_many_result_types(%x: !aten.tensor<[4], f32>) {
+  %0, %1 = aten.view.default(%x, size = [4]) : (!aten.tensor<[4], f32>, !aten.tensor<[4], f32>)
+  func.return
+}
+// CHECK: aten.view.default has 1 result(s), got 2 result type(s)
+
+// -----
+
+func.func @missing_result_type(%x: !aten.tensor<[4], f32>) {
+  %0 = aten.relu.default(%x)
+  func.return
+}
+// CHECK: aten.relu.default has 1 result(s), got 0 result type(s)
+
+// -----
+
+func.func @constant_int_as_bool() {
+  %0 = aten.constant 5 : i1
+  func.return
+}
+// CHECK: aten.constant: value 5 cannot have type i1
+
+// -----
+
+func.func @constant_symbol_as_i64() {
+  %0 = aten.constant s0 : i64
+  func.return
+}
+// CHECK: aten.constant: value s0 cannot have type i64
+
+// -----
+
+func.func @zero_divisor(%x: !aten.tensor<[s0 floordiv 0], f32>) {
+  func.return
+}
+// CHECK: division by zero in a symbolic expression
+
+// -----
+
+func.func @bad_device(%x: !aten.tensor<[4], f32>) {
+  %0 = aten._to_copy.default(%x, device = "nodevice") : !aten.tensor<[4], f32>
+  func.return
+}
+// CHECK: argument 'device': expected Device, got "nodevice"
