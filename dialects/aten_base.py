@@ -338,8 +338,9 @@ class AtenOp(IRDLOperation):
             tensor_like = isinstance(res.type, TensorType | builtin.NoneType)
             if ret.kind in ("tensor", "tensor_list") and not tensor_like:
                 raise VerifyException(f"{self.name}: result must be a tensor, got {res.type}")
-            if ret.aliases_arg is not None:
-                (src,) = [v for v in self.operand_groups()[ret.aliases_arg] if v is not None]
+            sources = [v for v in self.operand_groups().get(ret.aliases_arg, []) if v is not None]
+            if len(sources) == 1:
+                (src,) = sources
                 # An in-place view op (squeeze_, resize_) changes sizes, not the dtype.
                 same = (
                     src.type.element_type == res.type.element_type
@@ -391,7 +392,10 @@ class AtenOp(IRDLOperation):
                     parser.raise_error(f"{cls.OVERLOAD} has no non-tensor argument '{name}'")
                 if spec.accessor in props:
                     parser.raise_error(f"argument '{name}' given twice")
+                at = parser.pos
                 props[spec.accessor] = parse_attr(parser, spec.kind)
+                if (why := check_attr(props[spec.accessor], spec.kind)) is not None:
+                    parser.raise_error(f"argument '{name}': {why}", at)
                 return
             if not operand_specs:
                 parser.raise_error(f"too many tensor arguments for {cls.OVERLOAD}")
@@ -422,14 +426,12 @@ class AtenOp(IRDLOperation):
                 f"{len(result_types)} result type(s)",
                 types_at,
             )
-        # Canonical form: drop literals equal to the schema default.
-        values = {}
-        for spec in schema.props:
-            if spec.accessor in props:
-                attr = props[spec.accessor]
-                if (why := check_attr(attr, spec.kind)) is not None:
-                    parser.raise_error(f"argument '{spec.name}': {why}")
-                values[spec.name] = from_attr(attr, spec.kind)
+        # build_from drops literals equal to the schema default (canonical form).
+        values = {
+            spec.name: from_attr(props[spec.accessor], spec.kind)
+            for spec in schema.props
+            if spec.accessor in props
+        }
         try:
             op = cls.build_from(tensors, values, result_types)
         except (ValueError, TypeError, IndexError, RuntimeError) as e:  # e.g. a bad device

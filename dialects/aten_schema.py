@@ -120,59 +120,14 @@ def classify(ty: Type) -> tuple[Kind, bool]:
 NO_DEFAULT = object()
 """Marks an argument without a default value."""
 
+# Names a generated op class cannot use for a field: Operation's own attributes
+# and methods, and Python keywords. Such arguments get a trailing underscore.
 _RESERVED = frozenset(
-    [
-        "name",
-        "operands",
-        "results",
-        "regions",
-        "successors",
-        "attributes",
-        "properties",
-        "parent",
-        "location",
-        "result_types",
-        "operand_types",
-        "traits",
-        "verify",
-        "print",
-        "parse",
-        "clone",
-        "walk",
-        "erase",
-        "detach",
-        "irdl_options",
-        "assembly_format",
-        "custom_directives",
-        "result",
-        "get",
-        "build",
-        "create",
-        "arg",
-        "args",
-        "op_def",
-        "from",
-        "in",
-        "is",
-        "if",
-        "else",
-        "for",
-        "while",
-        "import",
-        "lambda",
-        "global",
-        "def",
-        "class",
-        "return",
-        "and",
-        "or",
-        "not",
-        "pass",
-        "with",
-        "as",
-        "del",
-        "try",
-    ]
+    """name operands results regions successors attributes properties parent location
+    result_types operand_types traits verify print parse clone walk erase detach
+    irdl_options assembly_format custom_directives result get build create arg args op_def
+    from in is if else for while import lambda global def class return and or not pass
+    with as del try""".split()
 )
 
 

@@ -244,6 +244,11 @@ class _Importer:
 
     def _import_get_attr(self, node, arg_types, arg_attrs) -> None:
         value = _fetch_attr(self.gm, node.target)
+        if isinstance(value, torch.fx.GraphModule):
+            raise ImportError_(
+                "subgraphs (the bodies of higher-order ops such as torch.cond or "
+                "torch.while_loop) are not supported yet"
+            )
         if not isinstance(value, torch.Tensor):
             raise ImportError_(f"get_attr of a {type(value).__name__} is not supported")
         inline = value.numel() <= INLINE_CONSTANT_MAX_NUMEL and _dense_ok(value)

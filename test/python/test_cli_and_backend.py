@@ -113,3 +113,14 @@ def test_custom_op_imports_as_operator_and_runs():
 
     text = print_module(import_module(fn, (x, y)))
     assert 'aten.operator "coiltest::scale_add"(%' in text and ", 0.5)" in text
+
+
+def test_higher_order_op_is_a_located_error():
+    from coil.frontend.fx_importer import ImportError_
+    from coil.frontend.loader import import_module
+
+    def fn(x):
+        return torch.cond(x.sum() > 0, lambda x: x.sin(), lambda x: x.cos(), (x,))
+
+    with pytest.raises(ImportError_, match=r"test_cli_and_backend.py:\d+: subgraphs .*torch.cond"):
+        import_module(fn, (torch.randn(4),))
