@@ -1,8 +1,7 @@
 # RUN: %python %s | filecheck %s
 # RUN: %python %s | fx-opt --print-debuginfo | filecheck %s
 # FX stack traces become op locations, printed with debuginfo and parsed back
-# by fx-opt: each op names
-# the user line it came from (the line above its CHECK).
+# by fx-opt: each op names the user line it came from (the line above its CHECK).
 import torch
 
 from coil.testing import print_imported
