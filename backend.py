@@ -1,8 +1,9 @@
 """The torch.compile backend, registered as ``backend="coil"``.
 
 Modelled on Inductor's ``compile_fx``: AOTAutograd with coil's decomposition
-table hands each forward graph to :func:`compile_graph`, which imports it into
-the aten dialect and runs the default pipeline (``pipeline.PIPELINES``).
+table hands each graph (the forward; in training also the backward) to
+:func:`compile_graph`, which imports it into the aten dialect and runs the
+default pipeline (``pipeline.PIPELINES``).
 
 Code generation (loop -> buffer -> Triton) is not built yet, so the compiled
 graph runs through the aten-level reference executor: correct (each op is the

@@ -24,9 +24,12 @@ class CapturedGraph:
     example_inputs: list[Any]  # FakeTensors / SymInts, as AOTAutograd passed them
 
 
-def aot_backend(compile_fw: Callable[[torch.fx.GraphModule, list[Any]], Callable]):
-    """A dynamo backend: AOTAutograd with coil's decompositions, ``compile_fw`` per graph."""
-    return aot_autograd(fw_compiler=compile_fw, decompositions=decomposition_table())
+def aot_backend(compile_fn: Callable[[torch.fx.GraphModule, list[Any]], Callable]):
+    """A dynamo backend: AOTAutograd with coil's decompositions, ``compile_fn`` for
+    every graph it produces (the forward, and in training the backward)."""
+    return aot_autograd(
+        fw_compiler=compile_fn, bw_compiler=compile_fn, decompositions=decomposition_table()
+    )
 
 
 def capture_graphs(
