@@ -23,9 +23,10 @@ and the user line.
 from __future__ import annotations
 
 import ast
+import contextlib
 import operator
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import sympy
@@ -150,6 +151,15 @@ def _target_name(target: Any) -> str:
         return getattr(target, "__name__", None) or str(target)
 
 
+@contextlib.contextmanager
+def _located(node: torch.fx.Node) -> Iterator[None]:
+    """Turn any failure to import ``node`` into one ImportError_ naming it."""
+    try:
+        yield
+    except (ImportError_, UnsupportedSchema, TypeError, ValueError, KeyError) as e:
+        raise ImportError_(f"{describe(node)}: {e}") from e
+
+
 def _hint(name: str) -> str | None:
     name = re.sub(r"[^A-Za-z0-9_$.-]", "_", name)
     return name if name and not name[0].isdigit() else None
@@ -177,13 +187,14 @@ class _Importer:
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
         arg_types, arg_attrs = [], []
         for node in placeholders:
-            val = node.meta["val"]
-            arg_types.append(value_type(val, self.rename))
-            attrs: dict[str, Attribute] = {}
-            if isinstance(val, torch.SymInt) and not isinstance(sym_expr(val, self.rename), int):
-                attrs["coil.symbol"] = ExprAttr(sym_expr(val, self.rename))
-            arg_attrs.append(attrs)
-            self._learn_symbols(val)
+            with _located(node):
+                val = node.meta["val"]
+                arg_types.append(value_type(val, self.rename))
+                attrs: dict[str, Attribute] = {}
+                if isinstance(val, torch.SymInt) and not isinstance(sym_expr(val), int):
+                    attrs["coil.symbol"] = ExprAttr(sym_expr(val, self.rename))
+                arg_attrs.append(attrs)
+                self._learn_symbols(val)
         self.block = Block(arg_types=arg_types)
         for node, arg in zip(placeholders, self.block.args):
             arg.name_hint = _hint(node.name)
@@ -196,9 +207,9 @@ class _Importer:
         outputs: list[SSAValue] = []
         tree_attrs: dict[str, Attribute] = {}
         for node in graph.nodes:
-            try:
-                if node.op == "placeholder":
-                    continue
+            if node.op == "placeholder":
+                continue
+            with _located(node):
                 if node.op == "get_attr":
                     self._import_get_attr(node, arg_types, arg_attrs)
                 elif node.op == "call_function":
@@ -207,12 +218,6 @@ class _Importer:
                     outputs, tree_attrs = self._import_output(node)
                 else:
                     raise ImportError_(f"cannot import {node.op} nodes")
-            except ImportError_ as e:
-                if str(e).startswith("node '"):
-                    raise
-                raise ImportError_(f"{describe(node)}: {e}") from e
-            except (UnsupportedSchema, TypeError, ValueError, dtypes.UnsupportedDtype) as e:
-                raise ImportError_(f"{describe(node)}: {e}") from e
         self.builder.insert(func.ReturnOp(*outputs))
         fn = func.FuncOp(
             self.func_name,
