@@ -79,7 +79,6 @@ def compile_graph(
     def run(*args: Any) -> Any:
         return run_module(module, [*args, *constants])
 
-    run.coil_module = module  # type: ignore[attr-defined]
     return run
 
 

@@ -28,9 +28,9 @@ def coil_context() -> Context:
     return ctx
 
 
-def print_module(module: ModuleOp, *, debuginfo: bool = False) -> str:
+def print_module(module: ModuleOp, *, debuginfo: bool = False, generic: bool = False) -> str:
     out = io.StringIO()
-    Printer(stream=out, print_debuginfo=debuginfo).print_op(module)
+    Printer(stream=out, print_debuginfo=debuginfo, print_generic_format=generic).print_op(module)
     return out.getvalue() + "\n"
 
 

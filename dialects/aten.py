@@ -35,9 +35,14 @@ def overload_name(overload: torch._ops.OpOverload) -> str:
     return f"{overload.namespace}.{packet}.{overload._overloadname}"
 
 
+def op_class_named(name: str) -> type[AtenOp] | None:
+    """The generated op class named ``name`` (``aten.add.Tensor``), or None."""
+    return _BY_NAME.get(name)
+
+
 def op_class_for(overload: torch._ops.OpOverload) -> type[AtenOp] | None:
     """The generated op class of ``overload``, or None (-> ``aten.operator``)."""
-    return _BY_NAME.get(overload_name(overload))
+    return op_class_named(overload_name(overload))
 
 
 __all__ = [
@@ -50,5 +55,6 @@ __all__ = [
     "TensorConstantOp",
     "TensorType",
     "op_class_for",
+    "op_class_named",
     "overload_name",
 ]

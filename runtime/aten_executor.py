@@ -30,7 +30,7 @@ from coil.dialects.aten import (
     TensorConstantOp,
     TensorType,
 )
-from coil.dialects.aten_schema import NO_DEFAULT, Kind, argument_kinds, from_attr, parse_enum
+from coil.dialects.aten_schema import Kind, argument_kinds, parse_enum
 from coil.dialects.symbolic import ExprAttr, ShapeAttr
 from coil.frontend.fx_importer import decode_output_tree
 
@@ -93,14 +93,13 @@ class _Env:
             )
 
 
-def _value(attr: Attribute, kind: Kind | None, env: _Env) -> Any:
-    """A property's Python value with size symbols evaluated."""
-    value = from_attr(attr, kind) if kind is not None else _generic_value(attr, env)
+def _evaluated(value: Any, kind: Kind, env: _Env) -> Any:
+    """An argument value as torch takes it: size symbols evaluated, lists as lists."""
     if kind in (Kind.INT, Kind.SCALAR) and isinstance(value, sympy.Expr):
         return env.evaluate(value)
     if kind is Kind.INT_LIST and value is not None:
         return [env.evaluate(v) for v in value]
-    return value
+    return list(value) if isinstance(value, tuple) else value
 
 
 def _generic_value(attr: Attribute, env: _Env) -> Any:
@@ -132,15 +131,7 @@ def _run_aten(op: AtenOp, env: _Env) -> Any:
             values = [None if v is None else env.values[v] for v in groups[spec.name]]
             value = values if spec.kind is not Kind.TENSOR else (values[0] if values else None)
         else:
-            attr = op.properties.get(spec.accessor)
-            if attr is None:
-                value = None if spec.default is NO_DEFAULT else spec.default
-                if isinstance(value, tuple):
-                    value = list(value)
-                if spec.kind is Kind.INT_LIST and value is not None:
-                    value = [env.evaluate(v) for v in value]
-            else:
-                value = _value(attr, spec.kind, env)
+            value = _evaluated(op.arg(spec.name), spec.kind, env)
         if spec.kwarg_only:
             kwargs[spec.name] = value
         else:

@@ -19,7 +19,6 @@ adds a guard) is left as it is, never decomposed for one size only.
 
 from __future__ import annotations
 
-import functools
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +35,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 
-from coil.dialects.aten import AtenOp, ConstantOp, TensorType
+from coil.dialects.aten import AtenOp, ConstantOp, TensorType, op_class_named
 from coil.dialects.aten_schema import NO_DEFAULT, Kind
 from coil.frontend.decompositions import decomposition_table
 from coil.frontend.fake import FakeEnv
@@ -215,7 +214,7 @@ class AtenDecomposePass(ModulePass):
     ops: tuple[str, ...] = field(default=DEFAULT_OPS)
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        unknown = [n for n in self.ops if not _is_op_name(n)]
+        unknown = [n for n in self.ops if op_class_named(n) is None]
         if unknown:
             raise ValueError(f"aten-decompose: unknown op(s) {', '.join(unknown)}")
         failures: list[str] = []
@@ -224,14 +223,3 @@ class AtenDecomposePass(ModulePass):
         PatternRewriteWalker(DecomposeOp(frozenset(self.ops), failures)).rewrite_module(op)
         for message in dict.fromkeys(failures):  # each distinct reason once
             log.info("aten-decompose: kept an op: %s", message)
-
-
-@functools.cache
-def _known_names() -> frozenset[str]:
-    from coil.dialects.aten_ops import ATEN_OPS, PRIMS_OPS
-
-    return frozenset(c.OVERLOAD for c in (*ATEN_OPS, *PRIMS_OPS))
-
-
-def _is_op_name(name: str) -> bool:
-    return name in _known_names()

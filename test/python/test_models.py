@@ -29,7 +29,7 @@ def _compile_checked(checks: list):
         text = print_module(module)
         reparsed = parse_module(text)
         assert print_module(reparsed) == text, "print -> parse -> print is not a fixed point"
-        generic = print_module_generic(reparsed)
+        generic = print_module(reparsed, generic=True)
         assert print_module(parse_module(generic)) == text, "generic form does not round-trip"
         optimized = parse_module(text)
         run_pipeline(optimized, PIPELINES["default"])
@@ -49,16 +49,6 @@ def _compile_checked(checks: list):
         return run
 
     return aot_backend(compile_fw)
-
-
-def print_module_generic(module):
-    import io
-
-    from xdsl.printer import Printer
-
-    out = io.StringIO()
-    Printer(stream=out, print_generic_format=True).print_op(module)
-    return out.getvalue()
 
 
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
