@@ -24,25 +24,17 @@ from xdsl.passes import PassPipeline
 
 from coil.frontend.capture import aot_backend
 from coil.frontend.fx_importer import constant_inputs, import_graph
-from coil.pipeline import PIPELINES
+from coil.pipeline import PIPELINES, available_passes
 
 log = logging.getLogger("coil")
 _warned = False
-
-
-def _available_passes():
-    from xdsl.transforms import get_all_passes as xdsl_passes
-
-    from coil.transforms import get_all_passes
-
-    return {**xdsl_passes(), **get_all_passes()}
 
 
 def run_pipeline(module, pipeline: str) -> None:
     """Apply a pass-pipeline string (the same syntax as ``fx-opt -p``)."""
     from coil.ir import coil_context
 
-    PassPipeline.parse_spec(_available_passes(), pipeline).apply(coil_context(), module)
+    PassPipeline.parse_spec(available_passes(), pipeline).apply(coil_context(), module)
     module.verify()
 
 

@@ -33,9 +33,10 @@ class FxOptMain(xDSLOptMain):
 
     def register_all_passes(self) -> None:
         super().register_all_passes()
-        from coil.transforms import get_all_passes
+        from coil.lowering import get_all_passes as lowering_passes
+        from coil.transforms import get_all_passes as transform_passes
 
-        for name, factory in get_all_passes().items():
+        for name, factory in {**transform_passes(), **lowering_passes()}.items():
             self.register_pass(name, factory)
 
     def register_all_frontends(self) -> None:

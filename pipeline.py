@@ -2,12 +2,14 @@
 
 ``coil pipeline [NAME]`` prints one; the torch.compile backend runs
 ``PIPELINES["default"]`` unchanged, so ``fx-opt x.mlir -p "$(coil pipeline)"``
-replays exactly what the backend did. Today the pipeline stops at the aten
-level (the loop/buffer/tt stages are later issues); it grows by appending
-passes here.
+replays exactly what the backend did. It grows by appending passes here.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.passes import ModulePass
 
 ATEN_CLEANUP = "canonicalize,cse,dce"
 
@@ -16,3 +18,13 @@ PIPELINES: dict[str, str] = {
     "default": f"canonicalize,aten-decompose,{ATEN_CLEANUP}",
     "aten-cleanup": ATEN_CLEANUP,
 }
+
+
+def available_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """Every pass a pipeline may name: xDSL's, coil's transforms and lowerings."""
+    from xdsl.transforms import get_all_passes as xdsl_passes
+
+    from coil.lowering import get_all_passes as lowering_passes
+    from coil.transforms import get_all_passes as transform_passes
+
+    return {**xdsl_passes(), **transform_passes(), **lowering_passes()}

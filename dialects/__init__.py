@@ -22,4 +22,14 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Coil
 
-    return {"aten": aten, "prims": prims, "coil": coil}
+    def loop() -> Dialect:
+        from coil.dialects.loop import Loop
+
+        return Loop
+
+    def buffer() -> Dialect:
+        from coil.dialects.buffer import Buffer
+
+        return Buffer
+
+    return {"aten": aten, "prims": prims, "coil": coil, "loop": loop, "buffer": buffer}

@@ -12,4 +12,30 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return AtenDecomposePass
 
-    return {"aten-decompose": aten_decompose}
+    def loop_inline() -> type[ModulePass]:
+        from coil.transforms.loop_inline import LoopInlinePass
+
+        return LoopInlinePass
+
+    def loop_fuse() -> type[ModulePass]:
+        from coil.transforms.loop_fuse import LoopFusePass
+
+        return LoopFusePass
+
+    def loop_simplify_indexing() -> type[ModulePass]:
+        from coil.transforms.loop_simplify_indexing import LoopSimplifyIndexingPass
+
+        return LoopSimplifyIndexingPass
+
+    def memory_plan() -> type[ModulePass]:
+        from coil.transforms.memory_plan import MemoryPlanPass
+
+        return MemoryPlanPass
+
+    return {
+        "aten-decompose": aten_decompose,
+        "loop-inline": loop_inline,
+        "loop-fuse": loop_fuse,
+        "loop-simplify-indexing": loop_simplify_indexing,
+        "memory-plan": memory_plan,
+    }

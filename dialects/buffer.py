@@ -1,0 +1,341 @@
+"""The buffer dialect: memory with a layout, and the calls that need memory.
+
+After ``bufferize`` every tensor that must exist in memory is a buffer::
+
+    !buffer.buffer<[4, s0], f32>                                   row-major
+    !buffer.buffer<[8, 4], f32, strides [1, 8], offset 2, device "cuda:0">
+
+Sizes and strides are symbolic (sympy); ``offset`` counts elements from the
+start of the storage the buffer lives in (an allocation or a graph input).
+
+Ops:
+
+* ``buffer.alloc`` -- fresh storage with the layout of its type;
+* ``buffer.view %b : A -> B`` -- reinterpret ``%b``'s storage with layout B (an
+  aliasing output, a view that needs no copy);
+* ``buffer.reuse %dead : A -> B`` -- the memory plan's reuse of a dead buffer's
+  storage (Inductor's ``buf3 = buf0; del buf0  # reuse``);
+* ``buffer.dealloc %b`` -- the last use of an allocation (the memory plan's);
+* ``buffer.extern (%a, %b) {aten ops}`` -- call ATen for what coil does not
+  lower (mm, convolution, any op): the region is the aten op itself over block
+  arguments typed with the layouts ATen sees, so the call prints, parses and
+  runs like any aten IR. Before bufferize its operands and results are
+  ``!loop.tensor`` values; after, buffers.
+
+The loop nests (``loop.pointwise`` ...) write buffers in destination-passing
+style: ``outs(%buf : !buffer.buffer<...>)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sympy
+import torch
+from xdsl.dialects.builtin import StringAttr
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import IsTerminator
+from xdsl.utils.exceptions import VerifyException
+
+from coil.dialects import dtypes
+from coil.dialects.symbolic import (
+    ExprAttr,
+    ShapeAttr,
+    SymInt,
+    contiguous_strides,
+    format_expr,
+    format_expr_list,
+    parse_expr,
+    parse_expr_list,
+)
+
+
+@irdl_attr_definition
+class BufferType(ParametrizedAttribute, TypeAttribute):
+    """Memory holding a strided tensor (strides printed when not row-major, offset
+    when not 0, device unless cpu)."""
+
+    name = "buffer.buffer"
+
+    shape_attr: ShapeAttr
+    element_type: Attribute
+    strides_attr: ShapeAttr
+    offset_attr: ExprAttr
+    device_attr: StringAttr
+
+    def __init__(
+        self,
+        shape: Sequence[SymInt],
+        element_type: Attribute | torch.dtype,
+        strides: Sequence[SymInt] | None = None,
+        offset: SymInt = 0,
+        device: str | torch.device = "cpu",
+    ):
+        if isinstance(element_type, torch.dtype):
+            element_type = dtypes.to_mlir(element_type)
+        if strides is None:
+            strides = contiguous_strides(shape)
+        super().__init__(
+            ShapeAttr(shape),
+            element_type,
+            ShapeAttr(strides),
+            ExprAttr(offset),
+            StringAttr(str(device)),
+        )
+
+    @property
+    def shape(self) -> tuple[SymInt, ...]:
+        return self.shape_attr.symints
+
+    @property
+    def strides(self) -> tuple[SymInt, ...]:
+        return self.strides_attr.symints
+
+    @property
+    def offset(self) -> SymInt:
+        return self.offset_attr.symint
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return dtypes.to_torch(self.element_type)
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device(self.device_attr.data)
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape_attr.data)
+
+    def is_contiguous(self) -> bool:
+        return self.strides_attr.data == ShapeAttr(contiguous_strides(self.shape)).data
+
+    def storage_numel(self) -> sympy.Expr:
+        """Elements of storage the layout spans: offset + 1 + sum((size-1)*stride)."""
+        sizes, strides = self.shape_attr.data, self.strides_attr.data
+        if any(s == 0 for s in sizes):
+            return sympy.Integer(0)
+        span = sum(((n - 1) * st for n, st in zip(sizes, strides)), sympy.Integer(0))
+        return sympy.expand(self.offset_attr.data + 1 + span)
+
+    def storage_bytes(self) -> sympy.Expr:
+        return self.storage_numel() * self.dtype.itemsize
+
+    def verify(self) -> None:
+        if not dtypes.is_element_type(self.element_type):
+            raise VerifyException(f"{self.element_type} is not a torch element type")
+        if len(self.shape_attr.data) != len(self.strides_attr.data):
+            raise VerifyException(
+                f"buffer has {len(self.shape_attr.data)} sizes but "
+                f"{len(self.strides_attr.data)} strides"
+            )
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            shape = parse_expr_list(parser)
+            parser.parse_punctuation(",")
+            element_type = parser.parse_type()
+            strides, offset, device = None, sympy.Integer(0), "cpu"
+            while parser.parse_optional_punctuation(","):
+                key = parser.parse_keyword_in(("strides", "offset", "device"))
+                if key == "strides":
+                    strides = parse_expr_list(parser)
+                    if len(strides) != len(shape):
+                        parser.raise_error(f"expected {len(shape)} strides, got {len(strides)}")
+                elif key == "offset":
+                    offset = parse_expr(parser)
+                else:
+                    device = parser.parse_str_literal("device name expected")
+        if strides is None:
+            strides = contiguous_strides(shape)
+        return (
+            ShapeAttr(shape),
+            element_type,
+            ShapeAttr(strides),
+            ExprAttr(offset),
+            StringAttr(device),
+        )
+
+    def print_parameters(self, printer: Printer) -> None:
+        text = f"<{format_expr_list(self.shape_attr.data)}, {self.element_type}"
+        if not self.is_contiguous():
+            text += f", strides {format_expr_list(self.strides_attr.data)}"
+        if self.offset_attr.data != 0:
+            text += f", offset {format_expr(self.offset_attr.data)}"
+        if self.device_attr.data != "cpu":
+            text += f', device "{self.device_attr.data}"'
+        printer.print_string(text + ">")
+
+
+def buffer_type_for(t: Attribute, device: str | torch.device | None = None) -> BufferType:
+    """A buffer with ``t``'s sizes, dtype (and strides/device when ``t`` has them)."""
+    strides = getattr(t, "strides", None)
+    dev = device if device is not None else getattr(t, "device", "cpu")
+    return BufferType(t.shape, t.element_type, strides, 0, dev)
+
+
+def _same_storage_shape(op: IRDLOperation, source: Attribute, result: Attribute) -> None:
+    if not isinstance(source, BufferType) or not isinstance(result, BufferType):
+        raise VerifyException(f"{op.name}: expects buffers")
+    if source.device_attr != result.device_attr:
+        raise VerifyException(f"{op.name}: a buffer cannot change device")
+
+
+@irdl_op_definition
+class AllocOp(IRDLOperation):
+    """Fresh storage for the layout of the result type."""
+
+    name = "buffer.alloc"
+    result = result_def(BufferType)
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, result_type: BufferType):
+        super().__init__(result_types=[result_type])
+
+
+@irdl_op_definition
+class ViewOp(IRDLOperation):
+    """Reinterpret the source's storage with the result's layout (no copy)."""
+
+    name = "buffer.view"
+    source = operand_def(BufferType)
+    result = result_def(BufferType)
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source: SSAValue, result_type: BufferType):
+        super().__init__(operands=[source], result_types=[result_type])
+
+    def verify_(self) -> None:
+        _same_storage_shape(self, self.source.type, self.result.type)
+        if self.source.type.element_type != self.result.type.element_type:
+            raise VerifyException("buffer.view: a view keeps the element type")
+
+
+@irdl_op_definition
+class ReuseOp(IRDLOperation):
+    """Take over the storage of a dead buffer (same device, dtype and storage size)."""
+
+    name = "buffer.reuse"
+    source = operand_def(BufferType)
+    result = result_def(BufferType)
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source: SSAValue, result_type: BufferType):
+        super().__init__(operands=[source], result_types=[result_type])
+
+    def verify_(self) -> None:
+        _same_storage_shape(self, self.source.type, self.result.type)
+        if self.source.type.element_type != self.result.type.element_type:
+            raise VerifyException("buffer.reuse: storage is reused for the same element type")
+
+
+@irdl_op_definition
+class DeallocOp(IRDLOperation):
+    """The last use of an allocation: its storage may be freed after this point."""
+
+    name = "buffer.dealloc"
+    buffer = operand_def(BufferType)
+    assembly_format = "$buffer attr-dict `:` type($buffer)"
+
+    def __init__(self, buffer: SSAValue):
+        super().__init__(operands=[buffer])
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Terminates a ``buffer.extern`` region."""
+
+    name = "buffer.yield"
+    values = var_operand_def()
+    traits = traits_def(IsTerminator())
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, *values: SSAValue):
+        super().__init__(operands=[list(values)])
+
+
+@irdl_op_definition
+class ExternOp(IRDLOperation):
+    """Call ATen (the universal fallback): the region holds the aten op(s) to run
+    on the operands; the results are what the region yields."""
+
+    name = "buffer.extern"
+
+    args = var_operand_def()
+    res = var_result_def()
+    body = region_def("single_block")
+
+    def __init__(self, args: Sequence[SSAValue], result_types: Sequence[Attribute], body):
+        super().__init__(operands=[list(args)], result_types=[list(result_types)], regions=[body])
+
+    @property
+    def kernel_name(self) -> str:
+        """The overload called ("aten.mm.default"), for logs and generated code."""
+        for op in self.body.block.ops:
+            if isinstance(op, YieldOp):
+                continue
+            if op.name == "aten.operator":
+                return op.overload_name.data.replace("::", ".")
+            if op.name not in ("aten.constant", "aten.tensor_constant"):
+                return op.name
+        return "extern"
+
+    def verify_(self) -> None:
+        block = self.body.block
+        if len(block.args) != len(self.args):
+            raise VerifyException("buffer.extern: one block argument per operand")
+        term = block.last_op
+        if not isinstance(term, YieldOp) or len(term.values) != len(self.res):
+            raise VerifyException("buffer.extern: the region must yield one value per result")
+        for v, r in zip(term.values, self.res):
+            a, b = v.type, r.type
+            if hasattr(a, "shape_attr") and hasattr(b, "shape_attr"):
+                if a.shape_attr != b.shape_attr or a.element_type != b.element_type:
+                    raise VerifyException(
+                        f"buffer.extern: result {b} does not match what the call yields ({a})"
+                    )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f' "{self.kernel_name}" (')
+        printer.print_list(self.args, printer.print_operand)
+        printer.print_string(") : (")
+        printer.print_list([a.type for a in self.args], printer.print_attribute)
+        printer.print_string(") -> (")
+        printer.print_list([r.type for r in self.res], printer.print_attribute)
+        printer.print_string(") ")
+        printer.print_region(self.body, print_entry_block_args=True)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ExternOp:
+        # The quoted name is for readers; the region says what is called.
+        parser.parse_str_literal("the called op's name")
+        names = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, parser.parse_unresolved_operand
+        )
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
+        parser.parse_punctuation("->")
+        result_types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
+        body = parser.parse_region()
+        return cls(parser.resolve_operands(names, types, parser.pos), result_types, body)
+
+
+Buffer = Dialect(
+    "buffer",
+    [AllocOp, ViewOp, ReuseOp, DeallocOp, ExternOp, YieldOp],
+    [BufferType],
+)

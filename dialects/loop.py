@@ -1,0 +1,811 @@
+"""The loop dialect: computations as iteration domains with scalar bodies.
+
+This is coil's analogue of Inductor's ``ir.Pointwise`` / ``ir.Reduction`` with
+their ``inner_fn`` bodies, as ops whose region *is* the body:
+
+    %y = loop.pointwise [4, s0] : !loop.tensor<[4, s0], f32> {
+    ^bb0(%i0: index, %i1: index):
+      %a = loop.load %x[i0, i1] : !buffer.buffer<[4, s0], f32>
+      %b = math.exp %a : f32
+      loop.yield %b : f32
+    }
+
+* The body's block arguments are the loop indices, one per range: ``i0, i1 ...``
+  for ``ranges``, then ``r0, r1 ...`` for ``reduction_ranges``. Index
+  expressions (``#coil.shape`` lists, sympy) name them by those symbols:
+  symbol ``i<k>`` *is* block argument k, whatever the SSA name hint says.
+* A body reads tensors with ``loop.load %t[e0, e1, ...]`` -- one expression per
+  dimension of ``%t`` (logical indices; a buffer's strides turn them into an
+  address later). Tensors are captured from the enclosing function, not passed
+  as operands, so fusing a producer into a consumer is cloning its body.
+* Indirect (data-dependent) indices: ``loop.load %w[t0, i1] indirect(%ix : i64)``
+  -- ``t<k>`` is the k-th indirect operand, a value computed in the body; the
+  load asserts it is in bounds.
+* Compute is xDSL's ``arith`` and ``math``; ``loop.index`` materializes an index
+  expression as an integer, ``loop.rand``/``loop.randn`` draw counter-based
+  random numbers from a ``loop.seed``.
+
+Values are ``!loop.tensor<[sizes], dtype>``: shape and element type only, so the
+level is value-semantic -- nothing has a buffer yet. After ``bufferize`` the same
+ops run in destination-passing style (``outs(%buf : !buffer.buffer<...>)``, no
+results), as linalg ops do on memrefs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+import sympy
+import torch
+from xdsl.dialects import builtin
+from xdsl.dialects.builtin import IndexType, IntegerType, StringAttr
+from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import AttrParser, Parser, UnresolvedOperand
+from xdsl.printer import Printer
+from xdsl.traits import IsTerminator, Pure
+from xdsl.utils.exceptions import VerifyException
+
+from coil.dialects import dtypes
+from coil.dialects.symbolic import (
+    ShapeAttr,
+    SymInt,
+    format_expr,
+    format_expr_list,
+    parse_expr,
+    parse_expr_list,
+    symbol,
+)
+
+# --------------------------------------------------------------------------
+# Types
+# --------------------------------------------------------------------------
+
+
+@irdl_attr_definition
+class LoopTensorType(ParametrizedAttribute, TypeAttribute):
+    """A value-semantic tensor of the loop level: ``!loop.tensor<[s0, 128], f32>``."""
+
+    name = "loop.tensor"
+
+    shape_attr: ShapeAttr
+    element_type: Attribute
+
+    def __init__(self, shape: Sequence[SymInt], element_type: Attribute | torch.dtype):
+        if isinstance(element_type, torch.dtype):
+            element_type = dtypes.to_mlir(element_type)
+        super().__init__(ShapeAttr(shape), element_type)
+
+    @property
+    def shape(self) -> tuple[SymInt, ...]:
+        return self.shape_attr.symints
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return dtypes.to_torch(self.element_type)
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape_attr.data)
+
+    def verify(self) -> None:
+        if not dtypes.is_element_type(self.element_type):
+            raise VerifyException(f"{self.element_type} is not a torch element type")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            shape = parse_expr_list(parser)
+            parser.parse_punctuation(",")
+            element_type = parser.parse_type()
+        return (ShapeAttr(shape), element_type)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{format_expr_list(self.shape_attr.data)}, {self.element_type}>")
+
+
+def is_tensor_like(t: Attribute) -> bool:
+    """Types a ``loop.load`` can read: loop tensors, buffers, aten tensors (all
+    have ``.shape`` and ``.element_type``)."""
+    return (
+        isinstance(t, ParametrizedAttribute)
+        and hasattr(t, "shape_attr")
+        and hasattr(t, "element_type")
+    )
+
+
+# --------------------------------------------------------------------------
+# Index symbols
+# --------------------------------------------------------------------------
+
+
+def index_symbols(n_ranges: int, n_reduction: int = 0) -> list[sympy.Symbol]:
+    """The symbols naming a body's block arguments: i0.., then r0.."""
+    return [symbol(f"i{k}") for k in range(n_ranges)] + [
+        symbol(f"r{k}") for k in range(n_reduction)
+    ]
+
+
+def indirect_symbol(k: int) -> sympy.Symbol:
+    return symbol(f"t{k}")
+
+
+def is_index_symbol(s: sympy.Symbol) -> bool:
+    return s.name[:1] in ("i", "r", "t") and s.name[1:].isdigit()
+
+
+def _check_exprs(
+    op: IRDLOperation, exprs: Sequence[sympy.Expr], allowed: set[sympy.Symbol]
+) -> None:
+    for e in exprs:
+        for s in e.free_symbols:
+            if is_index_symbol(s) and s not in allowed:
+                raise VerifyException(f"{op.name}: index symbol {s} is not bound here")
+
+
+def enclosing_loop(op: IRDLOperation) -> LoopOp | None:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, LoopOp):
+        parent = parent.parent_op()
+    return parent
+
+
+def _bound_symbols(op: IRDLOperation, n_indirect: int = 0) -> set[sympy.Symbol]:
+    loop = enclosing_loop(op)
+    bound = set(loop.index_symbols()) if loop is not None else set()
+    return bound | {indirect_symbol(k) for k in range(n_indirect)}
+
+
+# --------------------------------------------------------------------------
+# Body ops
+# --------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class LoadOp(IRDLOperation):
+    """Read one element of a tensor at a (possibly indirect, possibly masked) index."""
+
+    name = "loop.load"
+
+    source = operand_def()
+    indirect = var_operand_def(IntegerType | IndexType)
+    mask = opt_operand_def(builtin.i1)
+    index = prop_def(ShapeAttr)
+    result = result_def()
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(
+        self,
+        source: SSAValue,
+        index: Sequence[SymInt],
+        indirect: Sequence[SSAValue] = (),
+        mask: SSAValue | None = None,
+    ):
+        super().__init__(
+            operands=[source, list(indirect), [mask] if mask is not None else []],
+            properties={"index": ShapeAttr(index)},
+            result_types=[source.type.element_type],
+        )
+
+    def verify_(self) -> None:
+        t = self.source.type
+        if not is_tensor_like(t):
+            raise VerifyException(f"loop.load reads a tensor or buffer, not {t}")
+        if len(self.index.data) != len(t.shape_attr.data):
+            raise VerifyException(
+                f"loop.load: {len(self.index.data)} indices for a rank-{len(t.shape_attr.data)} "
+                "tensor"
+            )
+        if self.result.type != t.element_type:
+            raise VerifyException(f"loop.load: result must be {t.element_type}")
+        _check_exprs(self, self.index.data, _bound_symbols(self, len(self.indirect)))
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        printer.print_string(format_expr_list(self.index.data))
+        if self.indirect:
+            printer.print_string(" indirect(")
+            printer.print_list(self.indirect, printer.print_operand)
+            printer.print_string(" : ")
+            printer.print_list([v.type for v in self.indirect], printer.print_attribute)
+            printer.print_string(")")
+        if self.mask is not None:
+            printer.print_string(" mask(")
+            printer.print_operand(self.mask)
+            printer.print_string(")")
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LoadOp:
+        source = parser.parse_unresolved_operand()
+        index = parse_expr_list(parser)
+        indirect: list[UnresolvedOperand] = []
+        indirect_types: list[Attribute] = []
+        mask = None
+        if parser.parse_optional_keyword("indirect"):
+            parser.parse_punctuation("(")
+            indirect = parser.parse_comma_separated_list(
+                parser.Delimiter.NONE, parser.parse_unresolved_operand
+            )
+            parser.parse_punctuation(":")
+            indirect_types = parser.parse_comma_separated_list(
+                parser.Delimiter.NONE, parser.parse_type
+            )
+            parser.parse_punctuation(")")
+        if parser.parse_optional_keyword("mask"):
+            parser.parse_punctuation("(")
+            mask = parser.resolve_operand(parser.parse_unresolved_operand(), builtin.i1)
+            parser.parse_punctuation(")")
+        parser.parse_punctuation(":")
+        source_type = parser.parse_type()
+        if len(indirect) != len(indirect_types):
+            parser.raise_error("indirect(...) needs one type per operand")
+        return cls(
+            parser.resolve_operand(source, source_type),
+            index,
+            parser.resolve_operands(indirect, indirect_types, parser.pos),
+            mask,
+        )
+
+
+@irdl_op_definition
+class IndexOp(IRDLOperation):
+    """An index expression's value as an integer (for iota, masks, bounds)."""
+
+    name = "loop.index"
+
+    expr = prop_def(ShapeAttr)  # one expression, kept as a 1-list to share the syntax
+    result = result_def(IntegerType | IndexType)
+
+    traits = traits_def(Pure())
+
+    def __init__(self, expr: SymInt, result_type: Attribute = builtin.i64):
+        super().__init__(properties={"expr": ShapeAttr([expr])}, result_types=[result_type])
+
+    @property
+    def value(self) -> sympy.Expr:
+        return self.expr.data[0]
+
+    def verify_(self) -> None:
+        if len(self.expr.data) != 1:
+            raise VerifyException("loop.index holds exactly one expression")
+        _check_exprs(self, self.expr.data, _bound_symbols(self))
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {format_expr(self.value)} : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> IndexOp:
+        expr = parse_expr(parser)
+        parser.parse_punctuation(":")
+        return cls(expr, parser.parse_type())
+
+
+@irdl_op_definition
+class SeedOp(IRDLOperation):
+    """A fresh random seed, drawn from torch's generator when the function runs
+    (one host-side draw; the bodies then generate counter-based numbers)."""
+
+    name = "loop.seed"
+    result = result_def(builtin.i64)
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self):
+        super().__init__(result_types=[builtin.i64])
+
+
+class _RandomOp(IRDLOperation):
+    seed = operand_def(builtin.i64)
+    offset = prop_def(ShapeAttr)
+    result = result_def(builtin.AnyFloat)
+
+    traits = traits_def(Pure())
+
+    def __init__(self, seed: SSAValue, offset: SymInt, result_type: Attribute = builtin.f32):
+        super().__init__(
+            operands=[seed], properties={"offset": ShapeAttr([offset])}, result_types=[result_type]
+        )
+
+    def verify_(self) -> None:
+        _check_exprs(self, self.offset.data, _bound_symbols(self))
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.seed)
+        printer.print_string(f"[{format_expr(self.offset.data[0])}] : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        seed = parser.resolve_operand(parser.parse_unresolved_operand(), builtin.i64)
+        parser.parse_punctuation("[")
+        offset = parse_expr(parser)
+        parser.parse_punctuation("]")
+        parser.parse_punctuation(":")
+        return cls(seed, offset, parser.parse_type())
+
+
+@irdl_op_definition
+class RandOp(_RandomOp):
+    """Uniform [0, 1) number for (seed, offset): counter-based, like Triton's tl.rand."""
+
+    name = "loop.rand"
+
+
+@irdl_op_definition
+class RandnOp(_RandomOp):
+    """Standard normal number for (seed, offset), like Triton's tl.randn."""
+
+    name = "loop.randn"
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Terminates a loop body (the element values) or a ``loop.fused`` group (its
+    tensors)."""
+
+    name = "loop.yield"
+    values = var_operand_def()
+    traits = traits_def(IsTerminator())
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, *values: SSAValue):
+        super().__init__(operands=[list(values)])
+
+
+# --------------------------------------------------------------------------
+# Loop nests
+# --------------------------------------------------------------------------
+
+REDUCTION_KINDS = ("sum", "prod", "max", "min", "argmax", "argmin", "any", "all", "welford")
+"""``welford`` yields (mean, m2, count) -- var = m2 / (count - correction)."""
+
+
+def reduction_result_count(kind: str) -> int:
+    return 3 if kind == "welford" else 1
+
+
+class LoopOp(IRDLOperation):
+    """Base of the loop nests: ``loop.pointwise``, ``loop.reduction``, ``loop.fused``.
+
+    Tensor level: results, no ``outs``. Buffer level (after bufferize): ``outs``
+    buffers written in place, no results.
+    """
+
+    ranges = prop_def(ShapeAttr)
+    outs = var_operand_def()
+    res = var_result_def()
+    body = region_def("single_block")
+
+    KEYWORD_PROPS: ClassVar[tuple[str, ...]] = ()
+
+    def index_symbols(self) -> list[sympy.Symbol]:
+        return index_symbols(len(self.ranges.data))
+
+    @property
+    def targets(self) -> Sequence[SSAValue]:
+        """What the nest produces: its results, or its outs at the buffer level."""
+        return self.res if self.res else self.outs
+
+    @property
+    def is_bufferized(self) -> bool:
+        return bool(self.outs)
+
+    def result_count(self) -> int:
+        return 1
+
+    def verify_(self) -> None:
+        if self.outs and self.res:
+            raise VerifyException(f"{self.name}: either results or outs(...), not both")
+        if len(self.targets) != self.result_count():
+            raise VerifyException(
+                f"{self.name}: expected {self.result_count()} result(s), got {len(self.targets)}"
+            )
+        for t in self.targets:
+            if not is_tensor_like(t.type):
+                raise VerifyException(f"{self.name}: {t.type} is not a tensor or buffer")
+
+    # ---- syntax: `loop.<op> <keyword props> [ranges] ... : types { body }` ----
+
+    def _print_head(self, printer: Printer) -> None:
+        printer.print_string(" " + format_expr_list(self.ranges.data))
+
+    def print(self, printer: Printer) -> None:
+        self._print_head(printer)
+        if self.outs:
+            printer.print_string(" outs(")
+            printer.print_list(self.outs, printer.print_operand)
+            printer.print_string(" : ")
+            printer.print_list([v.type for v in self.outs], printer.print_attribute)
+            printer.print_string(")")
+        else:
+            printer.print_string(" : ")
+            printer.print_list([r.type for r in self.res], printer.print_attribute)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=True)
+
+    @classmethod
+    def _parse_head(cls, parser: Parser) -> dict[str, Attribute]:
+        return {"ranges": ShapeAttr(parse_expr_list(parser))}
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        props = cls._parse_head(parser)
+        outs: list[SSAValue] = []
+        result_types: list[Attribute] = []
+        if parser.parse_optional_keyword("outs"):
+            parser.parse_punctuation("(")
+            names = parser.parse_comma_separated_list(
+                parser.Delimiter.NONE, parser.parse_unresolved_operand
+            )
+            parser.parse_punctuation(":")
+            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+            parser.parse_punctuation(")")
+            outs = parser.resolve_operands(names, types, parser.pos)
+        else:
+            parser.parse_punctuation(":")
+            result_types = parser.parse_comma_separated_list(
+                parser.Delimiter.NONE, parser.parse_type
+            )
+        body = parser.parse_region()
+        return cls.build(
+            operands=[outs], result_types=[result_types], properties=props, regions=[body]
+        )
+
+
+def _verify_body(op: LoopOp, n_args: int, yield_count: int | None) -> YieldOp:
+    block = op.body.block
+    if len(block.args) != n_args:
+        raise VerifyException(f"{op.name}: body takes {n_args} index arguments")
+    if any(not isinstance(a.type, IndexType) for a in block.args):
+        raise VerifyException(f"{op.name}: body arguments must be index")
+    term = block.last_op
+    if not isinstance(term, YieldOp):
+        raise VerifyException(f"{op.name}: body must end with loop.yield")
+    if yield_count is not None and len(term.values) != yield_count:
+        raise VerifyException(f"{op.name}: body must yield {yield_count} value(s)")
+    return term
+
+
+def _shape_of(t: Attribute) -> tuple[sympy.Expr, ...]:
+    return t.shape_attr.data
+
+
+@irdl_op_definition
+class PointwiseOp(LoopOp):
+    """One element per point of ``ranges``: the result's element ``[i0, i1, ...]`` is
+    what the body yields there."""
+
+    name = "loop.pointwise"
+
+    def verify_(self) -> None:
+        super().verify_()
+        term = _verify_body(self, len(self.ranges.data), 1)
+        target = self.targets[0].type
+        if _shape_of(target) != self.ranges.data:
+            raise VerifyException(
+                f"loop.pointwise: result shape {format_expr_list(_shape_of(target))} must equal "
+                f"its ranges {format_expr_list(self.ranges.data)}"
+            )
+        if term.values[0].type != target.element_type:
+            raise VerifyException(
+                f"loop.pointwise: body yields {term.values[0].type}, result holds "
+                f"{target.element_type}"
+            )
+
+
+@irdl_op_definition
+class ReductionOp(LoopOp):
+    """Reduce the body's values over ``reduction_ranges`` for each point of ``ranges``.
+
+    ``argmax``/``argmin`` give the row-major position within the reduction domain
+    (first one on ties, NaN counts as largest, as torch); ``welford`` gives
+    (mean, m2, count) of the body's values.
+    """
+
+    name = "loop.reduction"
+
+    kind = prop_def(StringAttr)
+    reduction_ranges = prop_def(ShapeAttr)
+
+    def index_symbols(self) -> list[sympy.Symbol]:
+        return index_symbols(len(self.ranges.data), len(self.reduction_ranges.data))
+
+    def result_count(self) -> int:
+        return reduction_result_count(self.kind.data)
+
+    def verify_(self) -> None:
+        if self.kind.data not in REDUCTION_KINDS:
+            raise VerifyException(
+                f"loop.reduction: unknown kind '{self.kind.data}' (one of "
+                f"{', '.join(REDUCTION_KINDS)})"
+            )
+        super().verify_()
+        n = len(self.ranges.data) + len(self.reduction_ranges.data)
+        term = _verify_body(self, n, 1)
+        yielded = term.values[0].type
+        for t in self.targets:
+            if _shape_of(t.type) != self.ranges.data:
+                raise VerifyException(
+                    f"loop.reduction: result shape {format_expr_list(_shape_of(t.type))} must "
+                    f"equal its ranges {format_expr_list(self.ranges.data)}"
+                )
+        want = {
+            "argmax": builtin.i64,
+            "argmin": builtin.i64,
+            "any": builtin.i1,
+            "all": builtin.i1,
+        }.get(self.kind.data, yielded)
+        for t in self.targets:
+            if t.type.element_type != want:
+                raise VerifyException(
+                    f"loop.reduction {self.kind.data}: result holds {t.type.element_type}, "
+                    f"expected {want}"
+                )
+        if self.kind.data in ("any", "all") and yielded != builtin.i1:
+            raise VerifyException(f"loop.reduction {self.kind.data}: body must yield i1")
+
+    def _print_head(self, printer: Printer) -> None:
+        printer.print_string(
+            f" {self.kind.data} {format_expr_list(self.ranges.data)} "
+            f"{format_expr_list(self.reduction_ranges.data)}"
+        )
+
+    @classmethod
+    def _parse_head(cls, parser: Parser) -> dict[str, Attribute]:
+        kind = parser.parse_identifier()
+        ranges = parse_expr_list(parser)
+        rranges = parse_expr_list(parser)
+        return {
+            "kind": StringAttr(kind),
+            "ranges": ShapeAttr(ranges),
+            "reduction_ranges": ShapeAttr(rranges),
+        }
+
+
+@irdl_op_definition
+class FusedOp(LoopOp):
+    """A fusion group: loop nests that become one kernel.
+
+    Its members are ``loop.reduction`` ops over (``ranges``, ``reduction_ranges``)
+    and ``loop.pointwise`` ops over ``ranges`` or ``ranges ++ reduction_ranges``
+    (prologue/epilogue), in order; the group yields the tensors that leave it.
+    Tensors made and used only inside the group are never materialized.
+    """
+
+    name = "loop.fused"
+
+    reduction_ranges = prop_def(ShapeAttr)
+
+    def result_count(self) -> int:
+        term = self.body.block.last_op
+        return len(term.values) if isinstance(term, YieldOp) else 0
+
+    def members(self) -> list[LoopOp]:
+        return [op for op in self.body.block.ops if isinstance(op, LoopOp)]
+
+    def verify_(self) -> None:
+        super().verify_()
+        block = self.body.block
+        if block.args:
+            raise VerifyException("loop.fused: the group body takes no arguments")
+        term = block.last_op
+        if not isinstance(term, YieldOp):
+            raise VerifyException("loop.fused: body must end with loop.yield")
+        outer, inner = self.ranges.data, self.reduction_ranges.data
+        for op in block.ops:
+            if op is term:
+                continue
+            if isinstance(op, ReductionOp):
+                if op.ranges.data != outer or op.reduction_ranges.data != inner:
+                    raise VerifyException(
+                        "loop.fused: member reductions must range over the group's ranges"
+                    )
+            elif isinstance(op, PointwiseOp):
+                if op.ranges.data not in (outer, outer + inner):
+                    raise VerifyException(
+                        "loop.fused: member pointwise ops must range over the group's ranges "
+                        "(or ranges ++ reduction_ranges)"
+                    )
+            else:
+                raise VerifyException(f"loop.fused: {op.name} cannot be a member of a group")
+            if op.outs:
+                raise VerifyException("loop.fused: members are value-semantic")
+        for v, t in zip(term.values, self.targets):
+            if _shape_of(v.type) != _shape_of(t.type) or v.type.element_type != t.type.element_type:
+                raise VerifyException("loop.fused: yielded tensors must match the results")
+
+    def _print_head(self, printer: Printer) -> None:
+        printer.print_string(
+            f" {format_expr_list(self.ranges.data)} {format_expr_list(self.reduction_ranges.data)}"
+        )
+
+    @classmethod
+    def _parse_head(cls, parser: Parser) -> dict[str, Attribute]:
+        return {
+            "ranges": ShapeAttr(parse_expr_list(parser)),
+            "reduction_ranges": ShapeAttr(parse_expr_list(parser)),
+        }
+
+    def print(self, printer: Printer) -> None:
+        self._print_head(printer)
+        if self.outs:
+            printer.print_string(" outs(")
+            printer.print_list(self.outs, printer.print_operand)
+            printer.print_string(" : ")
+            printer.print_list([v.type for v in self.outs], printer.print_attribute)
+            printer.print_string(")")
+        elif self.res:
+            printer.print_string(" : ")
+            printer.print_list([r.type for r in self.res], printer.print_attribute)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        props = cls._parse_head(parser)
+        outs: list[SSAValue] = []
+        result_types: list[Attribute] = []
+        if parser.parse_optional_keyword("outs"):
+            parser.parse_punctuation("(")
+            names = parser.parse_comma_separated_list(
+                parser.Delimiter.NONE, parser.parse_unresolved_operand
+            )
+            parser.parse_punctuation(":")
+            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+            parser.parse_punctuation(")")
+            outs = parser.resolve_operands(names, types, parser.pos)
+        elif parser.parse_optional_punctuation(":"):
+            result_types = parser.parse_comma_separated_list(
+                parser.Delimiter.NONE, parser.parse_type
+            )
+        body = parser.parse_region()
+        return cls.build(
+            operands=[outs], result_types=[result_types], properties=props, regions=[body]
+        )
+
+
+def new_body(n_ranges: int, n_reduction: int = 0) -> Block:
+    """An empty body block whose index arguments are named i0.., r0.."""
+    block = Block(arg_types=[IndexType()] * (n_ranges + n_reduction))
+    for arg, sym in zip(block.args, index_symbols(n_ranges, n_reduction)):
+        arg.name_hint = sym.name
+    return block
+
+
+# --------------------------------------------------------------------------
+# Function-level ops
+# --------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ViewOp(IRDLOperation):
+    """A view with no copy: element ``[i0, ...]`` of the result is ``source[index]``,
+    the index expressions written over the result's indices i0, i1 ..."""
+
+    name = "loop.view"
+
+    source = operand_def()
+    index = prop_def(ShapeAttr)
+    result = result_def(LoopTensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(self, source: SSAValue, index: Sequence[SymInt], result_type: LoopTensorType):
+        super().__init__(
+            operands=[source], properties={"index": ShapeAttr(index)}, result_types=[result_type]
+        )
+
+    def verify_(self) -> None:
+        t = self.source.type
+        if not is_tensor_like(t):
+            raise VerifyException(f"loop.view: source must be a tensor or buffer, not {t}")
+        if len(self.index.data) != len(t.shape_attr.data):
+            raise VerifyException(
+                f"loop.view: {len(self.index.data)} indices for a rank-{len(t.shape_attr.data)} "
+                "source"
+            )
+        if self.result.type.element_type != t.element_type:
+            raise VerifyException("loop.view: a view keeps the element type")
+        _check_exprs(self, self.index.data, set(index_symbols(self.result.type.rank)))
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        printer.print_string(format_expr_list(self.index.data) + " : ")
+        printer.print_attribute(self.source.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ViewOp:
+        source = parser.parse_unresolved_operand()
+        index = parse_expr_list(parser)
+        parser.parse_punctuation(":")
+        source_type = parser.parse_type()
+        parser.parse_punctuation("->")
+        result_type = parser.parse_type()
+        return cls(parser.resolve_operand(source, source_type), index, result_type)
+
+
+@irdl_op_definition
+class CopyOp(IRDLOperation):
+    """Overwrite graph input ``dest`` with ``value`` (an in-place mutation of an
+    input, as AOTAutograd emits ``copy_`` for mutated inputs)."""
+
+    name = "loop.copy"
+
+    value = operand_def()
+    dest = operand_def()
+
+    assembly_format = "$value `,` $dest attr-dict `:` type($value) `,` type($dest)"
+
+    def __init__(self, value: SSAValue, dest: SSAValue):
+        super().__init__(operands=[value, dest])
+
+    def verify_(self) -> None:
+        for v in (self.value, self.dest):
+            if not is_tensor_like(v.type):
+                raise VerifyException(f"loop.copy: {v.type} is not a tensor or buffer")
+        if _shape_of(self.value.type) != _shape_of(self.dest.type):
+            raise VerifyException("loop.copy: value and destination shapes differ")
+        if self.value.type.element_type != self.dest.type.element_type:
+            raise VerifyException("loop.copy: value and destination element types differ")
+
+
+Loop = Dialect(
+    "loop",
+    [
+        PointwiseOp,
+        ReductionOp,
+        FusedOp,
+        LoadOp,
+        IndexOp,
+        SeedOp,
+        RandOp,
+        RandnOp,
+        YieldOp,
+        ViewOp,
+        CopyOp,
+    ],
+    [LoopTensorType],
+)
+
+__all__ = [
+    "REDUCTION_KINDS",
+    "CopyOp",
+    "FusedOp",
+    "IndexOp",
+    "LoadOp",
+    "Loop",
+    "LoopOp",
+    "LoopTensorType",
+    "PointwiseOp",
+    "RandOp",
+    "RandnOp",
+    "ReductionOp",
+    "SeedOp",
+    "ViewOp",
+    "YieldOp",
+    "index_symbols",
+    "indirect_symbol",
+    "new_body",
+]

@@ -1,0 +1,10 @@
+"""The aten -> loop lowerings, one module per op family (Inductor's lowering.py,
+split). Importing this package registers them all in
+``convert_aten_to_loop.LOWERINGS``."""
+
+from coil.lowering.aten_to_loop import (  # noqa: F401
+    data_movement,
+    pointwise,
+    reductions,
+    views,
+)

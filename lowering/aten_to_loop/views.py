@@ -1,0 +1,2 @@
+"""View lowerings: every view is a ``loop.view`` -- an index map on its
+producer, never a copy."""

@@ -1,0 +1,368 @@
+"""convert-aten-to-loop: aten ops become loop nests, views become index maps.
+
+Input: functions at the aten level (after the aten pipeline). Output:
+
+* graph inputs become buffers with their real layout (``!buffer.buffer``);
+* each aten op with a lowering (``lowering/aten_to_loop/*``, one function per
+  op family, like Inductor's ``lowering.py``) becomes ``loop.pointwise`` /
+  ``loop.reduction`` nests, or a ``loop.view`` (reshape, permute, expand,
+  slice ... an index map on its producer, never a copy);
+* every other op -- mm, convolution, custom ops, anything with no lowering or
+  with operands a lowering declines (unsupported dtypes, data-dependent
+  scalars) -- becomes a ``buffer.extern`` call of the same aten op. Nothing
+  fails for want of a lowering; each op sent to ATen is logged once;
+* the function's results are loop values; the layouts eager returns are kept
+  in the function attribute ``coil.result_types`` for bufferize.
+
+Guarantees: the module computes what the aten module computed (checked per
+model by the reference executor); random ops draw from a ``loop.seed`` with
+counter-based offsets, so they are equal in law, not bit for bit, to eager.
+At its end the pass checks that no aten op is left outside extern regions.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import sympy
+import torch
+from xdsl.context import Context
+from xdsl.dialects import builtin, func
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from coil.dialects import buffer as B
+from coil.dialects import loop as L
+from coil.dialects.aten import AtenOp, ConstantOp, OperatorOp, TensorConstantOp, TensorType
+from coil.dialects.symbolic import ExprAttr, SymInt, to_expr
+from coil.lowering.body_builder import (
+    BodyBuilder,
+    CannotLower,
+    check_supported,
+)
+
+log = logging.getLogger("coil")
+
+Lowering = Callable[["Lowerer", AtenOp], Sequence[SSAValue]]
+LOWERINGS: dict[str, Lowering] = {}
+"""Overload name ("aten.add.Tensor") -> lowering. Filled by ``lowering/aten_to_loop``."""
+
+EXTERN_BY_DESIGN = frozenset(
+    {
+        "aten.mm.default",
+        "aten.bmm.default",
+        "aten.addmm.default",
+        "aten.baddbmm.default",
+        "aten.convolution.default",
+        "aten.convolution_backward.default",
+        "aten._scaled_dot_product_flash_attention.default",
+        "aten._scaled_dot_product_efficient_attention.default",
+    }
+)
+"""Ops ATen (cuBLAS, cuDNN) does better: called by design, logged at debug level."""
+
+_reported: set[str] = set()
+
+
+def register(*names: str) -> Callable[[Lowering], Lowering]:
+    def wrap(fn: Lowering) -> Lowering:
+        for name in names:
+            LOWERINGS[name] = fn
+        return fn
+
+    return wrap
+
+
+def loop_type(t: Attribute) -> L.LoopTensorType:
+    return L.LoopTensorType(t.shape, t.element_type)
+
+
+class Lowerer:
+    """Builds the loop ops replacing one aten op, just before it."""
+
+    def __init__(self, fn: func.FuncOp):
+        self.fn = fn
+        self.anchor: Operation | None = None
+        self._seed: SSAValue | None = None
+        self._random_offset: sympy.Expr = sympy.Integer(0)
+        # aten-level type of each converted value (extern calls need the layouts).
+        self.aten_types: dict[SSAValue, Attribute] = {}
+
+    # ---- insertion --------------------------------------------------------------
+
+    def insert(self, op: Operation) -> Operation:
+        Rewriter.insert_op(op, InsertPoint.before(self.anchor))
+        return op
+
+    # ---- nests -----------------------------------------------------------------
+
+    def pointwise(
+        self,
+        shape: Sequence[SymInt],
+        dtype: torch.dtype,
+        body: Callable[[BodyBuilder, list[sympy.Symbol]], SSAValue],
+        name: str | None = None,
+    ) -> SSAValue:
+        """``loop.pointwise`` over ``shape``; ``body(b, idx)`` returns the element,
+        which is cast to ``dtype``."""
+        check_supported(dtype)
+        block = L.new_body(len(shape))
+        b = BodyBuilder(block, len(shape))
+        value = body(b, b.idx)
+        b.yield_(b.cast(value, dtype))
+        op = L.PointwiseOp.build(
+            operands=[[]],
+            result_types=[[L.LoopTensorType(shape, dtype)]],
+            properties={"ranges": L.ShapeAttr(shape)},
+            regions=[Region(block)],
+        )
+        self.insert(op)
+        op.res[0].name_hint = name
+        return op.res[0]
+
+    def reduction(
+        self,
+        kind: str,
+        ranges: Sequence[SymInt],
+        reduction_ranges: Sequence[SymInt],
+        result_dtype: torch.dtype,
+        body: Callable[[BodyBuilder, list[sympy.Symbol]], SSAValue],
+        value_dtype: torch.dtype | None = None,
+        name: str | None = None,
+    ) -> list[SSAValue]:
+        """``loop.reduction`` of ``kind``; ``body(b, idx)`` (idx = i.. then r..)
+        returns the value to reduce, cast to ``value_dtype`` (default: the result
+        dtype; argmax/argmin/any/all set their own result types)."""
+        check_supported(result_dtype)
+        n, m = len(ranges), len(reduction_ranges)
+        block = L.new_body(n, m)
+        b = BodyBuilder(block, n, m)
+        value = body(b, b.idx)
+        if kind in ("any", "all"):
+            value = b.cast(value, torch.bool)
+        else:
+            value = b.cast(value, value_dtype or result_dtype)
+        b.yield_(value)
+        result = L.LoopTensorType(ranges, result_dtype)
+        op = L.ReductionOp.build(
+            operands=[[]],
+            result_types=[[result] * L.reduction_result_count(kind)],
+            properties={
+                "kind": builtin.StringAttr(kind),
+                "ranges": L.ShapeAttr(ranges),
+                "reduction_ranges": L.ShapeAttr(reduction_ranges),
+            },
+            regions=[Region(block)],
+        )
+        self.insert(op)
+        for r in op.res:
+            r.name_hint = name
+        return list(op.res)
+
+    def view(self, source: SSAValue, index: Sequence[SymInt], shape: Sequence[SymInt]) -> SSAValue:
+        """``loop.view``: element ``[i0, ...]`` of the result is ``source[index]``."""
+        t = source.type
+        op = self.insert(L.ViewOp(source, index, L.LoopTensorType(shape, t.element_type)))
+        return op.result
+
+    # ---- random ----------------------------------------------------------------
+
+    def seed(self) -> SSAValue:
+        """The function's random seed (one ``loop.seed``, placed first)."""
+        if self._seed is None:
+            op = L.SeedOp()
+            Rewriter.insert_op(op, InsertPoint.at_start(self.fn.body.block))
+            op.result.name_hint = "seed"
+            self._seed = op.result
+        return self._seed
+
+    def random_offsets(self, numel: SymInt) -> sympy.Expr:
+        """A fresh range of ``numel`` counter values: each random op draws its own
+        stream from the function's seed. Returns the range's start."""
+        start = self._random_offset
+        self._random_offset = sympy.expand(start + to_expr(numel))
+        return start
+
+    # ---- scalars -------------------------------------------------------------
+
+    def scalar(
+        self, b: BodyBuilder, value: SSAValue | bool | int | float, type_: Attribute
+    ) -> SSAValue:
+        """A scalar argument inside a body: Python numbers and ``aten.constant``
+        become ``arith.constant``; a size symbol becomes ``loop.index``."""
+        if isinstance(value, SSAValue):
+            owner = value.owner
+            if isinstance(owner, ConstantOp):
+                py = owner.python_value
+                if isinstance(py, sympy.Expr) and not py.is_Integer:
+                    return b.cast(b.index(py), type_)
+                value = int(py) if isinstance(py, sympy.Expr) else py
+            else:
+                sym = self.symbol_of(value)
+                if sym is None:
+                    raise CannotLower("a scalar computed at run time")
+                return b.cast(b.index(sym), type_)
+        return b.const(value, type_)
+
+    def symbol_of(self, value: SSAValue) -> sympy.Expr | None:
+        """The size symbol an ``index`` function argument carries, if any."""
+        if not isinstance(value, builtin.BlockArgument) or value.owner is not self.fn.body.block:
+            return None
+        attrs = self.fn.arg_attrs
+        if attrs is None:
+            return None
+        sym = attrs.data[value.index].data.get("coil.symbol")
+        return sym.data if isinstance(sym, ExprAttr) else None
+
+    # ---- extern ----------------------------------------------------------------
+
+    def extern(self, op: Operation) -> list[SSAValue]:
+        """Call ``op`` through ATen: a ``buffer.extern`` whose region is the op."""
+        args: list[SSAValue] = []
+        block = Block()
+        mapping: dict[SSAValue, SSAValue] = {}
+        for operand in op.operands:
+            if operand in mapping:
+                continue
+            owner = operand.owner
+            if isinstance(owner, ConstantOp | TensorConstantOp):
+                clone = owner.clone()
+                block.add_op(clone)
+                mapping[operand] = clone.results[0]
+                continue
+            arg_type = self.aten_types.get(operand, operand.type)
+            mapping[operand] = block.insert_arg(arg_type, len(block.args))
+            mapping[operand].name_hint = operand.name_hint
+            args.append(operand)
+        inner = op.clone(value_mapper=mapping)
+        block.add_op(inner)
+        block.add_op(B.YieldOp(*inner.results))
+        result_types = [
+            loop_type(r.type) if isinstance(r.type, TensorType) else r.type for r in op.results
+        ]
+        ext = self.insert(B.ExternOp(args, result_types, Region(block)))
+        for new, old in zip(ext.res, op.results):
+            new.name_hint = old.name_hint
+            self.aten_types[new] = old.type
+        return list(ext.res)
+
+
+def report_fallback(name: str, reason: str) -> None:
+    """Log, once per overload, that an op runs through ATen."""
+    if name in _reported:
+        return
+    _reported.add(name)
+    if name in EXTERN_BY_DESIGN:
+        log.debug("coil: %s is called through ATen (extern kernel)", name)
+    else:
+        log.warning("coil: no loop lowering for %s (%s); calling ATen for it", name, reason)
+
+
+def _lower_function(fn: func.FuncOp) -> None:
+    lowerer = Lowerer(fn)
+    block = fn.body.block
+    # Graph inputs are buffers with their real layout.
+    for arg in block.args:
+        if isinstance(arg.type, TensorType):
+            lowerer.aten_types[arg] = arg.type
+            Rewriter.replace_value_with_new_type(arg, B.buffer_type_for(arg.type))
+    for op in list(block.ops):
+        if (
+            isinstance(op, func.ReturnOp | ConstantOp)
+            or not op.results
+            and not isinstance(op, AtenOp | OperatorOp)
+        ):
+            continue
+        if isinstance(op, TensorConstantOp):
+            lowerer.anchor = op
+            new = lowerer.extern(op)
+        elif isinstance(op, AtenOp | OperatorOp):
+            lowerer.anchor = op
+            new = _lower_op(lowerer, op)
+        else:
+            continue
+        for old, value in zip(op.results, new):
+            if value.name_hint is None:
+                value.name_hint = old.name_hint
+            if isinstance(old.type, TensorType):
+                lowerer.aten_types.setdefault(value, old.type)
+            old.replace_by(value)
+        Rewriter.erase_op(op)
+    # Drop scalar constants nothing uses any more (extern regions hold clones).
+    for op in reversed(list(block.ops)):
+        if isinstance(op, ConstantOp) and not op.result.uses:
+            Rewriter.erase_op(op)
+    ret = block.last_op
+    assert isinstance(ret, func.ReturnOp)
+    old_results = list(fn.function_type.outputs.data)
+    fn.attributes["coil.result_types"] = ArrayAttr(old_results)
+    fn.function_type = builtin.FunctionType.from_lists(
+        [a.type for a in block.args], [v.type for v in ret.arguments]
+    )
+    _check_no_aten_left(fn)
+
+
+def _lower_op(lowerer: Lowerer, op: Operation) -> list[SSAValue]:
+    name = op.name if isinstance(op, AtenOp) else op.overload_name.data
+    lowering = LOWERINGS.get(name) if isinstance(op, AtenOp) else None
+    if lowering is None:
+        report_fallback(name, "no lowering")
+        return lowerer.extern(op)
+    # A lowering that declines must leave no ops behind: build, then roll back.
+    before = op.prev_op
+    try:
+        values = list(lowering(lowerer, op))
+    except CannotLower as e:
+        _erase_between(before, op)
+        report_fallback(name, str(e))
+        return lowerer.extern(op)
+    if len(values) != len(op.results):
+        raise AssertionError(f"lowering of {name} gave {len(values)} values for {len(op.results)}")
+    return values
+
+
+def _erase_between(before: Operation | None, op: Operation) -> None:
+    block = op.parent_block()
+    first = before.next_op if before is not None else block.first_op
+    doomed = []
+    while first is not None and first is not op:
+        doomed.append(first)
+        first = first.next_op
+    for dead in reversed(doomed):
+        dead.detach()
+        dead.erase(safe_erase=False)
+
+
+def _check_no_aten_left(fn: func.FuncOp) -> None:
+    for op in fn.body.block.ops:
+        # Scalar constants may stay only as function results (symbolic sizes).
+        if isinstance(op, AtenOp | OperatorOp | TensorConstantOp):
+            raise AssertionError(f"convert-aten-to-loop left {op.name} behind")
+
+
+@dataclass(frozen=True)
+class ConvertAtenToLoopPass(ModulePass):
+    """Lower every aten function of the module to the loop level (see module doc)."""
+
+    name = "convert-aten-to-loop"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        import coil.lowering.aten_to_loop  # noqa: F401  (fills LOWERINGS)
+
+        for fn in op.ops:
+            if isinstance(fn, func.FuncOp) and not fn.is_declaration:
+                _lower_function(fn)
+
+
+__all__ = [
+    "LOWERINGS",
+    "CannotLower",
+    "ConvertAtenToLoopPass",
+    "Lowerer",
+    "loop_type",
+    "register",
+]
