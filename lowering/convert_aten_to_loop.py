@@ -268,8 +268,8 @@ def _lower_function(fn: func.FuncOp) -> None:
     # Graph inputs are buffers with their real layout.
     for arg in block.args:
         if isinstance(arg.type, TensorType):
-            lowerer.aten_types[arg] = arg.type
-            Rewriter.replace_value_with_new_type(arg, B.buffer_type_for(arg.type))
+            new_arg = Rewriter.replace_value_with_new_type(arg, B.buffer_type_for(arg.type))
+            lowerer.aten_types[new_arg] = arg.type
     for op in list(block.ops):
         if (
             isinstance(op, func.ReturnOp | ConstantOp)
@@ -290,7 +290,7 @@ def _lower_function(fn: func.FuncOp) -> None:
                 value.name_hint = old.name_hint
             if isinstance(old.type, TensorType):
                 lowerer.aten_types.setdefault(value, old.type)
-            old.replace_by(value)
+            old.replace_all_uses_with(value)
         Rewriter.erase_op(op)
     # Drop scalar constants nothing uses any more (extern regions hold clones).
     for op in reversed(list(block.ops)):

@@ -19,7 +19,8 @@ import sympy
 import torch
 from xdsl.dialects import builtin, func
 from xdsl.dialects.builtin import ArrayAttr, DenseIntOrFPElementsAttr, ModuleOp, NoneAttr
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.traits import IsTerminator
 
 from coil.dialects import dtypes
 from coil.dialects.aten import (
@@ -54,6 +55,8 @@ class _Env:
     def __init__(self) -> None:
         self.values: dict[SSAValue, Any] = {}
         self.symbols: dict[sympy.Symbol, int] = {}
+        # Storage offset of the root each buffer value lives in (loop executor).
+        self.bases: dict[SSAValue, int] = {}
 
     def evaluate(self, expr: Any) -> int:
         if isinstance(expr, int):
@@ -74,15 +77,16 @@ class _Env:
             sym = attrs.data.get("coil.symbol") if attrs is not None else None
             if isinstance(sym, ExprAttr) and sym.data.is_Symbol:
                 self.symbols[sym.data] = int(value)
-            if isinstance(arg.type, TensorType) and isinstance(value, torch.Tensor):
+            if _is_tensor_type(arg.type) and isinstance(value, torch.Tensor):
+                self.bases[arg] = value.storage_offset()
                 for dim, size in zip(arg.type.shape_attr.data, value.shape):
                     if dim.is_Symbol:
                         self.symbols.setdefault(dim, int(size))
         for i, (arg, value) in enumerate(zip(args, inputs)):
-            if isinstance(arg.type, TensorType):
+            if _is_tensor_type(arg.type):
                 self._check_input(i, arg.type, value)
 
-    def _check_input(self, i: int, ty: TensorType, value: Any) -> None:
+    def _check_input(self, i: int, ty: Any, value: Any) -> None:
         if not isinstance(value, torch.Tensor):
             raise ExecutionError(f"input {i} must be a tensor of type {ty}, got {type(value)}")
         want = [self.evaluate(d) for d in ty.shape]
@@ -91,6 +95,13 @@ class _Env:
                 f"input {i}: expected {ty.dtype} of shape {want}, got {value.dtype} "
                 f"of shape {list(value.shape)}"
             )
+
+
+def _is_tensor_type(t: Attribute) -> bool:
+    """aten tensors and buffers (graph inputs at the buffer level)."""
+    from coil.dialects.buffer import BufferType
+
+    return isinstance(t, TensorType | BufferType)
 
 
 def _evaluated(value: Any, kind: Kind, env: _Env) -> Any:
@@ -182,7 +193,11 @@ def _execute(op: Operation, env: _Env) -> None:
     elif isinstance(op, OperatorOp):
         out = _run_operator(op, env)
     else:
-        raise ExecutionError(f"the aten executor cannot run {op.name}")
+        from coil.runtime import loop_executor
+
+        if loop_executor.execute(op, env):
+            return
+        raise ExecutionError(f"the executor cannot run {op.name}")
     if not op.results:
         return  # e.g. aten._linalg_check_errors: run for its checks only
     if len(op.results) == 1 and not (
@@ -199,9 +214,32 @@ def _execute(op: Operation, env: _Env) -> None:
         env.values[r] = v
 
 
+def execute_block(block: Block, values: dict[SSAValue, Any], outer: _Env) -> list[Any]:
+    """Run the ops of ``block`` (e.g. a ``buffer.extern`` region) with its arguments
+    bound in ``values``; returns what its terminator yields."""
+    env = _Env()
+    env.symbols = outer.symbols
+    env.values = {**outer.values, **values}
+    for op in block.ops:
+        if op.has_trait(IsTerminator):
+            return [env.values[v] for v in op.operands]
+        _execute_located(op, env)
+    raise ExecutionError("block has no terminator")
+
+
+def _execute_located(op: Operation, env: _Env) -> None:
+    try:
+        _execute(op, env)
+    except ExecutionError:
+        raise
+    except Exception as e:  # name the op that failed
+        raise ExecutionError(f"{op.name} failed: {type(e).__name__}: {e}") from e
+
+
 def run_module(module: ModuleOp, inputs: Sequence[Any], *, func_name: str | None = None) -> Any:
-    """Run the aten-level function of ``module`` on ``inputs``; returns its outputs
-    (a tuple, or the original structure when the function records ``coil.output_tree``)."""
+    """Run the function of ``module`` on ``inputs``, at any level (aten, loop,
+    buffer, or a mix); returns its outputs (a tuple, or the original structure
+    when the function records ``coil.output_tree``)."""
     fn = find_function(module, func_name)
     env = _Env()
     env.bind_inputs(fn, inputs)
@@ -212,10 +250,5 @@ def run_module(module: ModuleOp, inputs: Sequence[Any], *, func_name: str | None
             if tree is not None:
                 return decode_output_tree(tree.data, outs)
             return tuple(outs)
-        try:
-            _execute(op, env)
-        except ExecutionError:
-            raise
-        except Exception as e:  # name the op that failed
-            raise ExecutionError(f"{op.name} failed: {type(e).__name__}: {e}") from e
+        _execute_located(op, env)
     raise ExecutionError("function has no func.return")

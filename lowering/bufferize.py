@@ -1,0 +1,346 @@
+"""bufferize: value-semantic loop nests become nests writing buffers.
+
+Input: functions at the loop level (after ``convert-aten-to-loop`` and fusion):
+tensor arguments are ``!buffer.buffer`` values with their real layout, every
+other tensor is a ``!loop.tensor`` made by a top-level ``loop.pointwise`` /
+``loop.reduction`` / ``loop.fused``, a ``loop.view`` or a ``buffer.extern``;
+``loop.copy`` ops write graph inputs; the function attribute
+``coil.result_types`` holds the types (eager's strides) of the results.
+
+Output (the buffer level):
+
+* each top-level nest writes ``buffer.alloc`` buffers in destination-passing
+  style (``outs(%buf)``, no results); an output of the function is allocated
+  with the layout eager returns, anything else row-major. Members of a
+  ``loop.fused`` group stay value-semantic: only the group's results get buffers;
+* a ``loop.view`` whose index map is strided-affine becomes ``buffer.view`` (no
+  copy); another view read only by loads is folded into them (still no copy);
+  otherwise it is materialized by a ``loop.pointwise`` copy;
+* ``buffer.extern`` takes buffers; an operand whose layout differs from the one
+  ATen saw (the region's block argument) is first copied into that layout; its
+  results are buffers with the layouts the region's aten op returns;
+* ``loop.copy %v, %dest`` becomes a ``loop.pointwise outs(%dest)`` just before
+  ``func.return`` (after every other read of ``%dest``); a result that aliases a
+  mutated input is copied before that write, so it keeps the value it had;
+* a result whose layout differs from eager's is copied into eager's layout.
+
+Guarantees: the function computes what it computed before; results have eager's
+strides (size-1 dimensions included); no value-semantic top-level nest,
+``loop.view``, ``loop.copy`` or ``!loop.tensor`` value is left (checked at the
+end); ``coil.result_types`` is removed and the function type updated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import sympy
+from xdsl.context import Context
+from xdsl.dialects import builtin, func
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp
+from xdsl.ir import Attribute, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from coil.dialects import buffer as B
+from coil.dialects import loop as L
+from coil.dialects.aten import TensorType
+from coil.dialects.symbolic import ShapeAttr, SymInt, contiguous_strides, to_expr
+from coil.transforms.memory_plan import extern_mutated_operands, storage_roots
+
+
+def _eq(a: SymInt, b: SymInt) -> bool:
+    return sympy.expand(to_expr(a) - to_expr(b)) == 0
+
+
+def same_layout(shape: Sequence[SymInt], a: Sequence[SymInt], b: Sequence[SymInt]) -> bool:
+    """Strides ``a`` and ``b`` address a tensor of ``shape`` the same way (the
+    stride of a size-1 dimension is never used)."""
+    return all(to_expr(n) == 1 or _eq(x, y) for n, x, y in zip(shape, a, b))
+
+
+def writable(shape: Sequence[SymInt], strides: Sequence[SymInt]) -> bool:
+    """Distinct elements of the layout never share an address (so a nest can
+    write it): no stride 0 on a dimension > 1, and, when static, no overlap."""
+    dims = [(to_expr(n), to_expr(s)) for n, s in zip(shape, strides) if to_expr(n) != 1]
+    if any(n == 0 for n, _ in dims):
+        return True
+    if any(s == 0 or s.is_negative for _, s in dims):
+        return False
+    if not all(n.is_Integer and s.is_Integer for n, s in dims):
+        return True
+    span = 1
+    for n, s in sorted(dims, key=lambda d: int(d[1])):
+        if int(s) < span:
+            return False
+        span = int(s) * int(n)
+    return True
+
+
+def strided_layout(
+    source: B.BufferType, index: Sequence[sympy.Expr], shape: Sequence[SymInt]
+) -> tuple[list[sympy.Expr], sympy.Expr] | None:
+    """The (strides, offset) of a view ``source[index]`` (index over the view's
+    i0..), when the view's flat address is ``offset + sum(stride_k * i_k)`` with
+    non-negative strides and offset; None when it is not (floordiv, mod ...)."""
+    syms = L.index_symbols(len(shape))
+    # A size-1 dimension's index is always 0 (lets e.g. (i0 floordiv 4) go).
+    zero = {s: sympy.Integer(0) for s, n in zip(syms, shape) if to_expr(n) == 1}
+    address = to_expr(source.offset)
+    for e, stride in zip(index, source.strides_attr.data):
+        address += e.xreplace(zero) * stride
+    address = sympy.expand(address)
+    strides = [sympy.expand(address.coeff(s, 1)) for s in syms]
+    offset = sympy.expand(address - sum(c * s for c, s in zip(strides, syms)))
+    for part in [*strides, offset]:
+        if any(L.is_index_symbol(s) for s in part.free_symbols) or not part.is_nonnegative:
+            return None
+    for k, n in enumerate(shape):  # unused: give it the row-major stride
+        if to_expr(n) == 1:
+            strides[k] = to_expr(contiguous_strides(shape)[k])
+    return strides, offset
+
+
+def copy_nest(
+    source: SSAValue, dest: SSAValue, index: Sequence[sympy.Expr] | None = None
+) -> L.PointwiseOp:
+    """``loop.pointwise outs(%dest) { yield source[index] }`` (index over dest's
+    i0..; the identity by default)."""
+    shape = dest.type.shape
+    block = L.new_body(len(shape))
+    idx = list(index) if index is not None else L.index_symbols(len(shape))
+    load = L.LoadOp(source, idx)
+    block.add_op(load)
+    block.add_op(L.YieldOp(load.result))
+    return L.PointwiseOp.build(
+        operands=[[dest]],
+        result_types=[[]],
+        properties={"ranges": ShapeAttr(shape)},
+        regions=[Region(block)],
+    )
+
+
+def function_device(fn: func.FuncOp) -> str:
+    """The device the function's tensors live on (inputs first, then results)."""
+    types = [a.type for a in fn.body.block.args]
+    eager = fn.attributes.get("coil.result_types")
+    if isinstance(eager, ArrayAttr):
+        types += list(eager.data)
+    for t in types:
+        if isinstance(t, B.BufferType | TensorType):
+            return t.device_attr.data
+    return "cpu"
+
+
+class _Bufferizer:
+    """Bufferizes one function, top to bottom (producers come first)."""
+
+    def __init__(self, fn: func.FuncOp):
+        self.fn = fn
+        self.block = fn.body.block
+        ret = self.block.last_op
+        if not isinstance(ret, func.ReturnOp):
+            raise AssertionError(f"bufferize: @{fn.sym_name.data} does not end with func.return")
+        self.ret = ret
+        self.device = function_device(fn)
+        eager = fn.attributes.get("coil.result_types")
+        self.eager: list[Attribute | None] = (
+            list(eager.data) if isinstance(eager, ArrayAttr) else [None] * len(ret.arguments)
+        )
+        self.copies: list[L.CopyOp] = []
+
+    # ---- helpers ----------------------------------------------------------------
+
+    def positions(self, value: SSAValue) -> list[int]:
+        return [k for k, v in enumerate(self.ret.arguments) if v is value]
+
+    def eager_strides(self, value: SSAValue) -> Sequence[SymInt] | None:
+        """Eager's strides for a result of the function (first position it is
+        returned at), when that layout can be written; None otherwise."""
+        for k in self.positions(value):
+            t = self.eager[k]
+            if isinstance(t, TensorType) and writable(t.shape, t.strides):
+                return t.strides
+        return None
+
+    def alloc(
+        self,
+        shape: Sequence[SymInt],
+        element_type: Attribute,
+        strides: Sequence[SymInt] | None,
+        before: Operation,
+        name: str | None,
+    ) -> SSAValue:
+        op = B.AllocOp(B.BufferType(shape, element_type, strides, 0, self.device))
+        Rewriter.insert_op(op, InsertPoint.before(before))
+        op.result.name_hint = name
+        return op.result
+
+    # ---- per op --------------------------------------------------------------------
+
+    def run(self) -> None:
+        for op in list(self.block.ops):
+            if isinstance(op, L.LoopOp) and op.res:
+                self.nest(op)
+            elif isinstance(op, L.ViewOp):
+                self.view(op)
+            elif isinstance(op, B.ExternOp):
+                self.extern(op)
+            elif isinstance(op, L.CopyOp):
+                self.copies.append(op)
+        self.finish_results()
+        self.check()
+
+    def nest(self, op: L.LoopOp) -> None:
+        outs = [
+            self.alloc(r.type.shape, r.type.element_type, self.eager_strides(r), op, r.name_hint)
+            for r in op.res
+        ]
+        new = type(op).build(
+            operands=[outs],
+            result_types=[[]],
+            properties=dict(op.properties),
+            attributes=dict(op.attributes),
+            regions=[op.detach_region(op.body)],
+        )
+        Rewriter.insert_op(new, InsertPoint.before(op))
+        for r, buf in zip(op.res, outs):
+            r.replace_all_uses_with(buf)
+        Rewriter.erase_op(op)
+
+    def view(self, op: L.ViewOp) -> None:
+        source, result = op.source, op.result
+        shape, et = result.type.shape, result.type.element_type
+        if not isinstance(source.type, B.BufferType):
+            raise AssertionError(f"bufferize: loop.view of {source.type} (not bufferized)")
+        layout = strided_layout(source.type, op.index.data, shape)
+        if layout is not None:
+            strides, offset = layout
+            eager = self.eager_strides(result)
+            if eager is not None and same_layout(shape, strides, eager):
+                strides = list(eager)  # agree on size-1 dims too
+            new = B.ViewOp(source, B.BufferType(shape, et, strides, offset, source.type.device))
+            Rewriter.insert_op(new, InsertPoint.before(op))
+            new.result.name_hint = result.name_hint
+            result.replace_all_uses_with(new.result)
+            Rewriter.erase_op(op)
+            return
+        if all(isinstance(use.operation, L.LoadOp) for use in result.uses):
+            self.fold_into_loads(op)
+            return
+        buf = self.alloc(shape, et, self.eager_strides(result), op, result.name_hint)
+        Rewriter.insert_op(copy_nest(source, buf, op.index.data), InsertPoint.before(op))
+        result.replace_all_uses_with(buf)
+        Rewriter.erase_op(op)
+
+    @staticmethod
+    def fold_into_loads(op: L.ViewOp) -> None:
+        """Read the view's source directly: load v[f] = load src[index(i := f)]."""
+        syms = L.index_symbols(op.result.type.rank)
+        for use in list(op.result.uses):
+            load = use.operation
+            subs = dict(zip(syms, load.index.data))
+            index = [sympy.expand(e.xreplace(subs)) for e in op.index.data]
+            load.index = ShapeAttr(index)
+            load.operands[use.index] = op.source
+        Rewriter.erase_op(op)
+
+    def extern(self, op: B.ExternOp) -> None:
+        mutated = extern_mutated_operands(op)
+        for k, (operand, arg) in enumerate(zip(op.args, op.body.block.args)):
+            t, want = operand.type, arg.type
+            if not isinstance(t, B.BufferType) or not isinstance(want, TensorType):
+                continue
+            if k in mutated or same_layout(t.shape, t.strides, want.strides):
+                continue
+            if not writable(want.shape, want.strides):
+                continue
+            buf = self.alloc(t.shape, t.element_type, want.strides, op, operand.name_hint)
+            Rewriter.insert_op(copy_nest(operand, buf), InsertPoint.before(op))
+            op.operands[k] = buf
+        term = op.body.block.last_op
+        types = [
+            B.BufferType(y.type.shape, y.type.element_type, y.type.strides, 0, y.type.device)
+            if isinstance(y.type, TensorType)
+            else r.type
+            for r, y in zip(op.res, term.values)
+        ]
+        new = B.ExternOp(list(op.args), types, op.detach_region(op.body))
+        new.attributes.update(op.attributes)
+        Rewriter.insert_op(new, InsertPoint.before(op))
+        for old, r in zip(op.res, new.res):
+            r.name_hint = old.name_hint
+            old.replace_all_uses_with(r)
+        Rewriter.erase_op(op)
+
+    # ---- results and mutations --------------------------------------------------------
+
+    def finish_results(self) -> None:
+        """Copy results whose layout differs from eager's (or that alias an input
+        about to be mutated), then write the mutated inputs, then return."""
+        ret = self.ret
+        dests = [c.dest for c in self.copies]
+        mutated_roots = set().union(*(storage_roots(d) for d in dests)) if dests else set()
+        copied: dict[tuple[SSAValue, tuple[sympy.Expr, ...]], SSAValue] = {}
+        for k, value in enumerate(list(ret.arguments)):
+            t, eager = value.type, self.eager[k]
+            if not isinstance(t, B.BufferType):
+                continue
+            strides = t.strides
+            if isinstance(eager, TensorType) and writable(eager.shape, eager.strides):
+                strides = eager.strides
+            aliases_mutated = bool(storage_roots(value) & mutated_roots)
+            if same_layout(t.shape, t.strides, strides) and not aliases_mutated:
+                continue
+            key = (value, tuple(sympy.expand(to_expr(s)) for s in strides))
+            if key not in copied:
+                buf = self.alloc(t.shape, t.element_type, strides, ret, value.name_hint)
+                Rewriter.insert_op(copy_nest(value, buf), InsertPoint.before(ret))
+                copied[key] = buf
+            ret.operands[k] = copied[key]
+        for copy in self.copies:
+            self.write_input(copy)
+
+    def write_input(self, copy: L.CopyOp) -> None:
+        value, dest = copy.value, copy.dest
+        Rewriter.erase_op(copy)
+        if value is dest:
+            return
+        if storage_roots(value) & storage_roots(dest):
+            # An in-place copy between overlapping layouts: stage it.
+            t = value.type
+            tmp = self.alloc(t.shape, t.element_type, None, self.ret, value.name_hint)
+            Rewriter.insert_op(copy_nest(value, tmp), InsertPoint.before(self.ret))
+            value = tmp
+        Rewriter.insert_op(copy_nest(value, dest), InsertPoint.before(self.ret))
+
+    def check(self) -> None:
+        fn = self.fn
+        for op in self.block.ops:
+            if isinstance(op, L.LoopOp) and op.res or isinstance(op, L.ViewOp | L.CopyOp):
+                raise AssertionError(f"bufferize left {op.name} behind in @{fn.sym_name.data}")
+            for r in op.results:
+                if isinstance(r.type, L.LoopTensorType):
+                    raise AssertionError(
+                        f"bufferize left a !loop.tensor made by {op.name} in @{fn.sym_name.data}"
+                    )
+        fn.attributes.pop("coil.result_types", None)
+        fn.function_type = builtin.FunctionType.from_lists(
+            [a.type for a in self.block.args], [v.type for v in self.ret.arguments]
+        )
+
+
+@dataclass(frozen=True)
+class BufferizePass(ModulePass):
+    """Give every loop-level tensor a buffer (see the module doc)."""
+
+    name = "bufferize"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in op.ops:
+            if isinstance(fn, func.FuncOp) and not fn.is_declaration:
+                _Bufferizer(fn).run()
+
+
+__all__ = ["BufferizePass", "copy_nest", "same_layout", "strided_layout", "writable"]
