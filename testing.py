@@ -6,6 +6,9 @@
   reference executor: ``torch.compile(m, backend=coil.testing.reference_backend)``
   checks the importer, the syntax and the executor at once against eager.
 * :func:`assert_close_to_eager` -- Inductor-like tolerances per dtype.
+* :func:`check_pipeline_per_pass` -- differential testing: run the IR before and
+  after each pass of a pipeline on the same inputs; name the first pass that
+  changes the result.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from coil.runtime.aten_executor import ExecutionError, run_module
 __all__ = [
     "ExecutionError",
     "assert_close_to_eager",
+    "check_pipeline_per_pass",
     "reference_backend",
     "run_module",
     "tolerances",
@@ -100,3 +104,60 @@ def sample_as_function(op: Callable, sample: Any) -> tuple[Callable, list[torch.
         return op(inp, *args, **kwargs)
 
     return fn, [leaves[i].detach() for i in slots]
+
+
+_REDRAWING_PASSES = ("aten-decompose", "convert-aten-to-loop")
+
+
+def check_pipeline_per_pass(
+    module: Any,
+    pipeline: str,
+    inputs: Sequence[Any],
+    *,
+    random: bool = False,
+) -> Any:
+    """Differential testing of a pipeline, one pass at a time.
+
+    Runs ``module`` (not modified) through the reference executor, then applies
+    the passes of ``pipeline`` one by one to a copy; after each pass the IR must
+    verify, print and parse back to the same text, and compute what it computed
+    before the pass on the same inputs (fresh clones, same RNG state). Raises an
+    AssertionError naming the first pass whose output differs. Returns the final
+    module.
+
+    ``random=True``: the module draws random numbers; the passes that change how
+    they are drawn (``aten-decompose`` rewrites dropout, ``convert-aten-to-loop``
+    moves the draws into loop bodies) are not compared -- every other pass is.
+    """
+    from xdsl.passes import PassPipeline
+
+    from coil.ir import coil_context
+    from coil.pipeline import available_passes
+
+    def run(m: Any) -> Any:
+        torch.manual_seed(1234)
+        return run_module(m, [a.clone() if isinstance(a, torch.Tensor) else a for a in inputs])
+
+    current = module.clone()
+    expected = run(current)
+    for p in PassPipeline.parse_spec(available_passes(), pipeline).passes:
+        name = str(p.pipeline_pass_spec())
+        try:
+            p.apply(coil_context(), current)
+            current.verify()
+        except Exception as e:
+            raise AssertionError(f"pass {name} failed: {type(e).__name__}: {e}") from e
+        text = print_module(current)
+        if print_module(parse_module(text)) != text:
+            raise AssertionError(f"the IR after {name} does not round-trip:\n{text}")
+        try:
+            actual = run(current)
+        except ExecutionError as e:
+            raise AssertionError(f"the IR after {name} does not run: {e}\n{text}") from e
+        if not (random and p.name in _REDRAWING_PASSES):
+            try:
+                assert_close_to_eager(actual, expected)
+            except AssertionError as e:
+                raise AssertionError(f"the output changed in pass {name}: {e}\n{text}") from e
+        expected = actual
+    return current

@@ -31,7 +31,7 @@ import torch
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -210,7 +210,7 @@ class Lowerer:
 
     def symbol_of(self, value: SSAValue) -> sympy.Expr | None:
         """The size symbol an ``index`` function argument carries, if any."""
-        if not isinstance(value, builtin.BlockArgument) or value.owner is not self.fn.body.block:
+        if not isinstance(value, BlockArgument) or value.owner is not self.fn.body.block:
             return None
         attrs = self.fn.arg_attrs
         if attrs is None:

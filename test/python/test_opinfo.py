@@ -1,6 +1,7 @@
 """A sweep over PyTorch's OpInfo database: trace each op's samples to aten (with
 coil's decomposition table), import, print -> parse, run the reference executor
-and compare with the op itself on the same inputs.
+and compare with the op itself on the same inputs; then run the default
+pipeline (aten -> loop -> buffer) and compare the buffer-level module again.
 
 A sample that torch cannot trace to a static aten graph (data-dependent output
 shapes, random ops) is skipped: that is not coil's to represent. Import or
@@ -16,9 +17,11 @@ import torch.utils._pytree as pytree
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.testing._internal.common_methods_invocations import op_db
 
+from coil.backend import run_pipeline
 from coil.frontend.decompositions import decomposition_table
 from coil.frontend.fx_importer import constant_inputs, import_graph
 from coil.ir import parse_module, print_module
+from coil.pipeline import PIPELINES
 from coil.runtime.aten_executor import run_module
 from coil.testing import sample_as_function
 
@@ -80,6 +83,18 @@ def _trace(fn, tensors):
         pytest.skip(f"torch cannot trace this sample: {type(e).__name__}")
 
 
+def _assert_matches(out, expected):
+    actual = out[0] if isinstance(out, tuple) and len(out) == 1 else out
+    exp_leaves = [x for x in pytree.tree_leaves(expected)]
+    act_leaves = [x for x in pytree.tree_leaves(actual)]
+    assert len(exp_leaves) == len(act_leaves)
+    for a, e in zip(act_leaves, exp_leaves):
+        if isinstance(e, torch.Tensor):
+            torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-5, equal_nan=True, check_stride=False)
+        else:
+            assert a == e
+
+
 @pytest.mark.parametrize("opinfo", list(_params()))
 def test_opinfo_import_and_execute(opinfo):
     samples = list(opinfo.sample_inputs("cpu", torch.float32, requires_grad=False))
@@ -103,18 +118,11 @@ def test_opinfo_import_and_execute(opinfo):
         text = print_module(module)
         reparsed = parse_module(text)
         assert print_module(reparsed) == text
-        out = run_module(reparsed, [*[t.clone() for t in tensors], *constant_inputs(reparsed, gm)])
-        actual = out[0] if isinstance(out, tuple) and len(out) == 1 else out
-        exp_leaves = [x for x in pytree.tree_leaves(expected)]
-        act_leaves = [x for x in pytree.tree_leaves(actual)]
-        assert len(exp_leaves) == len(act_leaves)
-        for a, e in zip(act_leaves, exp_leaves):
-            if isinstance(e, torch.Tensor):
-                torch.testing.assert_close(
-                    a, e, rtol=1e-5, atol=1e-5, equal_nan=True, check_stride=False
-                )
-            else:
-                assert a == e
+        consts = constant_inputs(reparsed, gm)
+        out = run_module(reparsed, [*[t.clone() for t in tensors], *consts])
+        _assert_matches(out, expected)
+        run_pipeline(reparsed, PIPELINES["default"])
+        _assert_matches(run_module(reparsed, [*[t.clone() for t in tensors], *consts]), expected)
         ran += 1
     if not ran:
         pytest.skip("no sample could be run")

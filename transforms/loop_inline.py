@@ -1,0 +1,307 @@
+"""``loop-inline``: vertical fusion of pointwise producers and views into the
+bodies that read them (Inductor's ``inner_fn`` inlining).
+
+A tensor-level ``loop.pointwise`` P read by ``loop.load %P[e0, ...]`` inside another
+nest's body is recomputed there: the load is replaced by a clone of P's body with
+P's index symbols ``i_k`` substituted by ``e_k`` (in every index expression of the
+clone: loads, ``loop.index``, random offsets), and the value P yields replaces the
+load. A load of a ``loop.view`` V becomes a load of V's source with V's index map
+composed. A producer nothing else uses is erased; one with other uses (returned,
+passed to an extern, copied, viewed) stays and is *also* recomputed in the bodies
+that read it, as Inductor does for cheap pointwise nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+from xdsl.context import Context
+from xdsl.dialects import arith, builtin
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from coil.dialects import loop as L
+from coil.transforms.loop_utils import (
+    ancestor_in,
+    captured_values,
+    exprs_of,
+    function_blocks,
+    map_exprs,
+    zero_constant,
+)
+
+# Integer ops that trap on a zero divisor: never evaluated on a masked-off lane's 0.
+_TRAPPING = (
+    arith.DivSIOp,
+    arith.DivUIOp,
+    arith.RemSIOp,
+    arith.RemUIOp,
+    arith.FloorDivSIOp,
+    arith.CeilDivSIOp,
+    arith.CeilDivUIOp,
+)
+_FREE = (L.LoadOp, L.YieldOp, L.IndexOp, arith.ConstantOp)
+
+
+def _indirect_symbols(expr: sympy.Expr) -> set[sympy.Symbol]:
+    return {s for s in expr.free_symbols if s.name.startswith("t") and s.name[1:].isdigit()}
+
+
+def _compute_cost(body: Block) -> int:
+    """Ops a recomputation repeats (loads, constants and index arithmetic are free)."""
+    return sum(1 for op in body.ops if not isinstance(op, _FREE))
+
+
+def _load_count(body: Block) -> int:
+    return sum(1 for op in body.ops if isinstance(op, L.LoadOp))
+
+
+def _body_loads_of(value: SSAValue) -> list[L.LoadOp]:
+    """The loads of ``value`` that sit in a loop body."""
+    return [
+        u.operation
+        for u in value.uses
+        if isinstance(u.operation, L.LoadOp)
+        and u.index == 0
+        and L.enclosing_loop(u.operation) is not None
+    ]
+
+
+def _same_load(a: L.LoadOp, b: L.LoadOp) -> bool:
+    return (
+        a.source == b.source
+        and a.index.data == b.index.data
+        and tuple(a.indirect) == tuple(b.indirect)
+        and a.mask == b.mask
+    )
+
+
+def _dedupe_loads(loads: list[L.LoadOp]) -> list[L.LoadOp]:
+    """Merge identical loads of one producer in one block (the later reuses the
+    earlier), so a body reading P twice at the same index recomputes it once."""
+    kept: list[L.LoadOp] = []
+    order = {}
+    for load in loads:
+        block = load.parent_block()
+        if block not in order:
+            order[block] = {op: k for k, op in enumerate(block.ops)}
+    for load in sorted(loads, key=lambda op: order[op.parent_block()][op]):
+        twin = next(
+            (k for k in kept if k.parent_block() is load.parent_block() and _same_load(k, load)),
+            None,
+        )
+        if twin is None:
+            kept.append(load)
+            continue
+        load.result.replace_all_uses_with(twin.result)
+        Rewriter.erase_op(load)
+    return kept
+
+
+@dataclass(frozen=True)
+class LoopInlinePass(ModulePass):
+    """Inline tensor-level ``loop.pointwise`` producers and ``loop.view``s into the
+    loop bodies that load them.
+
+    Input: loop-level IR (value-semantic nests, views, externs). Output: the same
+    computation with fewer nests; every load of an inlined producer is gone. A chain
+    of pointwise ops becomes one nest. Not inlined: reductions (their results are
+    materialized), bufferized nests, producers whose body holds nested regions, a
+    producer that is expensive (more than ``max-cost`` compute ops or ``max-reads``
+    loads) and read by more than ``max-uses`` loads or materialized anyway, a
+    producer reading an input that a ``loop.copy`` overwrites before the consumer,
+    and (per load) what cannot be expressed after substitution: an indirect index
+    reaching a ``loop.index``/random offset, or trapping integer division under a
+    mask. Masked loads stay exact: the inlined loads carry the mask (``arith.andi``
+    with their own) and the value is ``arith.select``-ed to the 0 a masked load reads.
+    """
+
+    name = "loop-inline"
+
+    max_cost: int = 30
+    """Compute ops above which a producer counts as expensive."""
+    max_reads: int = 4
+    """Loads above which a producer counts as expensive."""
+    max_uses: int = 1
+    """Loads an expensive producer may still be inlined into."""
+    inline_views: bool = True
+    """Compose ``loop.view`` index maps into the loads that read them."""
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        for block in function_blocks(op):
+            _Inliner(self, block).run()
+
+
+class _Inliner:
+    def __init__(self, options: LoopInlinePass, block: Block):
+        self.options = options
+        self.block = block
+
+    def run(self) -> None:
+        # Consumers first: a producer is visited after everything it feeds, so its
+        # loads are final (including those that earlier inlining moved into bodies).
+        for op in reversed(list(self.block.ops)):
+            if op.parent_block() is not self.block:
+                continue
+            if isinstance(op, L.PointwiseOp) and op.res:
+                self._inline_pointwise(op)
+            elif isinstance(op, L.ViewOp) and self.options.inline_views:
+                self._inline_view(op)
+
+    # ---- views ----
+
+    def _inline_view(self, view: L.ViewOp) -> None:
+        loads = _body_loads_of(view.result)
+        if not loads:
+            return
+        source_index = view.index.data
+        syms = L.index_symbols(len(view.result.type.shape_attr.data))
+        for load in loads:
+            sub = dict(zip(syms, load.index.data))
+            index = [e.xreplace(sub) for e in source_index]
+            new = L.LoadOp(view.source, index, list(load.indirect), load.mask)
+            new.result.name_hint = load.result.name_hint
+            Rewriter.insert_op(new, InsertPoint.before(load))
+            load.result.replace_all_uses_with(new.result)
+            Rewriter.erase_op(load)
+        if not view.result.uses:
+            Rewriter.erase_op(view)
+
+    # ---- pointwise producers ----
+
+    def _inline_pointwise(self, producer: L.PointwiseOp) -> None:
+        body = producer.body.block
+        if any(op.regions for op in body.ops):
+            return
+        loads = _dedupe_loads(_body_loads_of(producer.res[0]))
+        if not loads:
+            return
+        materialized = len(loads) != len(list(producer.res[0].uses))
+        o = self.options
+        expensive = _compute_cost(body) > o.max_cost or _load_count(body) > o.max_reads
+        if expensive and (materialized or len(loads) > o.max_uses):
+            return
+        for load in loads:
+            if self._can_inline(producer, load):
+                self._inline(producer, load)
+        if not producer.res[0].uses:
+            Rewriter.erase_op(producer)
+
+    def _can_inline(self, producer: L.PointwiseOp, load: L.LoadOp) -> bool:
+        consumer = L.enclosing_loop(load)
+        if consumer is None:
+            return False
+        body = producer.body.block
+        if load.mask is not None and any(isinstance(op, _TRAPPING) for op in body.ops):
+            return False
+        # Index symbols whose substitute needs an indirect operand cannot reach
+        # ops without indirect operands (loop.index, random offsets, block args).
+        syms = producer.index_symbols()
+        indirect_dims = {
+            s for s, e in zip(syms, load.index.data) if _indirect_symbols(sympy.sympify(e))
+        }
+        if indirect_dims:
+            for op in body.ops:
+                if isinstance(op, L.IndexOp | L.RandOp | L.RandnOp):
+                    exprs = exprs_of(op) or ()
+                    if any(e.free_symbols & indirect_dims for e in exprs):
+                        return False
+            for arg, s in zip(body.args, syms):
+                if s in indirect_dims and arg.uses:
+                    return False
+        return not self._copy_between(producer, load)
+
+    def _copy_between(self, producer: L.PointwiseOp, load: L.LoadOp) -> bool:
+        """Whether a ``loop.copy`` overwrites a tensor the producer reads, between
+        the producer and the consumer (recomputing there would read the new data)."""
+        top = ancestor_in(load, self.block)
+        if top is None:
+            return True
+        read = captured_values(producer)
+        op = producer.next_op
+        while op is not None and op is not top:
+            if isinstance(op, L.CopyOp) and op.dest in read:
+                return True
+            op = op.next_op
+        return False
+
+    def _inline(self, producer: L.PointwiseOp, load: L.LoadOp) -> None:
+        consumer = L.enclosing_loop(load)
+        assert consumer is not None
+        body = producer.body.block
+        syms = producer.index_symbols()
+        targets = [sympy.sympify(e) for e in load.index.data]
+        consumer_syms = {s: a for s, a in zip(consumer.index_symbols(), consumer.body.block.args)}
+        new_ops: list[Operation] = []
+        mapping: dict[SSAValue, SSAValue] = {}
+
+        # The producer's block arguments, where used directly, become the consumer's
+        # (or a loop.index computing the substituted expression).
+        for arg, expr in zip(body.args, targets):
+            if not arg.uses:
+                continue
+            if expr in consumer_syms:
+                mapping[arg] = consumer_syms[expr]
+            else:
+                idx = L.IndexOp(expr, builtin.IndexType())
+                new_ops.append(idx)
+                mapping[arg] = idx.result
+
+        mask = load.mask
+        yielded: SSAValue | None = None
+        for op in body.ops:
+            if isinstance(op, L.YieldOp):
+                yielded = mapping.get(op.values[0], op.values[0])
+                break
+            if isinstance(op, L.LoadOp):
+                new_ops.extend(self._substituted_load(op, load, syms, targets, mapping, mask))
+                continue
+            clone = op.clone(value_mapper=mapping)
+            for old, new in zip(op.results, clone.results):
+                mapping[old] = new
+            if isinstance(clone, L.IndexOp | L.RandOp | L.RandnOp):
+                sub = dict(zip(syms, targets))
+                map_exprs(clone, lambda e: e.xreplace(sub))
+            new_ops.append(clone)
+        assert yielded is not None
+        if mask is not None:
+            zero = zero_constant(yielded.type)
+            select = arith.SelectOp(mask, yielded, zero.result)
+            new_ops.extend([zero, select])
+            yielded = select.result
+        Rewriter.insert_op(new_ops, InsertPoint.before(load))
+        if yielded.name_hint is None and load.result.name_hint is not None:
+            yielded.name_hint = load.result.name_hint
+        load.result.replace_all_uses_with(yielded)
+        Rewriter.erase_op(load)
+
+    @staticmethod
+    def _substituted_load(
+        op: L.LoadOp,
+        consumer_load: L.LoadOp,
+        syms: list[sympy.Symbol],
+        targets: list[sympy.Expr],
+        mapping: dict[SSAValue, SSAValue],
+        mask: SSAValue | None,
+    ) -> list[Operation]:
+        """The producer's load ``op`` read at the consumer's index: its own indirect
+        operands keep t0.., the consumer's follow them (renumbered)."""
+        own = [mapping.get(v, v) for v in op.indirect]
+        shift = {L.indirect_symbol(k): L.indirect_symbol(k + len(own)) for k in range(len(consumer_load.indirect))}
+        sub = {s: e.xreplace(shift) for s, e in zip(syms, targets)}
+        index = [sympy.sympify(e).xreplace(sub) for e in op.index.data]
+        out: list[Operation] = []
+        own_mask = mapping.get(op.mask, op.mask) if op.mask is not None else None
+        if mask is not None and own_mask is not None:
+            both = arith.AndIOp(mask, own_mask)
+            out.append(both)
+            own_mask = both.result
+        elif mask is not None:
+            own_mask = mask
+        new = L.LoadOp(op.source, index, own + list(consumer_load.indirect), own_mask)
+        new.result.name_hint = op.result.name_hint
+        mapping[op.result] = new.result
+        out.append(new)
+        return out

@@ -1,0 +1,219 @@
+"""memory-plan: free buffers after their last use and reuse dead storage.
+
+Input: functions at the buffer level (after ``bufferize``, no ``buffer.dealloc``
+or ``buffer.reuse`` yet). Liveness runs over the top-level op order; a use inside
+a nest body, through a ``buffer.view``, or through an extern result that may
+alias its operands (the aten schema says which do) counts at the top-level op.
+
+Output:
+
+* ``buffer.dealloc %b`` right after the last use of each ``buffer.alloc`` that
+  is not a result of the function and not aliased by one;
+* with ``reuse=true`` (default) a later ``buffer.alloc`` with the same storage
+  size in bytes (symbolic equality), dtype and device as a dead allocation
+  becomes ``buffer.reuse %dead : A -> B`` placed just before its first use
+  (Inductor's buffer reuse; the most recently freed buffer first). ``%dead``
+  then gets no dealloc of its own: the reusing buffer inherits its storage;
+* the function attribute ``coil.peak_bytes = #coil.expr<...>``: the largest
+  number of bytes held by ``buffer.alloc`` storage at any point (inputs and
+  ATen-allocated extern results excluded), ``max(...)`` where sizes are
+  symbolic and not comparable.
+
+Guarantees: no storage is freed or reused while any alias of it may still be
+read or written, or while a function result refers to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import sympy
+import torch
+from torch.utils._sympy.functions import Max
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import BlockArgument, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from coil.dialects import buffer as B
+from coil.dialects.aten import AtenOp
+from coil.dialects.symbolic import ExprAttr
+
+
+@cache
+def _schema(name: str) -> torch.FunctionSchema | None:
+    """The schema of an overload named "ns.op.overload", if torch knows it."""
+    parts = name.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        return getattr(getattr(getattr(torch.ops, parts[0]), parts[1]), parts[2])._schema
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def extern_results_alias(op: B.ExternOp) -> bool:
+    """Whether the extern's results may share storage with its operands (a view
+    op sent to ATen); True when unknown."""
+    schema = _schema(op.kernel_name)
+    if schema is None:
+        return True
+    return any(r.alias_info is not None for r in schema.returns)
+
+
+def extern_mutated_operands(op: B.ExternOp) -> set[int]:
+    """Positions of the extern's operands that the called op writes in place."""
+    schema = _schema(op.kernel_name)
+    if schema is None or not any(
+        a.alias_info is not None and a.alias_info.is_write for a in schema.arguments
+    ):
+        return set()
+    # Map the written schema arguments to block arguments through the aten op.
+    block = op.body.block
+    written: set[int] = set()
+    for inner in block.ops:
+        if isinstance(inner, B.YieldOp):
+            continue
+        groups = inner.operand_groups() if isinstance(inner, AtenOp) else None
+        for a in schema.arguments:
+            if a.alias_info is None or not a.alias_info.is_write:
+                continue
+            values = groups.get(a.name, []) if groups is not None else list(inner.operands)
+            for v in values:
+                if isinstance(v, BlockArgument) and v.owner is block:
+                    written.add(v.index)
+    return written
+
+
+def storage_roots(value: SSAValue) -> set[SSAValue]:
+    """The storage holders ``value`` may live in: ``buffer.alloc``/``buffer.reuse``
+    results and function arguments, through views and aliasing extern results."""
+    owner = value.owner
+    if isinstance(owner, B.ViewOp):
+        return storage_roots(owner.source)
+    if isinstance(owner, B.ExternOp):
+        roots = {value}
+        if extern_results_alias(owner):
+            for a in owner.args:
+                if isinstance(a.type, B.BufferType):
+                    roots |= storage_roots(a)
+        return roots
+    if isinstance(value.type, B.BufferType) or isinstance(value, BlockArgument):
+        return {value}
+    return set()
+
+
+def _same(a: sympy.Expr, b: sympy.Expr) -> bool:
+    return sympy.expand(a - b) == 0
+
+
+def peak(values: list[sympy.Expr]) -> sympy.Expr:
+    """The maximum of ``values``: the provable maximum, else torch's ``Max`` of
+    the candidates no other candidate provably exceeds."""
+    cands: list[sympy.Expr] = []
+    for v in (sympy.expand(v) for v in values):
+        if any((c - v).is_nonnegative for c in cands):
+            continue
+        cands = [c for c in cands if not (v - c).is_nonnegative] + [v]
+    if not cands:
+        return sympy.Integer(0)
+    return cands[0] if len(cands) == 1 else Max(*cands)
+
+
+def _holder_bytes(v: SSAValue) -> sympy.Expr:
+    return v.type.storage_bytes()
+
+
+def _plan(fn: func.FuncOp, reuse: bool) -> None:
+    block = fn.body.block
+    ops = list(block.ops)
+    ret = block.last_op
+    if any(isinstance(o, B.DeallocOp | B.ReuseOp) for o in ops):
+        raise AssertionError(f"memory-plan: @{fn.sym_name.data} is already planned")
+    pos = {o: k for k, o in enumerate(ops)}
+    holders = [o.result for o in ops if isinstance(o, B.AllocOp)]
+    first_use: dict[SSAValue, int] = {}
+    last_use: dict[SSAValue, int] = {h: pos[h.owner] for h in holders}
+    for k, top in enumerate(ops):
+        for o in top.walk():
+            for operand in o.operands:
+                for root in storage_roots(operand):
+                    if root in last_use:
+                        last_use[root] = max(last_use[root], k)
+                        first_use.setdefault(root, k)
+    protected = set().union(*(storage_roots(v) for v in ret.operands)) if ret.operands else set()
+
+    # Phase 1: which allocation takes over which dead one (simulated in order).
+    dies_at: dict[int, list[SSAValue]] = {}
+    for h in holders:
+        if h not in protected:
+            dies_at.setdefault(last_use[h], []).append(h)
+    pool: list[SSAValue] = []  # dead, not yet reused; most recent last
+    takes_over: dict[SSAValue, SSAValue] = {}  # new alloc -> dead holder
+    for k, top in enumerate(ops):
+        if reuse and isinstance(top, B.AllocOp):
+            h, t = top.result, top.result.type
+            start = first_use.get(h)
+            for dead in reversed(pool) if start is not None else ():
+                d = dead.type
+                if (
+                    last_use[dead] < start
+                    and d.element_type == t.element_type
+                    and d.device_attr == t.device_attr
+                    and _same(d.storage_bytes(), t.storage_bytes())
+                ):
+                    pool.remove(dead)
+                    takes_over[h] = dead
+                    break
+        pool.extend(dies_at.get(k, []))
+
+    # Phase 2: rewrite. A holder that is taken over is freed by its successor.
+    renamed: dict[SSAValue, SSAValue] = {}
+    for h, dead in takes_over.items():
+        new = B.ReuseOp(renamed.get(dead, dead), h.type)
+        new.result.name_hint = h.name_hint
+        Rewriter.insert_op(new, InsertPoint.before(ops[first_use[h]]))
+        h.replace_all_uses_with(new.result)
+        Rewriter.erase_op(h.owner)
+        renamed[h] = new.result
+    taken = set(takes_over.values())
+    for k in sorted(dies_at, reverse=True):
+        for h in reversed(dies_at[k]):
+            if h not in taken:
+                Rewriter.insert_op(B.DeallocOp(renamed.get(h, h)), InsertPoint.after(ops[k]))
+
+    # Phase 3: the peak, over the final op order.
+    live, points = sympy.Integer(0), [sympy.Integer(0)]
+    for o in block.ops:
+        if isinstance(o, B.AllocOp):
+            live += _holder_bytes(o.result)
+            points.append(live)
+        elif isinstance(o, B.DeallocOp):
+            live -= _holder_bytes(o.buffer)
+    fn.attributes["coil.peak_bytes"] = ExprAttr(peak(points))
+
+
+@dataclass(frozen=True)
+class MemoryPlanPass(ModulePass):
+    """Deallocate dead buffers, reuse their storage, report the peak (module doc)."""
+
+    name = "memory-plan"
+
+    reuse: bool = True
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in op.ops:
+            if isinstance(fn, func.FuncOp) and not fn.is_declaration:
+                _plan(fn, self.reuse)
+
+
+__all__ = [
+    "MemoryPlanPass",
+    "extern_mutated_operands",
+    "extern_results_alias",
+    "peak",
+    "storage_roots",
+]
