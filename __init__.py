@@ -7,7 +7,7 @@ text that ``fx-opt`` can parse and replay.
 Public API (imports are lazy so ``fx-opt --help`` stays fast):
 
 * :func:`import_graph` / :func:`import_module` -- FX / PyTorch program -> aten IR
-* :func:`run_module` -- the aten-level reference executor
+* :func:`run_module` -- the reference executor (aten, loop and buffer levels)
 * :func:`compile_graph` -- compile one aten FX graph; ``coil.backend.coil`` is the
   ``torch.compile`` backend, registered under the name "coil"
 """

@@ -2,8 +2,9 @@
 
 For each example (an MLP block and a softmax): ``torch.compile`` with coil's
 backend traces it with AOTAutograd, imports the graph into the aten dialect
-and runs the default pipeline; the demo prints the IR of both stages, runs
-the compiled model on fresh random inputs and compares it with eager.
+and runs the default pipeline down to the buffer level; the demo prints the
+stages in brief (ops per level after each pass), the imported and the final
+IR, runs the compiled model on fresh random inputs and compares it with eager.
 """
 
 from __future__ import annotations
@@ -25,9 +26,38 @@ from coil.pipeline import PIPELINES
 EXAMPLES = ("mlp", "softmax")
 
 
-def _op_counts(module: ModuleOp) -> str:
-    counts = Counter(op.name for op in module.walk() if op.name.startswith(("aten.", "prims.")))
-    return f"{sum(counts.values())} ops ({len(counts)} kinds)"
+def summarize(module: ModuleOp) -> str:
+    """The module in one line: aten ops, top-level loop nests, buffers, extern calls."""
+    from coil.dialects import buffer as B
+    from coil.dialects import loop as L
+
+    counts: Counter = Counter()
+    peak = None
+    for op in module.walk():
+        parent = op.parent_op()
+        top = parent is not None and parent.name == "func.func"
+        if op.name.startswith(("aten.", "prims.")) and top:
+            counts["aten ops"] += 1
+        elif isinstance(op, L.FusedOp) and top:
+            counts["fused groups"] += 1
+        elif isinstance(op, L.LoopOp) and top:
+            counts["loop nests"] += 1
+        elif isinstance(op, L.ViewOp):
+            counts["views"] += 1
+        elif isinstance(op, B.AllocOp):
+            counts["allocs"] += 1
+        elif isinstance(op, B.ReuseOp):
+            counts["reuses"] += 1
+        elif isinstance(op, B.ExternOp):
+            counts["extern calls"] += 1
+        if op.name == "func.func" and "coil.peak_bytes" in op.attributes:
+            peak = op.attributes["coil.peak_bytes"]
+    parts = [f"{n} {what}" for what, n in counts.items()]
+    if peak is not None:
+        from coil.dialects.symbolic import format_expr
+
+        parts.append(f"peak {format_expr(peak.data)} bytes")
+    return ", ".join(parts) or "empty"
 
 
 def run_demo(verbose: bool = True) -> int:
@@ -37,12 +67,11 @@ def run_demo(verbose: bool = True) -> int:
         model, inputs = build(name)
         eager = copy.deepcopy(model)
         stages: dict[str, str] = {}
+        texts: dict[str, str] = {}
 
-        def observe(stage: str, module: ModuleOp, stages=stages, name=name) -> None:
-            stages[stage] = _op_counts(module)
-            if verbose:
-                title = "as imported" if stage == "import" else f"after `{PIPELINES['default']}`"
-                print(f"== {name}: aten IR {title} ==\n{print_module(module)}")
+        def observe(stage: str, module: ModuleOp, stages=stages, texts=texts) -> None:
+            stages[stage] = summarize(module)
+            texts[stage] = print_module(module)
 
         backend = aot_backend(
             lambda gm, ex, observe=observe: compile_graph(gm, ex, observe=observe)
@@ -60,14 +89,20 @@ def run_demo(verbose: bool = True) -> int:
         err = (out.double() - expected.double()).abs().max().item()
         ok = torch.allclose(out, expected, rtol=1.3e-5, atol=1e-5)
         failures += not ok
+        if verbose:
+            first, last = next(iter(texts)), list(texts)[-1]
+            print(f"== {name}: as imported ==\n{texts[first]}")
+            print(f"== {name}: after `{PIPELINES['default']}` ==\n{texts[last]}")
+        print(f"== {name}: stages ==")
+        for stage, summary in stages.items():
+            print(f"  {stage:28s} {summary}")
         print(
-            f"{name:8s} imported {stages['import']}, after the pipeline {stages['pipeline']}; "
-            f"ran in {elapsed * 1e3:.1f} ms on {fresh[0].device}; "
-            f"max |coil - eager| = {err:.2e} {'ok' if ok else 'MISMATCH'}"
+            f"{name}: ran in {elapsed * 1e3:.1f} ms on {fresh[0].device}; "
+            f"max |coil - eager| = {err:.2e} {'ok' if ok else 'MISMATCH'}\n"
         )
     torch._dynamo.reset()
     print(
-        "kernels generated: none yet (the loop/buffer/Triton stages are not built); "
-        "the aten IR ran through the reference executor"
+        "kernels generated: none yet (Triton code generation is the next stage); "
+        "the buffer-level IR ran through the reference executor"
     )
     return 1 if failures else 0

@@ -1,6 +1,6 @@
 """Oracles for tests and users: run aten IR on real tensors, compare with eager.
 
-* :func:`run_module` -- the aten-level reference executor (``runtime/aten_executor``).
+* :func:`run_module` -- the reference executor for every level (``runtime/``).
 * :func:`reference_backend` -- a torch.compile backend that imports every graph,
   prints it, parses the text back, and runs the parsed module through the
   reference executor: ``torch.compile(m, backend=coil.testing.reference_backend)``
