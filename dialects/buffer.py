@@ -148,7 +148,10 @@ class BufferType(ParametrizedAttribute, TypeAttribute):
         with parser.in_angle_brackets():
             shape = parse_expr_list(parser)
             parser.parse_punctuation(",")
+            start = parser.pos
             element_type = parser.parse_type()
+            if not dtypes.is_element_type(element_type):
+                parser.raise_error(f"{element_type} is not a torch element type", start, parser.pos)
             strides, offset, device = None, sympy.Integer(0), "cpu"
             while parser.parse_optional_punctuation(","):
                 key = parser.parse_keyword_in(("strides", "offset", "device"))
@@ -159,7 +162,9 @@ class BufferType(ParametrizedAttribute, TypeAttribute):
                 elif key == "offset":
                     offset = parse_expr(parser)
                 else:
-                    device = parser.parse_str_literal("device name expected")
+                    device = parser.parse_optional_str_literal()
+                    if device is None:
+                        parser.raise_error('expected a quoted device name, e.g. device "cuda:0"')
         if strides is None:
             strides = contiguous_strides(shape)
         return (
@@ -188,11 +193,24 @@ def buffer_type_for(t: Attribute, device: str | torch.device | None = None) -> B
     return BufferType(t.shape, t.element_type, strides, 0, dev)
 
 
+def _check_buffer(op: IRDLOperation, what: str, t: Attribute) -> None:
+    if not isinstance(t, BufferType):
+        raise VerifyException(f"{op.name}: {what} must be a !buffer.buffer, not {t}")
+
+
 def _same_storage_shape(op: IRDLOperation, source: Attribute, result: Attribute) -> None:
-    if not isinstance(source, BufferType) or not isinstance(result, BufferType):
-        raise VerifyException(f"{op.name}: expects buffers")
+    _check_buffer(op, "the source", source)
+    _check_buffer(op, "the result", result)
     if source.device_attr != result.device_attr:
-        raise VerifyException(f"{op.name}: a buffer cannot change device")
+        raise VerifyException(
+            f"{op.name}: a buffer cannot change device ({source.device_attr.data} -> "
+            f"{result.device_attr.data})"
+        )
+    if source.element_type != result.element_type:
+        raise VerifyException(
+            f"{op.name}: the storage keeps its element type ({source.element_type} -> "
+            f"{result.element_type})"
+        )
 
 
 @irdl_op_definition
@@ -200,11 +218,14 @@ class AllocOp(IRDLOperation):
     """Fresh storage for the layout of the result type."""
 
     name = "buffer.alloc"
-    result = result_def(BufferType)
+    result = result_def()  # a BufferType (checked in verify_, with a location)
     assembly_format = "attr-dict `:` type($result)"
 
     def __init__(self, result_type: BufferType):
         super().__init__(result_types=[result_type])
+
+    def verify_(self) -> None:
+        _check_buffer(self, "the result", self.result.type)
 
 
 @irdl_op_definition
@@ -212,8 +233,8 @@ class ViewOp(IRDLOperation):
     """Reinterpret the source's storage with the result's layout (no copy)."""
 
     name = "buffer.view"
-    source = operand_def(BufferType)
-    result = result_def(BufferType)
+    source = operand_def()  # buffers, checked in verify_
+    result = result_def()
     assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
 
     def __init__(self, source: SSAValue, result_type: BufferType):
@@ -221,8 +242,6 @@ class ViewOp(IRDLOperation):
 
     def verify_(self) -> None:
         _same_storage_shape(self, self.source.type, self.result.type)
-        if self.source.type.element_type != self.result.type.element_type:
-            raise VerifyException("buffer.view: a view keeps the element type")
 
 
 @irdl_op_definition
@@ -230,8 +249,8 @@ class ReuseOp(IRDLOperation):
     """Take over the storage of a dead buffer (same device, dtype and storage size)."""
 
     name = "buffer.reuse"
-    source = operand_def(BufferType)
-    result = result_def(BufferType)
+    source = operand_def()  # buffers, checked in verify_
+    result = result_def()
     assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
 
     def __init__(self, source: SSAValue, result_type: BufferType):
@@ -239,8 +258,13 @@ class ReuseOp(IRDLOperation):
 
     def verify_(self) -> None:
         _same_storage_shape(self, self.source.type, self.result.type)
-        if self.source.type.element_type != self.result.type.element_type:
-            raise VerifyException("buffer.reuse: storage is reused for the same element type")
+        # Symbolic sizes are the memory plan's to prove; static ones are checked.
+        need, have = self.result.type.storage_numel(), self.source.type.storage_numel()
+        if need.is_Integer and have.is_Integer and need > have:
+            raise VerifyException(
+                f"buffer.reuse: the result spans {need} elements of storage, the reused "
+                f"buffer only {have}"
+            )
 
 
 @irdl_op_definition
@@ -248,11 +272,14 @@ class DeallocOp(IRDLOperation):
     """The last use of an allocation: its storage may be freed after this point."""
 
     name = "buffer.dealloc"
-    buffer = operand_def(BufferType)
+    buffer = operand_def()  # a buffer, checked in verify_
     assembly_format = "$buffer attr-dict `:` type($buffer)"
 
     def __init__(self, buffer: SSAValue):
         super().__init__(operands=[buffer])
+
+    def verify_(self) -> None:
+        _check_buffer(self, "the operand", self.buffer.type)
 
 
 @irdl_op_definition
@@ -294,20 +321,43 @@ class ExternOp(IRDLOperation):
                 return op.name
         return "extern"
 
+    def verify(self, verify_nested_ops: bool = True) -> None:
+        # Checked before the region's ops: xDSL's own check would blame the aten
+        # op ("... is not a terminator"), with no location.
+        blocks = self.body.blocks
+        if len(blocks) == 1 and not isinstance(blocks.first.last_op, YieldOp):
+            err = VerifyException("buffer.extern: the region must end with buffer.yield")
+            self.emit_error(f"Operation does not verify: {err}", err)
+        super().verify(verify_nested_ops)
+
     def verify_(self) -> None:
         block = self.body.block
         if len(block.args) != len(self.args):
-            raise VerifyException("buffer.extern: one block argument per operand")
+            raise VerifyException(
+                f"buffer.extern: one block argument per operand: {len(self.args)} operand(s), "
+                f"{len(block.args)} block argument(s)"
+            )
+        for k, (arg, operand) in enumerate(zip(block.args, self.args)):
+            a, b = arg.type, operand.type
+            if _shaped(a) and _shaped(b) and not _same_values(a, b):
+                raise VerifyException(
+                    f"buffer.extern: block argument #{k} {a} does not match operand {b} "
+                    "(shape and element type)"
+                )
         term = block.last_op
-        if not isinstance(term, YieldOp) or len(term.values) != len(self.res):
-            raise VerifyException("buffer.extern: the region must yield one value per result")
+        if not isinstance(term, YieldOp):
+            raise VerifyException("buffer.extern: the region must end with buffer.yield")
+        if len(term.values) != len(self.res):
+            raise VerifyException(
+                f"buffer.extern: the region must yield one value per result: "
+                f"{len(self.res)} result(s), {len(term.values)} yielded"
+            )
         for v, r in zip(term.values, self.res):
             a, b = v.type, r.type
-            if hasattr(a, "shape_attr") and hasattr(b, "shape_attr"):
-                if a.shape_attr != b.shape_attr or a.element_type != b.element_type:
-                    raise VerifyException(
-                        f"buffer.extern: result {b} does not match what the call yields ({a})"
-                    )
+            if _shaped(a) and _shaped(b) and not _same_values(a, b):
+                raise VerifyException(
+                    f"buffer.extern: result {b} does not match what the call yields ({a})"
+                )
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f' "{self.kernel_name}" (')
@@ -322,16 +372,35 @@ class ExternOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> ExternOp:
         # The quoted name is for readers; the region says what is called.
-        parser.parse_str_literal("the called op's name")
+        if parser.parse_optional_str_literal() is None:
+            parser.raise_error(
+                'buffer.extern: expected the called op\'s name, e.g. "aten.mm.default"'
+            )
         names = parser.parse_comma_separated_list(
             parser.Delimiter.PAREN, parser.parse_unresolved_operand
         )
         parser.parse_punctuation(":")
+        start = parser.pos
         types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
+        if len(types) != len(names):
+            parser.raise_error(
+                f"buffer.extern: {len(names)} operand(s) but {len(types)} operand type(s)",
+                start,
+                parser.pos,
+            )
         parser.parse_punctuation("->")
         result_types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
         body = parser.parse_region()
         return cls(parser.resolve_operands(names, types, parser.pos), result_types, body)
+
+
+def _shaped(t: Attribute) -> bool:
+    return hasattr(t, "shape_attr") and hasattr(t, "element_type")
+
+
+def _same_values(a: Attribute, b: Attribute) -> bool:
+    """Same shape and element type (layouts may differ: ATen sees its own)."""
+    return a.shape_attr == b.shape_attr and a.element_type == b.element_type
 
 
 Buffer = Dialect(

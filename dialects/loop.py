@@ -111,7 +111,10 @@ class LoopTensorType(ParametrizedAttribute, TypeAttribute):
         with parser.in_angle_brackets():
             shape = parse_expr_list(parser)
             parser.parse_punctuation(",")
+            start = parser.pos
             element_type = parser.parse_type()
+            if not dtypes.is_element_type(element_type):
+                parser.raise_error(f"{element_type} is not a torch element type", start, parser.pos)
         return (ShapeAttr(shape), element_type)
 
     def print_parameters(self, printer: Printer) -> None:
@@ -212,7 +215,10 @@ class LoadOp(IRDLOperation):
                 "tensor"
             )
         if self.result.type != t.element_type:
-            raise VerifyException(f"loop.load: result must be {t.element_type}")
+            raise VerifyException(
+                f"loop.load: result must be the element type {t.element_type}, "
+                f"got {self.result.type}"
+            )
         _check_exprs(self, self.index.data, _bound_symbols(self, len(self.indirect)))
 
     def print(self, printer: Printer) -> None:
@@ -241,6 +247,7 @@ class LoadOp(IRDLOperation):
         mask = None
         if parser.parse_optional_keyword("indirect"):
             parser.parse_punctuation("(")
+            start = parser.pos
             indirect = parser.parse_comma_separated_list(
                 parser.Delimiter.NONE, parser.parse_unresolved_operand
             )
@@ -248,15 +255,31 @@ class LoadOp(IRDLOperation):
             indirect_types = parser.parse_comma_separated_list(
                 parser.Delimiter.NONE, parser.parse_type
             )
+            end = parser.pos
             parser.parse_punctuation(")")
+            if len(indirect) != len(indirect_types):
+                parser.raise_error(
+                    f"indirect(...) needs one type per operand: {len(indirect)} operand(s), "
+                    f"{len(indirect_types)} type(s)",
+                    start,
+                    end,
+                )
+            for t in indirect_types:
+                if not isinstance(t, IntegerType | IndexType):
+                    parser.raise_error(
+                        f"loop.load: indirect indices are integers or index, not {t}", start, end
+                    )
         if parser.parse_optional_keyword("mask"):
             parser.parse_punctuation("(")
             mask = parser.resolve_operand(parser.parse_unresolved_operand(), builtin.i1)
             parser.parse_punctuation(")")
         parser.parse_punctuation(":")
+        type_pos = parser.pos
         source_type = parser.parse_type()
-        if len(indirect) != len(indirect_types):
-            parser.raise_error("indirect(...) needs one type per operand")
+        if not is_tensor_like(source_type):
+            parser.raise_error(
+                f"loop.load reads a tensor or buffer, not {source_type}", type_pos, parser.pos
+            )
         return cls(
             parser.resolve_operand(source, source_type),
             index,
@@ -272,7 +295,7 @@ class IndexOp(IRDLOperation):
     name = "loop.index"
 
     expr = prop_def(ShapeAttr)  # one expression, kept as a 1-list to share the syntax
-    result = result_def(IntegerType | IndexType)
+    result = result_def()  # an integer or index (checked in verify_, with a message)
 
     traits = traits_def(Pure())
 
@@ -286,6 +309,10 @@ class IndexOp(IRDLOperation):
     def verify_(self) -> None:
         if len(self.expr.data) != 1:
             raise VerifyException("loop.index holds exactly one expression")
+        if not isinstance(self.result.type, IntegerType | IndexType):
+            raise VerifyException(
+                f"loop.index: result must be an integer or index, not {self.result.type}"
+            )
         _check_exprs(self, self.expr.data, _bound_symbols(self))
 
     def print(self, printer: Printer) -> None:
@@ -305,17 +332,21 @@ class SeedOp(IRDLOperation):
     (one host-side draw; the bodies then generate counter-based numbers)."""
 
     name = "loop.seed"
-    result = result_def(builtin.i64)
+    result = result_def()  # i64 (checked in verify_: the stock message has no location)
     assembly_format = "attr-dict `:` type($result)"
 
     def __init__(self):
         super().__init__(result_types=[builtin.i64])
 
+    def verify_(self) -> None:
+        if self.result.type != builtin.i64:
+            raise VerifyException(f"loop.seed: result must be i64, not {self.result.type}")
+
 
 class _RandomOp(IRDLOperation):
     seed = operand_def(builtin.i64)
     offset = prop_def(ShapeAttr)
-    result = result_def(builtin.AnyFloat)
+    result = result_def()  # a float type (checked in verify_, with a message)
 
     traits = traits_def(Pure())
 
@@ -325,6 +356,12 @@ class _RandomOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
+        if len(self.offset.data) != 1:
+            raise VerifyException(f"{self.name}: the offset is exactly one expression")
+        if not isinstance(self.result.type, builtin.AnyFloat):
+            raise VerifyException(
+                f"{self.name}: result must be a float type, not {self.result.type}"
+            )
         _check_exprs(self, self.offset.data, _bound_symbols(self))
 
     def print(self, printer: Printer) -> None:
@@ -412,6 +449,15 @@ class LoopOp(IRDLOperation):
     def result_count(self) -> int:
         return 1
 
+    def verify(self, verify_nested_ops: bool = True) -> None:
+        # Checked before the body's ops: xDSL's own check would blame the last
+        # body op ("... is not a terminator"), with no location.
+        blocks = self.body.blocks
+        if len(blocks) == 1 and not isinstance(blocks.first.last_op, YieldOp):
+            err = VerifyException(f"{self.name}: body must end with loop.yield")
+            self.emit_error(f"Operation does not verify: {err}", err)
+        super().verify(verify_nested_ops)
+
     def verify_(self) -> None:
         if self.outs and self.res:
             raise VerifyException(f"{self.name}: either results or outs(...), not both")
@@ -452,14 +498,7 @@ class LoopOp(IRDLOperation):
         outs: list[SSAValue] = []
         result_types: list[Attribute] = []
         if parser.parse_optional_keyword("outs"):
-            parser.parse_punctuation("(")
-            names = parser.parse_comma_separated_list(
-                parser.Delimiter.NONE, parser.parse_unresolved_operand
-            )
-            parser.parse_punctuation(":")
-            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
-            parser.parse_punctuation(")")
-            outs = parser.resolve_operands(names, types, parser.pos)
+            outs = _parse_outs(parser, cls.name)
         else:
             parser.parse_punctuation(":")
             result_types = parser.parse_comma_separated_list(
@@ -471,17 +510,49 @@ class LoopOp(IRDLOperation):
         )
 
 
+def _parse_outs(parser: Parser, op_name: str) -> list[SSAValue]:
+    """``(%a, %b : A, B)`` after the ``outs`` keyword."""
+    parser.parse_punctuation("(")
+    start = parser.pos
+    names = parser.parse_comma_separated_list(
+        parser.Delimiter.NONE, parser.parse_unresolved_operand
+    )
+    parser.parse_punctuation(":")
+    types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+    end = parser.pos
+    parser.parse_punctuation(")")
+    if len(names) != len(types):
+        parser.raise_error(
+            f"outs(...) needs one type per operand: {len(names)} operand(s), {len(types)} type(s)",
+            start,
+            end,
+        )
+    if parser.parse_optional_punctuation(":"):
+        parser.raise_error(
+            f"{op_name} with outs(...) writes its outs and has no results: drop ': types'",
+            parser.pos - 1,
+            parser.pos,
+        )
+    return parser.resolve_operands(names, types, parser.pos)
+
+
 def _verify_body(op: LoopOp, n_args: int, yield_count: int | None) -> YieldOp:
     block = op.body.block
     if len(block.args) != n_args:
-        raise VerifyException(f"{op.name}: body takes {n_args} index arguments")
-    if any(not isinstance(a.type, IndexType) for a in block.args):
-        raise VerifyException(f"{op.name}: body arguments must be index")
+        raise VerifyException(
+            f"{op.name}: body takes {n_args} index argument(s), one per range, "
+            f"got {len(block.args)}"
+        )
+    for a in block.args:
+        if not isinstance(a.type, IndexType):
+            raise VerifyException(f"{op.name}: body arguments must be index, got {a.type}")
     term = block.last_op
     if not isinstance(term, YieldOp):
         raise VerifyException(f"{op.name}: body must end with loop.yield")
     if yield_count is not None and len(term.values) != yield_count:
-        raise VerifyException(f"{op.name}: body must yield {yield_count} value(s)")
+        raise VerifyException(
+            f"{op.name}: body must yield {yield_count} value(s), got {len(term.values)}"
+        )
     return term
 
 
@@ -571,7 +642,11 @@ class ReductionOp(LoopOp):
 
     @classmethod
     def _parse_head(cls, parser: Parser) -> dict[str, Attribute]:
-        kind = parser.parse_identifier()
+        kind = parser.parse_optional_identifier()
+        if kind is None:
+            parser.raise_error(
+                f"loop.reduction: expected a reduction kind ({', '.join(REDUCTION_KINDS)})"
+            )
         ranges = parse_expr_list(parser)
         rranges = parse_expr_list(parser)
         return {
@@ -617,21 +692,32 @@ class FusedOp(LoopOp):
             if isinstance(op, ReductionOp):
                 if op.ranges.data != outer or op.reduction_ranges.data != inner:
                     raise VerifyException(
-                        "loop.fused: member reductions must range over the group's ranges"
+                        "loop.fused: member reductions must range over the group's ranges "
+                        f"{format_expr_list(outer)} {format_expr_list(inner)}, got "
+                        f"{format_expr_list(op.ranges.data)} "
+                        f"{format_expr_list(op.reduction_ranges.data)}"
                     )
             elif isinstance(op, PointwiseOp):
                 if op.ranges.data not in (outer, outer + inner):
                     raise VerifyException(
                         "loop.fused: member pointwise ops must range over the group's ranges "
-                        "(or ranges ++ reduction_ranges)"
+                        f"{format_expr_list(outer)} (or ranges ++ reduction_ranges "
+                        f"{format_expr_list(outer + inner)}), got "
+                        f"{format_expr_list(op.ranges.data)}"
                     )
             else:
                 raise VerifyException(f"loop.fused: {op.name} cannot be a member of a group")
             if op.outs:
                 raise VerifyException("loop.fused: members are value-semantic")
-        for v, t in zip(term.values, self.targets):
+        for k, (v, t) in enumerate(zip(term.values, self.targets)):
+            if not is_tensor_like(v.type):
+                raise VerifyException(f"loop.fused: the group yields tensors, not {v.type}")
             if _shape_of(v.type) != _shape_of(t.type) or v.type.element_type != t.type.element_type:
-                raise VerifyException("loop.fused: yielded tensors must match the results")
+                what = "out" if self.outs else "result"
+                raise VerifyException(
+                    f"loop.fused: yielded tensor #{k} {v.type} does not match {what} {t.type} "
+                    "(shape and element type)"
+                )
 
     def _print_head(self, printer: Printer) -> None:
         printer.print_string(
@@ -665,14 +751,7 @@ class FusedOp(LoopOp):
         outs: list[SSAValue] = []
         result_types: list[Attribute] = []
         if parser.parse_optional_keyword("outs"):
-            parser.parse_punctuation("(")
-            names = parser.parse_comma_separated_list(
-                parser.Delimiter.NONE, parser.parse_unresolved_operand
-            )
-            parser.parse_punctuation(":")
-            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
-            parser.parse_punctuation(")")
-            outs = parser.resolve_operands(names, types, parser.pos)
+            outs = _parse_outs(parser, cls.name)
         elif parser.parse_optional_punctuation(":"):
             result_types = parser.parse_comma_separated_list(
                 parser.Delimiter.NONE, parser.parse_type
@@ -724,7 +803,10 @@ class ViewOp(IRDLOperation):
                 "source"
             )
         if self.result.type.element_type != t.element_type:
-            raise VerifyException("loop.view: a view keeps the element type")
+            raise VerifyException(
+                f"loop.view: a view keeps the element type: source holds {t.element_type}, "
+                f"result {self.result.type.element_type}"
+            )
         _check_exprs(self, self.index.data, set(index_symbols(self.result.type.rank)))
 
     def print(self, printer: Printer) -> None:
@@ -742,7 +824,12 @@ class ViewOp(IRDLOperation):
         parser.parse_punctuation(":")
         source_type = parser.parse_type()
         parser.parse_punctuation("->")
+        start = parser.pos
         result_type = parser.parse_type()
+        if not isinstance(result_type, LoopTensorType):
+            parser.raise_error(
+                f"loop.view: the result is a !loop.tensor, not {result_type}", start, parser.pos
+            )
         return cls(parser.resolve_operand(source, source_type), index, result_type)
 
 
@@ -766,9 +853,15 @@ class CopyOp(IRDLOperation):
             if not is_tensor_like(v.type):
                 raise VerifyException(f"loop.copy: {v.type} is not a tensor or buffer")
         if _shape_of(self.value.type) != _shape_of(self.dest.type):
-            raise VerifyException("loop.copy: value and destination shapes differ")
+            raise VerifyException(
+                f"loop.copy: value shape {format_expr_list(_shape_of(self.value.type))} differs "
+                f"from destination shape {format_expr_list(_shape_of(self.dest.type))}"
+            )
         if self.value.type.element_type != self.dest.type.element_type:
-            raise VerifyException("loop.copy: value and destination element types differ")
+            raise VerifyException(
+                f"loop.copy: value element type {self.value.type.element_type} differs from "
+                f"destination element type {self.dest.type.element_type}"
+            )
 
 
 Loop = Dialect(

@@ -20,8 +20,9 @@ Output (the buffer level):
   ATen saw (the region's block argument) is first copied into that layout; its
   results are buffers with the layouts the region's aten op returns;
 * ``loop.copy %v, %dest`` becomes a ``loop.pointwise outs(%dest)`` just before
-  ``func.return`` (after every other read of ``%dest``); a result that aliases a
-  mutated input is copied before that write, so it keeps the value it had;
+  ``func.return``, after every other read of ``%dest``: reads that follow the
+  copy read ``%v`` instead; a result that aliases a mutated input through a
+  value made before the copy is copied before the write (it keeps its value);
 * a result whose layout differs from eager's is copied into eager's layout.
 
 Guarantees: the function computes what it computed before; results have eager's
@@ -189,6 +190,7 @@ class _Bufferizer:
                 self.extern(op)
             elif isinstance(op, L.CopyOp):
                 self.copies.append(op)
+                self.read_value_after(op)
         self.finish_results()
         self.check()
 
@@ -301,6 +303,21 @@ class _Bufferizer:
             ret.operands[k] = copied[key]
         for copy in self.copies:
             self.write_input(copy)
+
+    def read_value_after(self, copy: L.CopyOp) -> None:
+        """Reads of the destination after the copy read the copied value (the
+        write itself moves to the end, after the reads that come before it)."""
+        before: set[Operation] = set()
+        op = copy.prev_op
+        while op is not None:
+            before.add(op)
+            op = op.prev_op
+        for use in list(copy.dest.uses):
+            top = use.operation
+            while top.parent_op() is not self.fn:
+                top = top.parent_op()
+            if top is not copy and top not in before:
+                use.operation.operands[use.index] = copy.value
 
     def write_input(self, copy: L.CopyOp) -> None:
         value, dest = copy.value, copy.dest

@@ -289,7 +289,10 @@ class _Inliner:
         """The producer's load ``op`` read at the consumer's index: its own indirect
         operands keep t0.., the consumer's follow them (renumbered)."""
         own = [mapping.get(v, v) for v in op.indirect]
-        shift = {L.indirect_symbol(k): L.indirect_symbol(k + len(own)) for k in range(len(consumer_load.indirect))}
+        shift = {
+            L.indirect_symbol(k): L.indirect_symbol(k + len(own))
+            for k in range(len(consumer_load.indirect))
+        }
         sub = {s: e.xreplace(shift) for s, e in zip(syms, targets)}
         index = [sympy.sympify(e).xreplace(sub) for e in op.index.data]
         out: list[Operation] = []

@@ -105,3 +105,71 @@ def function_blocks(module: builtin.ModuleOp) -> Iterator[Block]:
     for op in module.walk():
         if isinstance(op, func.FuncOp) and op.body.blocks:
             yield op.body.block
+
+
+def substitute_in_body(block: Block, sub: dict[sympy.Symbol, sympy.Expr]) -> None:
+    """``xreplace`` ``sub`` into every index expression held by ops under ``block``."""
+    for op in block.walk():
+        map_exprs(op, lambda e: e.xreplace(sub))
+
+
+def squeeze_unit_ranges(nest: L.PointwiseOp | L.ReductionOp) -> L.PointwiseOp | L.ReductionOp:
+    """Rebuild a tensor-level nest without its size-1 outer ranges.
+
+    Its results lose those dimensions: loads of them in bodies drop the matching
+    (always 0) indices, other uses read a ``loop.view`` with the old shape. Returns
+    the new nest (``nest`` itself when it has no unit range)."""
+    from xdsl.ir import Region
+    from xdsl.rewriter import InsertPoint, Rewriter
+
+    ranges = nest.ranges.data
+    keep = [k for k, r in enumerate(ranges) if r != 1]
+    if len(keep) == len(ranges) or nest.is_bufferized:
+        return nest
+    n_red = len(nest.reduction_ranges.data) if isinstance(nest, L.ReductionOp) else 0
+    new_ranges = [ranges[k] for k in keep]
+    old_syms = L.index_symbols(len(ranges))
+    sub: dict[sympy.Symbol, sympy.Expr] = {
+        s: (L.index_symbols(len(keep))[keep.index(k)] if k in keep else sympy.Integer(0))
+        for k, s in enumerate(old_syms)
+    }
+    old_block = nest.body.block
+    new_block = L.new_body(len(keep), n_red)
+    for k, arg in enumerate(old_block.args[: len(ranges)]):
+        if k in keep:
+            arg.replace_all_uses_with(new_block.args[keep.index(k)])
+        elif arg.uses:
+            zero = arith.ConstantOp(builtin.IntegerAttr(0, builtin.IndexType()))
+            new_block.add_op(zero)
+            arg.replace_all_uses_with(zero.result)
+    for old, new in zip(old_block.args[len(ranges) :], new_block.args[len(keep) :]):
+        old.replace_all_uses_with(new)
+    for op in list(old_block.ops):
+        op.detach()
+        new_block.add_op(op)
+    substitute_in_body(new_block, sub)
+    props = dict(nest.properties)
+    props["ranges"] = ShapeAttr(new_ranges)
+    new_types = [L.LoopTensorType(new_ranges, r.type.element_type) for r in nest.res]
+    new_nest = type(nest).build(
+        operands=[[]], result_types=[new_types], properties=props, regions=[Region(new_block)]
+    )
+    Rewriter.insert_op(new_nest, InsertPoint.before(nest))
+    for old, new in zip(nest.res, new_nest.res):
+        new.name_hint = old.name_hint
+        for use in list(old.uses):
+            user = use.operation
+            if isinstance(user, L.LoadOp) and use.index == 0:
+                index = [user.index.data[k] for k in keep]
+                load = L.LoadOp(new, index, list(user.indirect), user.mask)
+                load.result.name_hint = user.result.name_hint
+                Rewriter.insert_op(load, InsertPoint.before(user))
+                user.result.replace_all_uses_with(load.result)
+                Rewriter.erase_op(user)
+        if old.uses:
+            view = L.ViewOp(new, [L.index_symbols(len(ranges))[k] for k in keep], old.type)
+            view.result.name_hint = old.name_hint
+            Rewriter.insert_op(view, InsertPoint.after(new_nest))
+            old.replace_all_uses_with(view.result)
+    Rewriter.erase_op(nest)
+    return new_nest

@@ -122,7 +122,7 @@ def _copy_inplace(lw: Lowerer, op: AtenOp):
     def body(b: BodyBuilder, idx):
         return load_broadcast(lw, b, src, shape, idx, dtype)
 
-    value = lw.pointwise(shape, dtype, body)
+    value = lw.pointwise(shape, dtype, body, name=f"{dest.name_hint or 'input'}_new")
     lw.insert(L.CopyOp(value, dest))
     return [dest]
 
@@ -365,7 +365,7 @@ def _index(lw: Lowerer, op: AtenOp):
                 index.append(next(free))
                 continue
             v = _index_value(b, b.load(t, broadcast_index(shape_of(t), b_shape, b_idx)))
-            size = b.index(to_expr(in_shape[d]))
+            size = _number(b, to_expr(in_shape[d]), torch.int64)
             negative = b.cmp("lt", v, b.const(0, builtin.i64))
             v = b.select(negative, b.add(v, size), v)
             index.append(L.indirect_symbol(len(values)))

@@ -21,10 +21,11 @@ from xdsl.ir import SSAValue
 from coil.dialects.aten import AtenOp
 from coil.dialects.symbolic import SymInt, to_expr
 from coil.lowering.aten_to_loop.common import dtype_of, result_type, shape_of
-from coil.lowering.body_builder import BodyBuilder, CannotLower, compute_dtype
+from coil.lowering.body_builder import BodyBuilder, CannotLower, check_supported, compute_dtype
 from coil.lowering.convert_aten_to_loop import Lowerer, register
 
-ValueFn = Callable[[BodyBuilder, SSAValue], SSAValue]
+ValueFn = Callable[[BodyBuilder, SSAValue, list[sympy.Expr]], SSAValue]
+"""(builder, loaded element, its index in the input) -> the value to reduce."""
 
 
 def reduced_dims(x: SSAValue, dim: int | Sequence[int] | None, empty_is_all: bool) -> list[int]:
@@ -66,6 +67,7 @@ def reduce(
     value_dtype: torch.dtype | None = None,
 ) -> list[SSAValue]:
     """``loop.reduction`` of ``kind`` of ``value(b, x[...])`` over ``dims``."""
+    check_supported(dtype_of(x))
     rank = len(shape_of(x))
     ranges, rranges = reduction_shape(x, dims, keepdim)
     n = len(ranges)
@@ -81,7 +83,7 @@ def reduce(
                 index.append(outer[k])
                 k += 1
         v = b.load(x, index)
-        return value(b, v) if value is not None else v
+        return value(b, v, index) if value is not None else v
 
     return lw.reduction(kind, ranges, rranges, result_dtype, body, value_dtype)
 
@@ -130,7 +132,7 @@ def _accumulate(
         raise CannotLower(f"{op.name} to bool")
     acc = compute_dtype(out)
 
-    def value(b: BodyBuilder, v: SSAValue) -> SSAValue:
+    def value(b: BodyBuilder, v: SSAValue, index) -> SSAValue:
         return b.cast(b.cast(v, out), acc)  # dtype= casts the input first
 
     (red,) = reduce(lw, x, dims, keepdim, kind, acc, value)
@@ -289,7 +291,9 @@ def _lower_moments(
         raise CannotLower(f"variance to {out}")
     acc = compute_dtype(out)
     dims = reduced_dims(x, d, empty_is_all=True)
-    mean, m2, count = reduce(lw, x, dims, keepdim, "welford", acc, lambda b, v: b.cast(v, acc))
+    mean, m2, count = reduce(
+        lw, x, dims, keepdim, "welford", acc, lambda b, v, index: b.cast(v, acc)
+    )
 
     def fn(b: BodyBuilder, m2: SSAValue, count: SSAValue) -> SSAValue:
         dof = b.sub(count, b.const_like(correction, count))
@@ -338,6 +342,105 @@ def _register_moments(name: str) -> None:
 
 for _name in ("var", "std", "var_mean", "std_mean"):
     _register_moments(_name)
+
+
+# ---- softmax ----------------------------------------------------------------------
+# aten-decompose normally splits these into amax/sub/exp/sum/div; it keeps them
+# when the decomposition would rename symbolic sizes, so they lower whole too.
+
+
+def _kept(index: Sequence[sympy.Expr], dims: Sequence[int]) -> list[sympy.Expr]:
+    """The index into a keepdim reduction of ``dims`` at input ``index``."""
+    return [sympy.Integer(0) if d in dims else e for d, e in enumerate(index)]
+
+
+def _lower_softmax(lw: Lowerer, op: AtenOp, log: bool) -> list[SSAValue]:
+    x = op.operands[0]
+    out = result_type(op).dtype
+    if not out.is_floating_point:
+        raise CannotLower(f"softmax to {out}")
+    acc = compute_dtype(out)
+    dims = reduced_dims(x, op.arg("dim"), empty_is_all=False)
+    if not shape_of(x):
+        raise CannotLower("softmax of a 0-d tensor")
+
+    (m,) = reduce(lw, x, dims, True, "max", acc, lambda b, v, index: b.cast(v, acc))
+
+    def shifted(b: BodyBuilder, v: SSAValue, index) -> SSAValue:
+        return b.sub(b.cast(v, acc), b.load(m, _kept(index, dims)))
+
+    def exp_shifted(b: BodyBuilder, v: SSAValue, index) -> SSAValue:
+        return b.math("exp", shifted(b, v, index))
+
+    (total,) = reduce(lw, x, dims, True, "sum", acc, exp_shifted)
+
+    def body(b: BodyBuilder, idx):
+        index = list(idx)
+        t = b.load(total, _kept(index, dims))
+        if log:
+            return b.sub(shifted(b, b.load(x, index), index), b.math("log", t))
+        return b.truediv(exp_shifted(b, b.load(x, index), index), t)
+
+    result = lw.pointwise(shape_of(x), out, body)
+    _check_shape(op, result)
+    return [result]
+
+
+@register("aten._softmax.default")
+def _softmax(lw: Lowerer, op: AtenOp):
+    return _lower_softmax(lw, op, log=False)
+
+
+@register("aten._log_softmax.default")
+def _log_softmax(lw: Lowerer, op: AtenOp):
+    return _lower_softmax(lw, op, log=True)
+
+
+@register("aten.native_layer_norm.default")
+def _native_layer_norm(lw: Lowerer, op: AtenOp):
+    """(out, mean, rstd) from one Welford reduction over the normalized (last)
+    dimensions; kept as a whole when aten-decompose leaves it (as softmax)."""
+    groups = op.operand_groups()
+    x = groups["input"][0]
+    weight = groups["weight"][0] if groups["weight"] else None
+    bias = groups["bias"][0] if groups["bias"] else None
+    out = result_type(op).dtype
+    if not out.is_floating_point:
+        raise CannotLower(f"layer norm to {out}")
+    acc = compute_dtype(out)
+    shape = shape_of(x)
+    rank = len(shape)
+    dims = list(range(rank - len(op.arg("normalized_shape")), rank))
+    if not dims:
+        raise CannotLower("layer norm over no dimension")
+    eps = float(op.arg("eps"))
+    mean, m2, count = reduce(lw, x, dims, True, "welford", acc, lambda b, v, index: b.cast(v, acc))
+
+    def rstd_of(b: BodyBuilder, m2: SSAValue, count: SSAValue) -> SSAValue:
+        return b.math("rsqrt", b.add(b.truediv(m2, count), b.const_like(eps, m2)))
+
+    rstd = epilogue(lw, [m2, count], acc, rstd_of)
+
+    def body(b: BodyBuilder, idx):
+        index = list(idx)
+        kept = _kept(index, dims)
+        v = b.sub(b.cast(b.load(x, index), acc), b.load(mean, kept))
+        v = b.mul(v, b.load(rstd, kept))
+        trailing = index[rank - len(dims) :]
+        if weight is not None:
+            v = b.mul(v, b.cast(b.load(weight, trailing), acc))
+        if bias is not None:
+            v = b.add(v, b.cast(b.load(bias, trailing), acc))
+        return v
+
+    result = lw.pointwise(shape, out, body)
+    stats = []
+    for k, value in ((1, mean), (2, rstd)):
+        dtype = result_type(op, k).dtype
+        stats.append(value if dtype == acc else epilogue(lw, [value], dtype))
+        _check_shape(op, stats[-1], k)
+    _check_shape(op, result)
+    return [result, *stats]
 
 
 __all__ = ["epilogue", "reduce", "reduced_dims", "reduction_shape"]

@@ -1,0 +1,273 @@
+// RUN: fx-opt %s -p bufferize --split-input-file | filecheck %s
+
+// A nest gets a row-major buffer and writes it (destination-passing style);
+// its loads in later bodies read the buffer. A result is allocated directly
+// with the layout eager returns.
+
+// CHECK-LABEL: func.func @nests
+// CHECK-SAME: -> !buffer.buffer<[4, 8], f32, strides [1, 4]> {
+// CHECK-NEXT: %[[E:.*]] = buffer.alloc : !buffer.buffer<[4, 8], f32>
+// CHECK-NEXT: loop.pointwise [4, 8] outs(%[[E]] : !buffer.buffer<[4, 8], f32>) {
+// CHECK:      %[[S:.*]] = buffer.alloc : !buffer.buffer<[4], f32>
+// CHECK-NEXT: loop.reduction sum [4] [8] outs(%[[S]] : !buffer.buffer<[4], f32>) {
+// CHECK:        loop.load %[[E]][i0, r0] : !buffer.buffer<[4, 8], f32>
+// CHECK:      %[[Y:.*]] = buffer.alloc : !buffer.buffer<[4, 8], f32, strides [1, 4]>
+// CHECK-NEXT: loop.pointwise [4, 8] outs(%[[Y]] : !buffer.buffer<[4, 8], f32, strides [1, 4]>) {
+// CHECK:        loop.load %[[S]][i0] : !buffer.buffer<[4], f32>
+// CHECK:      func.return %[[Y]] : !buffer.buffer<[4, 8], f32, strides [1, 4]>
+// CHECK-NOT:  coil.result_types
+func.func @nests(%x: !buffer.buffer<[4, 8], f32>) -> !loop.tensor<[4, 8], f32> attributes {coil.result_types = [!aten.tensor<[4, 8], f32, strides [1, 4]>]} {
+  %e = loop.pointwise [4, 8] : !loop.tensor<[4, 8], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %x[i0, i1] : !buffer.buffer<[4, 8], f32>
+    %b = math.exp %a : f32
+    loop.yield %b : f32
+  }
+  %s = loop.reduction sum [4] [8] : !loop.tensor<[4], f32> {
+  ^bb0(%i0: index, %r0: index):
+    %a = loop.load %e[i0, r0] : !loop.tensor<[4, 8], f32>
+    loop.yield %a : f32
+  }
+  %y = loop.pointwise [4, 8] : !loop.tensor<[4, 8], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %e[i0, i1] : !loop.tensor<[4, 8], f32>
+    %b = loop.load %s[i0] : !loop.tensor<[4], f32>
+    %c = arith.divf %a, %b : f32
+    loop.yield %c : f32
+  }
+  func.return %y : !loop.tensor<[4, 8], f32>
+}
+
+// -----
+
+// Only a fusion group's results get buffers; its members stay value-semantic.
+// Welford's three results get three buffers.
+
+// CHECK-LABEL: func.func @fused
+// CHECK-NEXT: %[[M:.*]] = buffer.alloc : !buffer.buffer<[s0], f32, device "cuda:0">
+// CHECK-NEXT: loop.fused [s0] [16] outs(%[[M]] : !buffer.buffer<[s0], f32, device "cuda:0">) {
+// CHECK-NEXT:   %[[MX:.*]] = loop.reduction max [s0] [16] : !loop.tensor<[s0], f32> {
+// CHECK:        loop.reduction sum [s0] [16] : !loop.tensor<[s0], f32> {
+// CHECK:          loop.load %[[MX]][i0] : !loop.tensor<[s0], f32>
+// CHECK:        loop.yield %{{.*}} : !loop.tensor<[s0], f32>
+// CHECK:      %[[MEAN:.*]] = buffer.alloc
+// CHECK-NEXT: %[[M2:.*]] = buffer.alloc
+// CHECK-NEXT: %[[N:.*]] = buffer.alloc
+// CHECK-NEXT: loop.reduction welford [s0] [16] outs(%[[MEAN]], %[[M2]], %[[N]] :
+// CHECK:      func.return %[[M]], %[[MEAN]] : !buffer.buffer<[s0], f32, device "cuda:0">, !buffer.buffer<[s0], f32, device "cuda:0">
+func.func @fused(%x: !buffer.buffer<[s0, 16], f32, device "cuda:0">) -> (!loop.tensor<[s0], f32>, !loop.tensor<[s0], f32>) attributes {coil.result_types = [!aten.tensor<[s0], f32, device "cuda:0">, !aten.tensor<[s0], f32, device "cuda:0">]} {
+  %m = loop.fused [s0] [16] : !loop.tensor<[s0], f32> {
+    %mx = loop.reduction max [s0] [16] : !loop.tensor<[s0], f32> {
+    ^bb0(%i0: index, %r0: index):
+      %a = loop.load %x[i0, r0] : !buffer.buffer<[s0, 16], f32, device "cuda:0">
+      loop.yield %a : f32
+    }
+    %sm = loop.reduction sum [s0] [16] : !loop.tensor<[s0], f32> {
+    ^bb0(%i0: index, %r0: index):
+      %a = loop.load %x[i0, r0] : !buffer.buffer<[s0, 16], f32, device "cuda:0">
+      %b = loop.load %mx[i0] : !loop.tensor<[s0], f32>
+      %c = arith.subf %a, %b : f32
+      %d = math.exp %c : f32
+      loop.yield %d : f32
+    }
+    loop.yield %sm : !loop.tensor<[s0], f32>
+  }
+  %mean, %m2, %n = loop.reduction welford [s0] [16] : !loop.tensor<[s0], f32>, !loop.tensor<[s0], f32>, !loop.tensor<[s0], f32> {
+  ^bb0(%i0: index, %r0: index):
+    %a = loop.load %x[i0, r0] : !buffer.buffer<[s0, 16], f32, device "cuda:0">
+    loop.yield %a : f32
+  }
+  func.return %m, %mean : !loop.tensor<[s0], f32>, !loop.tensor<[s0], f32>
+}
+
+// -----
+
+// Results that are inputs, or returned twice; scalars pass through.
+
+// CHECK-LABEL: func.func @passthrough
+// CHECK-SAME: -> (!buffer.buffer<[4], f32>, !buffer.buffer<[4], f32>, !buffer.buffer<[4], f32>, index, i64)
+// CHECK-NEXT: %[[K:.*]] = aten.constant 3 : i64
+// CHECK-NEXT: %[[Y:.*]] = buffer.alloc : !buffer.buffer<[4], f32>
+// CHECK-NOT:  buffer.alloc
+// CHECK:      func.return %x, %[[Y]], %[[Y]], %n, %[[K]] :
+func.func @passthrough(%x: !buffer.buffer<[4], f32>, %n: index {coil.symbol = #coil.expr<s0>}) -> (!buffer.buffer<[4], f32>, !loop.tensor<[4], f32>, !loop.tensor<[4], f32>, index, i64) attributes {coil.result_types = [!aten.tensor<[4], f32>, !aten.tensor<[4], f32>, !aten.tensor<[4], f32>, index, i64]} {
+  %k = aten.constant 3 : i64
+  %y = loop.pointwise [4] : !loop.tensor<[4], f32> {
+  ^bb0(%i0: index):
+    %a = loop.load %x[i0] : !buffer.buffer<[4], f32>
+    loop.yield %a : f32
+  }
+  func.return %x, %y, %y, %n, %k : !buffer.buffer<[4], f32>, !loop.tensor<[4], f32>, !loop.tensor<[4], f32>, index, i64
+}
+
+// -----
+
+// Strided-affine views are buffer.view ops with the computed layout: a
+// transpose, a slice (offset), a view of a view, an expand (stride 0), a
+// symbolic slice.
+
+// CHECK-LABEL: func.func @views
+// CHECK-NOT:  buffer.alloc
+// CHECK-NEXT: %[[T:.*]] = buffer.view %x : !buffer.buffer<[4, 8], f32> -> !buffer.buffer<[8, 4], f32, strides [1, 8]>
+// CHECK-NEXT: %[[S:.*]] = buffer.view %x : !buffer.buffer<[4, 8], f32> -> !buffer.buffer<[4, 7], f32, strides [8, 1], offset 1>
+// CHECK-NEXT: %[[C:.*]] = buffer.view %[[T]] : !buffer.buffer<[8, 4], f32, strides [1, 8]> -> !buffer.buffer<[7], f32, offset 17>
+// CHECK-NEXT: %[[B:.*]] = buffer.view %x : !buffer.buffer<[4, 8], f32> -> !buffer.buffer<[3, 4, 8], f32, strides [0, 8, 1]>
+// CHECK-NEXT: %[[D:.*]] = buffer.view %z : !buffer.buffer<[s0, s1], f32> -> !buffer.buffer<[s0, s1 - 1], f32, strides [s1, 1], offset 1>
+// CHECK-NEXT: func.return %[[T]], %[[S]], %[[C]], %[[B]], %[[D]] :
+func.func @views(%x: !buffer.buffer<[4, 8], f32>, %z: !buffer.buffer<[s0, s1], f32>) -> (!loop.tensor<[8, 4], f32>, !loop.tensor<[4, 7], f32>, !loop.tensor<[7], f32>, !loop.tensor<[3, 4, 8], f32>, !loop.tensor<[s0, s1 - 1], f32>) attributes {coil.result_types = [!aten.tensor<[8, 4], f32, strides [1, 8]>, !aten.tensor<[4, 7], f32, strides [8, 1]>, !aten.tensor<[7], f32>, !aten.tensor<[3, 4, 8], f32, strides [0, 8, 1]>, !aten.tensor<[s0, s1 - 1], f32, strides [s1, 1]>]} {
+  %t = loop.view %x[i1, i0] : !buffer.buffer<[4, 8], f32> -> !loop.tensor<[8, 4], f32>
+  %s = loop.view %x[i0, i1 + 1] : !buffer.buffer<[4, 8], f32> -> !loop.tensor<[4, 7], f32>
+  %c = loop.view %t[i0 + 1, 2] : !loop.tensor<[8, 4], f32> -> !loop.tensor<[7], f32>
+  %b = loop.view %x[i1, i2] : !buffer.buffer<[4, 8], f32> -> !loop.tensor<[3, 4, 8], f32>
+  %d = loop.view %z[i0, i1 + 1] : !buffer.buffer<[s0, s1], f32> -> !loop.tensor<[s0, s1 - 1], f32>
+  func.return %t, %s, %c, %b, %d : !loop.tensor<[8, 4], f32>, !loop.tensor<[4, 7], f32>, !loop.tensor<[7], f32>, !loop.tensor<[3, 4, 8], f32>, !loop.tensor<[s0, s1 - 1], f32>
+}
+
+// -----
+
+// A view result whose layout differs from eager's is copied into eager's.
+
+// CHECK-LABEL: func.func @view_result_relayout
+// CHECK:      %[[T:.*]] = buffer.view %{{.*}} : !buffer.buffer<[4, 8], f32> -> !buffer.buffer<[8, 4], f32, strides [1, 8]>
+// CHECK-NEXT: %[[OUT:.*]] = buffer.alloc : !buffer.buffer<[8, 4], f32>
+// CHECK-NEXT: loop.pointwise [8, 4] outs(%[[OUT]] : !buffer.buffer<[8, 4], f32>) {
+// CHECK-NEXT: ^bb0(%{{.*}}: index, %{{.*}}: index):
+// CHECK-NEXT:   %[[V:.*]] = loop.load %[[T]][i0, i1] : !buffer.buffer<[8, 4], f32, strides [1, 8]>
+// CHECK-NEXT:   loop.yield %[[V]] : f32
+// CHECK:      func.return %[[OUT]] : !buffer.buffer<[8, 4], f32>
+func.func @view_result_relayout(%x: !buffer.buffer<[4, 8], f32>) -> !loop.tensor<[8, 4], f32> attributes {coil.result_types = [!aten.tensor<[8, 4], f32>]} {
+  %e = loop.pointwise [4, 8] : !loop.tensor<[4, 8], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %x[i0, i1] : !buffer.buffer<[4, 8], f32>
+    %b = math.exp %a : f32
+    loop.yield %b : f32
+  }
+  %t = loop.view %e[i1, i0] : !loop.tensor<[4, 8], f32> -> !loop.tensor<[8, 4], f32>
+  func.return %t : !loop.tensor<[8, 4], f32>
+}
+
+// -----
+
+// A view that is not strided (reshape of a transpose) is materialized for an
+// extern call; one read only by loads is folded into them.
+
+// CHECK-LABEL: func.func @reshape_of_transpose
+// CHECK-NEXT: %[[T:.*]] = buffer.view %x : !buffer.buffer<[4, 6], f32> -> !buffer.buffer<[6, 4], f32, strides [1, 6]>
+// CHECK-NEXT: %[[R:.*]] = buffer.alloc : !buffer.buffer<[24], f32>
+// CHECK-NEXT: loop.pointwise [24] outs(%[[R]] : !buffer.buffer<[24], f32>) {
+// CHECK:        loop.load %[[T]][i0 floordiv 4, i0 mod 4] : !buffer.buffer<[6, 4], f32, strides [1, 6]>
+// CHECK:      %[[Q:.*]] = buffer.view %[[R]] : !buffer.buffer<[24], f32> -> !buffer.buffer<[6, 4], f32>
+// CHECK-NEXT: %[[MM:.*]] = buffer.extern "aten.mm.default" (%[[Q]], %w) : (!buffer.buffer<[6, 4], f32>, !buffer.buffer<[4, 5], f32>) -> (!buffer.buffer<[6, 5], f32>) {
+// CHECK:      %[[N:.*]] = buffer.alloc : !buffer.buffer<[24], f32>
+// CHECK:      func.return %[[MM]], %[[N]]
+func.func @reshape_of_transpose(%x: !buffer.buffer<[4, 6], f32>, %w: !buffer.buffer<[4, 5], f32>) -> (!loop.tensor<[6, 5], f32>, !loop.tensor<[24], f32>) attributes {coil.result_types = [!aten.tensor<[6, 5], f32>, !aten.tensor<[24], f32>]} {
+  %t = loop.view %x[i1, i0] : !buffer.buffer<[4, 6], f32> -> !loop.tensor<[6, 4], f32>
+  %r = loop.view %t[i0 floordiv 4, i0 mod 4] : !loop.tensor<[6, 4], f32> -> !loop.tensor<[24], f32>
+  %q = loop.view %r[i0 * 4 + i1] : !loop.tensor<[24], f32> -> !loop.tensor<[6, 4], f32>
+  %mm = buffer.extern "aten.mm.default" (%q, %w) : (!loop.tensor<[6, 4], f32>, !buffer.buffer<[4, 5], f32>) -> (!loop.tensor<[6, 5], f32>) {
+  ^bb0(%a: !aten.tensor<[6, 4], f32>, %b: !aten.tensor<[4, 5], f32>):
+    %0 = aten.mm.default(%a, %b) : !aten.tensor<[6, 5], f32>
+    buffer.yield %0 : !aten.tensor<[6, 5], f32>
+  }
+  %n = loop.pointwise [24] : !loop.tensor<[24], f32> {
+  ^bb0(%i0: index):
+    %a = loop.load %r[i0] : !loop.tensor<[24], f32>
+    %b = arith.negf %a : f32
+    loop.yield %b : f32
+  }
+  func.return %mm, %n : !loop.tensor<[6, 5], f32>, !loop.tensor<[24], f32>
+}
+
+// -----
+
+// An extern operand already in the layout ATen saw is passed as is; a
+// transposed one is copied into it; results take the layout the call returns.
+
+// CHECK-LABEL: func.func @extern_layouts
+// CHECK-NEXT: %[[T:.*]] = buffer.view %x : !buffer.buffer<[4, 6], f32> -> !buffer.buffer<[6, 4], f32, strides [1, 6]>
+// CHECK-NEXT: %[[C:.*]] = buffer.alloc : !buffer.buffer<[6, 4], f32>
+// CHECK-NEXT: loop.pointwise [6, 4] outs(%[[C]] : !buffer.buffer<[6, 4], f32>) {
+// CHECK:        loop.load %[[T]][i0, i1]
+// CHECK:      %[[MM:.*]] = buffer.extern "aten.mm.default" (%[[C]], %w) : (!buffer.buffer<[6, 4], f32>, !buffer.buffer<[4, 5], f32>) -> (!buffer.buffer<[6, 5], f32>) {
+// CHECK:      %[[TT:.*]] = buffer.extern "aten.t.default" (%[[MM]]) : (!buffer.buffer<[6, 5], f32>) -> (!buffer.buffer<[5, 6], f32, strides [1, 5]>) {
+// CHECK-NOT:  buffer.alloc
+// CHECK:      func.return %[[TT]] : !buffer.buffer<[5, 6], f32, strides [1, 5]>
+func.func @extern_layouts(%x: !buffer.buffer<[4, 6], f32>, %w: !buffer.buffer<[4, 5], f32>) -> !loop.tensor<[5, 6], f32> attributes {coil.result_types = [!aten.tensor<[5, 6], f32, strides [1, 5]>]} {
+  %t = loop.view %x[i1, i0] : !buffer.buffer<[4, 6], f32> -> !loop.tensor<[6, 4], f32>
+  %mm = buffer.extern "aten.mm.default" (%t, %w) : (!loop.tensor<[6, 4], f32>, !buffer.buffer<[4, 5], f32>) -> (!loop.tensor<[6, 5], f32>) {
+  ^bb0(%a: !aten.tensor<[6, 4], f32>, %b: !aten.tensor<[4, 5], f32>):
+    %0 = aten.mm.default(%a, %b) : !aten.tensor<[6, 5], f32>
+    buffer.yield %0 : !aten.tensor<[6, 5], f32>
+  }
+  %tt = buffer.extern "aten.t.default" (%mm) : (!loop.tensor<[6, 5], f32>) -> (!loop.tensor<[5, 6], f32>) {
+  ^bb0(%a: !aten.tensor<[6, 5], f32>):
+    %0 = aten.t.default(%a) : !aten.tensor<[5, 6], f32, strides [1, 5]>
+    buffer.yield %0 : !aten.tensor<[5, 6], f32, strides [1, 5]>
+  }
+  func.return %tt : !loop.tensor<[5, 6], f32>
+}
+
+// -----
+
+// Mutation of a graph input: the write goes last, after every read of it;
+// reads after the copy read the copied value; a result that aliases the input
+// through a view made before the copy keeps the value it had.
+
+// CHECK-LABEL: func.func @mutation
+// CHECK-NEXT: %[[NEW:.*]] = buffer.alloc : !buffer.buffer<[4], f32>
+// CHECK-NEXT: loop.pointwise [4] outs(%[[NEW]] : !buffer.buffer<[4], f32>) {
+// CHECK:      %[[V:.*]] = buffer.view %rm : !buffer.buffer<[4], f32> -> !buffer.buffer<[4], f32>
+// CHECK-NEXT: %[[Y:.*]] = buffer.alloc : !buffer.buffer<[4], f32>
+// CHECK-NEXT: loop.pointwise [4] outs(%[[Y]] : !buffer.buffer<[4], f32>) {
+// CHECK:        loop.load %[[NEW]][i0]
+// CHECK-NOT:  loop.copy
+// CHECK:      %[[OLD:.*]] = buffer.alloc : !buffer.buffer<[4], f32>
+// CHECK-NEXT: loop.pointwise [4] outs(%[[OLD]] : !buffer.buffer<[4], f32>) {
+// CHECK:        loop.load %[[V]][i0]
+// CHECK:      loop.pointwise [4] outs(%rm : !buffer.buffer<[4], f32>) {
+// CHECK:        loop.load %[[NEW]][i0]
+// CHECK:      func.return %[[Y]], %[[OLD]], %[[NEW]] :
+func.func @mutation(%x: !buffer.buffer<[4], f32>, %rm: !buffer.buffer<[4], f32>) -> (!loop.tensor<[4], f32>, !loop.tensor<[4], f32>, !buffer.buffer<[4], f32>) attributes {coil.result_types = [!aten.tensor<[4], f32>, !aten.tensor<[4], f32>, !aten.tensor<[4], f32>]} {
+  %new = loop.pointwise [4] : !loop.tensor<[4], f32> {
+  ^bb0(%i0: index):
+    %a = loop.load %rm[i0] : !buffer.buffer<[4], f32>
+    %b = loop.load %x[i0] : !buffer.buffer<[4], f32>
+    %c = arith.addf %a, %b : f32
+    loop.yield %c : f32
+  }
+  %v = loop.view %rm[i0] : !buffer.buffer<[4], f32> -> !loop.tensor<[4], f32>
+  loop.copy %new, %rm : !loop.tensor<[4], f32>, !buffer.buffer<[4], f32>
+  %y = loop.pointwise [4] : !loop.tensor<[4], f32> {
+  ^bb0(%i0: index):
+    %a = loop.load %rm[i0] : !buffer.buffer<[4], f32>
+    %b = math.exp %a : f32
+    loop.yield %b : f32
+  }
+  func.return %y, %v, %rm : !loop.tensor<[4], f32>, !loop.tensor<[4], f32>, !buffer.buffer<[4], f32>
+}
+
+// -----
+
+// Negative cases: a view with a negative stride (flip) is not a buffer.view
+// but a copy; a non-strided view read only by loads is folded into them.
+
+// CHECK-LABEL: func.func @not_strided
+// CHECK-NOT:  buffer.view
+// CHECK:      %[[F:.*]] = buffer.alloc : !buffer.buffer<[8], f32>
+// CHECK-NEXT: loop.pointwise [8] outs(%[[F]] : !buffer.buffer<[8], f32>) {
+// CHECK:        loop.load %x[7 - i0] : !buffer.buffer<[8], f32>
+// CHECK:      %[[G:.*]] = buffer.alloc : !buffer.buffer<[8], f32>
+// CHECK-NEXT: loop.pointwise [8] outs(%[[G]] : !buffer.buffer<[8], f32>) {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT:   loop.load %y[i0 floordiv 4, i0 mod 4] : !buffer.buffer<[2, 4], f32, strides [1, 2]>
+// CHECK:      func.return %[[F]], %[[G]]
+func.func @not_strided(%x: !buffer.buffer<[8], f32>, %y: !buffer.buffer<[2, 4], f32, strides [1, 2]>) -> (!loop.tensor<[8], f32>, !loop.tensor<[8], f32>) attributes {coil.result_types = [!aten.tensor<[8], f32>, !aten.tensor<[8], f32>]} {
+  %f = loop.view %x[7 - i0] : !buffer.buffer<[8], f32> -> !loop.tensor<[8], f32>
+  %r = loop.view %y[i0 floordiv 4, i0 mod 4] : !buffer.buffer<[2, 4], f32, strides [1, 2]> -> !loop.tensor<[8], f32>
+  %g = loop.pointwise [8] : !loop.tensor<[8], f32> {
+  ^bb0(%i0: index):
+    %a = loop.load %r[i0] : !loop.tensor<[8], f32>
+    loop.yield %a : f32
+  }
+  func.return %f, %g : !loop.tensor<[8], f32>, !loop.tensor<[8], f32>
+}

@@ -1,0 +1,155 @@
+// RUN: fx-opt %s -p loop-fuse --split-input-file | filecheck %s
+// RUN: fx-opt %s -p 'loop-fuse{allow-reduction-epilogue=false allow-horizontal=false}' --split-input-file | filecheck %s --check-prefix=NOEPI
+
+// Row softmax (after loop-inline): max, sum(exp(x - max)), the division; the
+// keepdim [8, 1] ranges are squeezed to the group's [8].
+// CHECK-LABEL: func.func @softmax
+// CHECK-NEXT: %[[G:.*]] = loop.fused [8] [s0] : !loop.tensor<[8, s0], f32> {
+// CHECK-NEXT: %[[MAX:.*]] = loop.reduction max [8] [s0] : !loop.tensor<[8], f32>
+// CHECK: %[[SUM:.*]] = loop.reduction sum [8] [s0] : !loop.tensor<[8], f32>
+// CHECK: loop.load %[[MAX]][i0]
+// CHECK: %[[DIV:.*]] = loop.pointwise [8, s0]
+// CHECK: loop.load %[[SUM]][i0]
+// CHECK: loop.yield %[[DIV]] : !loop.tensor<[8, s0], f32>
+// CHECK-NEXT: }
+// CHECK-NEXT: func.return %[[G]]
+// NOEPI-LABEL: func.func @softmax
+// NOEPI: loop.fused [8] [s0] : !loop.tensor<[8], f32>, !loop.tensor<[8], f32>
+// NOEPI-COUNT-2: loop.reduction
+// NOEPI: loop.pointwise [8, s0]
+func.func @softmax(%x: !buffer.buffer<[8, s0], f32>) -> !loop.tensor<[8, s0], f32> {
+  %max = loop.reduction max [8, 1] [s0] : !loop.tensor<[8, 1], f32> {
+  ^bb0(%i0: index, %i1: index, %r0: index):
+    %0 = loop.load %x[i0, r0] : !buffer.buffer<[8, s0], f32>
+    loop.yield %0 : f32
+  }
+  %sum = loop.reduction sum [8, 1] [s0] : !loop.tensor<[8, 1], f32> {
+  ^bb0(%i0: index, %i1: index, %r0: index):
+    %0 = loop.load %x[i0, r0] : !buffer.buffer<[8, s0], f32>
+    %1 = loop.load %max[i0, i1] : !loop.tensor<[8, 1], f32>
+    %2 = arith.subf %0, %1 : f32
+    %3 = math.exp %2 : f32
+    loop.yield %3 : f32
+  }
+  %div = loop.pointwise [8, s0] : !loop.tensor<[8, s0], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %0 = loop.load %x[i0, i1] : !buffer.buffer<[8, s0], f32>
+    %1 = loop.load %max[i0, 0] : !loop.tensor<[8, 1], f32>
+    %2 = arith.subf %0, %1 : f32
+    %3 = math.exp %2 : f32
+    %4 = loop.load %sum[i0, 0] : !loop.tensor<[8, 1], f32>
+    %5 = arith.divf %3, %4 : f32
+    loop.yield %5 : f32
+  }
+  func.return %div : !loop.tensor<[8, s0], f32>
+}
+
+// -----
+
+// A member used outside the group is a group result; the returned keepdim
+// tensor reads it through a view. An independent pointwise nest in between
+// that the epilogue needs moves above the group; one that reads the group
+// after an extern call does not join.
+// CHECK-LABEL: func.func @outside_use
+// CHECK: %[[W:.*]] = loop.pointwise [4] : !loop.tensor<[4], f32>
+// CHECK: %[[S:.*]], %[[Y:.*]] = loop.fused [4] [16]
+// CHECK: loop.load %[[W]]
+// CHECK: loop.yield %{{.*}}, %{{.*}} : !loop.tensor<[4], f32>, !loop.tensor<[4, 16], f32>
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[V:.*]] = loop.view %[[S]][i0] : !loop.tensor<[4], f32> -> !loop.tensor<[4, 1], f32>
+// CHECK-NEXT: buffer.extern "aten.neg.default" (%[[Y]])
+// CHECK: loop.pointwise [4, 16]
+// CHECK: func.return %{{.*}}, %[[V]]
+func.func @outside_use(%x: !buffer.buffer<[4, 16], f32>, %b: !buffer.buffer<[4], f32>) -> (!loop.tensor<[4, 16], f32>, !loop.tensor<[4, 1], f32>) {
+  %s = loop.reduction sum [4, 1] [16] : !loop.tensor<[4, 1], f32> {
+  ^bb0(%i0: index, %i1: index, %r0: index):
+    %0 = loop.load %x[i0, r0] : !buffer.buffer<[4, 16], f32>
+    loop.yield %0 : f32
+  }
+  %w = loop.pointwise [4] : !loop.tensor<[4], f32> {
+  ^bb0(%i0: index):
+    %0 = loop.load %b[i0] : !buffer.buffer<[4], f32>
+    %1 = math.exp %0 : f32
+    loop.yield %1 : f32
+  }
+  %y = loop.pointwise [4, 16] : !loop.tensor<[4, 16], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %0 = loop.load %x[i0, i1] : !buffer.buffer<[4, 16], f32>
+    %1 = loop.load %s[i0, 0] : !loop.tensor<[4, 1], f32>
+    %2 = loop.load %w[i0] : !loop.tensor<[4], f32>
+    %3 = arith.mulf %0, %1 : f32
+    %4 = arith.addf %3, %2 : f32
+    loop.yield %4 : f32
+  }
+  %e = buffer.extern "aten.neg.default" (%y) : (!loop.tensor<[4, 16], f32>) -> (!loop.tensor<[4, 16], f32>) {
+  ^bb0(%a: !aten.tensor<[4, 16], f32>):
+    %n = aten.neg.default(%a) : !aten.tensor<[4, 16], f32>
+    buffer.yield %n : !aten.tensor<[4, 16], f32>
+  }
+  %z = loop.pointwise [4, 16] : !loop.tensor<[4, 16], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %0 = loop.load %e[i0, i1] : !loop.tensor<[4, 16], f32>
+    %1 = loop.load %s[i0, 0] : !loop.tensor<[4, 1], f32>
+    %2 = arith.addf %0, %1 : f32
+    loop.yield %2 : f32
+  }
+  func.return %z, %s : !loop.tensor<[4, 16], f32>, !loop.tensor<[4, 1], f32>
+}
+
+// -----
+
+// Horizontal: two sibling reductions over the same ranges share one group
+// (with allow-horizontal=false they stay apart).
+// CHECK-LABEL: func.func @horizontal
+// CHECK: %[[S:.*]], %[[M:.*]] = loop.fused [4] [16] : !loop.tensor<[4], f32>, !loop.tensor<[4], f32>
+// CHECK: func.return %[[S]], %[[M]]
+// NOEPI-LABEL: func.func @horizontal
+// NOEPI-NOT: loop.fused
+func.func @horizontal(%x: !buffer.buffer<[4, 16], f32>) -> (!loop.tensor<[4], f32>, !loop.tensor<[4], f32>) {
+  %s = loop.reduction sum [4] [16] : !loop.tensor<[4], f32> {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %x[i0, r0] : !buffer.buffer<[4, 16], f32>
+    loop.yield %0 : f32
+  }
+  %m = loop.reduction max [4] [16] : !loop.tensor<[4], f32> {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %x[i0, r0] : !buffer.buffer<[4, 16], f32>
+    loop.yield %0 : f32
+  }
+  func.return %s, %m : !loop.tensor<[4], f32>, !loop.tensor<[4], f32>
+}
+
+// -----
+
+// Pointwise-only code and reductions over other ranges are left alone; a
+// loop.copy is never crossed.
+// CHECK-LABEL: func.func @negative
+// CHECK-NOT: loop.fused
+func.func @negative(%x: !buffer.buffer<[4, 16], f32>, %d: !buffer.buffer<[4, 16], f32>) -> (!loop.tensor<[4], f32>, !loop.tensor<[16], f32>, !loop.tensor<[4, 16], f32>) {
+  %s = loop.reduction sum [4] [16] : !loop.tensor<[4], f32> {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %x[i0, r0] : !buffer.buffer<[4, 16], f32>
+    loop.yield %0 : f32
+  }
+  %t = loop.reduction sum [16] [4] : !loop.tensor<[16], f32> {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %x[r0, i0] : !buffer.buffer<[4, 16], f32>
+    %1 = loop.load %s[r0] : !loop.tensor<[4], f32>
+    %2 = arith.addf %0, %1 : f32
+    loop.yield %2 : f32
+  }
+  %e = loop.pointwise [4, 16] : !loop.tensor<[4, 16], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %0 = loop.load %x[i0, i1] : !buffer.buffer<[4, 16], f32>
+    loop.yield %0 : f32
+  }
+  loop.copy %e, %d : !loop.tensor<[4, 16], f32>, !buffer.buffer<[4, 16], f32>
+  %y = loop.pointwise [4, 16] : !loop.tensor<[4, 16], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %0 = loop.load %d[i0, i1] : !buffer.buffer<[4, 16], f32>
+    %1 = loop.load %s[i0] : !loop.tensor<[4], f32>
+    %2 = arith.addf %0, %1 : f32
+    loop.yield %2 : f32
+  }
+  func.return %s, %t, %y : !loop.tensor<[4], f32>, !loop.tensor<[16], f32>, !loop.tensor<[4, 16], f32>
+}

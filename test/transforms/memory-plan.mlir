@@ -1,0 +1,201 @@
+// RUN: fx-opt %s -p memory-plan --split-input-file | filecheck %s
+// RUN: fx-opt %s -p 'memory-plan{reuse=false}' --split-input-file | filecheck %s --check-prefix=NOREUSE
+
+// A chain of reductions: each intermediate dies after its reader, and a later
+// buffer of the same size takes over its storage.
+
+// CHECK-LABEL: func.func @chain
+// CHECK-SAME: attributes {coil.peak_bytes = #coil.expr<32>}
+// CHECK-NEXT: %[[A:.*]] = buffer.alloc : !buffer.buffer<[4], f32>
+// CHECK:      %[[B:.*]] = buffer.alloc : !buffer.buffer<[4], f32>
+// CHECK-NOT:  buffer.dealloc %[[A]]
+// CHECK:      %[[C:.*]] = buffer.reuse %[[A]] : !buffer.buffer<[4], f32> -> !buffer.buffer<[4], f32>
+// CHECK-NEXT: loop.reduction sum [4] [8] outs(%[[C]] : !buffer.buffer<[4], f32>)
+// CHECK:      %[[D:.*]] = buffer.reuse %[[B]] : !buffer.buffer<[4], f32> -> !buffer.buffer<[4], f32>
+// CHECK-NEXT: loop.reduction min [4] [8] outs(%[[D]] : !buffer.buffer<[4], f32>)
+// CHECK:      buffer.dealloc %[[C]] : !buffer.buffer<[4], f32>
+// CHECK-NEXT: func.return %[[D]]
+// NOREUSE-LABEL: func.func @chain
+// NOREUSE-SAME: coil.peak_bytes = #coil.expr<32>
+// NOREUSE-NOT:  buffer.reuse
+// NOREUSE:      %[[A:.*]] = buffer.alloc
+// NOREUSE:      %[[B:.*]] = buffer.alloc
+// NOREUSE:      loop.reduction max
+// NOREUSE:      buffer.dealloc %[[A]]
+// NOREUSE-NEXT: %[[C:.*]] = buffer.alloc
+// NOREUSE:      buffer.dealloc %[[B]]
+// NOREUSE-NEXT: %[[D:.*]] = buffer.alloc
+// NOREUSE:      buffer.dealloc %[[C]]
+// NOREUSE-NEXT: func.return %[[D]]
+func.func @chain(%x: !buffer.buffer<[4, 8], f32>) -> !buffer.buffer<[4], f32> {
+  %a = buffer.alloc : !buffer.buffer<[4], f32>
+  loop.reduction sum [4] [8] outs(%a : !buffer.buffer<[4], f32>) {
+  ^bb0(%i0: index, %r0: index):
+    %v = loop.load %x[i0, r0] : !buffer.buffer<[4, 8], f32>
+    loop.yield %v : f32
+  }
+  %b = buffer.alloc : !buffer.buffer<[4], f32>
+  loop.reduction max [4] [8] outs(%b : !buffer.buffer<[4], f32>) {
+  ^bb0(%i0: index, %r0: index):
+    %v = loop.load %x[i0, r0] : !buffer.buffer<[4, 8], f32>
+    %w = loop.load %a[i0] : !buffer.buffer<[4], f32>
+    %s = arith.subf %v, %w : f32
+    loop.yield %s : f32
+  }
+  %c = buffer.alloc : !buffer.buffer<[4], f32>
+  loop.reduction sum [4] [8] outs(%c : !buffer.buffer<[4], f32>) {
+  ^bb0(%i0: index, %r0: index):
+    %v = loop.load %x[i0, r0] : !buffer.buffer<[4, 8], f32>
+    %w = loop.load %b[i0] : !buffer.buffer<[4], f32>
+    %s = arith.subf %v, %w : f32
+    loop.yield %s : f32
+  }
+  %d = buffer.alloc : !buffer.buffer<[4], f32>
+  loop.reduction min [4] [8] outs(%d : !buffer.buffer<[4], f32>) {
+  ^bb0(%i0: index, %r0: index):
+    %v = loop.load %x[i0, r0] : !buffer.buffer<[4, 8], f32>
+    %w = loop.load %c[i0] : !buffer.buffer<[4], f32>
+    %s = arith.subf %v, %w : f32
+    loop.yield %s : f32
+  }
+  func.return %d : !buffer.buffer<[4], f32>
+}
+
+// -----
+
+// Views keep their storage alive; a result (or a view a result returns) is
+// never freed; another dtype or a live buffer is never reused.
+
+// CHECK-LABEL: func.func @aliases
+// CHECK-SAME: coil.peak_bytes = #coil.expr<512>
+// CHECK-NOT:  buffer.reuse
+// CHECK:      %[[A:.*]] = buffer.alloc : !buffer.buffer<[4, 8], f32>
+// CHECK:      %[[B:.*]] = buffer.alloc : !buffer.buffer<[4, 8], f32>
+// CHECK:      %[[C:.*]] = buffer.alloc : !buffer.buffer<[4, 8], f32>
+// CHECK:        loop.load %{{.*}}[i1, i0] : !buffer.buffer<[8, 4], f32, strides [1, 8]>
+// CHECK:      buffer.dealloc %[[B]]
+// CHECK-NEXT: %[[D:.*]] = buffer.alloc : !buffer.buffer<[4, 8], i64>
+// CHECK:      buffer.dealloc %[[C]]
+// CHECK-NOT:  buffer.dealloc %[[A]]
+// CHECK:      func.return
+func.func @aliases(%x: !buffer.buffer<[4, 8], f32>) -> (!buffer.buffer<[8, 4], f32, strides [1, 8]>, !buffer.buffer<[4, 8], i64>) {
+  %a = buffer.alloc : !buffer.buffer<[4, 8], f32>
+  loop.pointwise [4, 8] outs(%a : !buffer.buffer<[4, 8], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %v = loop.load %x[i0, i1] : !buffer.buffer<[4, 8], f32>
+    loop.yield %v : f32
+  }
+  %t = buffer.view %a : !buffer.buffer<[4, 8], f32> -> !buffer.buffer<[8, 4], f32, strides [1, 8]>
+  %b = buffer.alloc : !buffer.buffer<[4, 8], f32>
+  loop.pointwise [4, 8] outs(%b : !buffer.buffer<[4, 8], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %v = loop.load %x[i0, i1] : !buffer.buffer<[4, 8], f32>
+    loop.yield %v : f32
+  }
+  %bt = buffer.view %b : !buffer.buffer<[4, 8], f32> -> !buffer.buffer<[8, 4], f32, strides [1, 8]>
+  %c = buffer.alloc : !buffer.buffer<[4, 8], f32>
+  loop.pointwise [4, 8] outs(%c : !buffer.buffer<[4, 8], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %v = loop.load %bt[i1, i0] : !buffer.buffer<[8, 4], f32, strides [1, 8]>
+    loop.yield %v : f32
+  }
+  %d = buffer.alloc : !buffer.buffer<[4, 8], i64>
+  loop.pointwise [4, 8] outs(%d : !buffer.buffer<[4, 8], i64>) {
+  ^bb0(%i0: index, %i1: index):
+    %v = loop.load %c[i0, i1] : !buffer.buffer<[4, 8], f32>
+    %w = arith.fptosi %v : f32 to i64
+    loop.yield %w : i64
+  }
+  func.return %t, %d : !buffer.buffer<[8, 4], f32, strides [1, 8]>, !buffer.buffer<[4, 8], i64>
+}
+
+// -----
+
+// An extern call whose result aliases its operand (a view op) keeps the
+// operand alive while the result is; mm's result does not alias.
+
+// CHECK-LABEL: func.func @externs
+// CHECK:      %[[A:.*]] = buffer.alloc : !buffer.buffer<[4, 4], f32>
+// CHECK:      buffer.extern "aten.t.default" (%[[A]])
+// CHECK:      buffer.extern "aten.mm.default"
+// CHECK:      %[[B:.*]] = buffer.reuse %[[A]]
+// NOREUSE-LABEL: func.func @externs
+// NOREUSE:      buffer.extern "aten.mm.default"
+// NOREUSE:      buffer.dealloc %[[A:.*]] :
+// NOREUSE-NEXT: buffer.alloc
+func.func @externs(%x: !buffer.buffer<[4, 4], f32>) -> !buffer.buffer<[4, 4], f32> {
+  %a = buffer.alloc : !buffer.buffer<[4, 4], f32>
+  loop.pointwise [4, 4] outs(%a : !buffer.buffer<[4, 4], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %v = loop.load %x[i0, i1] : !buffer.buffer<[4, 4], f32>
+    loop.yield %v : f32
+  }
+  %t = buffer.extern "aten.t.default" (%a) : (!buffer.buffer<[4, 4], f32>) -> (!buffer.buffer<[4, 4], f32, strides [1, 4]>) {
+  ^bb0(%arg: !aten.tensor<[4, 4], f32>):
+    %0 = aten.t.default(%arg) : !aten.tensor<[4, 4], f32, strides [1, 4]>
+    buffer.yield %0 : !aten.tensor<[4, 4], f32, strides [1, 4]>
+  }
+  %mm = buffer.extern "aten.mm.default" (%t, %x) : (!buffer.buffer<[4, 4], f32, strides [1, 4]>, !buffer.buffer<[4, 4], f32>) -> (!buffer.buffer<[4, 4], f32>) {
+  ^bb0(%p: !aten.tensor<[4, 4], f32, strides [1, 4]>, %q: !aten.tensor<[4, 4], f32>):
+    %1 = aten.mm.default(%p, %q) : !aten.tensor<[4, 4], f32>
+    buffer.yield %1 : !aten.tensor<[4, 4], f32>
+  }
+  %b = buffer.alloc : !buffer.buffer<[4, 4], f32>
+  loop.pointwise [4, 4] outs(%b : !buffer.buffer<[4, 4], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %v = loop.load %mm[i0, i1] : !buffer.buffer<[4, 4], f32>
+    loop.yield %v : f32
+  }
+  func.return %b : !buffer.buffer<[4, 4], f32>
+}
+
+// -----
+
+// Symbolic sizes: equal storage sizes are found by sympy; the peak is a max of
+// what cannot be compared.
+
+// CHECK-LABEL: func.func @symbolic
+// CHECK-SAME: coil.peak_bytes = #coil.expr<max(128*s0, 64*s0 + 256)>
+// CHECK:      %[[A:.*]] = buffer.alloc : !buffer.buffer<[s0, 16], f32>
+// CHECK:      %[[B:.*]] = buffer.alloc : !buffer.buffer<[16, s0], f32>
+// CHECK:      buffer.dealloc %[[A]]
+// CHECK-NEXT: %[[C:.*]] = buffer.alloc : !buffer.buffer<[64], f32>
+// CHECK:      %[[D:.*]] = buffer.reuse %[[B]] : !buffer.buffer<[16, s0], f32> -> !buffer.buffer<[s0, 16], f32>
+// CHECK:      buffer.dealloc %[[C]]
+// CHECK:      buffer.dealloc %[[D]]
+// CHECK-NOT:  buffer.dealloc %[[B]]
+// NOREUSE-LABEL: func.func @symbolic
+// NOREUSE-SAME: coil.peak_bytes = #coil.expr<max(128*s0, 64*s0 + 256)>
+func.func @symbolic(%x: !buffer.buffer<[s0, 16], f32>) -> !buffer.buffer<[s0], f32> {
+  %a = buffer.alloc : !buffer.buffer<[s0, 16], f32>
+  loop.pointwise [s0, 16] outs(%a : !buffer.buffer<[s0, 16], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %v = loop.load %x[i0, i1] : !buffer.buffer<[s0, 16], f32>
+    loop.yield %v : f32
+  }
+  %b = buffer.alloc : !buffer.buffer<[16, s0], f32>
+  loop.pointwise [16, s0] outs(%b : !buffer.buffer<[16, s0], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %v = loop.load %a[i1, i0] : !buffer.buffer<[s0, 16], f32>
+    loop.yield %v : f32
+  }
+  %c = buffer.alloc : !buffer.buffer<[64], f32>
+  loop.reduction sum [64] [16] outs(%c : !buffer.buffer<[64], f32>) {
+  ^bb0(%i0: index, %r0: index):
+    %v = loop.load %b[r0, 0] : !buffer.buffer<[16, s0], f32>
+    loop.yield %v : f32
+  }
+  %d = buffer.alloc : !buffer.buffer<[s0, 16], f32>
+  loop.pointwise [s0, 16] outs(%d : !buffer.buffer<[s0, 16], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %v = loop.load %c[i1] : !buffer.buffer<[64], f32>
+    loop.yield %v : f32
+  }
+  %e = buffer.alloc : !buffer.buffer<[s0], f32>
+  loop.reduction sum [s0] [16] outs(%e : !buffer.buffer<[s0], f32>) {
+  ^bb0(%i0: index, %r0: index):
+    %v = loop.load %d[i0, r0] : !buffer.buffer<[s0, 16], f32>
+    loop.yield %v : f32
+  }
+  func.return %e : !buffer.buffer<[s0], f32>
+}

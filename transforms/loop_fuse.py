@@ -1,0 +1,210 @@
+"""``loop-fuse``: group reductions with their siblings and epilogues into
+``loop.fused`` kernels (Inductor's scheduler fusion of reduction nodes).
+
+Starting from each top-level ``loop.reduction`` R over (O, I), later nests join R's
+group when they are
+
+* sibling reductions over the same (O, I) (horizontal fusion),
+* pointwise nests over O ++ I or O that read a member (epilogues), or
+* reductions over (O, I) that read a member (softmax's sum after its max).
+
+The group replaces R in place: a joining nest moves up to it, so everything it
+reads must be defined before R, be a member, or be a pure nest/view/constant that
+can move up with it (and does not itself read a member). Nothing moves across a
+``loop.copy`` or an op with unknown effects. The group yields the member tensors
+used outside it. Pointwise-only code is left alone (``loop-inline`` merges it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, builtin
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import Pure
+
+from coil.dialects import loop as L
+from coil.dialects.symbolic import ShapeAttr
+from coil.transforms.loop_utils import (
+    ancestor_in,
+    captured_values,
+    function_blocks,
+    squeeze_unit_ranges,
+)
+
+
+def _squeezed(ranges: tuple) -> tuple:
+    return tuple(r for r in ranges if r != 1)
+
+
+def _movable(op: Operation) -> bool:
+    """Ops with no side effects, that may be reordered with the nests they feed."""
+    if isinstance(op, L.PointwiseOp | L.ReductionOp | L.FusedOp):
+        return not op.is_bufferized
+    return isinstance(op, L.ViewOp | arith.ConstantOp) or op.has_trait(Pure)
+
+
+def _barrier(op: Operation) -> bool:
+    """Ops a nest may not move across (they write memory a nest may read)."""
+    if _movable(op):
+        return False
+    # Tensor-level externs are functional ATen calls and a seed draw touches no
+    # tensor; anything else unknown (loop.copy included) may write what a nest reads.
+    return not (op.name == "buffer.extern" or isinstance(op, L.SeedOp))
+
+
+@dataclass(frozen=True)
+class LoopFusePass(ModulePass):
+    """Form ``loop.fused`` groups around top-level reductions.
+
+    Input: tensor-level loop IR (best after ``loop-inline``). Output: each
+    reduction with the later reductions over the same ranges and the pointwise
+    epilogues that read it in one ``loop.fused`` (a group has at least two members
+    and at most ``max-members``); results unchanged. Value-semantic nests only.
+    """
+
+    name = "loop-fuse"
+
+    allow_horizontal: bool = True
+    """Group sibling reductions over the same ranges even when they do not read
+    each other."""
+    allow_reduction_epilogue: bool = True
+    """Group pointwise consumers (over O or O ++ I) of member tensors."""
+    allow_reduction_chain: bool = True
+    """Group later reductions over the same ranges that read members."""
+    max_members: int = 64
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        for block in function_blocks(op):
+            for reduction in [o for o in block.ops if isinstance(o, L.ReductionOp)]:
+                if reduction.parent_block() is block and not reduction.is_bufferized:
+                    _Group(self, block, reduction).build()
+
+
+class _Group:
+    def __init__(self, options: LoopFusePass, block: Block, root: L.ReductionOp):
+        self.options = options
+        self.block = block
+        self.root = root
+        # Compared without size-1 ranges (keepdim reductions): members are squeezed
+        # when the group is built.
+        self.outer = _squeezed(root.ranges.data)
+        self.inner = root.reduction_ranges.data
+        self.members: list[L.LoopOp] = [root]
+        self.member_values: set[SSAValue] = set(root.res)
+        self.hoisted: list[Operation] = []
+
+    # ---- membership ----
+
+    def _shape_ok(self, op: Operation) -> bool:
+        ranges = _squeezed(op.ranges.data)
+        if isinstance(op, L.ReductionOp):
+            return ranges == self.outer and op.reduction_ranges.data == self.inner
+        if isinstance(op, L.PointwiseOp):
+            return ranges in (self.outer, self.outer + self.inner)
+        return False
+
+    def _reads_member(self, op: Operation) -> bool:
+        return bool(captured_values(op) & self.member_values)
+
+    def _wanted(self, op: Operation) -> bool:
+        if not isinstance(op, L.PointwiseOp | L.ReductionOp) or op.is_bufferized:
+            return False
+        if not self._shape_ok(op):
+            return False
+        o = self.options
+        reads = self._reads_member(op)
+        if isinstance(op, L.PointwiseOp):
+            return reads and o.allow_reduction_epilogue
+        return (reads and o.allow_reduction_chain) or (not reads and o.allow_horizontal)
+
+    def _hoist_plan(self, op: Operation, pos: dict[Operation, int]) -> list[Operation] | None:
+        """Ops defined between the root and ``op`` that ``op`` needs and that must move
+        above the group with it, or None when ``op`` cannot join."""
+        root_pos = pos[self.root]
+        plan: list[Operation] = []
+        seen: set[Operation] = set()
+
+        def need(o: Operation, first: bool) -> bool:
+            for v in captured_values(o):
+                if v in self.member_values:
+                    if not first:  # a hoisted op may not read the group
+                        return False
+                    continue
+                owner = v.owner
+                if not isinstance(owner, Operation):
+                    continue  # a function argument
+                top = ancestor_in(owner, self.block)
+                if top is None or top in seen or pos.get(top, -1) < root_pos:
+                    continue
+                if top in self.hoisted or top in self.members:
+                    continue
+                if not _movable(top) or not need(top, False):
+                    return False
+                seen.add(top)
+                plan.append(top)
+            return True
+
+        if not need(op, True):
+            return None
+        # Moving up past ops between the root and op: none may be a barrier.
+        for other in self.block.ops:
+            p = pos[other]
+            if root_pos < p < pos[op] and _barrier(other):
+                return None
+        return sorted(plan, key=lambda o: pos[o])
+
+    # ---- rewriting ----
+
+    def build(self) -> None:
+        pos = {o: k for k, o in enumerate(self.block.ops)}
+        cursor = self.root.next_op
+        while cursor is not None and len(self.members) < self.options.max_members:
+            nxt = cursor.next_op
+            if cursor not in self.hoisted and self._wanted(cursor):
+                plan = self._hoist_plan(cursor, pos)
+                if plan is not None:
+                    self.hoisted.extend(o for o in plan if o not in self.hoisted)
+                    self.members.append(cursor)  # type: ignore[arg-type]
+                    self.member_values.update(cursor.results)
+            cursor = nxt
+        if len(self.members) < 2:
+            return
+        self._rewrite(pos)
+
+    def _rewrite(self, pos: dict[Operation, int]) -> None:
+        for op in sorted(self.hoisted, key=lambda o: pos[o]):
+            op.detach()
+            Rewriter.insert_op(op, InsertPoint.before(self.root))
+        self.members = [squeeze_unit_ranges(m) for m in self.members]  # type: ignore[arg-type]
+        self.root = self.members[0]
+        members = set(self.members)
+        leaving = [
+            v
+            for m in self.members
+            for v in m.results
+            if any(ancestor_in(u.operation, self.block) not in members for u in v.uses)
+        ]
+        group = L.FusedOp.build(
+            operands=[[]],
+            result_types=[[v.type for v in leaving]],
+            properties={
+                "ranges": ShapeAttr(self.outer),
+                "reduction_ranges": self.root.properties["reduction_ranges"],
+            },
+            regions=[[Block()]],
+        )
+        Rewriter.insert_op(group, InsertPoint.before(self.root))
+        body = group.body.block
+        for member in self.members:
+            member.detach()
+            body.add_op(member)
+        body.add_op(L.YieldOp(*leaving))
+        for old, new in zip(leaving, group.res):
+            new.name_hint = old.name_hint
+            old.replace_uses_with_if(
+                new, lambda u: ancestor_in(u.operation, self.block) is not group
+            )
