@@ -609,6 +609,11 @@ class ReductionOp(LoopOp):
                 f"loop.reduction: unknown kind '{self.kind.data}' (one of "
                 f"{', '.join(REDUCTION_KINDS)})"
             )
+        if self.kind.data == "welford" and len(self.targets) != 3:
+            raise VerifyException(
+                "loop.reduction welford: expected 3 results (mean, m2, count), "
+                f"got {len(self.targets)}"
+            )
         super().verify_()
         n = len(self.ranges.data) + len(self.reduction_ranges.data)
         term = _verify_body(self, n, 1)

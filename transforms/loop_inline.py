@@ -49,6 +49,18 @@ def _indirect_symbols(expr: sympy.Expr) -> set[sympy.Symbol]:
     return {s for s in expr.free_symbols if s.name.startswith("t") and s.name[1:].isdigit()}
 
 
+def _compact_indirect(
+    index: list[sympy.Expr], indirect: list[SSAValue]
+) -> tuple[list[sympy.Expr], list[SSAValue]]:
+    """Drop the indirect operands no index expression names, renumbering the rest."""
+    used = set().union(*(sympy.sympify(e).free_symbols for e in index)) if index else set()
+    keep = [k for k in range(len(indirect)) if L.indirect_symbol(k) in used]
+    if len(keep) == len(indirect):
+        return index, indirect
+    rename = {L.indirect_symbol(k): L.indirect_symbol(n) for n, k in enumerate(keep)}
+    return [sympy.sympify(e).xreplace(rename) for e in index], [indirect[k] for k in keep]
+
+
 def _compute_cost(body: Block) -> int:
     """Ops a recomputation repeats (loads, constants and index arithmetic are free)."""
     return sum(1 for op in body.ops if not isinstance(op, _FREE))
@@ -153,15 +165,30 @@ class _Inliner:
     # ---- views ----
 
     def _inline_view(self, view: L.ViewOp) -> None:
-        loads = _body_loads_of(view.result)
-        if not loads:
-            return
         source_index = view.index.data
         syms = L.index_symbols(len(view.result.type.shape_attr.data))
+        if view.source.type == view.result.type and list(source_index) == syms:
+            view.result.replace_all_uses_with(view.source)  # an identity view
+            Rewriter.erase_op(view)
+            return
+        # A view of this view reads the source directly (chains collapse).
+        for use in list(view.result.uses):
+            outer = use.operation
+            if isinstance(outer, L.ViewOp) and outer.parent_block() is self.block:
+                sub = dict(zip(syms, outer.index.data))
+                index = [e.xreplace(sub) for e in source_index]
+                composed = L.ViewOp(view.source, index, outer.result.type)
+                composed.result.name_hint = outer.result.name_hint
+                Rewriter.insert_op(composed, InsertPoint.before(outer))
+                outer.result.replace_all_uses_with(composed.result)
+                Rewriter.erase_op(outer)
+        loads = _body_loads_of(view.result)
         for load in loads:
             sub = dict(zip(syms, load.index.data))
-            index = [e.xreplace(sub) for e in source_index]
-            new = L.LoadOp(view.source, index, list(load.indirect), load.mask)
+            index, indirect = _compact_indirect(
+                [e.xreplace(sub) for e in source_index], list(load.indirect)
+            )
+            new = L.LoadOp(view.source, index, indirect, load.mask)
             new.result.name_hint = load.result.name_hint
             Rewriter.insert_op(new, InsertPoint.before(load))
             load.result.replace_all_uses_with(new.result)
@@ -303,7 +330,8 @@ class _Inliner:
             own_mask = both.result
         elif mask is not None:
             own_mask = mask
-        new = L.LoadOp(op.source, index, own + list(consumer_load.indirect), own_mask)
+        index, indirect = _compact_indirect(index, own + list(consumer_load.indirect))
+        new = L.LoadOp(op.source, index, indirect, own_mask)
         new.result.name_hint = op.result.name_hint
         mapping[op.result] = new.result
         out.append(new)

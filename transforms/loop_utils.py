@@ -75,17 +75,6 @@ def positions(block: Block) -> dict[Operation, int]:
     return {op: k for k, op in enumerate(block.ops)}
 
 
-def nest_of_use(op: Operation) -> L.LoopOp | None:
-    """The innermost loop nest whose body holds ``op``."""
-    return L.enclosing_loop(op)
-
-
-def body_ops(nest: L.LoopOp) -> Iterator[Operation]:
-    """Every op nested in ``nest``'s body (members' bodies included for groups)."""
-    for op in nest.body.walk():
-        yield op
-
-
 def zero_constant(t: Attribute) -> arith.ConstantOp:
     """``arith.constant 0`` of the scalar type ``t`` (what a masked-off load reads)."""
     if isinstance(t, builtin.IntegerType | builtin.IndexType):

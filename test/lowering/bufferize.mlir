@@ -271,3 +271,31 @@ func.func @not_strided(%x: !buffer.buffer<[8], f32>, %y: !buffer.buffer<[2, 4], 
   }
   func.return %f, %g : !loop.tensor<[8], f32>, !loop.tensor<[8], f32>
 }
+
+// -----
+
+// A symbolic offset that is non-negative for every size (sizes are >= 2).
+
+// CHECK-LABEL: func.func @last_column
+// CHECK-NEXT: %[[D:.*]] = buffer.view %z : !buffer.buffer<[s0, s1], f32> -> !buffer.buffer<[s0], f32, strides [s1], offset s1 - 1>
+// CHECK-NEXT: func.return %[[D]]
+func.func @last_column(%z: !buffer.buffer<[s0, s1], f32>) -> !loop.tensor<[s0], f32> {
+  %d = loop.view %z[i0, s1 - 1] : !buffer.buffer<[s0, s1], f32> -> !loop.tensor<[s0], f32>
+  func.return %d : !loop.tensor<[s0], f32>
+}
+
+// -----
+
+// A reshape of a row-major buffer is strided once floordiv/mod pairs combine
+// (8*(i0 floordiv 4) ... = 2*i0), or vanish over the ranges (i1 mod 8 = i1).
+
+// CHECK-LABEL: func.func @reshape_contiguous
+// CHECK-NEXT: %[[R:.*]] = buffer.view %x : !buffer.buffer<[3, 4, 2], f32> -> !buffer.buffer<[12, 2], f32>
+// CHECK-NEXT: %[[S:.*]] = buffer.view %x : !buffer.buffer<[3, 4, 2], f32> -> !buffer.buffer<[3, 8], f32>
+// CHECK-NOT:  buffer.alloc
+// CHECK:      func.return %[[R]], %[[S]]
+func.func @reshape_contiguous(%x: !buffer.buffer<[3, 4, 2], f32>) -> (!loop.tensor<[12, 2], f32>, !loop.tensor<[3, 8], f32>) attributes {coil.result_types = [!aten.tensor<[12, 2], f32>, !aten.tensor<[3, 8], f32>]} {
+  %r = loop.view %x[i0 floordiv 4, i0 mod 4, i1] : !buffer.buffer<[3, 4, 2], f32> -> !loop.tensor<[12, 2], f32>
+  %s = loop.view %x[i0, i1 floordiv 2, i1 mod 2] : !buffer.buffer<[3, 4, 2], f32> -> !loop.tensor<[3, 8], f32>
+  func.return %r, %s : !loop.tensor<[12, 2], f32>, !loop.tensor<[3, 8], f32>
+}

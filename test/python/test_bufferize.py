@@ -176,6 +176,15 @@ def test_reshape_of_permute_into_mm_is_materialized():
     assert isinstance(copy_op, B.AllocOp), "the non-strided view must be copied for mm"
 
 
+def test_reshape_of_contiguous_into_mm_is_not_copied():
+    def fn(x, w):
+        return (x * 2).reshape(12, 8) @ w
+
+    finals, _ = compile_checked(fn, [torch.randn(3, 4, 8), torch.randn(8, 5)])
+    (final,) = finals
+    assert len(_ops(final, B.AllocOp)) == 1, "only x * 2 gets a buffer"
+
+
 def test_transposed_weight_into_mm_is_not_copied():
     def fn(x, w):
         return x @ w.t()

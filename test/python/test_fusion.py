@@ -9,7 +9,7 @@ import torch
 
 from coil.backend import run_pipeline
 from coil.dialects import loop as L
-from coil.examples.models import build
+from coil.examples.models import MODELS, build
 from coil.frontend.capture import capture_graphs
 from coil.frontend.fx_importer import import_graph
 from coil.ir import parse_module, print_module
@@ -61,24 +61,25 @@ def _fuse_checked(name: str, dynamic: bool = False):
     results = []
     for module, inputs in _loop_modules(name, dynamic):
         inputs = _fresh(inputs)
+        torch.manual_seed(1)  # random ops draw their seed from torch's generator
         expected = _as_list(run_module(module, inputs))
         for p in FUSION:
             run_pipeline(module, p)
             module = parse_module(print_module(module))  # the printed IR round-trips
+            torch.manual_seed(1)
             for a, b in zip(_as_list(run_module(module, inputs)), expected, strict=True):
-                torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5, msg=f"{name} after {p}")
+                # equal_nan: batch-norm's random running_var may be negative (sqrt -> NaN)
+                torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5, equal_nan=True)
         results.append(module)
     return results
 
 
-@pytest.mark.parametrize(
-    "name", ["softmax", "log_softmax", "layernorm", "rmsnorm", "mlp", "attention", "gpt2_block"]
-)
+@pytest.mark.parametrize("name", sorted(MODELS))
 def test_fusion_keeps_results(name):
     _fuse_checked(name)
 
 
-@pytest.mark.parametrize("name", ["softmax", "layernorm"])
+@pytest.mark.parametrize("name", ["softmax", "layernorm", "attention"])
 def test_fusion_keeps_results_dynamic(name):
     _fuse_checked(name, dynamic=True)
 

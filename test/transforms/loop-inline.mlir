@@ -83,21 +83,21 @@ func.func @masked(%x: !buffer.buffer<[4, 6], f32>, %y: !buffer.buffer<[4, 6], f3
 // -----
 
 // Indirect consumer load into an indirect producer load: the producer's own
-// operand stays t0, the consumer's becomes t1. The producer is also returned,
-// so it stays (and is recomputed in the consumer).
+// operand stays t0, the consumer's becomes t1 (and is dropped where unused).
+// The producer is also returned, so it stays (and is recomputed in the consumer).
 // CHECK-LABEL: func.func @indirect
 // CHECK: %[[P:.*]] = loop.pointwise [5, 6]
 // CHECK: loop.pointwise [3, 6]
 // CHECK: %[[T:.*]] = loop.load %ids[i0]
 // CHECK-NEXT: %[[U:.*]] = loop.load %perm[t0] indirect(%[[T]] : i64)
-// CHECK-NEXT: loop.load %x[t0, i1] indirect(%[[U]], %[[T]] : i64, i64)
+// CHECK-NEXT: loop.load %x[t0, t1 + 1] indirect(%[[U]], %[[T]] : i64, i64)
 // CHECK-NEXT: loop.load %x[4 - t0, i1] indirect(%[[T]] : i64)
 // CHECK: func.return %{{.*}}, %[[P]]
 func.func @indirect(%x: !buffer.buffer<[5, 6], f32>, %perm: !buffer.buffer<[5], i64>, %ids: !buffer.buffer<[3], i64>) -> (!loop.tensor<[3, 6], f32>, !loop.tensor<[5, 6], f32>) {
   %a = loop.pointwise [5, 6] : !loop.tensor<[5, 6], f32> {
   ^bb0(%i0: index, %i1: index):
     %p = loop.load %perm[i0] : !buffer.buffer<[5], i64>
-    %0 = loop.load %x[t0, i1] indirect(%p : i64) : !buffer.buffer<[5, 6], f32>
+    %0 = loop.load %x[t0, i0 + 1] indirect(%p : i64) : !buffer.buffer<[5, 6], f32>
     %1 = loop.load %x[4 - i0, i1] : !buffer.buffer<[5, 6], f32>
     %2 = arith.mulf %0, %1 : f32
     loop.yield %2 : f32
