@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import sympy
-from xdsl.dialects import arith, builtin
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.dialects import arith, builtin, func
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from coil.dialects import loop as L
 from coil.dialects.symbolic import ShapeAttr
@@ -71,10 +72,6 @@ def ancestor_in(op: Operation, block: Block) -> Operation | None:
     return current
 
 
-def positions(block: Block) -> dict[Operation, int]:
-    return {op: k for k, op in enumerate(block.ops)}
-
-
 def zero_constant(t: Attribute) -> arith.ConstantOp:
     """``arith.constant 0`` of the scalar type ``t`` (what a masked-off load reads)."""
     if isinstance(t, builtin.IntegerType | builtin.IndexType):
@@ -83,14 +80,8 @@ def zero_constant(t: Attribute) -> arith.ConstantOp:
     return arith.ConstantOp(builtin.FloatAttr(0.0, t))
 
 
-def top_level_nests(block: Block) -> list[L.LoopOp]:
-    return [op for op in block.ops if isinstance(op, L.PointwiseOp | L.ReductionOp | L.FusedOp)]
-
-
 def function_blocks(module: builtin.ModuleOp) -> Iterator[Block]:
     """The body block of each function in ``module``."""
-    from xdsl.dialects import func
-
     for op in module.walk():
         if isinstance(op, func.FuncOp) and op.body.blocks:
             yield op.body.block
@@ -108,9 +99,6 @@ def squeeze_unit_ranges(nest: L.PointwiseOp | L.ReductionOp) -> L.PointwiseOp | 
     Its results lose those dimensions: loads of them in bodies drop the matching
     (always 0) indices, other uses read a ``loop.view`` with the old shape. Returns
     the new nest (``nest`` itself when it has no unit range)."""
-    from xdsl.ir import Region
-    from xdsl.rewriter import InsertPoint, Rewriter
-
     ranges = nest.ranges.data
     keep = [k for k, r in enumerate(ranges) if r != 1]
     if len(keep) == len(ranges) or nest.is_bufferized:

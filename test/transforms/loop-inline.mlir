@@ -195,3 +195,28 @@ func.func @copy_between(%x: !buffer.buffer<[8], f32>, %y: !loop.tensor<[8], f32>
   }
   func.return %b : !loop.tensor<[8], f32>
 }
+
+// -----
+
+// Random offsets are index expressions too: they follow the substitution, so
+// the recomputed numbers are the ones the producer drew.
+// CHECK-LABEL: func.func @rand
+// CHECK: %[[SEED:.*]] = loop.seed : i64
+// CHECK-COUNT-1: loop.pointwise
+// CHECK: loop.rand %[[SEED]][i0 + 4*i1] : f32
+func.func @rand(%x: !buffer.buffer<[4, 4], f32>) -> !loop.tensor<[4, 4], f32> {
+  %seed = loop.seed : i64
+  %d = loop.pointwise [4, 4] : !loop.tensor<[4, 4], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %0 = loop.rand %seed[4*i0 + i1] : f32
+    loop.yield %0 : f32
+  }
+  %y = loop.pointwise [4, 4] : !loop.tensor<[4, 4], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %0 = loop.load %d[i1, i0] : !loop.tensor<[4, 4], f32>
+    %1 = loop.load %x[i0, i1] : !buffer.buffer<[4, 4], f32>
+    %2 = arith.mulf %0, %1 : f32
+    loop.yield %2 : f32
+  }
+  func.return %y : !loop.tensor<[4, 4], f32>
+}
