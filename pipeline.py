@@ -12,11 +12,18 @@ from collections.abc import Callable
 from xdsl.passes import ModulePass
 
 ATEN_CLEANUP = "canonicalize,cse,dce"
+ATEN = f"canonicalize,aten-decompose,{ATEN_CLEANUP}"
+LOOP = "convert-aten-to-loop,loop-inline,loop-fuse,loop-simplify-indexing,cse,dce"
+BUFFER = "bufferize,memory-plan"
 
 PIPELINES: dict[str, str] = {
-    # aten -> aten: fold no-ops and view chains, decompose composites, clean up.
-    "default": f"canonicalize,aten-decompose,{ATEN_CLEANUP}",
+    # aten: fold no-ops and view chains, decompose composites, clean up;
+    # loop: lower to loop nests, fuse, simplify index math, clean up bodies;
+    # buffer: give what must exist in memory a buffer, plan reuse.
+    "default": f"{ATEN},{LOOP},{BUFFER}",
+    "aten": ATEN,
     "aten-cleanup": ATEN_CLEANUP,
+    "loop": f"{ATEN},{LOOP}",
 }
 
 

@@ -87,6 +87,12 @@ def sym_expr(value: Any, rename: Rename = None) -> sympy.Expr | int:
         expr = sympy.sympify(value.node.expr)
         if rename:
             expr = expr.xreplace(rename)
+        # coil's symbolic values are integers (sizes, indices); a float-valued
+        # size expression (n / (n - 1) in a decomposition) has no IR form.
+        if isinstance(value, torch.SymFloat) or (
+            isinstance(value, torch.SymInt) and expr.is_integer is not True
+        ):
+            raise TypeError(f"symbolic float {expr} is not supported (only integer sizes)")
         return to_symint(canonicalize_symbols(expr))
     return value
 

@@ -344,6 +344,14 @@ def _check_no_aten_left(fn: func.FuncOp) -> None:
             raise AssertionError(f"convert-aten-to-loop left {op.name} behind")
 
 
+def _at_aten_level(fn: func.FuncOp) -> bool:
+    """Whether ``fn`` still has aten values (a lowered function is left alone)."""
+    types = [*fn.function_type.inputs.data, *fn.function_type.outputs.data]
+    return any(isinstance(t, TensorType) for t in types) or any(
+        isinstance(op, AtenOp | OperatorOp | TensorConstantOp) for op in fn.body.block.ops
+    )
+
+
 @dataclass(frozen=True)
 class ConvertAtenToLoopPass(ModulePass):
     """Lower every aten function of the module to the loop level (see module doc)."""
@@ -354,7 +362,7 @@ class ConvertAtenToLoopPass(ModulePass):
         import coil.lowering.aten_to_loop  # noqa: F401  (fills LOWERINGS)
 
         for fn in op.ops:
-            if isinstance(fn, func.FuncOp) and not fn.is_declaration:
+            if isinstance(fn, func.FuncOp) and not fn.is_declaration and _at_aten_level(fn):
                 _lower_function(fn)
 
 

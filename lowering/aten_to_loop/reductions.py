@@ -443,4 +443,67 @@ def _native_layer_norm(lw: Lowerer, op: AtenOp):
     return [result, *stats]
 
 
+@register("aten._native_batch_norm_legit_functional.default")
+def _batch_norm_training(lw: Lowerer, op: AtenOp):
+    """Training batch norm: per-channel Welford over (N, H, W ...), the normalized
+    output, the saved mean/rstd and the updated running stats -- the unbiased
+    variance's n / (n - 1) is index math, so symbolic sizes lower too (the
+    decomposition cannot: its factor is a symbolic float)."""
+    if not op.arg("training"):
+        raise CannotLower("batch norm in eval mode (decomposed instead)")
+    groups = op.operand_groups()
+    x = groups["input"][0]
+    weight = groups["weight"][0] if groups["weight"] else None
+    bias = groups["bias"][0] if groups["bias"] else None
+    running_mean, running_var = groups["running_mean"][0], groups["running_var"][0]
+    out = result_type(op).dtype
+    if not out.is_floating_point or len(shape_of(x)) < 2:
+        raise CannotLower(f"batch norm of a rank-{len(shape_of(x))} {out} tensor")
+    acc = compute_dtype(out)
+    rank = len(shape_of(x))
+    dims = [0, *range(2, rank)]
+    eps, momentum = float(op.arg("eps")), float(op.arg("momentum"))
+    mean, m2, count = reduce(lw, x, dims, False, "welford", acc, lambda b, v, index: b.cast(v, acc))
+
+    def rstd_of(b: BodyBuilder, m2: SSAValue, count: SSAValue) -> SSAValue:
+        return b.math("rsqrt", b.add(b.truediv(m2, count), b.const_like(eps, m2)))
+
+    rstd = epilogue(lw, [m2, count], acc, rstd_of)
+
+    def normalized(b: BodyBuilder, idx):
+        c = [idx[1]]
+        v = b.sub(b.cast(b.load(x, list(idx)), acc), b.load(mean, c))
+        v = b.mul(v, b.load(rstd, c))
+        if weight is not None:
+            v = b.mul(v, b.cast(b.load(weight, c), acc))
+        if bias is not None:
+            v = b.add(v, b.cast(b.load(bias, c), acc))
+        return v
+
+    result = lw.pointwise(shape_of(x), out, normalized)
+
+    def update(stat: SSAValue, value_of: Callable[..., SSAValue]) -> SSAValue:
+        def body(b: BodyBuilder, idx):
+            old = b.cast(b.load(stat, list(idx)), acc)
+            new = value_of(b, list(idx))
+            keep = b.mul(old, b.const_like(1.0 - momentum, old))
+            return b.add(keep, b.mul(new, b.const_like(momentum, new)))
+
+        return lw.pointwise(shape_of(stat), dtype_of(stat), body)
+
+    def unbiased_var(b: BodyBuilder, idx):
+        m2_, n = b.load(m2, idx), b.load(count, idx)
+        return b.truediv(m2_, b.sub(n, b.const_like(1.0, n)))
+
+    new_mean = update(running_mean, lambda b, idx: b.load(mean, idx))
+    new_var = update(running_var, unbiased_var)
+    stats = []
+    for k, value in ((1, mean), (2, rstd)):
+        dtype = result_type(op, k).dtype
+        stats.append(value if dtype == acc else epilogue(lw, [value], dtype))
+        _check_shape(op, stats[-1], k)
+    _check_shape(op, result)
+    return [result, *stats, new_mean, new_var]
+
+
 __all__ = ["epilogue", "reduce", "reduced_dims", "reduction_shape"]

@@ -11,7 +11,6 @@ the inputs it mutates.
 from __future__ import annotations
 
 import copy
-import importlib
 
 import pytest
 import torch
@@ -28,20 +27,8 @@ from coil.runtime.aten_executor import run_module
 from coil.testing import assert_close_to_eager, check_pipeline_per_pass
 
 
-def _loop_passes() -> str:
-    """convert-aten-to-loop, the fusion passes that exist yet, bufferize, memory-plan."""
-    passes = ["convert-aten-to-loop"]
-    for name, module in (("loop-inline", "loop_inline"), ("loop-fuse", "loop_fuse")):
-        try:
-            importlib.import_module(f"coil.transforms.{module}")
-        except ImportError:
-            continue
-        passes.append(name)
-    return ",".join([*passes, "bufferize", "memory-plan"])
-
-
-PIPELINE = f"{PIPELINES['default']},{_loop_passes()}"
-UNFUSED = f"{PIPELINES['default']},convert-aten-to-loop,bufferize,memory-plan"
+PIPELINE = PIPELINES["default"]
+UNFUSED = f"{PIPELINES['aten']},convert-aten-to-loop,bufferize,memory-plan"
 """No fusion: every reduction of a chain is its own nest with its own buffer."""
 
 

@@ -23,7 +23,7 @@ def _loop_modules(name: str, dynamic: bool = False):
     model, inputs = build(name)
     for g in capture_graphs(model, inputs, dynamic=dynamic):
         module = import_graph(g.gm, g.example_inputs)
-        run_pipeline(module, PIPELINES["default"])
+        run_pipeline(module, PIPELINES["aten"])
         run_pipeline(module, "convert-aten-to-loop")
         yield module, list(g.example_inputs)
 

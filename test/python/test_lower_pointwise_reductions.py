@@ -34,7 +34,7 @@ def lowered(fn: Callable, dynamic: bool) -> tuple[Callable, list]:
     def compile_fw(gm, example_inputs):
         module = import_graph(gm, example_inputs)
         consts = constant_inputs(module, gm)
-        run_pipeline(module, PIPELINES["default"])
+        run_pipeline(module, PIPELINES["aten"])
         run_pipeline(module, "convert-aten-to-loop")
         modules.append(module)
         return lambda *args: run_module(module, [*args, *consts])

@@ -42,7 +42,7 @@ def _externs(module) -> list[str]:
 def _loop_backend(modules: list):
     def compile_fw(gm, example_inputs):
         module = import_graph(gm, example_inputs)
-        run_pipeline(module, PIPELINES["default"])
+        run_pipeline(module, PIPELINES["aten"])
         consts = constant_inputs(module, gm)
         run_pipeline(module, "convert-aten-to-loop")
         modules.append(module)
