@@ -371,11 +371,15 @@ class ExternOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> ExternOp:
-        # The quoted name is for readers; the region says what is called.
-        if parser.parse_optional_str_literal() is None:
+        # The quoted name is for readers; the region says what is called, and
+        # the two must agree.
+        name_start = parser.pos
+        name = parser.parse_optional_str_literal()
+        if name is None:
             parser.raise_error(
                 'buffer.extern: expected the called op\'s name, e.g. "aten.mm.default"'
             )
+        name_end = parser.pos
         names = parser.parse_comma_separated_list(
             parser.Delimiter.PAREN, parser.parse_unresolved_operand
         )
@@ -391,7 +395,14 @@ class ExternOp(IRDLOperation):
         parser.parse_punctuation("->")
         result_types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
         body = parser.parse_region()
-        return cls(parser.resolve_operands(names, types, parser.pos), result_types, body)
+        op = cls(parser.resolve_operands(names, types, parser.pos), result_types, body)
+        if op.kernel_name != name:
+            parser.raise_error(
+                f'buffer.extern: the region calls "{op.kernel_name}", not "{name}"',
+                name_start,
+                name_end,
+            )
+        return op
 
 
 def _shaped(t: Attribute) -> bool:

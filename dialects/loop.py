@@ -219,6 +219,8 @@ class LoadOp(IRDLOperation):
                 f"loop.load: result must be the element type {t.element_type}, "
                 f"got {self.result.type}"
             )
+        if enclosing_loop(self) is None:
+            raise VerifyException("loop.load reads elements inside a loop nest body only")
         _check_exprs(self, self.index.data, _bound_symbols(self, len(self.indirect)))
 
     def print(self, printer: Printer) -> None:
@@ -468,6 +470,11 @@ class LoopOp(IRDLOperation):
         for t in self.targets:
             if not is_tensor_like(t.type):
                 raise VerifyException(f"{self.name}: {t.type} is not a tensor or buffer")
+        for t in self.outs:
+            if t.type.name != "buffer.buffer":
+                raise VerifyException(
+                    f"{self.name}: outs(...) are the buffers written in place, not {t.type}"
+                )
 
     # ---- syntax: `loop.<op> <keyword props> [ranges] ... : types { body }` ----
 
@@ -608,6 +615,12 @@ class ReductionOp(LoopOp):
             raise VerifyException(
                 f"loop.reduction: unknown kind '{self.kind.data}' (one of "
                 f"{', '.join(REDUCTION_KINDS)})"
+            )
+        if self.kind.data == "welford" and any(
+            t.type.element_type not in (builtin.f32, builtin.f64) for t in self.targets
+        ):
+            raise VerifyException(
+                "loop.reduction welford: accumulates in f32 or f64 (its count must be exact)"
             )
         if self.kind.data == "welford" and len(self.targets) != 3:
             raise VerifyException(

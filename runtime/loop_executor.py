@@ -28,7 +28,6 @@ from torch.utils._sympy.functions import Max as TorchMax
 from torch.utils._sympy.functions import Min as TorchMin
 from torch.utils._sympy.functions import Mod as TorchMod
 from xdsl.dialects import arith, builtin
-from xdsl.dialects import math as mathd
 from xdsl.ir import Operation, SSAValue
 
 from coil.dialects import buffer as B
@@ -490,9 +489,7 @@ def _view(env: Env, op: L.ViewOp) -> torch.Tensor:
         binding[sym] = index
     if not op.index.data:
         return _full(source.reshape(()), shape, source.dtype)
-    indices = [
-        _to(evaluate_index(e, binding), torch.int64).to(device) for e in op.index.data
-    ]
+    indices = [_to(evaluate_index(e, binding), torch.int64).to(device) for e in op.index.data]
     for dim, idx in enumerate(indices):
         if idx.numel() and (bool((idx < 0).any()) or bool((idx >= source.shape[dim]).any())):
             raise ExecutionError(f"loop.view: index out of bounds in dimension {dim}")
@@ -553,9 +550,7 @@ def _store(env: Env, op: L.LoopOp, values: list[torch.Tensor]) -> None:
 def execute(op: Operation, env: Env) -> bool:
     """Run ``op`` if it is a loop/buffer op; False when it is not one."""
     if isinstance(op, L.PointwiseOp | L.ReductionOp | L.FusedOp):
-        run = {L.PointwiseOp: _pointwise, L.ReductionOp: _reduction, L.FusedOp: _fused}[
-            type(op)
-        ]
+        run = {L.PointwiseOp: _pointwise, L.ReductionOp: _reduction, L.FusedOp: _fused}[type(op)]
         values = run(env, op)
         if op.outs:
             _store(env, op, values)

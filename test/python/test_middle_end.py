@@ -59,7 +59,9 @@ def test_default_pipeline_pass_by_pass(name, dynamic):
     assert finals, "no graph was compiled"
     if not case.random:
         assert_close_to_eager(out, expected)
-        for o, e in zip(torch.utils._pytree.tree_leaves(out), torch.utils._pytree.tree_leaves(expected)):
+        for o, e in zip(
+            torch.utils._pytree.tree_leaves(out), torch.utils._pytree.tree_leaves(expected)
+        ):
             if isinstance(e, torch.Tensor) and e.numel() > 1:
                 assert _significant_strides(o) == _significant_strides(e)
         for (_, b), (_, e) in zip(model.named_buffers(), eager_model.named_buffers()):

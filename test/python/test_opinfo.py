@@ -90,7 +90,9 @@ def _assert_matches(out, expected):
     assert len(exp_leaves) == len(act_leaves)
     for a, e in zip(act_leaves, exp_leaves):
         if isinstance(e, torch.Tensor):
-            torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-5, equal_nan=True, check_stride=False)
+            torch.testing.assert_close(
+                a, e, rtol=1e-5, atol=1e-5, equal_nan=True, check_stride=False
+            )
         else:
             assert a == e
 

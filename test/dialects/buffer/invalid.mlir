@@ -240,3 +240,15 @@ func.func @the_ssa_results_match_the_result(%a: !buffer.buffer<[4, 8], f32>, %b:
   func.return
 }
 // CHECK: Operation has 1 results, but was given 2 to bind.
+
+// -----
+
+func.func @extern_name_must_match(%a: !buffer.buffer<[4, 4], f32>) {
+  %r = buffer.extern "aten.sort.default" (%a) : (!buffer.buffer<[4, 4], f32>) -> (!buffer.buffer<[4, 4], f32>) {
+  ^bb0(%x: !aten.tensor<[4, 4], f32>):
+    %y = aten.neg.default(%x) : !aten.tensor<[4, 4], f32>
+    buffer.yield %y : !aten.tensor<[4, 4], f32>
+  }
+  func.return
+}
+// CHECK: buffer.extern: the region calls "aten.neg.default", not "aten.sort.default"

@@ -228,7 +228,39 @@ func.func @welford_s_results_hold_the_body(%x: !loop.tensor<[4, 8], f32>) {
   }
   func.return
 }
-// CHECK: loop.reduction welford: result holds i64, expected f32
+// CHECK: loop.reduction welford: accumulates in f32 or f64 (its count must be exact)
+
+// -----
+
+func.func @welford_in_f16(%x: !loop.tensor<[4, 8], f16>) {
+  %y:3 = loop.reduction welford [4] [8] : !loop.tensor<[4], f16>, !loop.tensor<[4], f16>, !loop.tensor<[4], f16> {
+  ^bb0(%i0: index, %r0: index):
+    %a = loop.load %x[i0, r0] : !loop.tensor<[4, 8], f16>
+    loop.yield %a : f16
+  }
+  func.return
+}
+// CHECK: loop.reduction welford: accumulates in f32 or f64 (its count must be exact)
+
+// -----
+
+func.func @load_outside_a_nest(%x: !loop.tensor<[4], f32>) {
+  %a = loop.load %x[0] : !loop.tensor<[4], f32>
+  func.return
+}
+// CHECK: loop.load reads elements inside a loop nest body only
+
+// -----
+
+func.func @outs_must_be_buffers(%x: !loop.tensor<[4], f32>) {
+  loop.pointwise [4] outs(%x : !loop.tensor<[4], f32>) {
+  ^bb0(%i0: index):
+    %a = loop.load %x[i0] : !loop.tensor<[4], f32>
+    loop.yield %a : f32
+  }
+  func.return
+}
+// CHECK: loop.pointwise: outs(...) are the buffers written in place, not !loop.tensor<[4], f32>
 
 // -----
 
