@@ -76,15 +76,23 @@ def assert_close_to_eager(actual: Any, expected: Any) -> None:
 
 
 def print_imported(
-    module_fn: Callable, inputs: Sequence[Any], *, dynamic: bool = False, debuginfo: bool = False
+    module_fn: Callable,
+    inputs: Sequence[Any],
+    *,
+    dynamic: bool = False,
+    debuginfo: bool = False,
+    pipeline: str | None = None,
 ) -> None:
-    """Import through AOTAutograd and print the aten IR (for FileCheck tests)."""
+    """Import through AOTAutograd and print the aten IR (for FileCheck tests),
+    after running ``pipeline`` on it when one is given."""
+    from coil.backend import run_pipeline
     from coil.frontend.loader import import_module
 
     torch.manual_seed(0)
-    print(
-        print_module(import_module(module_fn, inputs, dynamic=dynamic), debuginfo=debuginfo), end=""
-    )
+    module = import_module(module_fn, inputs, dynamic=dynamic)
+    if pipeline is not None:
+        run_pipeline(module, pipeline)
+    print(print_module(module, debuginfo=debuginfo), end="")
 
 
 def sample_as_function(op: Callable, sample: Any) -> tuple[Callable, list[torch.Tensor]]:

@@ -601,6 +601,11 @@ def _extern(env: Env, op: B.ExternOp) -> None:
     inner_values = {arg: env.values[v] for arg, v in zip(block.args, op.args)}
     outs = execute_block(block, inner_values, env)
     for r, v in zip(op.res, outs):
+        # Data-dependent sizes (u0 ...) are known once ATen has computed them.
+        if isinstance(v, torch.Tensor) and hasattr(r.type, "shape_attr"):
+            for dim, size in zip(r.type.shape_attr.data, v.shape):
+                if dim.is_Symbol and dim not in env.symbols:
+                    env.symbols[dim] = int(size)
         if isinstance(r.type, B.BufferType):
             sizes, strides, _ = _layout(env, r.type)
             if list(v.shape) != sizes or any(

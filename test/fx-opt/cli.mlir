@@ -1,6 +1,7 @@
 // RUN: fx-opt --help | filecheck %s --check-prefix=HELP
 // RUN: fx-opt --version | filecheck %s --check-prefix=VERSION
 // RUN: fx-opt %s -p canonicalize,cse,dce --print-between-passes | filecheck %s --check-prefix=BETWEEN
+// RUN: fx-opt %s -p "%aten_pipeline" | filecheck %s --check-prefix=ATEN
 // RUN: fx-opt %s -p "%default_pipeline" | filecheck %s --check-prefix=DEFAULT
 // RUN: coil pipeline | filecheck %s --check-prefix=PIPELINE -DPIPE="%default_pipeline"
 // RUN: coil --help | filecheck %s --check-prefix=COIL
@@ -27,9 +28,22 @@ func.func @f(%x: !aten.tensor<[4, 8], f32>) -> !aten.tensor<[4, 8], f32> {
 // BETWEEN-NOT: aten.relu.default
 // BETWEEN: aten.add.Tensor(%[[R]], %[[R]])
 
+// ATEN-LABEL: func.func @f
+// ATEN-NOT: aten.clone
+// ATEN-NOT: aten._softmax
+// ATEN: aten.amax.default(%x, dim = [1], keepdim = true)
+// ATEN: %[[R:.*]] = aten.relu.default
+// ATEN-NEXT: aten.add.Tensor(%[[R]], %[[R]])
+
+// The default pipeline ends at the buffer level: softmax, relu and the add
+// are one fused kernel writing one buffer.
 // DEFAULT-LABEL: func.func @f
-// DEFAULT-NOT: aten.clone
-// DEFAULT-NOT: aten._softmax
-// DEFAULT: aten.amax.default(%x, dim = [1], keepdim = true)
-// DEFAULT: %[[R:.*]] = aten.relu.default
-// DEFAULT-NEXT: aten.add.Tensor(%[[R]], %[[R]])
+// DEFAULT-SAME: (%x: !buffer.buffer<[4, 8], f32>) -> !buffer.buffer<[4, 8], f32>
+// DEFAULT-NEXT: %[[OUT:.*]] = buffer.alloc : !buffer.buffer<[4, 8], f32>
+// DEFAULT-NEXT: loop.fused [4] [8] outs(%[[OUT]] : !buffer.buffer<[4, 8], f32>)
+// DEFAULT: loop.reduction max [4] [8]
+// DEFAULT: loop.reduction sum [4] [8]
+// DEFAULT: loop.pointwise [4, 8]
+// DEFAULT: arith.maximumf
+// DEFAULT-NOT: aten.
+// DEFAULT: func.return %[[OUT]]

@@ -1,6 +1,7 @@
 // RUN: %python %S/Inputs/make_pt2.py %t.pt2
 // RUN: fx-opt %t.pt2 | filecheck %s
-// RUN: fx-opt %t.pt2 -p "%default_pipeline" | filecheck %s --check-prefix=PIPE
+// RUN: fx-opt %t.pt2 -p "%aten_pipeline" | filecheck %s --check-prefix=PIPE
+// RUN: fx-opt %t.pt2 -p "%default_pipeline" | filecheck %s --check-prefix=DEFAULT
 // RUN: coil import %t.pt2 | filecheck %s
 
 // A torch.export archive is decomposed and imported; parameters are named
@@ -15,3 +16,8 @@
 // PIPE-NOT: _softmax
 // PIPE: aten.amax.default
 // PIPE: aten.exp.default
+
+// DEFAULT-LABEL: func.func @forward
+// DEFAULT: buffer.extern "aten.addmm.default"
+// DEFAULT: loop.fused
+// DEFAULT: loop.reduction max
