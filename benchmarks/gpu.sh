@@ -15,7 +15,14 @@ python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', tr
 PYTHONWARNINGS=ignore python3 -m pytest test/python -m gpu -p no:cacheprovider -q -rs \
   2>&1 | tee "$OUT/pytest-gpu.log"
 status=${PIPESTATUS[0]}
+# The middle-end tests on the CPU under this machine's torch/triton versions.
+PYTHONWARNINGS=ignore python3 -m pytest test/python/test_middle_end.py \
+  test/python/test_lower_pointwise_reductions.py test/python/test_lower_views_data_movement.py \
+  test/python/test_fusion.py test/python/test_bufferize.py -p no:cacheprovider -q \
+  2>&1 | tee "$OUT/pytest-middle-end-cpu.log"
+status=$(( status | PIPESTATUS[0] ))
 echo "== summary =="
 cat "$OUT/device.txt"
 tail -n 1 "$OUT/pytest-gpu.log"
+tail -n 1 "$OUT/pytest-middle-end-cpu.log"
 exit "$status"

@@ -124,3 +124,22 @@ def test_higher_order_op_is_a_located_error():
 
     with pytest.raises(ImportError_, match=r"test_cli_and_backend.py:\d+: subgraphs .*torch.cond"):
         import_module(fn, (torch.randn(4),))
+
+
+def test_every_package_directory_is_installed():
+    """pyproject lists packages explicitly (the repo root is `coil`): a new
+    subpackage missing there works in an editable install and breaks a real one."""
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    listed = set(
+        tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    found = {
+        ".".join(["coil", *p.parent.relative_to(root).parts])
+        for p in root.rglob("__init__.py")
+        if not {"test", "build", ".venv", "venv"} & set(p.relative_to(root).parts)
+        and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    }
+    assert found <= listed, f"add to pyproject packages: {sorted(found - listed)}"

@@ -79,3 +79,33 @@ def test_default_pipeline_pass_by_pass(name, dynamic):
 
 def _significant_strides(t: torch.Tensor) -> list[int]:
     return [s for n, s in zip(t.shape, t.stride()) if n > 1]
+
+
+@torch.library.custom_op("coiltest::twice_plus", mutates_args=())
+def twice_plus(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return 2 * x + y
+
+
+@twice_plus.register_fake
+def _(x, y):
+    return torch.empty_like(x)
+
+
+def test_unknown_op_runs_through_aten_and_is_reported_once(caplog):
+    """An op with no lowering (a custom op) is an ATen extern call between fused
+    nests; the backend's result matches eager and the fallback is logged once."""
+    import logging
+
+    from coil.backend import coil as coil_backend
+
+    def fn(x, y):
+        a = torch.ops.coiltest.twice_plus(x.relu(), y)
+        return torch.ops.coiltest.twice_plus(a.exp(), a) * 3
+
+    x, y = torch.randn(4, 8), torch.randn(4, 8)
+    torch._dynamo.reset()
+    with caplog.at_level(logging.WARNING, logger="coil"):
+        out = torch.compile(fn, backend=coil_backend, fullgraph=True)(x, y)
+    torch.testing.assert_close(out, fn(x, y))
+    reports = [r for r in caplog.records if "coiltest" in r.getMessage()]
+    assert len(reports) == 1 and "calling ATen" in reports[0].getMessage()
