@@ -200,11 +200,10 @@ def _execute(op: Operation, env: _Env) -> None:
         raise ExecutionError(f"the executor cannot run {op.name}")
     if not op.results:
         return  # e.g. aten._linalg_check_errors: run for its checks only
-    if len(op.results) == 1 and not (
-        isinstance(out, tuple | list)
-        and isinstance(op, AtenOp)
-        and op.schema().returns[0].kind == "tensor_list"
-    ):
+    if len(op.results) == 1:
+        # An IR value never holds a list: a one-tensor list result is the tensor.
+        if isinstance(out, tuple | list) and len(out) == 1:
+            out = out[0]
         env.values[op.results[0]] = out
         return
     flat = list(out) if isinstance(out, tuple | list) else [out]

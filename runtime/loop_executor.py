@@ -416,6 +416,9 @@ def _device_of(env: Env) -> torch.device:
 
 def _run_body(env: Env, nest: L.LoopOp, ranges: list[int]) -> tuple[list[Any], list[int]]:
     device = _device_of(env)
+    if any(n == 0 for n in ranges):  # an empty domain: the body never runs
+        term = nest.body.block.last_op
+        return [torch.zeros((), dtype=_torch_dtype(v.type)) for v in term.values], ranges
     binding = dict(env.symbols)
     for sym, index in zip(nest.index_symbols(), _grid(ranges, device)):
         binding[sym] = index
@@ -616,4 +619,5 @@ def _extern(env: Env, op: B.ExternOp) -> None:
                     f"strides {list(v.stride())}, the IR expects {r.type}"
                 )
         env.values[r] = v
-        env.bases[r] = v.storage_offset()
+        if isinstance(v, torch.Tensor):
+            env.bases[r] = v.storage_offset()

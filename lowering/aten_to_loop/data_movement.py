@@ -269,7 +269,8 @@ def _repeat(lw: Lowerer, op: AtenOp):
 
     def index(idx):
         return [
-            sympy.Integer(0) if s == 1 else PythonMod(idx[offset + k], s)
+            # size 1 broadcasts; size 0 repeats into an empty result (no element).
+            sympy.Integer(0) if s in (0, 1) else PythonMod(idx[offset + k], s)
             for k, s in enumerate(shape)
         ]
 
@@ -286,7 +287,8 @@ def _index_select(lw: Lowerer, op: AtenOp):
     dim = norm_dim(op.arg("dim"), len(shape_of(src)))
 
     def body(b: BodyBuilder, idx):
-        at = [idx[dim]] if index_t.type.rank == 1 else []
+        # A 0-d source has a 0-d result: its one-element index is read at 0.
+        at = ([idx[dim]] if idx else [sympy.Integer(0)]) if index_t.type.rank == 1 else []
         t = _index_value(b, b.load(index_t, at))
         index = list(idx)
         if index:
