@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.fx.experimental.proxy_tensor import make_fx
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
@@ -138,9 +139,13 @@ def _decompose(op: AtenOp) -> tuple[list[Operation], list[SSAValue]]:
 
     guards_before = len(env.shape_env.guards)
     try:
-        gm = make_fx(traced, decomposition_table=decomposition_table(), tracing_mode="symbolic")(
-            *fakes
-        )
+        # Outside dynamo's tracing context and fake mode: under a live
+        # torch.compile, make_fx would take that mode and re-fakify the inputs
+        # with fresh symbols.
+        with torch._guards.tracing(None), unset_fake_temporarily():
+            gm = make_fx(
+                traced, decomposition_table=decomposition_table(), tracing_mode="symbolic"
+            )(*fakes)
     except Exception as e:
         raise DecompositionFailed(f"tracing {op.name} failed: {e}") from e
     if len(env.shape_env.guards) != guards_before:

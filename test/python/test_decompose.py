@@ -97,3 +97,25 @@ def test_decomposition_matches_executor(op_name, mode):
         decomposed += 1
     if not decomposed:
         pytest.skip(f"no {mode} sample produced {op_name}")
+
+
+def test_decompose_inside_a_live_dynamic_compile():
+    """Under torch.compile, dynamo's tracing context and fake mode are active while
+    the backend runs; the re-trace must still use the IR's size symbols."""
+    import torch
+
+    from coil.frontend.capture import aot_backend
+
+    left: list[str] = []
+
+    def compile_fw(gm, example_inputs):
+        module = import_graph(gm, example_inputs)
+        run_pipeline(module, "aten-decompose")
+        left.extend(op.name for op in module.walk() if op.name.startswith("aten._"))
+        return gm
+
+    fn = torch.compile(
+        lambda x: torch.softmax(x, -1), backend=aot_backend(compile_fw), dynamic=True
+    )
+    fn(torch.randn(8, 64))
+    assert not left, f"not decomposed: {left}"
