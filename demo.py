@@ -42,7 +42,7 @@ def summarize(module: ModuleOp) -> str:
             counts["fused groups"] += 1
         elif isinstance(op, L.LoopOp) and top:
             counts["loop nests"] += 1
-        elif isinstance(op, L.ViewOp):
+        elif isinstance(op, L.ViewOp | B.ViewOp):
             counts["views"] += 1
         elif isinstance(op, B.AllocOp):
             counts["allocs"] += 1
@@ -66,12 +66,12 @@ def run_demo(verbose: bool = True) -> int:
     for name in EXAMPLES:
         model, inputs = build(name)
         eager = copy.deepcopy(model)
-        stages: dict[str, str] = {}
-        texts: dict[str, str] = {}
+        stages: list[tuple[str, str]] = []  # (pass, summary), in order: passes repeat
+        texts: list[str] = []
 
         def observe(stage: str, module: ModuleOp, stages=stages, texts=texts) -> None:
-            stages[stage] = summarize(module)
-            texts[stage] = print_module(module)
+            stages.append((stage, summarize(module)))
+            texts.append(print_module(module))
 
         backend = aot_backend(
             lambda gm, ex, observe=observe: compile_graph(gm, ex, observe=observe)
@@ -90,11 +90,10 @@ def run_demo(verbose: bool = True) -> int:
         ok = torch.allclose(out, expected, rtol=1.3e-5, atol=1e-5)
         failures += not ok
         if verbose:
-            first, last = next(iter(texts)), list(texts)[-1]
-            print(f"== {name}: as imported ==\n{texts[first]}")
-            print(f"== {name}: after `{PIPELINES['default']}` ==\n{texts[last]}")
+            print(f"== {name}: as imported ==\n{texts[0]}")
+            print(f"== {name}: after `{PIPELINES['default']}` ==\n{texts[-1]}")
         print(f"== {name}: stages ==")
-        for stage, summary in stages.items():
+        for stage, summary in stages:
             print(f"  {stage:28s} {summary}")
         print(
             f"{name}: ran in {elapsed * 1e3:.1f} ms on {fresh[0].device}; "
