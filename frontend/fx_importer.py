@@ -32,6 +32,7 @@ from typing import Any
 import sympy
 import torch
 import torch.fx
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 from xdsl.builder import Builder
 from xdsl.dialects import builtin, func
 from xdsl.dialects.builtin import (
@@ -262,10 +263,13 @@ class _Importer:
             )
         if not isinstance(value, torch.Tensor):
             raise ImportError_(f"get_attr of a {type(value).__name__} is not supported")
-        inline = value.numel() <= INLINE_CONSTANT_MAX_NUMEL and _dense_ok(value)
-        if inline:
+        # A real constant: read it outside the fake mode a backend may run under.
+        with unset_fake_temporarily():
+            inline = value.numel() <= INLINE_CONSTANT_MAX_NUMEL and _dense_ok(value)
+            dense = _dense_attr(value) if inline else None
+        if dense is not None:
             ttype = TensorType(list(value.shape), value.dtype, None, value.device)
-            op = self._insert(TensorConstantOp(_dense_attr(value), ttype), node)
+            op = self._insert(TensorConstantOp(dense, ttype), node)
             op.result.name_hint = _hint(node.name)
             self.values[node] = op.result
             return

@@ -210,6 +210,9 @@ class _Bufferizer:
             list(eager.data) if isinstance(eager, ArrayAttr) else [None] * len(ret.arguments)
         )
         self.copies: list[L.CopyOp] = []
+        # Loads that read a view's source since the view was folded into them:
+        # they read it as it was at the view, even if a loop.copy writes it later.
+        self.folded: set[Operation] = set()
 
     # ---- helpers ----------------------------------------------------------------
 
@@ -296,8 +299,7 @@ class _Bufferizer:
         result.replace_all_uses_with(buf)
         Rewriter.erase_op(op)
 
-    @staticmethod
-    def fold_into_loads(op: L.ViewOp) -> None:
+    def fold_into_loads(self, op: L.ViewOp) -> None:
         """Read the view's source directly: load v[f] = load src[index(i := f)]."""
         syms = L.index_symbols(op.result.type.rank)
         for use in list(op.result.uses):
@@ -306,6 +308,7 @@ class _Bufferizer:
             index = [sympy.expand(e.xreplace(subs)) for e in op.index.data]
             load.index = ShapeAttr(index)
             load.operands[use.index] = op.source
+            self.folded.add(load)
         Rewriter.erase_op(op)
 
     def extern(self, op: B.ExternOp) -> None:
@@ -373,6 +376,8 @@ class _Bufferizer:
             before.add(op)
             op = op.prev_op
         for use in list(copy.dest.uses):
+            if use.operation in self.folded:
+                continue  # reads a view taken before the copy: the old value
             top = use.operation
             while top.parent_op() is not self.fn:
                 top = top.parent_op()

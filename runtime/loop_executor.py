@@ -12,7 +12,7 @@ and after it on the same inputs.
 Buffers are torch tensors with the buffer's layout over real storage
 (``as_strided``): allocations are poisoned (NaN, or a sentinel integer) so an
 element nobody wrote shows in the results, views and reuses share storage, and
-a deallocated buffer cannot be read again.
+a deallocated buffer is poisoned and cannot be read again.
 """
 
 from __future__ import annotations
@@ -125,20 +125,29 @@ def _splitmix(x: torch.Tensor) -> torch.Tensor:
     return z ^ _srl(z, 31)
 
 
-def uniform(seed: torch.Tensor | int, offset: torch.Tensor) -> torch.Tensor:
-    """Uniform [0, 1) float32 numbers, one per (seed, offset) counter."""
+def _bits(seed: torch.Tensor | int, offset: torch.Tensor) -> torch.Tensor:
+    """64 random bits (int64) per (seed, offset) counter."""
     x = torch.as_tensor(offset, dtype=torch.int64) + torch.as_tensor(seed, dtype=torch.int64) * (
         _GOLDEN
     )
-    bits = _srl(_splitmix(x), 40)  # top 24 bits
+    return _splitmix(x)
+
+
+def uniform(seed: torch.Tensor | int, offset: torch.Tensor) -> torch.Tensor:
+    """Uniform [0, 1) float32 numbers, one per (seed, offset) counter."""
+    bits = _srl(_bits(seed, offset), 40)  # top 24 bits
     return bits.to(torch.float32) * (1.0 / (1 << 24))
 
 
 def normal(seed: torch.Tensor | int, offset: torch.Tensor) -> torch.Tensor:
-    """Standard normal float32 numbers (Box-Muller on two uniform streams)."""
-    offset = torch.as_tensor(offset, dtype=torch.int64)
-    u1 = uniform(seed, 2 * offset)
-    u2 = uniform(seed, 2 * offset + 1)
+    """Standard normal float32 numbers (Box-Muller on two uniforms). Both come
+    from the one counter ``offset`` (top and low 24 bits of its hash), so a
+    normal draw consumes the same counters as a uniform one: ops given disjoint
+    offsets draw independent streams."""
+    bits = _bits(seed, offset)
+    scale = 1.0 / (1 << 24)
+    u1 = _srl(bits, 40).to(torch.float32) * scale
+    u2 = (bits & ((1 << 24) - 1)).to(torch.float32) * scale
     radius = torch.sqrt(-2.0 * torch.log1p(-u1))  # 1 - u1 in (0, 1]
     return radius * torch.cos(2.0 * torch.pi * u2)
 
@@ -383,6 +392,10 @@ class _Body:
             if mask is not None:
                 idx = torch.where(mask, idx, torch.zeros_like(idx))
             indices.append(idx)
+        if mask is not None and source.numel() == 0:
+            # Every lane is masked off (checked above): there is nothing to read.
+            shape = torch.broadcast_shapes(mask.shape, *(i.shape for i in indices))
+            return torch.zeros(shape, dtype=source.dtype, device=source.device)
         if not indices:
             value = source.reshape(())
         else:
@@ -483,6 +496,32 @@ def _fused(env: Env, op: L.FusedOp) -> list[torch.Tensor]:
     raise ExecutionError("loop.fused has no loop.yield")
 
 
+def _strided_copy(
+    env: Env, source: torch.Tensor, index: Sequence[sympy.Expr], shape: list[int]
+) -> torch.Tensor | None:
+    """A strided view ``source[index]`` laid over a copy of the source's whole
+    storage, as eager lays the view out (None when the view is not strided).
+    Values keep their semantics (later writes to the source do not show), and
+    an ATen op that reads storage (an ``as_strided`` extern) sees what eager does."""
+    from coil.lowering.bufferize import simplify_address
+
+    if not shape or 0 in shape or source.numel() == 0:
+        return None
+    syms = L.index_symbols(len(shape))
+    zero = {s: sympy.Integer(0) for s, n in zip(syms, shape) if n == 1}
+    address = sympy.Integer(source.storage_offset())
+    for e, stride in zip(index, source.stride()):
+        address += e.xreplace(env.symbols).xreplace(zero) * stride
+    address = simplify_address(address, shape)
+    strides = [sympy.expand(address.coeff(s, 1)) for s in syms]
+    offset = sympy.expand(address - sum(c * s for c, s in zip(strides, syms)))
+    if not all(p.is_Integer and p >= 0 for p in [*strides, offset]):
+        return None
+    base = torch.empty(0, dtype=source.dtype, device=source.device)
+    base.set_(source.untyped_storage().clone())
+    return torch.as_strided(base, shape, [int(s) for s in strides], int(offset))
+
+
 def _view(env: Env, op: L.ViewOp) -> torch.Tensor:
     source = env.values[op.source]
     shape = [env.evaluate(d) for d in op.result.type.shape_attr.data]
@@ -492,6 +531,9 @@ def _view(env: Env, op: L.ViewOp) -> torch.Tensor:
         binding[sym] = index
     if not op.index.data:
         return _full(source.reshape(()), shape, source.dtype)
+    strided = _strided_copy(env, source, op.index.data, shape)
+    if strided is not None:
+        return strided
     indices = [_to(evaluate_index(e, binding), torch.int64).to(device) for e in op.index.data]
     for dim, idx in enumerate(indices):
         if idx.numel() and (bool((idx < 0).any()) or bool((idx >= source.shape[dim]).any())):
@@ -589,7 +631,10 @@ def execute(op: Operation, env: Env) -> bool:
     if isinstance(op, B.DeallocOp):
         if op.buffer not in env.values:
             raise ExecutionError("buffer.dealloc of a buffer that was deallocated")
-        del env.values[op.buffer]
+        # Poison the freed storage: a view of it read later shows the use-after-free.
+        freed = env.values.pop(op.buffer)
+        numel = env.evaluate(op.buffer.type.storage_numel())
+        _poison(torch.as_strided(freed, [numel], [1], env.bases.get(op.buffer, 0)))
         return True
     if isinstance(op, B.ExternOp):
         _extern(env, op)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import sympy
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin
 from xdsl.ir import Block, Operation, SSAValue
@@ -110,10 +111,42 @@ class _Group:
     def _reads_member(self, op: Operation) -> bool:
         return bool(captured_values(op) & self.member_values)
 
+    def _coordinates(self, op: L.LoopOp) -> tuple[list[sympy.Expr], list[sympy.Expr]]:
+        """The symbols of ``op``'s body that run over the group's outer and
+        reduction ranges (its size-1 ranges, squeezed away, have none)."""
+        ranges = op.ranges.data
+        syms = op.index_symbols()
+        outer = [s for s, r in zip(syms, ranges) if r != 1]
+        if isinstance(op, L.ReductionOp):
+            return outer, syms[len(ranges) :]
+        n = len(self.outer)
+        return outer[:n], outer[n:]
+
+    def _reads_aligned(self, op: L.LoopOp) -> bool:
+        """Whether every load of a member in ``op`` reads the element the group
+        computes at the same point: a member's result row ``i`` exists only in the
+        kernel instance for row ``i`` (a transposed or flipped read would need
+        another row's result)."""
+        outer, inner = self._coordinates(op)
+        for load in op.walk():
+            if not isinstance(load, L.LoadOp) or load.source not in self.member_values:
+                continue
+            # A reduction's result covers the outer ranges; a pointwise member's, its own.
+            producer = load.source.owner
+            produced_inner = (
+                self._coordinates(producer)[1] if isinstance(producer, L.PointwiseOp) else []
+            )
+            want = outer + (inner if produced_inner else [])
+            shape = load.source.type.shape_attr.data
+            got = [e for e, n in zip(load.index.data, shape) if n != 1]
+            if load.indirect or len(inner) < len(produced_inner) or got != want:
+                return False
+        return True
+
     def _wanted(self, op: Operation) -> bool:
         if not isinstance(op, L.PointwiseOp | L.ReductionOp) or op.is_bufferized:
             return False
-        if not self._shape_ok(op):
+        if not self._shape_ok(op) or not self._reads_aligned(op):  # type: ignore[arg-type]
             return False
         o = self.options
         reads = self._reads_member(op)

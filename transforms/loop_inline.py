@@ -61,6 +61,20 @@ def _compact_indirect(
     return [sympy.sympify(e).xreplace(rename) for e in index], [indirect[k] for k in keep]
 
 
+def _through_views(values: set[SSAValue]) -> set[SSAValue]:
+    """``values`` and the sources of the ``loop.view``s among them, transitively
+    (a view reads its source where it is used once inlined)."""
+    out: set[SSAValue] = set()
+    stack = list(values)
+    while stack:
+        v = stack.pop()
+        if v not in out:
+            out.add(v)
+            if isinstance(v.owner, L.ViewOp):
+                stack.append(v.owner.source)
+    return out
+
+
 def _compute_cost(body: Block) -> int:
     """Ops a recomputation repeats (loads, constants and index arithmetic are free)."""
     return sum(1 for op in body.ops if not isinstance(op, _FREE))
@@ -171,10 +185,16 @@ class _Inliner:
             view.result.replace_all_uses_with(view.source)  # an identity view
             Rewriter.erase_op(view)
             return
-        # A view of this view reads the source directly (chains collapse).
+        # A view of this view reads the source directly (chains collapse), unless a
+        # loop.copy overwrites the source in between (the view holds the old data).
+        read = _through_views({view.source})
         for use in list(view.result.uses):
             outer = use.operation
-            if isinstance(outer, L.ViewOp) and outer.parent_block() is self.block:
+            if (
+                isinstance(outer, L.ViewOp)
+                and outer.parent_block() is self.block
+                and not self._copy_between(view, read, outer)
+            ):
                 sub = dict(zip(syms, outer.index.data))
                 index = [e.xreplace(sub) for e in source_index]
                 composed = L.ViewOp(view.source, index, outer.result.type)
@@ -184,6 +204,8 @@ class _Inliner:
                 Rewriter.erase_op(outer)
         loads = _body_loads_of(view.result)
         for load in loads:
+            if self._copy_between(view, read, load):
+                continue
             sub = dict(zip(syms, load.index.data))
             index, indirect = _compact_indirect(
                 [e.xreplace(sub) for e in source_index], list(load.indirect)
@@ -238,16 +260,15 @@ class _Inliner:
             for arg, s in zip(body.args, syms):
                 if s in indirect_dims and arg.uses:
                     return False
-        return not self._copy_between(producer, load)
+        return not self._copy_between(producer, _through_views(captured_values(producer)), load)
 
-    def _copy_between(self, producer: L.PointwiseOp, load: L.LoadOp) -> bool:
-        """Whether a ``loop.copy`` overwrites a tensor the producer reads, between
-        the producer and the consumer (recomputing there would read the new data)."""
-        top = ancestor_in(load, self.block)
+    def _copy_between(self, start: Operation, read: set[SSAValue], user: Operation) -> bool:
+        """Whether a ``loop.copy`` overwrites one of ``read`` between ``start`` and
+        the top-level op holding ``user`` (recomputing there would read the new data)."""
+        top = ancestor_in(user, self.block)
         if top is None:
             return True
-        read = captured_values(producer)
-        op = producer.next_op
+        op = start.next_op
         while op is not None and op is not top:
             if isinstance(op, L.CopyOp) and op.dest in read:
                 return True

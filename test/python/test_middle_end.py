@@ -109,3 +109,20 @@ def test_unknown_op_runs_through_aten_and_is_reported_once(caplog):
     torch.testing.assert_close(out, fn(x, y))
     reports = [r for r in caplog.records if "coiltest" in r.getMessage()]
     assert len(reports) == 1 and "calling ATen" in reports[0].getMessage()
+
+
+def test_constant_in_a_mutating_graph_through_the_backend():
+    """`x[0] = 5` puts a real constant in the graph; the backend imports it while
+    dynamo's fake mode is active, and the input is mutated as in eager."""
+    from coil.backend import coil as coil_backend
+
+    def fn(x):
+        x[0] = 5
+        return x * 2
+
+    x = torch.randn(4, 8)
+    y = x.clone()
+    torch._dynamo.reset()
+    out = torch.compile(fn, backend=coil_backend, fullgraph=True)(x)
+    torch.testing.assert_close(out, fn(y))
+    torch.testing.assert_close(x, y)

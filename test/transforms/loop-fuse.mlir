@@ -153,3 +153,46 @@ func.func @negative(%x: !buffer.buffer<[4, 16], f32>, %d: !buffer.buffer<[4, 16]
   }
   func.return %s, %t, %y : !loop.tensor<[4], f32>, !loop.tensor<[16], f32>, !loop.tensor<[4, 16], f32>
 }
+
+// -----
+
+// A member's row i exists only in the kernel instance for row i: consumers that
+// read it at another row (s + s.flip(0); a [4, 4] nest reading s[i1]) or read a
+// [4, 4] member from a [4] nest stay out of the group. The aligned reduction
+// chain (sum of x - s[i0]) joins.
+// CHECK-LABEL: func.func @misaligned
+// CHECK: loop.fused [4] [4] : !loop.tensor<[4], f32>, !loop.tensor<[4], f32> {
+// CHECK-COUNT-2: loop.reduction sum [4] [4]
+// CHECK: loop.yield %{{.*}}, %{{.*}} : !loop.tensor<[4], f32>, !loop.tensor<[4], f32>
+// CHECK-NEXT: }
+// CHECK-NOT: loop.fused
+// NOEPI-LABEL: func.func @misaligned
+func.func @misaligned(%x: !buffer.buffer<[4, 4], f32>) -> (!loop.tensor<[4], f32>, !loop.tensor<[4, 4], f32>, !loop.tensor<[4], f32>) {
+  %s = loop.reduction sum [4] [4] : !loop.tensor<[4], f32> {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %x[i0, r0] : !buffer.buffer<[4, 4], f32>
+    loop.yield %0 : f32
+  }
+  %c = loop.reduction sum [4] [4] : !loop.tensor<[4], f32> {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %x[i0, r0] : !buffer.buffer<[4, 4], f32>
+    %1 = loop.load %s[i0] : !loop.tensor<[4], f32>
+    %2 = arith.subf %0, %1 : f32
+    loop.yield %2 : f32
+  }
+  %f = loop.pointwise [4] : !loop.tensor<[4], f32> {
+  ^bb0(%i0: index):
+    %0 = loop.load %s[i0] : !loop.tensor<[4], f32>
+    %1 = loop.load %c[3 - i0] : !loop.tensor<[4], f32>
+    %2 = arith.addf %0, %1 : f32
+    loop.yield %2 : f32
+  }
+  %t = loop.pointwise [4, 4] : !loop.tensor<[4, 4], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %0 = loop.load %x[i1, i0] : !buffer.buffer<[4, 4], f32>
+    %1 = loop.load %s[i1] : !loop.tensor<[4], f32>
+    %2 = arith.subf %0, %1 : f32
+    loop.yield %2 : f32
+  }
+  func.return %f, %t, %c : !loop.tensor<[4], f32>, !loop.tensor<[4, 4], f32>, !loop.tensor<[4], f32>
+}

@@ -198,6 +198,36 @@ func.func @copy_between(%x: !buffer.buffer<[8], f32>, %y: !loop.tensor<[8], f32>
 
 // -----
 
+// A view read after a loop.copy overwrote its source holds the old data: neither
+// the view nor a producer that reads it is recomputed past the copy.
+// CHECK-LABEL: func.func @view_copy_between
+// CHECK: %[[V:.*]] = loop.view %x[7 - i0]
+// CHECK: %[[A:.*]] = loop.pointwise
+// CHECK: loop.load %x[7 - i0]
+// CHECK: loop.copy
+// CHECK: loop.load %[[A]][i0]
+// CHECK: loop.load %[[V]][i0]
+func.func @view_copy_between(%x: !buffer.buffer<[8], f32>, %y: !loop.tensor<[8], f32>) -> !loop.tensor<[8], f32> {
+  %v = loop.view %x[7 - i0] : !buffer.buffer<[8], f32> -> !loop.tensor<[8], f32>
+  %a = loop.pointwise [8] : !loop.tensor<[8], f32> {
+  ^bb0(%i0: index):
+    %0 = loop.load %v[i0] : !loop.tensor<[8], f32>
+    %1 = math.exp %0 : f32
+    loop.yield %1 : f32
+  }
+  loop.copy %y, %x : !loop.tensor<[8], f32>, !buffer.buffer<[8], f32>
+  %b = loop.pointwise [8] : !loop.tensor<[8], f32> {
+  ^bb0(%i0: index):
+    %0 = loop.load %a[i0] : !loop.tensor<[8], f32>
+    %1 = loop.load %v[i0] : !loop.tensor<[8], f32>
+    %2 = arith.addf %0, %1 : f32
+    loop.yield %2 : f32
+  }
+  func.return %b : !loop.tensor<[8], f32>
+}
+
+// -----
+
 // Random offsets are index expressions too: they follow the substitution, so
 // the recomputed numbers are the ones the producer drew.
 // CHECK-LABEL: func.func @rand
