@@ -132,7 +132,8 @@ def test_pointwise_chain_becomes_one_nest():
 
 
 VIEW_THEN_COPY = """
-func.func @view_copy(%x: !buffer.buffer<[8], f32>, %y: !loop.tensor<[8], f32>) -> !loop.tensor<[8], f32> {
+func.func @view_copy(%x: !buffer.buffer<[8], f32>, %y: !loop.tensor<[8], f32>)
+    -> !loop.tensor<[8], f32> {
   %v = loop.view %x[7 - i0] : !buffer.buffer<[8], f32> -> !loop.tensor<[8], f32>
   %a = loop.pointwise [8] : !loop.tensor<[8], f32> {
   ^bb0(%i0: index):
