@@ -20,7 +20,9 @@ print_imported(lambda x: torch.softmax(x, -1), (torch.randn(8, 64),), pipeline=d
 # CHECK: func.return
 
 print("// softmax, dynamic")
-print_imported(lambda x: torch.softmax(x, -1), (torch.randn(8, 64),), dynamic=True, pipeline=default)
+print_imported(
+    lambda x: torch.softmax(x, -1), (torch.randn(8, 64),), dynamic=True, pipeline=default
+)
 # CHECK-LABEL: // softmax, dynamic
 # CHECK: {{^    }}loop.fused [s{{[0-9]+}}] [s{{[0-9]+}}] outs(
 # CHECK-NOT: {{^    }}loop.
