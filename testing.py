@@ -1,4 +1,4 @@
-"""Oracles for tests and users: run aten IR on real tensors, compare with eager.
+"""Oracles for tests and users: run IR on real tensors, compare with eager.
 
 * :func:`run_module` -- the reference executor for every level (``runtime/``).
 * :func:`reference_backend` -- a torch.compile backend that imports every graph,

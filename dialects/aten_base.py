@@ -67,13 +67,12 @@ from coil.dialects.aten_schema import (
     schema_info,
     to_attr,
 )
+from coil.dialects.layout import format_layout, parse_layout
 from coil.dialects.symbolic import (
     ExprAttr,
     ShapeAttr,
     SymInt,
     contiguous_strides,
-    format_expr_list,
-    parse_expr_list,
 )
 
 # --------------------------------------------------------------------------
@@ -150,33 +149,23 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        with parser.in_angle_brackets():
-            shape = parse_expr_list(parser)
-            parser.parse_punctuation(",")
-            element_type = parser.parse_type()
-            if not dtypes.is_element_type(element_type):
-                parser.raise_error(f"{element_type} is not a torch element type")
-            strides = None
-            device = "cpu"
-            while parser.parse_optional_punctuation(","):
-                key = parser.parse_keyword_in(("strides", "device"))
-                if key == "strides":
-                    strides = parse_expr_list(parser)
-                    if len(strides) != len(shape):
-                        parser.raise_error(f"expected {len(shape)} strides, got {len(strides)}")
-                else:
-                    device = parser.parse_str_literal("device name expected")
-        if strides is None:
-            strides = contiguous_strides(shape)
-        return (ShapeAttr(shape), element_type, ShapeAttr(strides), StringAttr(device))
+        layout = parse_layout(parser, ("strides", "device"))
+        return (
+            ShapeAttr(layout.shape),
+            layout.element_type,
+            ShapeAttr(layout.strides_or_contiguous()),
+            StringAttr(layout.device),
+        )
 
     def print_parameters(self, printer: Printer) -> None:
-        text = f"<{format_expr_list(self.shape_attr.data)}, {self.element_type}"
-        if not self.is_contiguous():
-            text += f", strides {format_expr_list(self.strides_attr.data)}"
-        if self.device_attr.data != "cpu":
-            text += f', device "{self.device_attr.data}"'
-        printer.print_string(text + ">")
+        printer.print_string(
+            format_layout(
+                self.shape_attr.data,
+                self.element_type,
+                self.strides_attr.data,
+                device=self.device_attr.data,
+            )
+        )
 
 
 SCALAR_TYPES = (IntegerType, IndexType, builtin.Float64Type)

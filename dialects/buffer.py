@@ -51,15 +51,12 @@ from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from coil.dialects import dtypes
+from coil.dialects.layout import format_layout, parse_layout
 from coil.dialects.symbolic import (
     ExprAttr,
     ShapeAttr,
     SymInt,
     contiguous_strides,
-    format_expr,
-    format_expr_list,
-    parse_expr,
-    parse_expr_list,
 )
 
 
@@ -145,45 +142,25 @@ class BufferType(ParametrizedAttribute, TypeAttribute):
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        with parser.in_angle_brackets():
-            shape = parse_expr_list(parser)
-            parser.parse_punctuation(",")
-            start = parser.pos
-            element_type = parser.parse_type()
-            if not dtypes.is_element_type(element_type):
-                parser.raise_error(f"{element_type} is not a torch element type", start, parser.pos)
-            strides, offset, device = None, sympy.Integer(0), "cpu"
-            while parser.parse_optional_punctuation(","):
-                key = parser.parse_keyword_in(("strides", "offset", "device"))
-                if key == "strides":
-                    strides = parse_expr_list(parser)
-                    if len(strides) != len(shape):
-                        parser.raise_error(f"expected {len(shape)} strides, got {len(strides)}")
-                elif key == "offset":
-                    offset = parse_expr(parser)
-                else:
-                    device = parser.parse_optional_str_literal()
-                    if device is None:
-                        parser.raise_error('expected a quoted device name, e.g. device "cuda:0"')
-        if strides is None:
-            strides = contiguous_strides(shape)
+        layout = parse_layout(parser, ("strides", "offset", "device"))
         return (
-            ShapeAttr(shape),
-            element_type,
-            ShapeAttr(strides),
-            ExprAttr(offset),
-            StringAttr(device),
+            ShapeAttr(layout.shape),
+            layout.element_type,
+            ShapeAttr(layout.strides_or_contiguous()),
+            ExprAttr(layout.offset),
+            StringAttr(layout.device),
         )
 
     def print_parameters(self, printer: Printer) -> None:
-        text = f"<{format_expr_list(self.shape_attr.data)}, {self.element_type}"
-        if not self.is_contiguous():
-            text += f", strides {format_expr_list(self.strides_attr.data)}"
-        if self.offset_attr.data != 0:
-            text += f", offset {format_expr(self.offset_attr.data)}"
-        if self.device_attr.data != "cpu":
-            text += f', device "{self.device_attr.data}"'
-        printer.print_string(text + ">")
+        printer.print_string(
+            format_layout(
+                self.shape_attr.data,
+                self.element_type,
+                self.strides_attr.data,
+                self.offset_attr.data,
+                self.device_attr.data,
+            )
+        )
 
 
 def buffer_type_for(t: Attribute, device: str | torch.device | None = None) -> BufferType:

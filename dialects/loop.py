@@ -25,6 +25,11 @@ their ``inner_fn`` bodies, as ops whose region *is* the body:
   expression as an integer, ``loop.rand``/``loop.randn`` draw counter-based
   random numbers from a ``loop.seed``.
 
+``loop.reduction`` reduces over ``reduction_ranges`` (sum ... argmax, any/all,
+``welford``); ``loop.fused`` groups nests that become one kernel (a reduction
+with its siblings and epilogues); ``loop.view`` is a view with no copy (an
+index map on its source); ``loop.copy`` overwrites a graph input.
+
 Values are ``!loop.tensor<[sizes], dtype>``: shape and element type only, so the
 level is value-semantic -- nothing has a buffer yet. After ``bufferize`` the same
 ops run in destination-passing style (``outs(%buf : !buffer.buffer<...>)``, no
@@ -61,6 +66,7 @@ from xdsl.traits import IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from coil.dialects import dtypes
+from coil.dialects.layout import format_layout, parse_layout
 from coil.dialects.symbolic import (
     ShapeAttr,
     SymInt,
@@ -108,17 +114,11 @@ class LoopTensorType(ParametrizedAttribute, TypeAttribute):
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        with parser.in_angle_brackets():
-            shape = parse_expr_list(parser)
-            parser.parse_punctuation(",")
-            start = parser.pos
-            element_type = parser.parse_type()
-            if not dtypes.is_element_type(element_type):
-                parser.raise_error(f"{element_type} is not a torch element type", start, parser.pos)
-        return (ShapeAttr(shape), element_type)
+        layout = parse_layout(parser)
+        return (ShapeAttr(layout.shape), layout.element_type)
 
     def print_parameters(self, printer: Printer) -> None:
-        printer.print_string(f"<{format_expr_list(self.shape_attr.data)}, {self.element_type}>")
+        printer.print_string(format_layout(self.shape_attr.data, self.element_type))
 
 
 def is_tensor_like(t: Attribute) -> bool:

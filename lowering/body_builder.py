@@ -18,9 +18,7 @@ from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
     AnyFloat,
     FloatAttr,
-    IndexType,
     IntegerAttr,
-    IntegerType,
     i1,
     i64,
 )
@@ -41,10 +39,6 @@ def is_float(t: Attribute) -> bool:
 
 def is_bool(t: Attribute) -> bool:
     return t == i1
-
-
-def is_int(t: Attribute) -> bool:
-    return isinstance(t, IntegerType | IndexType) and t != i1
 
 
 def check_supported(dtype: torch.dtype) -> None:
@@ -163,6 +157,18 @@ class BodyBuilder:
     def truediv(self, a, b):
         return self._binary(arith.DivfOp, None, a, b)
 
+    def divsi(self, a, b):
+        """Integer division rounding toward zero (C's, torch's ``trunc`` mode)."""
+        return self._add(arith.DivSIOp(a, b))
+
+    def floordivsi(self, a, b):
+        """Integer division rounding down (Python's ``//``, torch's ``floor`` mode)."""
+        return self._add(arith.FloorDivSIOp(a, b))
+
+    def remsi(self, a, b):
+        """Integer remainder with the dividend's sign (C's ``%``, torch.fmod)."""
+        return self._add(arith.RemSIOp(a, b))
+
     def maximum(self, a, b):
         """NaN-propagating maximum (torch.maximum)."""
         return self._binary(arith.MaximumfOp, arith.MaxSIOp, a, b)
@@ -225,5 +231,4 @@ __all__ = [
     "compute_dtype",
     "is_bool",
     "is_float",
-    "is_int",
 ]

@@ -11,8 +11,17 @@ Input: functions at the aten level (after the aten pipeline). Output:
   with operands a lowering declines (unsupported dtypes, data-dependent
   scalars) -- becomes a ``buffer.extern`` call of the same aten op. Nothing
   fails for want of a lowering; each op sent to ATen is logged once;
+* random ops draw from one ``loop.seed`` per function; ``copy_`` into a graph
+  input becomes ``loop.copy``;
 * the function's results are loop values; the layouts eager returns are kept
   in the function attribute ``coil.result_types`` for bufferize.
+
+The lowerings are functions in a registry keyed by overload (Inductor's
+``lowerings`` dict) applied by one in-order walk, not one RewritePattern per
+op: a lowering reads its operands' already-converted values and their aten
+layouts (``Lowerer.aten_types``), and one that declines rolls back what it built
+and becomes an extern call -- an ordered, all-or-nothing rewrite per op that a
+greedy pattern driver would not give.
 
 Guarantees: the module computes what the aten module computed (checked per
 model by the reference executor); random ops draw from a ``loop.seed`` with
@@ -71,6 +80,10 @@ _reported: set[str] = set()
 def register(*names: str) -> Callable[[Lowering], Lowering]:
     def wrap(fn: Lowering) -> Lowering:
         for name in names:
+            if name in LOWERINGS:
+                raise ValueError(
+                    f"two lowerings of {name}: {LOWERINGS[name].__name__}, {fn.__name__}"
+                )
             LOWERINGS[name] = fn
         return fn
 

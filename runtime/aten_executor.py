@@ -1,9 +1,11 @@
-"""The reference executor for the aten level: run a module on real tensors.
+"""The reference executor: run a module on real tensors, at any level.
 
-Each op calls its ``torch.ops`` overload with the arguments the IR holds, so an
-aten-dialect module computes exactly what its FX graph computes. It is the
-oracle every later stage is checked against, and deliberately simple: no
-caching, no fusion, one Python call per op.
+Each aten op calls its ``torch.ops`` overload with the arguments the IR holds,
+so an aten-dialect module computes exactly what its FX graph computes. It is
+the oracle every later stage is checked against, and deliberately simple: no
+caching, no fusion, one Python call per op. Loop and buffer ops are handed to
+``runtime/loop_executor.py``, so :func:`run_module` runs modules of any level
+(or a mix of levels).
 
 Size symbols are bound from the inputs: a dimension that is a bare symbol takes
 the input's size, an ``index`` argument with ``coil.symbol`` takes its value;

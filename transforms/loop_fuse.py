@@ -27,6 +27,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import Pure
 
+from coil.dialects import buffer as B
 from coil.dialects import loop as L
 from coil.dialects.symbolic import ShapeAttr
 from coil.transforms.loop_utils import (
@@ -35,6 +36,7 @@ from coil.transforms.loop_utils import (
     function_blocks,
     squeeze_unit_ranges,
 )
+from coil.transforms.memory_plan import extern_mutated_operands
 
 
 def _squeezed(ranges: tuple) -> tuple:
@@ -52,9 +54,12 @@ def _barrier(op: Operation) -> bool:
     """Ops a nest may not move across (they write memory a nest may read)."""
     if _movable(op):
         return False
-    # Tensor-level externs are functional ATen calls and a seed draw touches no
-    # tensor; anything else unknown (loop.copy included) may write what a nest reads.
-    return not (op.name == "buffer.extern" or isinstance(op, L.SeedOp))
+    # A functional ATen call (most externs) and a seed draw touch no tensor a
+    # nest reads; an in-place extern (add_, copy_ ...), a loop.copy or anything
+    # unknown may.
+    if isinstance(op, B.ExternOp):
+        return bool(extern_mutated_operands(op))
+    return not isinstance(op, L.SeedOp)
 
 
 @dataclass(frozen=True)

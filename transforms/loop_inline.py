@@ -22,6 +22,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from coil.dialects import buffer as B
 from coil.dialects import loop as L
 from coil.transforms.loop_utils import (
     ancestor_in,
@@ -31,6 +32,7 @@ from coil.transforms.loop_utils import (
     map_exprs,
     zero_constant,
 )
+from coil.transforms.memory_plan import extern_mutated_operands
 
 # Integer ops that trap on a zero divisor: never evaluated on a masked-off lane's 0.
 _TRAPPING = (
@@ -263,8 +265,9 @@ class _Inliner:
         return not self._copy_between(producer, _through_views(captured_values(producer)), load)
 
     def _copy_between(self, start: Operation, read: set[SSAValue], user: Operation) -> bool:
-        """Whether a ``loop.copy`` overwrites one of ``read`` between ``start`` and
-        the top-level op holding ``user`` (recomputing there would read the new data)."""
+        """Whether a ``loop.copy`` or an in-place extern call overwrites one of
+        ``read`` between ``start`` and the top-level op holding ``user``
+        (recomputing there would read the new data)."""
         top = ancestor_in(user, self.block)
         if top is None:
             return True
@@ -272,6 +275,10 @@ class _Inliner:
         while op is not None and op is not top:
             if isinstance(op, L.CopyOp) and op.dest in read:
                 return True
+            if isinstance(op, B.ExternOp) and any(
+                _through_views({op.args[k]}) & read for k in extern_mutated_operands(op)
+            ):
+                return True  # an ATen call writing an operand in place (add_, copy_ ...)
             op = op.next_op
         return False
 

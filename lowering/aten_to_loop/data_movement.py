@@ -88,11 +88,7 @@ def _copy_from(lw: Lowerer, op: AtenOp, src: SSAValue, index_fn) -> SSAValue:
 # ---- copies ---------------------------------------------------------------------------
 
 
-@register(
-    "aten.clone.default",
-    "prims.clone.default",
-    "aten.lift_fresh_copy.default",
-)
+@register("aten.lift_fresh_copy.default")  # clone is a cast in pointwise.py
 def _clone(lw: Lowerer, op: AtenOp):
     return [_copy_from(lw, op, op.operands[0], list)]
 
@@ -464,11 +460,6 @@ def _full(lw: Lowerer, op: AtenOp):
 @register("aten.fill.Scalar", "prims.fill.default")
 def _fill_scalar(lw: Lowerer, op: AtenOp):
     return _fill(lw, op, op.arg("value"))
-
-
-@register("aten.scalar_tensor.default", "prims.scalar_tensor.default")
-def _scalar_tensor(lw: Lowerer, op: AtenOp):
-    return _fill(lw, op, op.arg("s"))
 
 
 @register("aten.fill.Tensor")

@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 
 import sympy
 import torch
-from xdsl.dialects import arith
 from xdsl.dialects.builtin import i1, i32
 from xdsl.ir import SSAValue
 
@@ -72,10 +71,9 @@ def promoted_dtype(*operands: Operand) -> torch.dtype:
     result = stand_ins[0]
     if len(stand_ins) == 1:
         return result.dtype if isinstance(result, torch.Tensor) else torch.tensor(result).dtype
-    dtype = torch.result_type(stand_ins[0], stand_ins[1])
-    for s in stand_ins[2:]:
-        dtype = torch.promote_types(dtype, torch.result_type(torch.empty((), dtype=dtype), s))
-    return dtype
+    if len(stand_ins) > 2:  # pairwise folding would lose the dims-vs-0-d categories
+        raise CannotLower("type promotion of more than two operands")
+    return torch.result_type(stand_ins[0], stand_ins[1])
 
 
 def element(
@@ -449,7 +447,7 @@ def _bitwise(kind: str) -> ElementFn:
 def _fmod(b: BodyBuilder, x: SSAValue, y: SSAValue) -> SSAValue:
     """C's fmod: the remainder of truncated division, with the dividend's sign."""
     if not is_float(x.type):
-        return b._add(arith.RemSIOp(x, y))
+        return b.remsi(x, y)
     if x.type.bitwidth >= 64:
         # arith has no remf in this xDSL; the exact f64 route below needs a wider type.
         raise CannotLower("floating-point fmod of f64")
@@ -488,7 +486,7 @@ def _floordiv(b: BodyBuilder, x: SSAValue, y: SSAValue) -> SSAValue:
     if is_bool(x.type):
         raise CannotLower("floor division of bools")
     if not is_float(x.type):
-        return b._add(arith.FloorDivSIOp(x, y))
+        return b.floordivsi(x, y)
     zero, one = _c(b, 0.0, x), _c(b, 1.0, x)
     quotient = b.truediv(x, y)
     mod = _fmod(b, x, y)
@@ -506,7 +504,7 @@ def _truncdiv(b: BodyBuilder, x: SSAValue, y: SSAValue) -> SSAValue:
     if is_bool(x.type):
         raise CannotLower("truncated division of bools")
     if not is_float(x.type):
-        return b._add(arith.DivSIOp(x, y))
+        return b.divsi(x, y)
     return b.math("trunc", b.truediv(x, y))
 
 

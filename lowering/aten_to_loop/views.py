@@ -14,8 +14,7 @@ from collections.abc import Sequence
 
 import sympy
 from torch.utils._sympy.functions import FloorDiv, PythonMod
-from xdsl.dialects import func
-from xdsl.ir import BlockArgument, SSAValue
+from xdsl.ir import SSAValue
 
 from coil.dialects import loop as L
 from coil.dialects.aten import AtenOp, TensorType
@@ -366,14 +365,11 @@ def _diagonal(lw: Lowerer, op: AtenOp):
 
 def _is_contiguous_storage(lw: Lowerer, value: SSAValue) -> bool:
     """Whether ``value``'s storage, as eager has it, is exactly its row-major
-    elements: a fresh result of a loop nest, or a contiguous graph input."""
-    owner = value.owner
-    if isinstance(owner, L.LoopOp):
-        return True
-    if isinstance(value, BlockArgument) and isinstance(value.owner.parent_op(), func.FuncOp):
-        t = lw.aten_types.get(value)
-        return isinstance(t, TensorType) and t.is_contiguous()
-    return False
+    elements from offset 0: the fresh result of a loop nest that eager lays out
+    row-major. A graph input is not: its storage offset is only known at run
+    time, and as_strided's offset counts from the storage's start."""
+    t = lw.aten_types.get(value)
+    return isinstance(value.owner, L.LoopOp) and isinstance(t, TensorType) and t.is_contiguous()
 
 
 @register("aten.as_strided.default")

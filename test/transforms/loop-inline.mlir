@@ -250,3 +250,36 @@ func.func @rand(%x: !buffer.buffer<[4, 4], f32>) -> !loop.tensor<[4, 4], f32> {
   }
   func.return %y : !loop.tensor<[4, 4], f32>
 }
+
+// -----
+
+// An ATen call that writes %x in place sits between the producer and its
+// reader: recomputing exp(x) after it would read the new %x, so the producer
+// stays.
+// CHECK-LABEL: func.func @inplace_extern_between
+// CHECK: %[[E:.*]] = loop.pointwise [4]
+// CHECK: math.exp
+// CHECK: buffer.extern "aten.add_.Tensor"
+// CHECK: loop.pointwise [4]
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: loop.load %[[E]][i0]
+func.func @inplace_extern_between(%x: !buffer.buffer<[4], f32>) -> !loop.tensor<[4], f32> {
+  %e = loop.pointwise [4] : !loop.tensor<[4], f32> {
+  ^bb0(%i0: index):
+    %a = loop.load %x[i0] : !buffer.buffer<[4], f32>
+    %b = math.exp %a : f32
+    loop.yield %b : f32
+  }
+  %r = buffer.extern "aten.add_.Tensor" (%x) : (!buffer.buffer<[4], f32>) -> (!loop.tensor<[4], f32>) {
+  ^bb0(%y: !aten.tensor<[4], f32>):
+    %z = aten.add_.Tensor(%y, %y) : !aten.tensor<[4], f32>
+    buffer.yield %z : !aten.tensor<[4], f32>
+  }
+  %o = loop.pointwise [4] : !loop.tensor<[4], f32> {
+  ^bb0(%i0: index):
+    %a = loop.load %e[i0] : !loop.tensor<[4], f32>
+    %b = arith.addf %a, %a : f32
+    loop.yield %b : f32
+  }
+  func.return %o : !loop.tensor<[4], f32>
+}
