@@ -126,3 +126,18 @@ def test_constant_in_a_mutating_graph_through_the_backend():
     out = torch.compile(fn, backend=coil_backend, fullgraph=True)(x)
     torch.testing.assert_close(out, fn(y))
     torch.testing.assert_close(x, y)
+
+
+def test_as_strided_reads_storage_as_eager_lays_it_out():
+    """as_strided counts from the storage's start in eager's layout: over a
+    transposed intermediate, and over an input that is itself an offset view."""
+    from coil.backend import coil as coil_backend
+
+    def fn(a, x):
+        return torch.as_strided(a.t() + 1, (3, 4), (4, 1)), torch.as_strided(x, (2, 2), (1, 2), 1)
+
+    a, x = torch.randn(4, 3), torch.randn(20)[3:]
+    torch._dynamo.reset()
+    out = torch.compile(fn, backend=coil_backend, fullgraph=True)(a, x)
+    for o, e in zip(out, fn(a, x)):
+        torch.testing.assert_close(o, e)
