@@ -434,7 +434,8 @@ class LoopOp(IRDLOperation):
     res = var_result_def()
     body = region_def("single_block")
 
-    KEYWORD_PROPS: ClassVar[tuple[str, ...]] = ()
+    BODY_HAS_INDICES: ClassVar[bool] = True
+    """The body's block arguments are the loop indices (a group's body has none)."""
 
     def index_symbols(self) -> list[sympy.Symbol]:
         return index_symbols(len(self.ranges.data))
@@ -489,11 +490,11 @@ class LoopOp(IRDLOperation):
             printer.print_string(" : ")
             printer.print_list([v.type for v in self.outs], printer.print_attribute)
             printer.print_string(")")
-        else:
+        elif self.res:
             printer.print_string(" : ")
             printer.print_list([r.type for r in self.res], printer.print_attribute)
         printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=True)
+        printer.print_region(self.body, print_entry_block_args=self.BODY_HAS_INDICES)
 
     @classmethod
     def _parse_head(cls, parser: Parser) -> dict[str, Attribute]:
@@ -506,8 +507,7 @@ class LoopOp(IRDLOperation):
         result_types: list[Attribute] = []
         if parser.parse_optional_keyword("outs"):
             outs = _parse_outs(parser, cls.name)
-        else:
-            parser.parse_punctuation(":")
+        elif parser.parse_optional_punctuation(":"):
             result_types = parser.parse_comma_separated_list(
                 parser.Delimiter.NONE, parser.parse_type
             )
@@ -685,6 +685,7 @@ class FusedOp(LoopOp):
     """
 
     name = "loop.fused"
+    BODY_HAS_INDICES: ClassVar[bool] = False
 
     reduction_ranges = prop_def(ShapeAttr)
 
@@ -748,36 +749,6 @@ class FusedOp(LoopOp):
             "ranges": ShapeAttr(parse_expr_list(parser)),
             "reduction_ranges": ShapeAttr(parse_expr_list(parser)),
         }
-
-    def print(self, printer: Printer) -> None:
-        self._print_head(printer)
-        if self.outs:
-            printer.print_string(" outs(")
-            printer.print_list(self.outs, printer.print_operand)
-            printer.print_string(" : ")
-            printer.print_list([v.type for v in self.outs], printer.print_attribute)
-            printer.print_string(")")
-        elif self.res:
-            printer.print_string(" : ")
-            printer.print_list([r.type for r in self.res], printer.print_attribute)
-        printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False)
-
-    @classmethod
-    def parse(cls, parser: Parser):
-        props = cls._parse_head(parser)
-        outs: list[SSAValue] = []
-        result_types: list[Attribute] = []
-        if parser.parse_optional_keyword("outs"):
-            outs = _parse_outs(parser, cls.name)
-        elif parser.parse_optional_punctuation(":"):
-            result_types = parser.parse_comma_separated_list(
-                parser.Delimiter.NONE, parser.parse_type
-            )
-        body = parser.parse_region()
-        return cls.build(
-            operands=[outs], result_types=[result_types], properties=props, regions=[body]
-        )
 
 
 def new_body(n_ranges: int, n_reduction: int = 0) -> Block:

@@ -85,6 +85,12 @@ def to_symint(expr: sympy.Expr | int) -> SymInt:
     return expr
 
 
+def sym_eq(a: SymInt, b: SymInt) -> bool:
+    """Whether two symbolic integers are equal for every value of their symbols
+    (structurally, after expansion: ``2*(s0 + 1)`` equals ``2*s0 + 2``)."""
+    return sympy.expand(to_expr(a) - to_expr(b)) == 0
+
+
 def contiguous_strides(shape: Sequence[SymInt]) -> tuple[SymInt, ...]:
     """Row-major strides for ``shape`` (as torch computes them: size-1 dims count as 1)."""
     strides: list[SymInt] = []

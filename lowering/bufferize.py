@@ -48,18 +48,14 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from coil.dialects import buffer as B
 from coil.dialects import loop as L
 from coil.dialects.aten import TensorType
-from coil.dialects.symbolic import ShapeAttr, SymInt, contiguous_strides, to_expr
+from coil.dialects.symbolic import ShapeAttr, SymInt, contiguous_strides, sym_eq, to_expr
 from coil.transforms.memory_plan import extern_mutated_operands, storage_roots
-
-
-def _eq(a: SymInt, b: SymInt) -> bool:
-    return sympy.expand(to_expr(a) - to_expr(b)) == 0
 
 
 def same_layout(shape: Sequence[SymInt], a: Sequence[SymInt], b: Sequence[SymInt]) -> bool:
     """Strides ``a`` and ``b`` address a tensor of ``shape`` the same way (the
     stride of a size-1 dimension is never used)."""
-    return all(to_expr(n) == 1 or _eq(x, y) for n, x, y in zip(shape, a, b))
+    return all(to_expr(n) == 1 or sym_eq(x, y) for n, x, y in zip(shape, a, b))
 
 
 def writable(shape: Sequence[SymInt], strides: Sequence[SymInt]) -> bool:

@@ -40,7 +40,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from coil.dialects import buffer as B
 from coil.dialects.aten import AtenOp
-from coil.dialects.symbolic import ExprAttr
+from coil.dialects.symbolic import ExprAttr, sym_eq
 
 
 @cache
@@ -106,10 +106,6 @@ def storage_roots(value: SSAValue) -> set[SSAValue]:
     return set()
 
 
-def _same(a: sympy.Expr, b: sympy.Expr) -> bool:
-    return sympy.expand(a - b) == 0
-
-
 def peak(values: list[sympy.Expr]) -> sympy.Expr:
     """The maximum of ``values``: the provable maximum, else torch's ``Max`` of
     the candidates no other candidate provably exceeds."""
@@ -163,7 +159,7 @@ def _plan(fn: func.FuncOp, reuse: bool) -> None:
                     last_use[dead] < start
                     and d.element_type == t.element_type
                     and d.device_attr == t.device_attr
-                    and _same(d.storage_bytes(), t.storage_bytes())
+                    and sym_eq(d.storage_bytes(), t.storage_bytes())
                 ):
                     pool.remove(dead)
                     takes_over[h] = dead

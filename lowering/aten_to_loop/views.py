@@ -18,7 +18,7 @@ from xdsl.ir import SSAValue
 
 from coil.dialects import loop as L
 from coil.dialects.aten import AtenOp, TensorType
-from coil.dialects.symbolic import SymInt, contiguous_strides, to_expr
+from coil.dialects.symbolic import SymInt, contiguous_strides, sym_eq, to_expr
 from coil.lowering.aten_to_loop.common import broadcast_index, result_type, shape_of
 from coil.lowering.body_builder import CannotLower
 from coil.lowering.convert_aten_to_loop import Lowerer, register
@@ -66,10 +66,6 @@ def unravel(flat: sympy.Expr, shape: Sequence[SymInt]) -> IndexMap:
     return out
 
 
-def _same(a: sympy.Expr, b: sympy.Expr) -> bool:
-    return sympy.expand(a - b) == 0
-
-
 def reshape_index(
     src_shape: Sequence[SymInt], dst_shape: Sequence[SymInt], idx: Sequence[sympy.Expr]
 ) -> IndexMap:
@@ -95,7 +91,7 @@ def reshape_index(
                 for ka in range(1, total)
                 if ka <= na
                 and 0 < total - ka <= nb
-                and _same(
+                and sym_eq(
                     prod([src[a] for a in a_dims[ia : ia + ka]]),
                     prod([dst[b] for b in b_dims[ib : ib + total - ka]]),
                 )

@@ -97,16 +97,23 @@ func.func @split_unbind(%x: !aten.tensor<[4, 6], f32>) -> (!aten.tensor<[4, 2], 
 
 // -----
 
-// as_strided of a contiguous input: result index -> storage offset -> source index.
+// as_strided of a nest's fresh row-major result: result index -> storage
+// offset -> source index. Of a graph input it is an ATen call: as_strided counts
+// from the storage's start, and an input's storage offset is known only at run
+// time. diagonal and alias are plain index maps.
 // CHECK-LABEL: func.func @as_strided_diagonal_alias
-// CHECK-NEXT: loop.view %x[(i0 + 2*i1 + 1) floordiv 6, (i0 + 2*i1 + 1) mod 6] : !buffer.buffer<[4, 6], f32> -> !loop.tensor<[2, 2], f32>
-// CHECK-NEXT: loop.view %x[i0, i0 + 1] : !buffer.buffer<[4, 6], f32> -> !loop.tensor<[3], f32>
+// CHECK: %[[N:.*]] = loop.pointwise [4, 6]
+// CHECK: loop.view %[[N]][(i0 + 2*i1 + 1) floordiv 6, (i0 + 2*i1 + 1) mod 6] : !loop.tensor<[4, 6], f32> -> !loop.tensor<[2, 2], f32>
+// CHECK-NEXT: buffer.extern "aten.as_strided.default" (%x)
+// CHECK: loop.view %x[i0, i0 + 1] : !buffer.buffer<[4, 6], f32> -> !loop.tensor<[3], f32>
 // CHECK-NEXT: loop.view %x[i0, i1] : !buffer.buffer<[4, 6], f32> -> !loop.tensor<[4, 6], f32>
-func.func @as_strided_diagonal_alias(%x: !aten.tensor<[4, 6], f32>) -> (!aten.tensor<[2, 2], f32, strides [1, 2]>, !aten.tensor<[3], f32, strides [7]>, !aten.tensor<[4, 6], f32>) {
+func.func @as_strided_diagonal_alias(%x: !aten.tensor<[4, 6], f32>) -> (!aten.tensor<[2, 2], f32, strides [1, 2]>, !aten.tensor<[2, 2], f32, strides [1, 2]>, !aten.tensor<[3], f32, strides [7]>, !aten.tensor<[4, 6], f32>) {
+  %n = aten.neg.default(%x) : !aten.tensor<[4, 6], f32>
+  %an = aten.as_strided.default(%n, size = [2, 2], stride = [1, 2], storage_offset = 1) : !aten.tensor<[2, 2], f32, strides [1, 2]>
   %a = aten.as_strided.default(%x, size = [2, 2], stride = [1, 2], storage_offset = 1) : !aten.tensor<[2, 2], f32, strides [1, 2]>
   %d = aten.diagonal.default(%x, offset = 1) : !aten.tensor<[3], f32, strides [7]>
   %al = aten.alias.default(%x) : !aten.tensor<[4, 6], f32>
-  func.return %a, %d, %al : !aten.tensor<[2, 2], f32, strides [1, 2]>, !aten.tensor<[3], f32, strides [7]>, !aten.tensor<[4, 6], f32>
+  func.return %an, %a, %d, %al : !aten.tensor<[2, 2], f32, strides [1, 2]>, !aten.tensor<[2, 2], f32, strides [1, 2]>, !aten.tensor<[3], f32, strides [7]>, !aten.tensor<[4, 6], f32>
 }
 
 // -----
