@@ -13,16 +13,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import sympy
+from torch.utils._sympy.functions import FloorDiv, ModularIndexing, PythonMod
 from xdsl.ir import Attribute
 from xdsl.parser import AttrParser
 
 from coil.dialects import dtypes
 from coil.dialects.symbolic import (
+    SymInt,
     contiguous_strides,
     format_expr,
     format_expr_list,
+    index_symbols,
+    is_index_symbol,
     parse_expr,
     parse_expr_list,
+    to_expr,
 )
 
 
@@ -83,3 +88,90 @@ def format_layout(
     if device != "cpu":
         text += f', device "{device}"'
     return text + ">"
+
+
+# --------------------------------------------------------------------------
+# Strided addresses of index maps (bufferize's views, the executor's views)
+# --------------------------------------------------------------------------
+
+
+def nonnegative(e: sympy.Expr) -> bool:
+    """``e >= 0`` for every value of its symbols: a backed size symbol ``s<k>`` is
+    >= 2 (torch specializes sizes 0 and 1); any other symbol (an unbacked ``u<k>``
+    size, an index) only >= 0."""
+    if e.is_nonnegative:
+        return True
+    shifted = sympy.expand(e.xreplace({s: s + 2 for s in e.free_symbols if s.name[:1] == "s"}))
+    return bool(shifted.is_nonnegative)
+
+
+def _within(e: sympy.Expr, d: sympy.Expr, bounds: dict, zeros: dict) -> bool:
+    """0 <= e < d over the whole domain (e affine with non-negative coefficients,
+    so its extremes are at the domain's corners)."""
+    if any(is_index_symbol(s) and s not in bounds for s in e.free_symbols):
+        return False
+    if e.has(FloorDiv, PythonMod, ModularIndexing):
+        return False
+    for s in e.free_symbols:
+        if is_index_symbol(s) and not nonnegative(sympy.expand(e).coeff(s, 1)):
+            return False
+    return nonnegative(e.xreplace(zeros)) and nonnegative(sympy.expand(d - 1 - e.xreplace(bounds)))
+
+
+def simplify_address(address: sympy.Expr, shape: Sequence[SymInt]) -> sympy.Expr:
+    """Undo the floordiv/mod a reshape puts in an address where the ranges allow:
+    ``c*d*(e floordiv d) + c*(e mod d)`` is ``c*e``; ``e floordiv d`` is 0 and
+    ``e mod d`` is ``e`` when ``0 <= e < d``."""
+    syms = index_symbols(len(shape))
+    bounds = {s: to_expr(n) - 1 for s, n in zip(syms, shape)}
+    zeros = {s: sympy.Integer(0) for s in syms}
+    address = address.replace(
+        lambda x: isinstance(x, ModularIndexing),
+        lambda x: PythonMod(FloorDiv(x.args[0], x.args[1]), x.args[2]),
+    )
+    address = sympy.expand(address)
+    for _ in range(16):
+        repl: dict[sympy.Expr, sympy.Expr] = {}
+        for f in address.atoms(FloorDiv):
+            if _within(*f.args, bounds, zeros):
+                repl[f] = sympy.Integer(0)
+        for m in address.atoms(PythonMod):
+            if _within(*m.args, bounds, zeros):
+                repl[m] = m.args[0]
+        new = sympy.expand(address.xreplace(repl)) if repl else address
+        mods = {m.args: m for m in new.atoms(PythonMod)}
+        for f in new.atoms(FloorDiv):
+            m = mods.get(f.args)
+            if m is None:
+                continue
+            e, d = f.args
+            c1, c2 = new.coeff(f), new.coeff(m)
+            if c2 != 0 and sympy.expand(c1 - c2 * d) == 0:
+                new = sympy.expand(new - c1 * f - c2 * m + c2 * e)
+                break
+        if new == address:
+            return address
+        address = new
+    return address
+
+
+def view_address(
+    index: Sequence[sympy.Expr],
+    strides: Sequence[SymInt],
+    offset: SymInt,
+    shape: Sequence[SymInt],
+) -> tuple[list[sympy.Expr], sympy.Expr]:
+    """The flat address of view ``source[index]`` (index over the view's i0..,
+    source laid out with ``strides``/``offset``) as per-index coefficients and a
+    constant: address = offset' + sum(strides'_k * i_k) when the result holds
+    no index symbol (after undoing reshape div/mod where the ranges allow)."""
+    syms = index_symbols(len(shape))
+    # A size-1 dimension's index is always 0 (lets e.g. (i0 floordiv 4) go).
+    zero = {s: sympy.Integer(0) for s, n in zip(syms, shape) if to_expr(n) == 1}
+    address = to_expr(offset)
+    for e, stride in zip(index, strides):
+        address += e.xreplace(zero) * to_expr(stride)
+    address = simplify_address(address, shape)
+    coeffs = [sympy.expand(address.coeff(s, 1)) for s in syms]
+    rest = sympy.expand(address - sum(c * s for c, s in zip(coeffs, syms)))
+    return coeffs, rest

@@ -72,9 +72,11 @@ from coil.dialects.symbolic import (
     SymInt,
     format_expr,
     format_expr_list,
+    index_symbols,
+    indirect_symbol,
+    is_index_symbol,
     parse_expr,
     parse_expr_list,
-    symbol,
 )
 
 # --------------------------------------------------------------------------
@@ -134,21 +136,6 @@ def is_tensor_like(t: Attribute) -> bool:
 # --------------------------------------------------------------------------
 # Index symbols
 # --------------------------------------------------------------------------
-
-
-def index_symbols(n_ranges: int, n_reduction: int = 0) -> list[sympy.Symbol]:
-    """The symbols naming a body's block arguments: i0.., then r0.."""
-    return [symbol(f"i{k}") for k in range(n_ranges)] + [
-        symbol(f"r{k}") for k in range(n_reduction)
-    ]
-
-
-def indirect_symbol(k: int) -> sympy.Symbol:
-    return symbol(f"t{k}")
-
-
-def is_index_symbol(s: sympy.Symbol) -> bool:
-    return s.name[:1] in ("i", "r", "t") and s.name[1:].isdigit()
 
 
 def _check_exprs(

@@ -59,6 +59,24 @@ def symbol(name: str) -> sympy.Symbol:
     return sympy.Symbol(name, integer=True, nonnegative=True)
 
 
+def index_symbols(n_ranges: int, n_reduction: int = 0) -> list[sympy.Symbol]:
+    """The symbols naming a loop body's indices: i0.. (ranges), then r0..
+    (reduction ranges)."""
+    return [symbol(f"i{k}") for k in range(n_ranges)] + [
+        symbol(f"r{k}") for k in range(n_reduction)
+    ]
+
+
+def indirect_symbol(k: int) -> sympy.Symbol:
+    """``t<k>``: the k-th indirect operand of a ``loop.load``."""
+    return symbol(f"t{k}")
+
+
+def is_index_symbol(s: sympy.Symbol) -> bool:
+    """Loop indices and indirect operands (i<k>, r<k>, t<k>), not size symbols."""
+    return s.name[:1] in ("i", "r", "t") and s.name[1:].isdigit()
+
+
 def canonicalize_symbols(expr: sympy.Expr) -> sympy.Expr:
     """Rewrite every free symbol of ``expr`` into its canonical form."""
     subs = {s: symbol(s.name) for s in expr.free_symbols if s != symbol(s.name)}

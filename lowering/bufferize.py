@@ -37,7 +37,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import sympy
-from torch.utils._sympy.functions import FloorDiv, ModularIndexing, PythonMod
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp
@@ -48,6 +47,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from coil.dialects import buffer as B
 from coil.dialects import loop as L
 from coil.dialects.aten import TensorType
+from coil.dialects.layout import nonnegative, view_address
 from coil.dialects.symbolic import ShapeAttr, SymInt, contiguous_strides, sym_eq, to_expr
 from coil.transforms.memory_plan import extern_mutated_operands, storage_roots
 
@@ -76,80 +76,13 @@ def writable(shape: Sequence[SymInt], strides: Sequence[SymInt]) -> bool:
     return True
 
 
-def nonnegative(e: sympy.Expr) -> bool:
-    """``e >= 0`` for every value of its size symbols (a dynamic size is >= 2:
-    torch specializes 0 and 1)."""
-    if e.is_nonnegative:
-        return True
-    shifted = sympy.expand(e.xreplace({s: s + 2 for s in e.free_symbols}))
-    return bool(shifted.is_nonnegative)
-
-
-def _within(e: sympy.Expr, d: sympy.Expr, bounds: dict, zeros: dict) -> bool:
-    """0 <= e < d over the whole domain (e affine with non-negative coefficients,
-    so its extremes are at the domain's corners)."""
-    if any(L.is_index_symbol(s) and s not in bounds for s in e.free_symbols):
-        return False
-    if e.has(FloorDiv, PythonMod, ModularIndexing):
-        return False
-    for s in e.free_symbols:
-        if L.is_index_symbol(s) and not nonnegative(sympy.expand(e).coeff(s, 1)):
-            return False
-    return nonnegative(e.xreplace(zeros)) and nonnegative(sympy.expand(d - 1 - e.xreplace(bounds)))
-
-
-def simplify_address(address: sympy.Expr, shape: Sequence[SymInt]) -> sympy.Expr:
-    """Undo the floordiv/mod a reshape puts in an address where the ranges allow:
-    ``c*d*(e floordiv d) + c*(e mod d)`` is ``c*e``; ``e floordiv d`` is 0 and
-    ``e mod d`` is ``e`` when ``0 <= e < d``."""
-    syms = L.index_symbols(len(shape))
-    bounds = {s: to_expr(n) - 1 for s, n in zip(syms, shape)}
-    zeros = {s: sympy.Integer(0) for s in syms}
-    address = address.replace(
-        lambda x: isinstance(x, ModularIndexing),
-        lambda x: PythonMod(FloorDiv(x.args[0], x.args[1]), x.args[2]),
-    )
-    address = sympy.expand(address)
-    for _ in range(16):
-        repl: dict[sympy.Expr, sympy.Expr] = {}
-        for f in address.atoms(FloorDiv):
-            if _within(*f.args, bounds, zeros):
-                repl[f] = sympy.Integer(0)
-        for m in address.atoms(PythonMod):
-            if _within(*m.args, bounds, zeros):
-                repl[m] = m.args[0]
-        new = sympy.expand(address.xreplace(repl)) if repl else address
-        mods = {m.args: m for m in new.atoms(PythonMod)}
-        for f in new.atoms(FloorDiv):
-            m = mods.get(f.args)
-            if m is None:
-                continue
-            e, d = f.args
-            c1, c2 = new.coeff(f), new.coeff(m)
-            if c2 != 0 and sympy.expand(c1 - c2 * d) == 0:
-                new = sympy.expand(new - c1 * f - c2 * m + c2 * e)
-                break
-        if new == address:
-            return address
-        address = new
-    return address
-
-
 def strided_layout(
     source: B.BufferType, index: Sequence[sympy.Expr], shape: Sequence[SymInt]
 ) -> tuple[list[sympy.Expr], sympy.Expr] | None:
     """The (strides, offset) of a view ``source[index]`` (index over the view's
     i0..), when the view's flat address is ``offset + sum(stride_k * i_k)`` with
     non-negative strides and offset; None when it is not (floordiv, mod ...)."""
-    syms = L.index_symbols(len(shape))
-    # A size-1 dimension's index is always 0 (lets e.g. (i0 floordiv 4) go).
-    zero = {s: sympy.Integer(0) for s, n in zip(syms, shape) if to_expr(n) == 1}
-    address = to_expr(source.offset)
-    for e, stride in zip(index, source.strides_attr.data):
-        address += e.xreplace(zero) * stride
-    address = simplify_address(address, shape)
-    strides = [sympy.expand(address.coeff(s, 1)) for s in syms]
-    offset = sympy.expand(address - sum(c * s for c, s in zip(strides, syms)))
+    strides, offset = view_address(index, source.strides_attr.data, source.offset_attr.data, shape)
     for part in [*strides, offset]:
         if any(L.is_index_symbol(s) for s in part.free_symbols) or not nonnegative(part):
             return None

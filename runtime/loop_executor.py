@@ -33,6 +33,7 @@ from xdsl.ir import Operation, SSAValue
 from coil.dialects import buffer as B
 from coil.dialects import dtypes
 from coil.dialects import loop as L
+from coil.dialects.layout import view_address
 from coil.runtime.aten_executor import ExecutionError
 
 Env = Any  # runtime.aten_executor._Env (values, symbols, evaluate)
@@ -503,18 +504,10 @@ def _strided_copy(
     storage, as eager lays the view out (None when the view is not strided).
     Values keep their semantics (later writes to the source do not show), and
     an ATen op that reads storage (an ``as_strided`` extern) sees what eager does."""
-    from coil.lowering.bufferize import simplify_address
-
     if not shape or 0 in shape or source.numel() == 0:
         return None
-    syms = L.index_symbols(len(shape))
-    zero = {s: sympy.Integer(0) for s, n in zip(syms, shape) if n == 1}
-    address = sympy.Integer(source.storage_offset())
-    for e, stride in zip(index, source.stride()):
-        address += e.xreplace(env.symbols).xreplace(zero) * stride
-    address = simplify_address(address, shape)
-    strides = [sympy.expand(address.coeff(s, 1)) for s in syms]
-    offset = sympy.expand(address - sum(c * s for c, s in zip(strides, syms)))
+    index = [e.xreplace(env.symbols) for e in index]
+    strides, offset = view_address(index, source.stride(), source.storage_offset(), shape)
     if not all(p.is_Integer and p >= 0 for p in [*strides, offset]):
         return None
     base = torch.empty(0, dtype=source.dtype, device=source.device)
