@@ -24,10 +24,6 @@ from coil.dialects import loop as L
 from coil.transforms.loop_utils import exprs_of, function_blocks, set_exprs
 
 
-def _is_index_symbol(s: sympy.Symbol) -> bool:
-    return L.is_index_symbol(s)
-
-
 class _Simplifier:
     def __init__(self) -> None:
         self.sizevars = SizeVarAllocator()
@@ -38,7 +34,7 @@ class _Simplifier:
             if s in ranges:
                 size = sympy.sympify(ranges[s])
                 vr[s] = ValueRanges(0, max(int(size) - 1, 0) if size.is_number else sympy.oo)
-            elif _is_index_symbol(s):
+            elif L.is_index_symbol(s):
                 vr[s] = ValueRanges(-sympy.oo, sympy.oo)  # indirect values
             else:
                 vr[s] = ValueRanges(1, sympy.oo)  # size symbols are >= 1
