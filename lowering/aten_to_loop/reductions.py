@@ -20,7 +20,7 @@ from xdsl.ir import SSAValue
 
 from coil.dialects.aten import AtenOp
 from coil.dialects.symbolic import SymInt, to_expr
-from coil.lowering.aten_to_loop.common import dtype_of, result_type, shape_of
+from coil.lowering.aten_to_loop.common import dtype_of, result_type, shape_of, tensor_arg
 from coil.lowering.body_builder import BodyBuilder, CannotLower, check_supported, compute_dtype
 from coil.lowering.convert_aten_to_loop import Lowerer, register
 
@@ -396,14 +396,56 @@ def _log_softmax(lw: Lowerer, op: AtenOp):
     return _lower_softmax(lw, op, log=True)
 
 
+def _moments(
+    lw: Lowerer, op: AtenOp, x: SSAValue, dims: list[int], keepdim: bool, acc: torch.dtype
+) -> tuple[SSAValue, SSAValue, SSAValue, SSAValue]:
+    """(mean, m2, count, rstd) of ``x`` over ``dims``: one Welford reduction and
+    rstd = 1 / sqrt(m2 / count + eps), in the accumulation dtype."""
+    eps = float(op.arg("eps"))
+    mean, m2, count = reduce(lw, x, dims, keepdim, "welford", acc, lambda b, v, _: b.cast(v, acc))
+
+    def rstd_of(b: BodyBuilder, m2: SSAValue, count: SSAValue) -> SSAValue:
+        return b.math("rsqrt", b.add(b.truediv(m2, count), b.const_like(eps, m2)))
+
+    return mean, m2, count, epilogue(lw, [m2, count], acc, rstd_of)
+
+
+def _normalize(
+    b: BodyBuilder,
+    element: SSAValue,
+    mean: SSAValue,
+    rstd: SSAValue,
+    weight: SSAValue | None,
+    bias: SSAValue | None,
+    acc: torch.dtype,
+) -> SSAValue:
+    """(element - mean) * rstd * weight + bias (weight/bias elements may be absent)."""
+    v = b.mul(b.sub(b.cast(element, acc), mean), rstd)
+    if weight is not None:
+        v = b.mul(v, b.cast(weight, acc))
+    if bias is not None:
+        v = b.add(v, b.cast(bias, acc))
+    return v
+
+
+def _saved_stats(
+    lw: Lowerer, op: AtenOp, result: SSAValue, mean: SSAValue, rstd: SSAValue, acc: torch.dtype
+) -> list[SSAValue]:
+    """The normalized result and the saved mean/rstd in the op's result dtypes."""
+    stats = []
+    for k, value in ((1, mean), (2, rstd)):
+        dtype = result_type(op, k).dtype
+        stats.append(value if dtype == acc else epilogue(lw, [value], dtype))
+        _check_shape(op, stats[-1], k)
+    _check_shape(op, result)
+    return [result, *stats]
+
+
 @register("aten.native_layer_norm.default")
 def _native_layer_norm(lw: Lowerer, op: AtenOp):
     """(out, mean, rstd) from one Welford reduction over the normalized (last)
     dimensions; kept as a whole when aten-decompose leaves it (as softmax)."""
-    groups = op.operand_groups()
-    x = groups["input"][0]
-    weight = groups["weight"][0] if groups["weight"] else None
-    bias = groups["bias"][0] if groups["bias"] else None
+    x, weight, bias = (tensor_arg(op, n) for n in ("input", "weight", "bias"))
     out = result_type(op).dtype
     if not out.is_floating_point:
         raise CannotLower(f"layer norm to {out}")
@@ -413,34 +455,16 @@ def _native_layer_norm(lw: Lowerer, op: AtenOp):
     dims = list(range(rank - len(op.arg("normalized_shape")), rank))
     if not dims:
         raise CannotLower("layer norm over no dimension")
-    eps = float(op.arg("eps"))
-    mean, m2, count = reduce(lw, x, dims, True, "welford", acc, lambda b, v, index: b.cast(v, acc))
-
-    def rstd_of(b: BodyBuilder, m2: SSAValue, count: SSAValue) -> SSAValue:
-        return b.math("rsqrt", b.add(b.truediv(m2, count), b.const_like(eps, m2)))
-
-    rstd = epilogue(lw, [m2, count], acc, rstd_of)
+    mean, _, _, rstd = _moments(lw, op, x, dims, True, acc)
 
     def body(b: BodyBuilder, idx):
         index = list(idx)
-        kept = _kept(index, dims)
-        v = b.sub(b.cast(b.load(x, index), acc), b.load(mean, kept))
-        v = b.mul(v, b.load(rstd, kept))
-        trailing = index[rank - len(dims) :]
-        if weight is not None:
-            v = b.mul(v, b.cast(b.load(weight, trailing), acc))
-        if bias is not None:
-            v = b.add(v, b.cast(b.load(bias, trailing), acc))
-        return v
+        kept, trailing = _kept(index, dims), index[rank - len(dims) :]
+        w = b.load(weight, trailing) if weight is not None else None
+        bi = b.load(bias, trailing) if bias is not None else None
+        return _normalize(b, b.load(x, index), b.load(mean, kept), b.load(rstd, kept), w, bi, acc)
 
-    result = lw.pointwise(shape, out, body)
-    stats = []
-    for k, value in ((1, mean), (2, rstd)):
-        dtype = result_type(op, k).dtype
-        stats.append(value if dtype == acc else epilogue(lw, [value], dtype))
-        _check_shape(op, stats[-1], k)
-    _check_shape(op, result)
-    return [result, *stats]
+    return _saved_stats(lw, op, lw.pointwise(shape, out, body), mean, rstd, acc)
 
 
 @register("aten._native_batch_norm_legit_functional.default")
@@ -451,34 +475,21 @@ def _batch_norm_training(lw: Lowerer, op: AtenOp):
     decomposition cannot: its factor is a symbolic float)."""
     if not op.arg("training"):
         raise CannotLower("batch norm in eval mode (decomposed instead)")
-    groups = op.operand_groups()
-    x = groups["input"][0]
-    weight = groups["weight"][0] if groups["weight"] else None
-    bias = groups["bias"][0] if groups["bias"] else None
-    running_mean, running_var = groups["running_mean"][0], groups["running_var"][0]
+    x, weight, bias = (tensor_arg(op, n) for n in ("input", "weight", "bias"))
+    running_mean, running_var = tensor_arg(op, "running_mean"), tensor_arg(op, "running_var")
     out = result_type(op).dtype
     if not out.is_floating_point or len(shape_of(x)) < 2:
         raise CannotLower(f"batch norm of a rank-{len(shape_of(x))} {out} tensor")
     acc = compute_dtype(out)
-    rank = len(shape_of(x))
-    dims = [0, *range(2, rank)]
-    eps, momentum = float(op.arg("eps")), float(op.arg("momentum"))
-    mean, m2, count = reduce(lw, x, dims, False, "welford", acc, lambda b, v, index: b.cast(v, acc))
-
-    def rstd_of(b: BodyBuilder, m2: SSAValue, count: SSAValue) -> SSAValue:
-        return b.math("rsqrt", b.add(b.truediv(m2, count), b.const_like(eps, m2)))
-
-    rstd = epilogue(lw, [m2, count], acc, rstd_of)
+    dims = [0, *range(2, len(shape_of(x)))]
+    momentum = float(op.arg("momentum"))
+    mean, m2, count, rstd = _moments(lw, op, x, dims, False, acc)
 
     def normalized(b: BodyBuilder, idx):
         c = [idx[1]]
-        v = b.sub(b.cast(b.load(x, list(idx)), acc), b.load(mean, c))
-        v = b.mul(v, b.load(rstd, c))
-        if weight is not None:
-            v = b.mul(v, b.cast(b.load(weight, c), acc))
-        if bias is not None:
-            v = b.add(v, b.cast(b.load(bias, c), acc))
-        return v
+        w = b.load(weight, c) if weight is not None else None
+        bi = b.load(bias, c) if bias is not None else None
+        return _normalize(b, b.load(x, list(idx)), b.load(mean, c), b.load(rstd, c), w, bi, acc)
 
     result = lw.pointwise(shape_of(x), out, normalized)
 
@@ -497,13 +508,7 @@ def _batch_norm_training(lw: Lowerer, op: AtenOp):
 
     new_mean = update(running_mean, lambda b, idx: b.load(mean, idx))
     new_var = update(running_var, unbiased_var)
-    stats = []
-    for k, value in ((1, mean), (2, rstd)):
-        dtype = result_type(op, k).dtype
-        stats.append(value if dtype == acc else epilogue(lw, [value], dtype))
-        _check_shape(op, stats[-1], k)
-    _check_shape(op, result)
-    return [result, *stats, new_mean, new_var]
+    return [*_saved_stats(lw, op, result, mean, rstd, acc), new_mean, new_var]
 
 
 __all__ = ["epilogue", "reduce", "reduced_dims", "reduction_shape"]
