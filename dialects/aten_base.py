@@ -67,7 +67,7 @@ from coil.dialects.aten_schema import (
     schema_info,
     to_attr,
 )
-from coil.dialects.layout import format_layout, parse_layout
+from coil.dialects.layout import format_layout, parse_layout, verify_layout
 from coil.dialects.symbolic import (
     ExprAttr,
     ShapeAttr,
@@ -139,13 +139,7 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
         return self.strides_attr.data == ShapeAttr(contiguous_strides(self.shape)).data
 
     def verify(self) -> None:
-        if not dtypes.is_element_type(self.element_type):
-            raise VerifyException(f"{self.element_type} is not a torch element type")
-        if len(self.shape_attr.data) != len(self.strides_attr.data):
-            raise VerifyException(
-                f"tensor has {len(self.shape_attr.data)} sizes but "
-                f"{len(self.strides_attr.data)} strides"
-            )
+        verify_layout("tensor", self.shape_attr.data, self.element_type, self.strides_attr.data)
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:

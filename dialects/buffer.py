@@ -51,7 +51,7 @@ from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from coil.dialects import dtypes
-from coil.dialects.layout import format_layout, parse_layout
+from coil.dialects.layout import format_layout, parse_layout, verify_layout
 from coil.dialects.symbolic import (
     ExprAttr,
     ShapeAttr,
@@ -132,13 +132,7 @@ class BufferType(ParametrizedAttribute, TypeAttribute):
         return self.storage_numel() * self.dtype.itemsize
 
     def verify(self) -> None:
-        if not dtypes.is_element_type(self.element_type):
-            raise VerifyException(f"{self.element_type} is not a torch element type")
-        if len(self.shape_attr.data) != len(self.strides_attr.data):
-            raise VerifyException(
-                f"buffer has {len(self.shape_attr.data)} sizes but "
-                f"{len(self.strides_attr.data)} strides"
-            )
+        verify_layout("buffer", self.shape_attr.data, self.element_type, self.strides_attr.data)
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
@@ -205,36 +199,35 @@ class AllocOp(IRDLOperation):
         _check_buffer(self, "the result", self.result.type)
 
 
+class _ReinterpretOp(IRDLOperation):
+    """A buffer over the source's storage, with the result type's layout."""
+
+    source = operand_def()  # buffers, checked in verify_
+    result = result_def()
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source: SSAValue, result_type: BufferType):
+        super().__init__(operands=[source], result_types=[result_type])
+
+    def verify_(self) -> None:
+        _same_storage_shape(self, self.source.type, self.result.type)
+
+
 @irdl_op_definition
-class ViewOp(IRDLOperation):
+class ViewOp(_ReinterpretOp):
     """Reinterpret the source's storage with the result's layout (no copy)."""
 
     name = "buffer.view"
-    source = operand_def()  # buffers, checked in verify_
-    result = result_def()
-    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
-
-    def __init__(self, source: SSAValue, result_type: BufferType):
-        super().__init__(operands=[source], result_types=[result_type])
-
-    def verify_(self) -> None:
-        _same_storage_shape(self, self.source.type, self.result.type)
 
 
 @irdl_op_definition
-class ReuseOp(IRDLOperation):
+class ReuseOp(_ReinterpretOp):
     """Take over the storage of a dead buffer (same device, dtype and storage size)."""
 
     name = "buffer.reuse"
-    source = operand_def()  # buffers, checked in verify_
-    result = result_def()
-    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
-
-    def __init__(self, source: SSAValue, result_type: BufferType):
-        super().__init__(operands=[source], result_types=[result_type])
 
     def verify_(self) -> None:
-        _same_storage_shape(self, self.source.type, self.result.type)
+        super().verify_()
         # Symbolic sizes are the memory plan's to prove; static ones are checked.
         need, have = self.result.type.storage_numel(), self.source.type.storage_numel()
         if need.is_Integer and have.is_Integer and need > have:

@@ -16,6 +16,7 @@ import sympy
 from torch.utils._sympy.functions import FloorDiv, ModularIndexing, PythonMod
 from xdsl.ir import Attribute
 from xdsl.parser import AttrParser
+from xdsl.utils.exceptions import VerifyException
 
 from coil.dialects import dtypes
 from coil.dialects.symbolic import (
@@ -70,6 +71,16 @@ def parse_layout(parser: AttrParser, keys: Sequence[str] = ()) -> Layout:
                     parser.raise_error('expected a quoted device name, e.g. device "cuda:0"')
                 layout.device = device
     return layout
+
+
+def verify_layout(
+    kind: str, shape: Sequence, element_type: Attribute, strides: Sequence | None = None
+) -> None:
+    """A tensor type's own checks: a torch element type, one stride per size."""
+    if not dtypes.is_element_type(element_type):
+        raise VerifyException(f"{element_type} is not a torch element type")
+    if strides is not None and len(shape) != len(strides):
+        raise VerifyException(f"{kind} has {len(shape)} sizes but {len(strides)} strides")
 
 
 def format_layout(

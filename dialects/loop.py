@@ -66,7 +66,7 @@ from xdsl.traits import IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from coil.dialects import dtypes
-from coil.dialects.layout import format_layout, parse_layout
+from coil.dialects.layout import format_layout, parse_layout, verify_layout
 from coil.dialects.symbolic import (
     ShapeAttr,
     SymInt,
@@ -111,8 +111,7 @@ class LoopTensorType(ParametrizedAttribute, TypeAttribute):
         return len(self.shape_attr.data)
 
     def verify(self) -> None:
-        if not dtypes.is_element_type(self.element_type):
-            raise VerifyException(f"{self.element_type} is not a torch element type")
+        verify_layout("loop tensor", self.shape_attr.data, self.element_type)
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
