@@ -137,6 +137,19 @@ def is_tensor_like(t: Attribute) -> bool:
 # --------------------------------------------------------------------------
 
 
+def _check_index_map(op: IRDLOperation, verb: str, noun: str) -> Attribute:
+    """``op.source`` is tensor-like and ``op.index`` has one expression per
+    dimension; returns the source type."""
+    t = op.source.type
+    if not is_tensor_like(t):
+        raise VerifyException(f"{op.name} {verb} a tensor or buffer, not {t}")
+    if len(op.index.data) != len(t.shape_attr.data):
+        raise VerifyException(
+            f"{op.name}: {len(op.index.data)} indices for a rank-{len(t.shape_attr.data)} {noun}"
+        )
+    return t
+
+
 def _check_exprs(
     op: IRDLOperation, exprs: Sequence[sympy.Expr], allowed: set[sympy.Symbol]
 ) -> None:
@@ -192,14 +205,7 @@ class LoadOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        t = self.source.type
-        if not is_tensor_like(t):
-            raise VerifyException(f"loop.load reads a tensor or buffer, not {t}")
-        if len(self.index.data) != len(t.shape_attr.data):
-            raise VerifyException(
-                f"loop.load: {len(self.index.data)} indices for a rank-{len(t.shape_attr.data)} "
-                "tensor"
-            )
+        t = _check_index_map(self, "reads", "tensor")
         if self.result.type != t.element_type:
             raise VerifyException(
                 f"loop.load: result must be the element type {t.element_type}, "
@@ -769,14 +775,7 @@ class ViewOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        t = self.source.type
-        if not is_tensor_like(t):
-            raise VerifyException(f"loop.view: source must be a tensor or buffer, not {t}")
-        if len(self.index.data) != len(t.shape_attr.data):
-            raise VerifyException(
-                f"loop.view: {len(self.index.data)} indices for a rank-{len(t.shape_attr.data)} "
-                "source"
-            )
+        t = _check_index_map(self, "views", "source")
         if self.result.type.element_type != t.element_type:
             raise VerifyException(
                 f"loop.view: a view keeps the element type: source holds {t.element_type}, "
