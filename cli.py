@@ -25,8 +25,16 @@ class FxOptMain(xDSLOptMain):
     version_format = "fx-opt (coil " + __version__ + ") on xDSL {xdsl_version}"
 
     def register_all_dialects(self) -> None:
-        super().register_all_dialects()
+        # xDSL's dialects as super() registers them, except arith: coil's is
+        # xDSL's with MLIR's elementwise tensor forms, which TTIR needs
+        # (dialects/arith.py), and a name can be registered once.
+        from xdsl.universe import Universe
+
         from coil.dialects import get_all_dialects
+
+        for name, factory in Universe.get_multiverse().all_dialects.items():
+            if name != "arith":
+                self.ctx.register_dialect(name, factory)
 
         for name, factory in get_all_dialects().items():
             self.ctx.register_dialect(name, factory)

@@ -11,8 +11,8 @@ from xdsl.printer import Printer
 
 
 def coil_context() -> Context:
-    """A context with builtin/func/arith/math/scf and the coil dialects."""
-    from xdsl.dialects.arith import Arith
+    """A context with builtin/func/arith/math/scf and the coil dialects (arith is
+    coil's, with MLIR's elementwise tensor forms: dialects/arith.py)."""
     from xdsl.dialects.builtin import Builtin
     from xdsl.dialects.func import Func
     from xdsl.dialects.math import Math
@@ -21,7 +21,7 @@ def coil_context() -> Context:
     from coil.dialects import get_all_dialects
 
     ctx = Context()
-    for dialect in (Builtin, Func, Arith, Math, Scf):
+    for dialect in (Builtin, Func, Math, Scf):
         ctx.load_dialect(dialect)
     for name, factory in get_all_dialects().items():
         ctx.register_dialect(name, factory)

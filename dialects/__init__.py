@@ -32,4 +32,28 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Buffer
 
-    return {"aten": aten, "prims": prims, "coil": coil, "loop": loop, "buffer": buffer}
+    def arith() -> Dialect:
+        from coil.dialects.arith import Arith
+
+        return Arith
+
+    def tt() -> Dialect:
+        from coil.dialects.tt import TT
+
+        return TT
+
+    def host() -> Dialect:
+        from coil.dialects.host import Host
+
+        return Host
+
+    return {
+        "tt": tt,
+        "host": host,
+        "arith": arith,
+        "aten": aten,
+        "prims": prims,
+        "coil": coil,
+        "loop": loop,
+        "buffer": buffer,
+    }

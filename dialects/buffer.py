@@ -29,6 +29,7 @@ style: ``outs(%buf : !buffer.buffer<...>)``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 import sympy
 import torch
@@ -265,12 +266,12 @@ class YieldOp(IRDLOperation):
         super().__init__(operands=[list(values)])
 
 
-@irdl_op_definition
-class ExternOp(IRDLOperation):
+class ExternBase(IRDLOperation):
     """Call ATen (the universal fallback): the region holds the aten op(s) to run
-    on the operands; the results are what the region yields."""
+    on the operands; the results are what the region yields (with ``YIELD``).
+    ``buffer.extern`` and ``host.extern`` share this."""
 
-    name = "buffer.extern"
+    YIELD: ClassVar[type[IRDLOperation]]
 
     args = var_operand_def()
     res = var_result_def()
@@ -283,7 +284,7 @@ class ExternOp(IRDLOperation):
     def kernel_name(self) -> str:
         """The overload called ("aten.mm.default"), for logs and generated code."""
         for op in self.body.block.ops:
-            if isinstance(op, YieldOp):
+            if isinstance(op, self.YIELD):
                 continue
             if op.name == "aten.operator":
                 return op.overload_name.data.replace("::", ".")
@@ -295,8 +296,8 @@ class ExternOp(IRDLOperation):
         # Checked before the region's ops: xDSL's own check would blame the aten
         # op ("... is not a terminator"), with no location.
         blocks = self.body.blocks
-        if len(blocks) == 1 and not isinstance(blocks.first.last_op, YieldOp):
-            err = VerifyException("buffer.extern: the region must end with buffer.yield")
+        if len(blocks) == 1 and not isinstance(blocks.first.last_op, self.YIELD):
+            err = VerifyException(f"{self.name}: the region must end with {self.YIELD.name}")
             self.emit_error(f"Operation does not verify: {err}", err)
         super().verify(verify_nested_ops)
 
@@ -304,29 +305,29 @@ class ExternOp(IRDLOperation):
         block = self.body.block
         if len(block.args) != len(self.args):
             raise VerifyException(
-                f"buffer.extern: one block argument per operand: {len(self.args)} operand(s), "
+                f"{self.name}: one block argument per operand: {len(self.args)} operand(s), "
                 f"{len(block.args)} block argument(s)"
             )
         for k, (arg, operand) in enumerate(zip(block.args, self.args)):
             a, b = arg.type, operand.type
             if _shaped(a) and _shaped(b) and not _same_values(a, b):
                 raise VerifyException(
-                    f"buffer.extern: block argument #{k} {a} does not match operand {b} "
+                    f"{self.name}: block argument #{k} {a} does not match operand {b} "
                     "(shape and element type)"
                 )
         term = block.last_op
-        if not isinstance(term, YieldOp):
-            raise VerifyException("buffer.extern: the region must end with buffer.yield")
+        if not isinstance(term, self.YIELD):
+            raise VerifyException(f"{self.name}: the region must end with {self.YIELD.name}")
         if len(term.values) != len(self.res):
             raise VerifyException(
-                f"buffer.extern: the region must yield one value per result: "
+                f"{self.name}: the region must yield one value per result: "
                 f"{len(self.res)} result(s), {len(term.values)} yielded"
             )
         for v, r in zip(term.values, self.res):
             a, b = v.type, r.type
             if _shaped(a) and _shaped(b) and not _same_values(a, b):
                 raise VerifyException(
-                    f"buffer.extern: result {b} does not match what the call yields ({a})"
+                    f"{self.name}: result {b} does not match what the call yields ({a})"
                 )
 
     def print(self, printer: Printer) -> None:
@@ -340,14 +341,14 @@ class ExternOp(IRDLOperation):
         printer.print_region(self.body, print_entry_block_args=True)
 
     @classmethod
-    def parse(cls, parser: Parser) -> ExternOp:
+    def parse(cls, parser: Parser):
         # The quoted name is for readers; the region says what is called, and
         # the two must agree.
         name_start = parser.pos
         name = parser.parse_optional_str_literal()
         if name is None:
             parser.raise_error(
-                'buffer.extern: expected the called op\'s name, e.g. "aten.mm.default"'
+                f'{cls.name}: expected the called op\'s name, e.g. "aten.mm.default"'
             )
         name_end = parser.pos
         names = parser.parse_comma_separated_list(
@@ -358,7 +359,7 @@ class ExternOp(IRDLOperation):
         types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
         if len(types) != len(names):
             parser.raise_error(
-                f"buffer.extern: {len(names)} operand(s) but {len(types)} operand type(s)",
+                f"{cls.name}: {len(names)} operand(s) but {len(types)} operand type(s)",
                 start,
                 parser.pos,
             )
@@ -368,11 +369,19 @@ class ExternOp(IRDLOperation):
         op = cls(parser.resolve_operands(names, types, parser.pos), result_types, body)
         if op.kernel_name != name:
             parser.raise_error(
-                f'buffer.extern: the region calls "{op.kernel_name}", not "{name}"',
+                f'{cls.name}: the region calls "{op.kernel_name}", not "{name}"',
                 name_start,
                 name_end,
             )
         return op
+
+
+@irdl_op_definition
+class ExternOp(ExternBase):
+    """``buffer.extern``: an ATen call on buffers (see ExternBase)."""
+
+    name = "buffer.extern"
+    YIELD: ClassVar[type[IRDLOperation]] = YieldOp
 
 
 def _shaped(t: Attribute) -> bool:

@@ -1,0 +1,240 @@
+"""The host dialect: the wrapper program that allocates buffers and launches kernels.
+
+It is Inductor's ``call(args)`` wrapper as IR (output_code.py's analogue). Values
+are ``!buffer.buffer`` (a strided tensor on a device) and ``index`` sizes; a
+size symbol (``s0``) is bound by the ``host.func`` argument carrying
+``coil.symbol``, or read from an input's size, or from an extern's result (an
+unbacked size) -- the Python target writes those reads:
+
+    host.func @call(%arg0: !buffer.buffer<[s0, 64], f32>) -> !buffer.buffer<[s0, 64], f32> {
+      %buf0 = host.empty_strided : !buffer.buffer<[s0, 64], f32>
+      host.launch @coil_softmax_0 grid [s0, 1, 1] (%arg0, %buf0 : ..., ...)
+          scalars [s0] {num_warps = 4 : i64, num_stages = 1 : i64}
+      %mm = host.extern "aten.mm.default" (%buf0, %w) : (...) -> (...) { aten.mm ... }
+      host.free %buf0 : !buffer.buffer<[s0, 64], f32>
+      host.return %mm : !buffer.buffer<[s0, 32], f32>
+    }
+
+``host.launch`` names a ``tt.func`` of the same module; its buffer operands are
+the kernel's pointer arguments in order, then one scalar argument per
+``scalars`` expression; the grid is three size expressions (programs along x,
+y, z). ``num_warps``/``num_stages`` are Triton's launch options.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import DictionaryAttr, FlatSymbolRefAttrConstr, SymbolRefAttr
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import HasParent, IsTerminator
+from xdsl.utils.exceptions import VerifyException
+
+from coil.dialects.buffer import BufferType, ExternBase
+from coil.dialects.func_like import FuncLikeOp
+from coil.dialects.symbolic import ShapeAttr, format_expr_list, parse_expr_list
+
+
+def _check_buffer(op: Operation, what: str, t: Attribute) -> None:
+    if not isinstance(t, BufferType):
+        raise VerifyException(f"{op.name}: {what} must be a !buffer.buffer, got {t}")
+
+
+@irdl_op_definition
+class FuncOp(FuncLikeOp):
+    """``host.func``: the wrapper, over the graph's inputs; returns its outputs."""
+
+    name = "host.func"
+
+
+@irdl_op_definition
+class ReturnOp(IRDLOperation):
+    """``host.return``: the graph's outputs."""
+
+    name = "host.return"
+    values = var_operand_def()
+    traits = traits_def(IsTerminator(), HasParent(FuncOp))
+    assembly_format = "attr-dict ($values^ `:` type($values))?"
+
+    def __init__(self, *values: SSAValue | Operation):
+        super().__init__(operands=[values])
+
+
+@irdl_op_definition
+class EmptyStridedOp(IRDLOperation):
+    """``host.empty_strided``: fresh storage with the result type's sizes, strides and
+    device (``torch.empty_strided``)."""
+
+    name = "host.empty_strided"
+    result = result_def()
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, result_type: BufferType):
+        super().__init__(result_types=[result_type])
+
+    def verify_(self) -> None:
+        _check_buffer(self, "the result", self.result.type)
+
+
+@irdl_op_definition
+class ReinterpretOp(IRDLOperation):
+    """``host.reinterpret``: the source's storage with the result's sizes, strides and
+    offset (``torch.as_strided``; no copy)."""
+
+    name = "host.reinterpret"
+    source = operand_def()
+    result = result_def()
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source: SSAValue, result_type: BufferType):
+        super().__init__(operands=[source], result_types=[result_type])
+
+    def verify_(self) -> None:
+        _check_buffer(self, "the source", self.source.type)
+        _check_buffer(self, "the result", self.result.type)
+        a, b = self.source.type, self.result.type
+        if a.element_type != b.element_type or a.device != b.device:
+            raise VerifyException(
+                "host.reinterpret: the storage keeps its element type and device "
+                f"({a} -> {b})"
+            )
+
+
+@irdl_op_definition
+class FreeOp(IRDLOperation):
+    """``host.free``: the last use of an allocation (the wrapper drops it)."""
+
+    name = "host.free"
+    buffer = operand_def()
+    assembly_format = "$buffer attr-dict `:` type($buffer)"
+
+    def __init__(self, buffer: SSAValue):
+        super().__init__(operands=[buffer])
+
+    def verify_(self) -> None:
+        _check_buffer(self, "the operand", self.buffer.type)
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Terminates a ``host.extern`` region."""
+
+    name = "host.yield"
+    values = var_operand_def()
+    traits = traits_def(IsTerminator())
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, *values: SSAValue):
+        super().__init__(operands=[list(values)])
+
+
+@irdl_op_definition
+class ExternOp(ExternBase):
+    """``host.extern "aten.mm.default" (...)``: call the ATen op(s) of the region."""
+
+    name = "host.extern"
+    YIELD: ClassVar[type[IRDLOperation]] = YieldOp
+
+
+@irdl_op_definition
+class LaunchOp(IRDLOperation):
+    """``host.launch @kernel grid [x, y, z] (buffers) scalars [exprs] {config}``."""
+
+    name = "host.launch"
+    kernel = prop_def(FlatSymbolRefAttrConstr)
+    grid = prop_def(ShapeAttr)
+    scalars = prop_def(ShapeAttr)
+    config = opt_prop_def(DictionaryAttr)
+    args = var_operand_def()
+
+    def __init__(
+        self,
+        kernel: str,
+        grid: Sequence,
+        args: Sequence[SSAValue],
+        scalars: Sequence = (),
+        config: dict[str, Attribute] | None = None,
+    ):
+        super().__init__(
+            operands=[list(args)],
+            properties={
+                "kernel": SymbolRefAttr(kernel),
+                "grid": ShapeAttr(list(grid)),
+                "scalars": ShapeAttr(list(scalars)),
+                "config": DictionaryAttr(config) if config else None,
+            },
+        )
+
+    @property
+    def kernel_name(self) -> str:
+        return self.kernel.root_reference.data
+
+    def verify_(self) -> None:
+        if len(self.grid.data) != 3:
+            raise VerifyException(
+                f"host.launch: the grid has three extents (x, y, z), got {len(self.grid.data)}"
+            )
+        for k, a in enumerate(self.args):
+            _check_buffer(self, f"argument #{k}", a.type)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" @{self.kernel_name} grid {format_expr_list(self.grid.data)} (")
+        printer.print_list(self.args, printer.print_operand)
+        if self.args:
+            printer.print_string(" : ")
+            printer.print_list([a.type for a in self.args], printer.print_attribute)
+        printer.print_string(")")
+        if self.scalars.data:
+            printer.print_string(f" scalars {format_expr_list(self.scalars.data)}")
+        if self.config is not None:
+            printer.print_string(" ")
+            printer.print_attribute(self.config)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LaunchOp:
+        kernel = parser.parse_symbol_name()
+        if parser.parse_optional_keyword("grid") is None:
+            parser.raise_error("host.launch: expected 'grid [x, y, z]' after the kernel name")
+        grid = parse_expr_list(parser)
+        parser.parse_punctuation("(")
+        names, types = [], []
+        if not parser.parse_optional_punctuation(")"):
+            names = parser.parse_comma_separated_list(
+                parser.Delimiter.NONE, parser.parse_unresolved_operand
+            )
+            parser.parse_punctuation(":")
+            start = parser.pos
+            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+            if len(types) != len(names):
+                parser.raise_error(
+                    f"host.launch: {len(names)} argument(s) but {len(types)} type(s)",
+                    start,
+                    parser.pos,
+                )
+            parser.parse_punctuation(")")
+        scalars = parse_expr_list(parser) if parser.parse_optional_keyword("scalars") else []
+        config = parser.parse_optional_attribute()
+        if config is not None and not isinstance(config, DictionaryAttr):
+            parser.raise_error("host.launch: the launch config is a dictionary {num_warps = ...}")
+        args = parser.resolve_operands(names, types, parser.pos)
+        return cls(kernel.data, grid, args, scalars, config.data if config else None)
+
+
+Host = Dialect(
+    "host",
+    [FuncOp, ReturnOp, EmptyStridedOp, ReinterpretOp, FreeOp, ExternOp, YieldOp, LaunchOp],
+    [],
+)
