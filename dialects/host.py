@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import DictionaryAttr, FlatSymbolRefAttrConstr, SymbolRefAttr
+from xdsl.dialects.builtin import DictionaryAttr, FlatSymbolRefAttrConstr, SymbolRefAttr, i64
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -108,8 +108,7 @@ class ReinterpretOp(IRDLOperation):
         a, b = self.source.type, self.result.type
         if a.element_type != b.element_type or a.device != b.device:
             raise VerifyException(
-                "host.reinterpret: the storage keeps its element type and device "
-                f"({a} -> {b})"
+                f"host.reinterpret: the storage keeps its element type and device ({a} -> {b})"
             )
 
 
@@ -150,8 +149,23 @@ class ExternOp(ExternBase):
 
 
 @irdl_op_definition
+class SeedOp(IRDLOperation):
+    """``host.seed``: a fresh i64 seed from torch's generator, drawn when the wrapper runs
+    (kernels then draw counter-based random numbers from it)."""
+
+    name = "host.seed"
+    result = result_def(i64)
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self):
+        super().__init__(result_types=[i64])
+
+
+@irdl_op_definition
 class LaunchOp(IRDLOperation):
-    """``host.launch @kernel grid [x, y, z] (buffers) scalars [exprs] {config}``."""
+    """``host.launch @kernel grid [x, y, z] (args) scalars [exprs] {config}``: args are
+    buffers (kernel pointer arguments) or i64 values (a seed); then one i64 kernel
+    argument per ``scalars`` expression."""
 
     name = "host.launch"
     kernel = prop_def(FlatSymbolRefAttrConstr)
@@ -188,7 +202,8 @@ class LaunchOp(IRDLOperation):
                 f"host.launch: the grid has three extents (x, y, z), got {len(self.grid.data)}"
             )
         for k, a in enumerate(self.args):
-            _check_buffer(self, f"argument #{k}", a.type)
+            if a.type != i64:
+                _check_buffer(self, f"argument #{k}", a.type)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" @{self.kernel_name} grid {format_expr_list(self.grid.data)} (")
@@ -235,6 +250,6 @@ class LaunchOp(IRDLOperation):
 
 Host = Dialect(
     "host",
-    [FuncOp, ReturnOp, EmptyStridedOp, ReinterpretOp, FreeOp, ExternOp, YieldOp, LaunchOp],
+    [FuncOp, ReturnOp, EmptyStridedOp, ReinterpretOp, FreeOp, ExternOp, YieldOp, SeedOp, LaunchOp],
     [],
 )
