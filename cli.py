@@ -47,6 +47,12 @@ class FxOptMain(xDSLOptMain):
         for name, factory in {**transform_passes(), **lowering_passes()}.items():
             self.register_pass(name, factory)
 
+    def register_all_targets(self) -> None:
+        super().register_all_targets()
+        from coil.targets import get_all_targets
+
+        self.available_targets.update(get_all_targets())
+
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
 

@@ -17,4 +17,19 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return BufferizePass
 
-    return {"convert-aten-to-loop": convert_aten_to_loop, "bufferize": bufferize}
+    def convert_loop_to_tt() -> type[ModulePass]:
+        from coil.lowering.convert_loop_to_tt import ConvertLoopToTtPass
+
+        return ConvertLoopToTtPass
+
+    def convert_buffer_to_host() -> type[ModulePass]:
+        from coil.lowering.convert_buffer_to_host import ConvertBufferToHostPass
+
+        return ConvertBufferToHostPass
+
+    return {
+        "convert-aten-to-loop": convert_aten_to_loop,
+        "bufferize": bufferize,
+        "convert-loop-to-tt": convert_loop_to_tt,
+        "convert-buffer-to-host": convert_buffer_to_host,
+    }

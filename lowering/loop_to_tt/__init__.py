@@ -1,0 +1,1 @@
+"""convert-loop-to-tt's parts: kernel building, index math, reductions, math ops."""
