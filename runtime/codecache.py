@@ -1,0 +1,336 @@
+"""The code cache: generated Python modules written to disk once and imported.
+
+Modelled on Inductor's ``PyCodeCache``. :func:`load_module` hashes the source
+(:func:`source_key`: the source plus the coil, torch, triton and Python
+versions), writes it to ``<cache_dir>/<key[:2]>/<key>.py`` and imports it as
+``coil_generated_<key>``. Kernels must live in a real file: ``@triton.jit``
+reads its function's source with ``inspect.getsourcelines`` (and the
+interpreter re-parses it), which goes through ``linecache`` to that file.
+
+Integrity. An entry is the source followed by one trailer line
+``# coil-checksum: <sha256 of the source>``. Entries are written atomically
+(:func:`write_atomic`: a temporary file in the same directory, fsync,
+``os.replace``), so a reader sees a complete old file or a complete new one;
+two processes compiling the same source at once both write, and both import a
+complete file. On load, an entry whose bytes are not exactly source + trailer
+(truncated, corrupt, an interrupted writer's leftovers) is rewritten, never
+imported. The module is executed from the very text that was checked (compiled
+with the entry's path as filename), not re-read from disk, so no ``.pyc`` and
+no concurrent writer can slip a different text in between.
+
+Interpreter mode (``interpret=True``, used for CPU tensors). Triton chooses
+between a compiled kernel and an interpreted one when ``@triton.jit``
+*decorates* the function, not when it is launched: ``triton.jit``'s inner
+``decorator`` returns ``InterpretedFunction(fn, ...)`` if the interpreter is on
+and ``JITFunction(fn, ...)`` otherwise. Triton 3.0-3.3 test
+``os.getenv("TRITON_INTERPRET", "0") == "1"`` there; 3.4+ test
+``knobs.runtime.interpret`` (an ``env_bool`` re-read from ``TRITON_INTERPRET``
+on every access unless set in Python) -- ``triton/runtime/jit.py::jit`` in 3.9.
+So ``TRITON_INTERPRET=1`` is set only while the generated module executes, and
+exactly that module's kernels become ``InterpretedFunction`` objects. ``triton`` and
+``triton.language`` are imported *before* it is set: importing them under it
+would make triton's own library interpreted for the whole process.
+
+That alone is not enough to *launch* them. Triton's library functions
+(``tl.sum``, ``tl.max``, ``tl.cdiv``, ``tl.rand``, ``tl.randn``, ... in
+``language/standard.py`` and ``language/random.py``) are ``@jit`` functions
+decorated when triton was imported, i.e. ``JITFunction`` objects, whose
+``__call__`` raises "Cannot call @triton.jit'd outside of the scope of a
+kernel"; and the interpreter only patches ``tl`` builtins, not ``@jit``
+functions (an interpreted kernel calling ``tl.sum`` fails exactly so in 3.9).
+A few library helpers (``constexpr_function``) also read the knob at launch.
+So each kernel of an interpreted module is wrapped (:class:`InterpretedKernel`)
+and every launch runs inside :func:`interpreter_scope`: ``TRITON_INTERPRET=1``,
+and ``JITFunction.__call__`` -- which otherwise only raises -- runs the
+function through a cached ``InterpretedFunction(jit_fn.fn)``, which is what
+those library functions would have been had triton been imported under the
+variable. The scope is reference-counted and undone when the last launch
+ends; it also snapshots and restores the attributes of ``triton.language``'s
+modules and classes, because the interpreter's device calls patch them and
+never undo it (``InterpretedFunction.__call__`` discards its patch scope, in
+3.6 and 3.9 alike), which broke a later GPU compile in the same process. Only names that exist
+since triton 3.0 are used: ``JITFunction`` (with
+``.fn``), ``triton.runtime.interpreter.InterpretedFunction(fn)``, ``kernel[grid](...)``.
+
+The environment and ``JITFunction.__call__`` are process-wide: another thread
+*decorating* kernels while a module loads, or calling a ``JITFunction`` outside
+a kernel during an interpreted launch, would see them.
+
+Module state (kept here rather than in ``config``, being caches, not
+options): the in-process memo ``(key, interpret)`` -> module, which like
+Inductor's ``PyCodeCache.modules`` only saves re-executing a loaded module
+(an interpreted load is named ``coil_generated_<key>_interpret`` so both
+flavours of one source coexist in ``sys.modules``); and the interpreter
+scope's depth counter and its ``InterpretedFunction`` wrappers of library
+functions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import importlib.util
+import linecache
+import logging
+import os
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from coil import config
+
+log = logging.getLogger(__name__)
+
+_TRAILER = "# coil-checksum: "
+_modules: dict[tuple[str, bool], ModuleType] = {}
+_lock = threading.RLock()
+
+
+def cache_dir() -> Path:
+    """The cache root: ``COIL_CACHE_DIR``, else ``$XDG_CACHE_HOME/coil`` or
+    ``~/.cache/coil``; created on demand."""
+    path = config.cache_dir()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@functools.cache
+def _salt() -> str:
+    import torch
+    import triton
+
+    import coil
+
+    return "\0".join((coil.__version__, torch.__version__, triton.__version__, sys.version))
+
+
+def source_key(source: str) -> str:
+    """sha256 (hex) of ``source`` and the coil/torch/triton/Python versions."""
+    digest = hashlib.sha256(_salt().encode())
+    digest.update(b"\0")
+    digest.update(source.encode())
+    return digest.hexdigest()
+
+
+def entry_text(source: str) -> str:
+    """What a cache entry for ``source`` holds: the source, then the checksum line."""
+    checksum = hashlib.sha256(source.encode()).hexdigest()
+    newline = "" if source.endswith("\n") or not source else "\n"
+    return f"{source}{newline}{_TRAILER}{checksum}\n"
+
+
+def write_atomic(path: Path | str, text: str) -> None:
+    """Write ``text`` (utf-8) to ``path`` so readers see the whole file or none."""
+    path = Path(path)
+    tmp = tempfile.NamedTemporaryFile(
+        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
+    )
+    try:
+        with tmp:
+            tmp.write(text.encode())
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        os.replace(tmp.name, path)
+    except BaseException:
+        Path(tmp.name).unlink(missing_ok=True)
+        raise
+
+
+def entry_path(key: str) -> Path:
+    """Where the entry for ``key`` lives (the directory is not created here)."""
+    return cache_dir() / key[:2] / f"{key}.py"
+
+
+def _ensure_entry(path: Path, text: str) -> None:
+    try:
+        current = path.read_bytes()
+    except FileNotFoundError:
+        current = None
+    if current == text.encode():
+        return
+    if current is not None:
+        log.debug("rewriting bad cache entry %s (%d bytes)", path, len(current))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, text)
+
+
+@contextlib.contextmanager
+def _environ(name: str, value: str) -> Iterator[None]:
+    previous = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = previous
+
+
+_scope_lock = threading.Lock()
+_scope_depth = 0
+_scope_undo: list[Callable[[], None]] = []
+_interpreted_library: dict[int, tuple[Any, Any]] = {}
+
+
+def _call_library_interpreted(jit_fn: Any, *args: Any, **kwargs: Any) -> Any:
+    from triton.runtime.interpreter import InterpretedFunction
+
+    entry = _interpreted_library.get(id(jit_fn))
+    if entry is None:
+        # Keep jit_fn alive with its wrapper so the id stays unique.
+        entry = _interpreted_library[id(jit_fn)] = (jit_fn, InterpretedFunction(jit_fn.fn))
+    return entry[1](*args, **kwargs)
+
+
+def _snapshot_language() -> list[tuple[Any, dict[str, Any]]]:
+    # The interpreter patches triton.language's modules and classes while a
+    # kernel runs; a device call (InterpretedFunction.__call__, i.e. every
+    # library function) patches them without undoing it, which would break
+    # later GPU compilation in this process. Snapshot them to restore exactly.
+    objects: list[Any] = []
+    for name, module in list(sys.modules.items()):
+        if module is None or not name.startswith("triton.language"):
+            continue
+        objects.append(module)
+        objects.extend(
+            value
+            for value in vars(module).values()
+            if isinstance(value, type) and value.__module__.startswith("triton.language")
+        )
+    return [(obj, dict(vars(obj))) for obj in {id(o): o for o in objects}.values()]
+
+
+def _restore_language(snapshot: list[tuple[Any, dict[str, Any]]]) -> None:
+    for obj, saved in snapshot:
+        current = vars(obj)
+        # Names the interpreter adds to a module's globals (its rewriter injects
+        # its own globals there for the rewritten functions it caches) stay.
+        if isinstance(obj, type):
+            for name in [n for n in current if n not in saved]:
+                delattr(obj, name)
+        for name, value in saved.items():
+            if current.get(name, _MISSING) is not value:
+                setattr(obj, name, value)
+
+
+_MISSING = object()
+
+
+@contextlib.contextmanager
+def interpreter_scope() -> Iterator[None]:
+    """Run Triton's interpreter as if triton had been imported under
+    ``TRITON_INTERPRET=1``: the variable is set and ``@jit`` library functions
+    called from an interpreted kernel are interpreted too. Reentrant and
+    reference-counted across threads."""
+    global _scope_depth
+    from triton.runtime.jit import JITFunction
+
+    with _scope_lock:
+        if _scope_depth == 0:
+            env = _environ("TRITON_INTERPRET", "1")
+            env.__enter__()
+            had_call = "__call__" in JITFunction.__dict__
+            saved_call = JITFunction.__dict__.get("__call__")
+            JITFunction.__call__ = _call_library_interpreted
+            snapshot = _snapshot_language()
+
+            def undo() -> None:
+                if had_call:
+                    JITFunction.__call__ = saved_call
+                else:
+                    del JITFunction.__call__
+                _restore_language(snapshot)
+                env.__exit__(None, None, None)
+
+            _scope_undo.append(undo)
+        _scope_depth += 1
+    try:
+        yield
+    finally:
+        with _scope_lock:
+            _scope_depth -= 1
+            if _scope_depth == 0:
+                _scope_undo.pop()()
+
+
+class InterpretedKernel:
+    """A kernel of a module loaded with ``interpret=True``: ``kernel[grid](...)``
+    and device calls run inside :func:`interpreter_scope`."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+
+    def __getitem__(self, grid: Any) -> Callable[..., Any]:
+        launch = self.fn[grid]
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            with interpreter_scope():
+                return launch(*args, **kwargs)
+
+        return run
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.fn, name)
+
+
+def _execute(path: Path, text: str, name: str, interpret: bool) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    code = compile(text, str(path), "exec")
+    # triton.jit reads sources through linecache; drop any stale lines of a
+    # previous version of this path.
+    linecache.checkcache(str(path))
+    scope: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+    if interpret:
+        # Imported outside the variable so triton's own @jit library stays compiled.
+        import triton
+        import triton.language  # noqa: F401
+
+        scope = _environ("TRITON_INTERPRET", "1")
+    sys.modules[name] = module
+    try:
+        with scope:
+            exec(code, module.__dict__)
+    except BaseException as error:
+        sys.modules.pop(name, None)
+        error.add_note(f"while loading the generated module {path}")
+        raise
+    if interpret:
+        from triton.runtime.interpreter import InterpretedFunction
+
+        for attr, value in list(vars(module).items()):
+            if isinstance(value, InterpretedFunction):
+                setattr(module, attr, InterpretedKernel(value))
+    return module
+
+
+def load_module(source: str, *, interpret: bool = False) -> ModuleType:
+    """Import ``source`` through the on-disk cache (memoized per process).
+
+    ``interpret=True`` makes the module's ``@triton.jit`` kernels run under
+    Triton's interpreter (CPU tensors); its module name gets an ``_interpret``
+    suffix so both flavours of one source can be loaded side by side.
+    """
+    key = source_key(source)
+    with _lock:
+        module = _modules.get((key, interpret))
+        if module is not None:
+            return module
+        path = entry_path(key)
+        text = entry_text(source)
+        _ensure_entry(path, text)
+        name = f"coil_generated_{key}" + ("_interpret" if interpret else "")
+        module = _execute(path, text, name, interpret)
+        module.key = key  # type: ignore[attr-defined]
+        _modules[(key, interpret)] = module
+        return module
