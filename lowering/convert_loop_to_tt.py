@@ -1,0 +1,130 @@
+"""convert-loop-to-tt: each bufferized loop nest becomes a Triton kernel and a launch.
+
+Input: ``func.func``s at the buffer level (after ``bufferize``/``memory-plan``):
+top-level ``loop.pointwise``/``loop.reduction``/``loop.fused`` with ``outs``, and
+``loop.copy`` of buffers. Output: one ``tt.func public @coil_<hints>_<n>`` per
+nest, placed before its function, and the nest replaced in place by
+``host.launch @kernel grid [...] (buffers..., seeds...) scalars [sizes...]``.
+Guarantees: no loop nest or copy is left at the top level of a function (the
+pass fails naming the one it could not lower), and the module verifies.
+The tiling and the ABI are described in ``loop_to_tt/kernel.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import builtin, func
+from xdsl.ir import Block, Operation, Region
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import DiagnosticException
+
+from coil.dialects import host
+from coil.dialects import loop as L
+from coil.dialects.buffer import BufferType
+from coil.lowering.loop_to_tt.kernel import (
+    Options,
+    build_kernel,
+    kernel_name,
+    launch_config,
+)
+
+_KINDS = {"loop.pointwise": "pointwise", "loop.reduction": "reduction", "loop.fused": "fused"}
+
+
+def _copy_as_pointwise(op: L.CopyOp) -> L.PointwiseOp:
+    """``loop.copy %v, %dest`` as the nest that writes it: ``dest[i] = v[i]``."""
+    shape = op.dest.type.shape_attr.data
+    block = L.new_body(len(shape))
+    load = L.LoadOp(op.value, L.index_symbols(len(shape)))
+    block.add_ops([load, L.YieldOp(load.result)])
+    return L.PointwiseOp.build(
+        operands=[[op.dest]],
+        result_types=[[]],
+        properties={"ranges": L.ShapeAttr(shape)},
+        regions=[Region(block)],
+    )
+
+
+@dataclass(frozen=True)
+class ConvertLoopToTtPass(ModulePass):
+    """Lower every top-level bufferized loop nest to a ``tt.func`` + ``host.launch``.
+
+    Options (0 = heuristic): ``xblock``, ``rblock`` (tile sizes, powers of two),
+    ``num-warps``, ``num-stages`` (launch config), ``persistent-threshold`` (the
+    longest static reduction row kept whole in registers; longer or dynamic
+    rows loop over ``RBLOCK`` chunks).
+    """
+
+    name = "convert-loop-to-tt"
+
+    xblock: int = 0
+    rblock: int = 0
+    num_warps: int = 0
+    num_stages: int = 0
+    persistent_threshold: int = 1024
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        options = Options(
+            self.xblock, self.rblock, self.num_warps, self.num_stages, self.persistent_threshold
+        )
+        counter = 0
+        for f in list(op.body.block.ops):
+            if not isinstance(f, func.FuncOp) or not f.body.blocks:
+                continue
+            for nest in list(f.body.block.ops):
+                if isinstance(nest, L.CopyOp):
+                    self._lower_copy(nest, f, options, counter)
+                    counter += 1
+                elif isinstance(nest, L.LoopOp) and nest.outs:
+                    self._lower(nest, f, options, counter)
+                    counter += 1
+            for left in f.body.block.ops:
+                if isinstance(left, L.LoopOp | L.CopyOp | L.ViewOp):
+                    what = "a value-semantic nest (no outs)" if isinstance(left, L.LoopOp) else ""
+                    raise DiagnosticException(
+                        f"convert-loop-to-tt: {left.name} is left in @{f.sym_name.data}"
+                        f"{' — ' + what if what else ''}; run bufferize first"
+                    )
+        op.verify()
+
+    def _lower(self, nest: L.LoopOp, f: func.FuncOp, options: Options, counter: int) -> None:
+        name = kernel_name(nest, counter)
+        try:
+            kernel = build_kernel(nest, name, options, _KINDS[nest.name])
+        except DiagnosticException as e:
+            raise DiagnosticException(f"{e} (in {nest.name} of @{f.sym_name.data})") from e
+        self._replace(nest, kernel, f)
+
+    def _lower_copy(self, op: L.CopyOp, f: func.FuncOp, options: Options, counter: int) -> None:
+        for v in (op.value, op.dest):
+            if not isinstance(v.type, BufferType):
+                raise DiagnosticException(
+                    f"convert-loop-to-tt: loop.copy of {v.type}: expected buffers; run "
+                    "bufferize first"
+                )
+        nest = _copy_as_pointwise(op)
+        holder = Block([nest])  # so the temporary nest has a parent while it is lowered
+        try:
+            hint = op.dest.name_hint
+            name = f"coil_copy_{kernel_name(nest, counter)[5:]}" if not hint else None
+            name = name or kernel_name(nest, counter, prefix="copy_")
+            kernel = build_kernel(nest, name, options, "pointwise")
+        finally:
+            nest.detach()
+            nest.erase()
+            del holder
+        self._replace(op, kernel, f)
+
+    def _replace(self, nest: Operation, kernel, f: func.FuncOp) -> None:
+        Rewriter.insert_op(kernel.func, InsertPoint.before(f))
+        launch = host.LaunchOp(
+            kernel.func.sym_name.data,
+            kernel.grid,
+            kernel.args,
+            kernel.scalars,
+            launch_config(kernel),
+        )
+        Rewriter.replace_op(nest, launch, [])

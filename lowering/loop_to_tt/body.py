@@ -1,0 +1,216 @@
+"""A loop body's scalar ops, cloned onto blocks of a tile.
+
+Each body op becomes the same op on ``tensor<shape x T>`` (constants are splat
+constants, ``cmpi``/``select``/casts coil's tensor-widened arith, ``math`` ops go
+through ``loop_to_tt.math`` when it is there); ``loop.load`` becomes pointer
+arithmetic and a masked ``tt.load``; ``loop.index`` the index expression;
+``loop.rand``/``randn`` a call of ``tl.rand``/``tl.randn``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import sympy
+from xdsl.dialects import arith as xarith
+from xdsl.dialects.builtin import IndexType, IntegerType, f32, i32, i64
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from coil.dialects import arith as A
+from coil.dialects import loop as L
+from coil.dialects import tt
+from coil.dialects.buffer import BufferType
+from coil.dialects.tt import block_of, element_of
+from coil.lowering.loop_to_tt.builder import KernelBuilder, LoweringError, Shape
+
+_WIDENED = {op.name: op for op in A.WIDENED}
+
+
+@dataclass
+class Tile:
+    """Where a body is emitted: its block shape, its lane mask (None when every lane is
+    in range), and how its index symbols read in the kernel's symbols."""
+
+    shape: Shape
+    mask: SSAValue | None
+    subs: Mapping[sympy.Symbol, sympy.Expr] = field(default_factory=dict)
+
+    def index(self, e: sympy.Expr) -> sympy.Expr:
+        return e.xreplace(self.subs) if self.subs else e
+
+
+@dataclass
+class BodyEmitter:
+    """Clones loop bodies for one kernel.
+
+    ``pointer(buffer)`` gives the kernel's pointer argument for a buffer;
+    ``member_value(value, tile)`` the tile value of a group member's result (or
+    None when ``value`` is not one); ``seed(value)`` the kernel's i64 argument.
+    """
+
+    b: KernelBuilder
+    device: str
+    pointer: Callable[[SSAValue], SSAValue]
+    member_value: Callable[[SSAValue, Tile], SSAValue | None]
+    seed: Callable[[SSAValue], SSAValue]
+    n_indirect: int = 0
+
+    def emit(self, block: Block, tile: Tile) -> list[SSAValue]:
+        """The values the body yields, as blocks of ``tile.shape``."""
+        vals: dict[SSAValue, SSAValue] = {}
+        for op in block.ops:
+            if isinstance(op, L.YieldOp):
+                return [self._get(vals, v, tile) for v in op.values]
+            for arg in op.operands:
+                if arg.owner is block:
+                    raise LoweringError(
+                        f"convert-loop-to-tt: {op.name} uses a loop index as a value; "
+                        "read indices with loop.index"
+                    )
+            results = self._emit_op(op, vals, tile)
+            for r, v in zip(op.results, results):
+                if r.name_hint and not v.name_hint:
+                    v.name_hint = r.name_hint
+                vals[r] = v
+        raise LoweringError("convert-loop-to-tt: a loop body must end with loop.yield")
+
+    def _get(self, vals: dict[SSAValue, SSAValue], v: SSAValue, tile: Tile) -> SSAValue:
+        if v in vals:
+            return vals[v]
+        raise LoweringError(
+            f"convert-loop-to-tt: body value {v.name_hint or v} is defined outside the body "
+            "and is not a seed"
+        )
+
+    # ---- one op ----
+
+    def _emit_op(self, op: Operation, vals, tile: Tile) -> list[SSAValue]:
+        b = self.b
+        if isinstance(op, L.LoadOp):
+            return [self.load(op, vals, tile)]
+        if isinstance(op, L.IndexOp):
+            v = b.broadcast_to(b.emit_index(tile.index(op.value)), tile.shape)
+            rt = op.result.type
+            return [b.cast_int(v, b.index_type if isinstance(rt, IndexType) else rt)]
+        if isinstance(op, L.RandOp | L.RandnOp):
+            return [self.random(op, tile)]
+        if isinstance(op, xarith.ConstantOp):
+            attr = op.value
+            value = attr.value.data
+            return [b.const(value, op.result.type, tile.shape)]
+        operands = [self._get(vals, v, tile) for v in op.operands]
+        operands = [b.broadcast_to(v, tile.shape) for v in operands]
+        result_types = [block_of(r.type, tile.shape) for r in op.results]
+        if op.name.startswith("math."):
+            return [self._math(op, operands, result_types[0])]
+        if op.name.startswith("arith."):
+            cls = _WIDENED.get(op.name, type(op))
+            new = cls.create(
+                operands=operands,
+                result_types=result_types,
+                properties=dict(op.properties),
+                attributes=dict(op.attributes),
+            )
+            b.insert(new)
+            return list(new.results)
+        raise LoweringError(f"convert-loop-to-tt: cannot lower {op.name} in a loop body")
+
+    def _math(self, op: Operation, operands: list[SSAValue], result_type: Attribute) -> SSAValue:
+        try:
+            from coil.lowering.loop_to_tt.math import lower_math_op
+        except ImportError:  # the math lowering is optional: keep the op on blocks
+            lower_math_op = None
+        if lower_math_op is not None:
+            try:
+                return lower_math_op(op.name, operands, result_type, self.device, self.b.insert)
+            except NotImplementedError as e:
+                raise LoweringError(f"convert-loop-to-tt: {e}") from e
+        new = type(op).create(
+            operands=operands,
+            result_types=[result_type],
+            properties=dict(op.properties),
+            attributes=dict(op.attributes),
+        )
+        self.b.insert(new)
+        return new.results[0]
+
+    # ---- memory ----
+
+    def address(self, buffer_type: BufferType, index: Sequence[sympy.Expr], tile: Tile):
+        """``sum(index_k * stride_k)`` (no offset: the pointer is the first element)."""
+        strides = buffer_type.strides_attr.data
+        return sum((tile.index(e) * s for e, s in zip(index, strides)), sympy.Integer(0))
+
+    def pointers(self, buffer: SSAValue, offset: sympy.Expr, tile: Tile) -> SSAValue:
+        b = self.b
+        ptr = self.pointer(buffer)
+        off = b.broadcast_to(b.emit_index(offset), tile.shape)
+        base = b.broadcast_to(ptr, tile.shape)
+        return b.cached(("addptr", base, off), lambda: b.emit(tt.AddPtrOp(base, off)))
+
+    def load(self, op: L.LoadOp, vals, tile: Tile) -> SSAValue:
+        b = self.b
+        src = op.source
+        member = self.member_value(src, tile) if not isinstance(src.type, BufferType) else None
+        if member is not None:
+            return self._member_load(op, member, tile)
+        if not isinstance(src.type, BufferType):
+            raise LoweringError(
+                f"convert-loop-to-tt: loop.load reads {src.type}, which is neither a buffer "
+                "nor a member of the nest's group; run bufferize first"
+            )
+        subs = dict(tile.subs)
+        for k, t in enumerate(op.indirect):
+            # t<k> is this load's own operand: bind it under a name no other load uses.
+            self.n_indirect += 1
+            fresh = sympy.Symbol(f"_indirect{self.n_indirect}", integer=True)
+            b.bind(fresh, self._get(vals, t, tile))
+            subs[L.indirect_symbol(k)] = fresh
+        inner = Tile(tile.shape, tile.mask, subs)
+        offset = self.address(src.type, op.index.data, inner)
+        p = self.pointers(src, offset, inner)
+        mask = tile.mask
+        if op.mask is not None:
+            mask = b.and_(b.broadcast_to(self._get(vals, op.mask, tile), tile.shape), mask)
+        if mask is None:
+            return b.emit(tt.LoadOp(p))
+        mask = b.broadcast_to(mask, tile.shape)
+        other = b.const(0, element_of(src.type.element_type), tile.shape)
+        return b.emit(tt.LoadOp(p, mask, other))
+
+    def _member_load(self, op: L.LoadOp, member: SSAValue, tile: Tile) -> SSAValue:
+        if op.indirect or op.mask is not None:
+            raise LoweringError(
+                "convert-loop-to-tt: a group member is read with an indirect or masked index"
+            )
+        return self.b.broadcast_to(member, tile.shape)
+
+    def store(
+        self, buffer: SSAValue, index: Sequence[sympy.Expr], value: SSAValue, tile: Tile
+    ) -> None:
+        b = self.b
+        value = b.broadcast_to(value, tile.shape)
+        p = self.pointers(buffer, self.address(buffer.type, index, tile), tile)
+        mask = b.broadcast_to(tile.mask, tile.shape) if tile.mask is not None else None
+        b.insert(tt.StoreOp(p, value, mask))
+
+    # ---- random numbers ----
+
+    def random(self, op: L.RandOp | L.RandnOp, tile: Tile) -> SSAValue:
+        b = self.b
+        seed = self.seed(op.seed)  # tl.rand takes a 64-bit seed as it is
+        offset = b.broadcast_to(b.emit_index(tile.index(op.offset.data[0])), tile.shape)
+        if element_of(offset.type) not in (i32, i64):
+            offset = b.cast_int(offset, i64)
+        name = "tl.rand" if isinstance(op, L.RandOp) else "tl.randn"
+        call = tt.CallOp(name, [seed, offset], [block_of(f32, tile.shape)])
+        v = b.emit(call)
+        want = op.result.type
+        if want != f32:
+            v = b.to_float(v, want)
+        return v
+
+
+def is_integer(t: Attribute) -> bool:
+    return isinstance(t, IntegerType)

@@ -1,0 +1,636 @@
+"""One bufferized loop nest → one ``tt.func`` kernel and its launch.
+
+Tiling follows Inductor's TritonKernel:
+
+* pointwise: a 1-D tile of ``XBLOCK`` points of the flattened ``ranges``
+  (``xindex = pid * XBLOCK + arange``, ``i_k = xindex // stride_k % d_k``);
+* reductions and fused groups: a 2-D tile ``[XBLOCK, RBLOCK]``, rows ``xindex``
+  as ``[XBLOCK, 1]`` and reduction lanes ``rindex`` as ``[1, RBLOCK]``. A short
+  static row is *persistent* (all of it in registers, each reduction a
+  ``tt.reduce`` where it appears); otherwise the row is walked by ``scf.for``
+  loops over ``roffset`` with ``[XBLOCK, RBLOCK]`` accumulators, one loop per
+  *phase*: a member that needs a reduction of the group starts a later loop
+  (softmax: max, then sum of exp, then the stores). Pointwise members over
+  ``ranges ++ reduction_ranges`` are recomputed in every phase that reads them.
+
+Launch ABI (brief §1): pointer arguments for the buffers read then written
+(deduplicated), i64 arguments for seeds, then one i64 per size symbol.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import sympy
+from torch.utils._sympy.functions import FloorDiv, PythonMod
+from xdsl.dialects import arith as xarith
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FileLineColLoc,
+    StringAttr,
+    i32,
+    i64,
+)
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.transforms.dead_code_elimination import region_dce
+
+from coil.dialects import loop as L
+from coil.dialects import tt
+from coil.dialects.buffer import BufferType
+from coil.dialects.symbolic import index_symbols, is_index_symbol, symbol
+from coil.dialects.tt import element_of
+from coil.lowering.loop_to_tt import reductions as R
+from coil.lowering.loop_to_tt.body import BodyEmitter, Tile
+from coil.lowering.loop_to_tt.builder import KernelBuilder, LoweringError
+
+XINDEX = symbol("xindex")
+RINDEX = symbol("rindex")
+
+
+@dataclass(frozen=True)
+class Options:
+    """The pass's tiling options (0 = heuristic)."""
+
+    xblock: int = 0
+    rblock: int = 0
+    num_warps: int = 0
+    num_stages: int = 0
+    persistent_threshold: int = 1024
+
+
+@dataclass
+class Kernel:
+    """A built kernel and what its launch needs."""
+
+    func: tt.FuncOp
+    grid: list[sympy.Expr]
+    args: list[SSAValue]
+    scalars: list[sympy.Symbol]
+    num_warps: int
+    num_stages: int
+
+
+def next_pow2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def _prod(values: Sequence[sympy.Expr]) -> sympy.Expr:
+    out = sympy.Integer(1)
+    for v in values:
+        out = out * v
+    return out
+
+
+def cdiv(n: sympy.Expr, d: int) -> sympy.Expr:
+    n = sympy.sympify(n)
+    if n.is_Integer:
+        return sympy.Integer(-(-int(n) // d))
+    return FloorDiv(n + d - 1, d) if d != 1 else n
+
+
+def decompose(flat: sympy.Symbol, sizes: Sequence[sympy.Expr]) -> list[sympy.Expr]:
+    """Row-major indices of ``flat`` over ``sizes``: ``flat // stride_k % d_k`` (no mod
+    for the first dimension, no division for the last)."""
+    out = []
+    n = len(sizes)
+    for k, d in enumerate(sizes):
+        if d == 1:
+            out.append(sympy.Integer(0))
+            continue
+        stride = _prod(sizes[k + 1 :])
+        e = FloorDiv(flat, stride) if stride != 1 else flat
+        if k > 0:
+            e = PythonMod(e, d)
+        out.append(e)
+    del n
+    return out
+
+
+def _hint(v: SSAValue) -> str | None:
+    h = v.name_hint
+    if not h:
+        return None
+    h = re.sub(r"_\d+$", "", h)
+    h = re.sub(r"\W", "_", h)
+    if not h or h[0].isdigit():
+        return None
+    return h
+
+
+def kernel_name(nest: L.LoopOp, counter: int, prefix: str = "") -> str:
+    hints: list[str] = []
+    values: list[SSAValue] = []
+    if isinstance(nest, L.FusedOp):
+        for m in nest.members():
+            values.extend(m.results)
+    values.extend(nest.outs)
+    for v in values:
+        h = _hint(v)
+        if h and h not in hints:
+            hints.append(h)
+    if not hints:
+        hints = [
+            {"loop.pointwise": "pointwise", "loop.reduction": "reduction"}.get(nest.name, "fused")
+        ]
+    return f"coil_{prefix}{'_'.join(hints[:4])}_{counter}"
+
+
+def _source_lines(nest: Operation) -> list[str]:
+    lines: list[str] = []
+    for op in nest.walk():
+        loc = getattr(op, "location", None)
+        if isinstance(loc, FileLineColLoc):
+            text = f"{loc.filename.data}:{loc.line.data}"
+            if text not in lines:
+                lines.append(text)
+    return lines
+
+
+# --------------------------------------------------------------------------
+# Group structure
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class Member:
+    op: L.LoopOp
+    kind: str  # "R" (reduction), "P1" (pointwise over ranges), "P2" (over ranges ++ rr)
+    subs: dict[sympy.Symbol, sympy.Expr] = field(default_factory=dict)
+    deps: list[Member] = field(default_factory=list)
+    phase: int = 0  # loop in which a reduction accumulates
+    avail: int = 0  # first loop whose body may read the value
+
+
+def _members(nest: L.LoopOp) -> list[Member]:
+    n = len(nest.ranges.data)
+    if isinstance(nest, L.ReductionOp):
+        return [Member(nest, "R")]
+    members = []
+    m_rr = len(nest.reduction_ranges.data)
+    for op in nest.members():
+        if isinstance(op, L.ReductionOp):
+            members.append(Member(op, "R"))
+        elif len(op.ranges.data) == n:
+            members.append(Member(op, "P1"))
+        else:
+            syms = index_symbols(n + m_rr)
+            rs = index_symbols(n, m_rr)[n:]
+            members.append(Member(op, "P2", {syms[n + k]: rs[k] for k in range(m_rr)}))
+    by_result = {r: m for m in members for r in m.op.results}
+    for m in members:
+        for op in m.op.walk():
+            if isinstance(op, L.LoadOp) and op.source in by_result:
+                d = by_result[op.source]
+                if d not in m.deps:
+                    m.deps.append(d)
+        a = max((d.avail for d in m.deps), default=0)
+        if m.kind == "R":
+            m.phase, m.avail = a, a + 1
+        else:
+            m.avail = a
+    return members
+
+
+# --------------------------------------------------------------------------
+# The builder of one kernel
+# --------------------------------------------------------------------------
+
+
+class KernelLowering:
+    def __init__(self, nest: L.LoopOp, name: str, options: Options, kind: str):
+        self.nest = nest
+        self.name = name
+        self.options = options
+        self.kind = kind
+        self.member_results: set[SSAValue] = set()
+        if isinstance(nest, L.FusedOp):
+            self.member_results = {r for m in nest.members() for r in m.results}
+        self._collect_operands()
+
+    # ---- ABI ----
+
+    def _collect_operands(self) -> None:
+        nest = self.nest
+        reads: list[SSAValue] = []
+        seeds: list[SSAValue] = []
+        exprs: list[sympy.Expr] = list(nest.ranges.data)
+        if isinstance(nest, L.ReductionOp | L.FusedOp):
+            exprs += list(nest.reduction_ranges.data)
+        for op in nest.walk():
+            if isinstance(op, L.LoadOp):
+                exprs += list(op.index.data)
+                if op.source in self.member_results:
+                    continue
+                if not isinstance(op.source.type, BufferType):
+                    raise LoweringError(
+                        f"convert-loop-to-tt: {nest.name} reads {op.source.type}, not a "
+                        "buffer; run bufferize first"
+                    )
+                if op.source not in reads:
+                    reads.append(op.source)
+            elif isinstance(op, L.IndexOp):
+                exprs.append(op.value)
+            elif isinstance(op, L.RandOp | L.RandnOp):
+                exprs.append(op.offset.data[0])
+                if op.seed not in seeds:
+                    seeds.append(op.seed)
+        outs = list(nest.outs)
+        buffers = reads + [o for o in outs if o not in reads]
+        for buf in buffers:
+            exprs += list(buf.type.strides_attr.data)
+        self.buffers = buffers
+        self.seeds = seeds
+        names: list[str] = []
+        counts = {"in_ptr": 0, "out_ptr": 0, "in_out_ptr": 0}
+        for buf in buffers:
+            key = (
+                "in_out_ptr"
+                if buf in reads and buf in outs
+                else "in_ptr"
+                if buf in reads
+                else "out_ptr"
+            )
+            names.append(f"{key}{counts[key]}")
+            counts[key] += 1
+        syms: set[sympy.Symbol] = set()
+        for e in exprs:
+            syms |= {s for s in sympy.sympify(e).free_symbols if not is_index_symbol(s)}
+        self.scalars = sorted(syms, key=lambda s: s.name)
+        self.arg_names = (
+            names + [f"seed{k}" for k in range(len(seeds))] + [s.name for s in self.scalars]
+        )
+        self.device = str(outs[0].type.device_attr.data) if outs else "cpu"
+        # Index type: i32 when everything is static and fits.
+        static = not self.scalars
+        big = False
+        if static:
+            total = int(_prod(nest.ranges.data)) * int(_prod(self._rranges()))
+            big = total >= 2**31 - 2**16
+            for buf in buffers:
+                big |= int(buf.type.storage_numel()) >= 2**31
+        self.index_type = i32 if static and not big else i64
+
+    def _rranges(self) -> tuple[sympy.Expr, ...]:
+        if isinstance(self.nest, L.ReductionOp | L.FusedOp):
+            return tuple(self.nest.reduction_ranges.data)
+        return ()
+
+    # ---- entry ----
+
+    def build(self) -> Kernel:
+        arg_types = [tt.PointerType(b.type.element_type) for b in self.buffers]
+        arg_types += [i64] * (len(self.seeds) + len(self.scalars))
+        func = tt.FuncOp(self.name, arg_types, [], visibility="public")
+        func.attributes["coil.kind"] = StringAttr(self.kind)
+        func.attributes["coil.source_lines"] = ArrayAttr(
+            [StringAttr(s) for s in _source_lines(self.nest)]
+        )
+        block = func.body.block
+        for arg, name in zip(block.args, self.arg_names):
+            arg.name_hint = name
+        self.ptr_of = dict(zip(self.buffers, block.args[: len(self.buffers)]))
+        n_ptr = len(self.buffers)
+        self.seed_of = dict(zip(self.seeds, block.args[n_ptr : n_ptr + len(self.seeds)]))
+        self.b = KernelBuilder(block, self.index_type)
+        for sym, arg in zip(self.scalars, block.args[n_ptr + len(self.seeds) :]):
+            self.b.bind(sym, arg)
+        self.body = BodyEmitter(self.b, self.device, self._pointer, self._member_value, self._seed)
+        if isinstance(self.nest, L.PointwiseOp):
+            grid, warps = self._pointwise()
+        else:
+            grid, warps = self._group()
+        self.b.insert(tt.ReturnOp())
+        region_dce(func.body)  # constants and splats a broadcast made unnecessary
+        return Kernel(
+            func,
+            grid,
+            list(self.buffers) + list(self.seeds),
+            list(self.scalars),
+            self.options.num_warps or warps,
+            self.options.num_stages or 1,
+        )
+
+    def _pointer(self, buf: SSAValue) -> SSAValue:
+        return self.ptr_of[buf]
+
+    def _seed(self, v: SSAValue) -> SSAValue:
+        if v not in self.seed_of:
+            raise LoweringError("convert-loop-to-tt: a random op's seed is not a kernel operand")
+        return self.seed_of[v]
+
+    # ---- common tile pieces ----
+
+    def _xindex(self, xblock: int, xnumel: sympy.Expr, rank: int) -> SSAValue | None:
+        """Binds ``xindex`` (``[XBLOCK]`` or ``[XBLOCK, 1]``); returns the x mask."""
+        b, it = self.b, self.index_type
+        pid = b.emit(tt.GetProgramIdOp(0))
+        pid.name_hint = "pid"
+        xoffset = b.binary(
+            xarith.MuliOp,
+            b.cast_int(pid, it),
+            b.const(xblock, it),
+        )
+        xoffset.name_hint = "xoffset"
+        rng = b.cast_int(b.emit(tt.MakeRangeOp(0, xblock)), it)
+        if rank == 2:
+            rng = b.emit(tt.ExpandDimsOp(rng, 1))
+        xindex = b.binary(xarith.AddiOp, xoffset, rng)
+        xindex.name_hint = "xindex"
+        b.bind(XINDEX, xindex)
+        xnumel = sympy.sympify(xnumel)
+        if xnumel.is_Integer and int(xnumel) % xblock == 0:
+            return None
+        xmask = b.cmpi(xindex, b.emit_index(xnumel), "slt")
+        xmask.name_hint = "xmask"
+        return xmask
+
+    def _bind_indices(self, flat: sympy.Symbol, syms, sizes) -> None:
+        for s, e in zip(syms, decompose(flat, sizes)):
+            v = self.b.emit_index(e)
+            if not v.name_hint:
+                v.name_hint = s.name
+            self.b.bind(s, v)
+
+    # ---- pointwise ----
+
+    def _pointwise(self) -> tuple[list[sympy.Expr], int]:
+        op = self.nest
+        ranges = op.ranges.data
+        xnumel = _prod(ranges)
+        if self.options.xblock:
+            xblock = next_pow2(self.options.xblock)
+        elif xnumel.is_Integer:
+            xblock = min(1024, next_pow2(int(xnumel)))
+        else:
+            xblock = 1024
+        xmask = self._xindex(xblock, xnumel, 1)
+        syms = index_symbols(len(ranges))
+        self._bind_indices(XINDEX, syms, ranges)
+        tile = Tile((xblock,), xmask)
+        (value,) = self.body.emit(op.body.block, tile)
+        self.body.store(op.outs[0], syms, value, tile)
+        warps = 4 if xblock <= 1024 else 8
+        return [cdiv(xnumel, xblock), sympy.Integer(1), sympy.Integer(1)], warps
+
+    # ---- reductions and groups ----
+
+    def _group(self) -> tuple[list[sympy.Expr], int]:
+        nest = self.nest
+        b, it = self.b, self.index_type
+        ranges, rranges = nest.ranges.data, self._rranges()
+        n = len(ranges)
+        xnumel, rnumel = _prod(ranges), _prod(rranges)
+        opts = self.options
+        persistent = rnumel.is_Integer and int(rnumel) <= opts.persistent_threshold
+        if persistent:
+            rblock = next_pow2(int(rnumel))
+        elif opts.rblock:
+            rblock = next_pow2(opts.rblock)
+        else:
+            rblock = 64 if not rnumel.is_Integer else min(64, next_pow2(int(rnumel)))
+        if opts.xblock:
+            xblock = next_pow2(opts.xblock)
+        else:
+            budget = 4096 if persistent else 2048
+            xblock = 1 << (max(1, min(64, budget // rblock)).bit_length() - 1)
+            if xnumel.is_Integer:
+                xblock = min(xblock, next_pow2(int(xnumel)))
+        self.xblock, self.rblock = xblock, rblock
+        self.xmask = self._xindex(xblock, xnumel, 2)
+        self.isyms = index_symbols(n, len(rranges))[:n]
+        self.rsyms = index_symbols(n, len(rranges))[n:]
+        self._bind_indices(XINDEX, self.isyms, ranges)
+        rbase = b.emit(tt.ExpandDimsOp(b.cast_int(b.emit(tt.MakeRangeOp(0, rblock)), it), 0))
+        rbase.name_hint = "rbase"
+        self.tile1 = Tile((xblock, 1), self.xmask)
+        self.members = _members(nest)
+        self.outputs: dict[tuple[int, int], list[SSAValue]] = {}
+        self._collect_outputs()
+        self.rnumel = rnumel
+        if persistent:
+            self._rtile(rbase, rnumel, rblock)
+            self._persistent()
+        else:
+            self._looped(rbase, rnumel, rblock)
+        warps = 8 if xblock * rblock >= 4096 else 4
+        return [cdiv(xnumel, xblock), sympy.Integer(1), sympy.Integer(1)], warps
+
+    def _collect_outputs(self) -> None:
+        nest = self.nest
+        if isinstance(nest, L.ReductionOp):
+            for k, out in enumerate(nest.outs):
+                self.outputs.setdefault((id(nest), k), []).append(out)
+            return
+        term = nest.body.block.last_op
+        for v, out in zip(term.values, nest.outs):
+            self.outputs.setdefault((id(v.owner), v.index), []).append(out)
+
+    def _rtile(self, rindex_offset: SSAValue, rnumel: sympy.Expr, rblock: int) -> None:
+        """Binds rindex and the r indices; sets the 2-D tile."""
+        b = self.b
+        rindex = rindex_offset
+        b.bind(RINDEX, rindex)
+        self.rindex = rindex
+        rmask = None
+        if not (rnumel.is_Integer and int(rnumel) % rblock == 0):
+            rmask = b.cmpi(rindex, b.emit_index(rnumel), "slt")
+            rmask.name_hint = "rmask"
+        self._bind_indices(RINDEX, self.rsyms, self._rranges())
+        shape = (self.xblock, rblock)
+        mask = b.and_(self.xmask, rmask)
+        if mask is not None:
+            mask = b.broadcast_to(mask, shape)
+        self.tile2 = Tile(shape, mask)
+
+    def _member_value(self, value: SSAValue, tile: Tile) -> SSAValue | None:
+        if value not in self.member_results:
+            return None
+        found = self.b.lookup(("member", value))
+        if found is not None:
+            return found
+        member = next(m for m in self.members if value in m.op.results)
+        if member.kind != "P2":
+            raise LoweringError(
+                f"convert-loop-to-tt: {member.op.name} result read before it is computed"
+            )
+        vals = self._compute_pointwise(member)
+        return vals[value.index]
+
+    def _compute_pointwise(self, m: Member) -> list[SSAValue]:
+        tile = self.tile1 if m.kind == "P1" else self.tile2
+        tile = Tile(tile.shape, tile.mask, m.subs)
+        vals = self.body.emit(m.op.body.block, tile)
+        for r, v in zip(m.op.results, vals):
+            self.b.remember(("member", r), v)
+        return vals
+
+    def _store_outputs(self, m: Member, values: Sequence[SSAValue]) -> None:
+        for k, v in enumerate(values):
+            for out in self.outputs.get((id(m.op), k), []):
+                if m.kind == "P2":
+                    self.body.store(out, self.isyms + self.rsyms, v, self.tile2)
+                else:
+                    self.body.store(out, self.isyms, v, self.tile1)
+
+    def _set_results(self, m: Member, values: Sequence[SSAValue]) -> None:
+        for r, v in zip(m.op.results, values):
+            self.b.remember(("member", r), v)
+        self._store_outputs(m, values)
+
+    def _expand(self, v: SSAValue) -> SSAValue:
+        return self.b.emit(tt.ExpandDimsOp(v, 1))
+
+    def _rindex_i64(self) -> SSAValue:
+        return self.b.broadcast_to(self.b.cast_int(self.rindex, i64), self.tile2.shape)
+
+    # persistent: whole rows in registers, members in order
+
+    def _persistent(self) -> None:
+        b = self.b
+        for m in self.members:
+            if m.kind == "P1":
+                self._set_results(m, self._compute_pointwise(m))
+            elif m.kind == "P2":
+                vals = self.b.lookup(("member", m.op.results[0])) if m.op.results else None
+                if (id(m.op), 0) in self.outputs:
+                    vals = [vals] if vals is not None else self._compute_pointwise(m)
+                    self._store_outputs(m, vals)
+            else:
+                (v,) = self.body.emit(m.op.body.block, self.tile2)
+                self._set_results(m, self._reduce_row(m.op.kind.data, v))
+        del b
+
+    def _reduce_row(self, kind: str, v: SSAValue) -> list[SSAValue]:
+        b = self.b
+        mask = self.tile2.mask
+        elem = element_of(v.type)
+        shape = self.tile2.shape
+        if kind == "welford":
+            n = b.const(int(self.rnumel), elem, (self.xblock, 1))
+            x = b.select(mask, v, b.const(0, elem, shape)) if mask is not None else v
+            mean = b.binary(
+                xarith.DivfOp,
+                self._expand(R.reduce(b, "sum", [x])[0]),
+                n,
+            )
+            d = b.binary(xarith.SubfOp, v, mean)
+            d2 = b.binary(xarith.MulfOp, d, d)
+            if mask is not None:
+                d2 = b.select(mask, d2, b.const(0, elem, shape))
+            m2 = self._expand(R.reduce(b, "sum", [d2])[0])
+            return [mean, m2, n]
+        ident = b.const(R.identity(kind, elem), elem, shape)
+        if mask is not None:
+            v = b.select(mask, v, ident)
+        if kind in R.ARG_KINDS:
+            _, idx = R.reduce(b, kind, [v, self._rindex_i64()])
+            return [self._expand(idx)]
+        return [self._expand(R.reduce(b, kind, [v])[0])]
+
+    # looped: one scf.for per phase
+
+    def _looped(self, rbase: SSAValue, rnumel: sympy.Expr, rblock: int) -> None:
+        b, it = self.b, self.index_type
+        reds = [m for m in self.members if m.kind == "R"]
+        p2_out = [m for m in self.members if m.kind == "P2" and (id(m.op), 0) in self.outputs]
+        n_loops = max([m.phase + 1 for m in reds] + [m.avail + 1 for m in p2_out] + [1])
+        pending_p1 = [m for m in self.members if m.kind == "P1"]
+        shape = (self.xblock, rblock)
+        for k in range(n_loops):
+            for m in [m for m in pending_p1 if m.avail <= k]:
+                self._set_results(m, self._compute_pointwise(m))
+                pending_p1.remove(m)
+            here = [m for m in reds if m.phase == k]
+            inits: list[SSAValue] = []
+            for m in here:
+                inits += self._acc_init(m, shape)
+            body = Block(arg_types=[it] + [v.type for v in inits])
+            body.args[0].name_hint = "roffset"
+            lb, ub, step = b.const(0, it), b.emit_index(rnumel), b.const(rblock, it)
+            with b.at(body):
+                rindex = b.binary(xarith.AddiOp, body.args[0], rbase)
+                rindex.name_hint = "rindex"
+                self._rtile(rindex, rnumel, rblock)
+                accs = list(body.args[1:])
+                new: list[SSAValue] = []
+                for m in here:
+                    n_acc = len(self._acc_init_kinds(m))
+                    mine, accs = accs[:n_acc], accs[n_acc:]
+                    new += self._acc_update(m, mine)
+                for m in p2_out:
+                    if m.avail == k:
+                        vals = b.lookup(("member", m.op.results[0]))
+                        vals = [vals] if vals is not None else self._compute_pointwise(m)
+                        self._store_outputs(m, vals)
+                b.insert(scf.YieldOp(*new))
+            loop = scf.ForOp(lb, ub, step, inits, Region(body))
+            b.insert(loop)
+            results = list(loop.res)
+            for m in here:
+                n_acc = len(self._acc_init_kinds(m))
+                mine, results = results[:n_acc], results[n_acc:]
+                self._set_results(m, self._acc_final(m, mine))
+        for m in pending_p1:
+            self._set_results(m, self._compute_pointwise(m))
+
+    def _acc_init_kinds(self, m: Member) -> list[str]:
+        kind = m.op.kind.data
+        if kind == "welford":
+            return ["mean", "m2", "weight"]
+        if kind in R.ARG_KINDS:
+            return ["value", "index"]
+        return ["value"]
+
+    def _elem(self, m: Member):
+        return m.op.body.block.last_op.values[0].type
+
+    def _acc_init(self, m: Member, shape) -> list[SSAValue]:
+        b = self.b
+        kind, elem = m.op.kind.data, self._elem(m)
+        if kind == "welford":
+            return [b.const(0, elem, shape)] * 3
+        if kind in R.ARG_KINDS:
+            return [b.const(R.identity(kind, elem), elem, shape), b.const(0, i64, shape)]
+        return [b.const(R.identity(kind, elem), elem, shape)]
+
+    def _acc_update(self, m: Member, acc: list[SSAValue]) -> list[SSAValue]:
+        b = self.b
+        kind = m.op.kind.data
+        (v,) = self.body.emit(m.op.body.block, self.tile2)
+        if kind == "welford":
+            new = R.welford_step(b, acc, v)
+        elif kind in R.ARG_KINDS:
+            new = R.combine(b, kind, acc, [v, self._rindex_i64()])
+        else:
+            new = R.combine(b, kind, acc, [v])
+        mask = self.tile2.mask
+        if mask is not None:
+            new = [b.select(mask, x, a) for x, a in zip(new, acc)]
+        return new
+
+    def _acc_final(self, m: Member, acc: list[SSAValue]) -> list[SSAValue]:
+        b = self.b
+        kind = m.op.kind.data
+        out = R.reduce(b, kind, acc)
+        if kind in R.ARG_KINDS:
+            return [self._expand(out[1])]
+        return [self._expand(v) for v in out]
+
+
+def build_kernel(nest: L.LoopOp, name: str, options: Options, kind: str) -> Kernel:
+    return KernelLowering(nest, name, options, kind).build()
+
+
+def launch_config(k: Kernel) -> dict:
+    from xdsl.dialects.builtin import IntegerAttr
+
+    return {
+        "num_warps": IntegerAttr(k.num_warps, 64),
+        "num_stages": IntegerAttr(k.num_stages, 64),
+    }
+
+
+__all__ = ["Kernel", "Options", "build_kernel", "kernel_name", "launch_config", "next_pow2"]

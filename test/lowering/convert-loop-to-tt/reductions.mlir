@@ -1,0 +1,107 @@
+// RUN: fx-opt %s -p convert-loop-to-tt --split-input-file | filecheck %s
+// RUN: fx-opt %s -p "convert-loop-to-tt{persistent-threshold=0 rblock=16}" --split-input-file | filecheck %s --check-prefix=LOOP
+// RUN: not fx-opt %S/Inputs/value-semantic.mlir -p convert-loop-to-tt 2>&1 | filecheck %s --check-prefix=ERR
+
+// Softmax as a fused group. Persistent (a 64-wide row in registers): max, then
+// the sum of exp, then the stores, each reduction a tt.reduce over axis 1.
+// Looped: one scf.for per phase (max; sum; the stores).
+
+// CHECK-LABEL: tt.func public @coil_amax_sum_div_0(%in_ptr0: !tt.ptr<f32>, %out_ptr0: !tt.ptr<f32>)
+// CHECK-SAME:    coil.kind = "fused"
+// CHECK:         tt.expand_dims %{{.*}} {axis = 1 : i32} : tensor<8xi32> -> tensor<8x1xi32>
+// CHECK:         %rbase = tt.expand_dims %{{.*}} {axis = 0 : i32} : tensor<64xi32> -> tensor<1x64xi32>
+// CHECK:         "tt.reduce"
+// CHECK:           arith.maximumf
+// CHECK:         "tt.reduce"
+// CHECK:           arith.addf
+// CHECK:         arith.divf {{.*}} : tensor<8x64xf32>
+// CHECK:         tt.store
+// CHECK:       host.launch @coil_amax_sum_div_0 grid [1, 1, 1]
+
+// LOOP-LABEL: tt.func public @coil_amax_sum_div_0
+// LOOP-COUNT-3: scf.for
+// LOOP-NOT:    scf.for
+func.func @softmax(%arg0: !buffer.buffer<[8, 64], f32>) -> !buffer.buffer<[8, 64], f32> {
+  %div = buffer.alloc : !buffer.buffer<[8, 64], f32>
+  loop.fused [8] [64] outs(%div : !buffer.buffer<[8, 64], f32>) {
+    %amax = loop.reduction max [8] [64] : !loop.tensor<[8], f32> {
+    ^bb0(%i0: index, %r0: index):
+      %0 = loop.load %arg0[i0, r0] : !buffer.buffer<[8, 64], f32>
+      loop.yield %0 : f32
+    }
+    %sum = loop.reduction sum [8] [64] : !loop.tensor<[8], f32> {
+    ^bb0(%i0: index, %r0: index):
+      %1 = loop.load %arg0[i0, r0] : !buffer.buffer<[8, 64], f32>
+      %2 = loop.load %amax[i0] : !loop.tensor<[8], f32>
+      %3 = arith.subf %1, %2 : f32
+      %4 = math.exp %3 : f32
+      loop.yield %4 : f32
+    }
+    %div_1 = loop.pointwise [8, 64] : !loop.tensor<[8, 64], f32> {
+    ^bb0(%i0: index, %i1: index):
+      %5 = loop.load %arg0[i0, i1] : !buffer.buffer<[8, 64], f32>
+      %6 = loop.load %amax[i0] : !loop.tensor<[8], f32>
+      %7 = arith.subf %5, %6 : f32
+      %8 = math.exp %7 : f32
+      %9 = loop.load %sum[i0] : !loop.tensor<[8], f32>
+      %10 = arith.divf %8, %9 : f32
+      loop.yield %10 : f32
+    }
+    loop.yield %div_1 : !loop.tensor<[8, 64], f32>
+  }
+  func.return %div : !buffer.buffer<[8, 64], f32>
+}
+
+// -----
+
+// argmax: a two-operand tt.reduce over (value, index); first index on ties.
+
+// CHECK-LABEL: tt.func public @coil_am_0
+// CHECK:         "tt.reduce"(%{{.*}}, %{{.*}}) <{axis = 1 : i32}>
+// CHECK:           arith.cmpi slt
+// CHECK:           arith.cmpf ogt
+// CHECK:         }) : (tensor<{{.*}}xf32>, tensor<{{.*}}xi64>) -> (tensor<{{.*}}xf32>, tensor<{{.*}}xi64>)
+// CHECK:         tt.store %{{.*}} : tensor<{{.*}}x!tt.ptr<i64>>
+
+// LOOP-LABEL: tt.func public @coil_am_0
+// LOOP:         scf.for
+// LOOP:         "tt.reduce"(%{{.*}}, %{{.*}}) <{axis = 1 : i32}>
+func.func @argmax(%x: !buffer.buffer<[4, 100], f32>) -> !buffer.buffer<[4], i64> {
+  %am = buffer.alloc : !buffer.buffer<[4], i64>
+  loop.reduction argmax [4] [100] outs(%am : !buffer.buffer<[4], i64>) {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %x[i0, r0] : !buffer.buffer<[4, 100], f32>
+    loop.yield %0 : f32
+  }
+  func.return %am : !buffer.buffer<[4], i64>
+}
+
+// -----
+
+// welford (mean, m2, count): persistent rows reduce sums; looped rows keep
+// per-lane (mean, m2, weight) and combine them with a three-operand tt.reduce.
+
+// CHECK-LABEL: tt.func public @coil_mean_m2_n_0
+// CHECK:         "tt.reduce"
+// CHECK:         arith.divf
+// CHECK:         "tt.reduce"
+// CHECK-COUNT-3: tt.store
+
+// LOOP-LABEL: tt.func public @coil_mean_m2_n_0
+// LOOP:         scf.for
+// LOOP:         "tt.reduce"(%{{.*}}, %{{.*}}, %{{.*}}) <{axis = 1 : i32}>
+func.func @welford(%x: !buffer.buffer<[s0, 32], f32>) -> (!buffer.buffer<[s0], f32>, !buffer.buffer<[s0], f32>, !buffer.buffer<[s0], f32>) {
+  %mean = buffer.alloc : !buffer.buffer<[s0], f32>
+  %m2 = buffer.alloc : !buffer.buffer<[s0], f32>
+  %n = buffer.alloc : !buffer.buffer<[s0], f32>
+  loop.reduction welford [s0] [32] outs(%mean, %m2, %n : !buffer.buffer<[s0], f32>, !buffer.buffer<[s0], f32>, !buffer.buffer<[s0], f32>) {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %x[i0, r0] : !buffer.buffer<[s0, 32], f32>
+    loop.yield %0 : f32
+  }
+  func.return %mean, %m2, %n : !buffer.buffer<[s0], f32>, !buffer.buffer<[s0], f32>, !buffer.buffer<[s0], f32>
+}
+
+// ERR: convert-loop-to-tt: loop.pointwise is left in @f
+// ERR-SAME: run bufferize first
+// ERR-NOT: Traceback
