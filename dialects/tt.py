@@ -470,17 +470,20 @@ class LoadOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> LoadOp:
+        start = parser.pos
         names = parser.parse_comma_separated_list(
             parser.Delimiter.NONE, parser.parse_unresolved_operand
         )
+        operands_end = parser.pos
         props = _parse_memory_props(parser)
         parser.parse_punctuation(":")
+        type_start = parser.pos
         ptr_type = parser.parse_type()
         if len(names) > 3:
-            parser.raise_error("tt.load takes %ptr, optional %mask and %other")
+            parser.raise_error("tt.load takes %ptr, optional %mask and %other", start, operands_end)
         pointee = _pointee(ptr_type)
         if pointee is None:
-            parser.raise_error(f"tt.load: {ptr_type} is not a pointer type")
+            parser.raise_error(f"tt.load: {ptr_type} is not a pointer type", type_start, parser.pos)
         shape = shape_of(ptr_type)
         types = [ptr_type, block_of(i1, shape), block_of(pointee, shape)][: len(names)]
         values = parser.resolve_operands(names, types, parser.pos)
@@ -556,17 +559,24 @@ class StoreOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> StoreOp:
+        start = parser.pos
         names = parser.parse_comma_separated_list(
             parser.Delimiter.NONE, parser.parse_unresolved_operand
         )
+        operands_end = parser.pos
         props = _parse_memory_props(parser)
         parser.parse_punctuation(":")
+        type_start = parser.pos
         ptr_type = parser.parse_type()
         if len(names) not in (2, 3):
-            parser.raise_error("tt.store takes %ptr, %value and an optional %mask")
+            parser.raise_error(
+                "tt.store takes %ptr, %value and an optional %mask", start, operands_end
+            )
         pointee = _pointee(ptr_type)
         if pointee is None:
-            parser.raise_error(f"tt.store: {ptr_type} is not a pointer type")
+            parser.raise_error(
+                f"tt.store: {ptr_type} is not a pointer type", type_start, parser.pos
+            )
         shape = shape_of(ptr_type)
         types = [ptr_type, block_of(pointee, shape), block_of(i1, shape)][: len(names)]
         return cls(*parser.resolve_operands(names, types, parser.pos), **props)

@@ -1,0 +1,628 @@
+"""``-t python``: a host module (``host.func`` + ``tt.func`` kernels) as one importable
+Python module, like TorchInductor's ``output_code.py``::
+
+    import torch
+    import triton
+    import triton.language as tl
+    from coil.runtime.wrapper import cdiv, check_input, CoilInputError
+
+    @triton.jit
+    def coil_softmax_0(in_ptr0, out_ptr0, ...): ...
+
+    def call(args):
+        arg0_1, arg1_1 = args
+        args.clear()
+        s0 = arg0_1.size(0)
+        check_input("arg0_1", arg0_1, (s0, 64), (64, 1), torch.float32, "cuda:0")
+        buf0 = torch.empty_strided((s0, 64), (64, 1), dtype=torch.float32, device="cuda:0")
+        coil_softmax_0[(s0, 1, 1)](arg0_1, buf0, s0, num_warps=4, num_stages=1)
+        return (buf0,)
+
+``call(args)`` takes the inputs in ``host.func`` order and returns what
+``coil.runtime.aten_executor.run_module`` returns for the same function (a
+tuple, or the ``coil.output_tree`` structure). Size symbols are bound from an
+``index`` argument with ``coil.symbol``, else from an input's size or stride that
+is exactly the symbol, else right after the extern call whose result first has
+it (an unbacked size). ``host.extern`` regions print one ``torch.ops`` call per
+aten op, with the arguments ``aten_executor`` passes.
+
+``HostPrinter`` holds all naming state and prints one op per small method. The
+text depends only on the IR (no addresses, times or dict-order accidents), so
+the code cache may key on its hash.
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import singledispatchmethod
+from typing import IO, Any
+
+import sympy
+import torch
+from xdsl.context import Context
+from xdsl.dialects import builtin
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    IntegerAttr,
+    ModuleOp,
+    NoneAttr,
+    StringAttr,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.utils.exceptions import DiagnosticException
+from xdsl.utils.target import Target
+
+from coil.dialects import dtypes, tt
+from coil.dialects import host as H
+from coil.dialects.aten import AtenOp, ConstantOp, OperandRefAttr, OperatorOp, TensorConstantOp
+from coil.dialects.aten_schema import Kind, argument_kinds, parse_enum
+from coil.dialects.buffer import BufferType
+from coil.dialects.symbolic import ExprAttr, ShapeAttr, SymbolicSyntaxError, format_expr, to_expr
+
+WRAPPER_IMPORT = "from coil.runtime.wrapper import cdiv, check_input, CoilInputError"
+
+# Names generated code uses itself: never a value's name.
+_RESERVED = {
+    "torch",
+    "triton",
+    "tl",
+    "libdevice",
+    "cdiv",
+    "check_input",
+    "CoilInputError",
+    "call",
+    "args",
+    "max",
+    "min",
+    "int",
+    "float",
+    "len",
+    "None",
+    "True",
+    "False",
+}
+
+
+class PythonTargetError(DiagnosticException):
+    """The module cannot be printed as a host program (the message says why)."""
+
+
+def python_expr(expr: Any) -> str:
+    """A size expression as Python over the bound symbol names (``floordiv`` -> ``//``,
+    ``mod`` -> ``%``, ``max``/``min`` builtins)."""
+    e = to_expr(expr)
+    if e.is_Integer:
+        return str(int(e))
+    try:
+        text = format_expr(e)
+    except SymbolicSyntaxError:
+        from torch.utils._sympy.printers import PythonPrinter
+
+        return PythonPrinter().doprint(e)
+    return text.replace(" floordiv ", " // ").replace(" mod ", " % ")
+
+
+def python_tuple(items: Sequence[str]) -> str:
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
+def python_float(value: float) -> str:
+    if math.isnan(value):
+        return 'float("nan")'
+    if math.isinf(value):
+        return 'float("inf")' if value > 0 else '-float("inf")'
+    return repr(float(value))
+
+
+def python_literal(value: Any) -> str:
+    """A Python value as ``torch.ops`` takes it (see aten_executor ``_evaluated``)."""
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, sympy.Expr):
+        return python_expr(value)
+    if isinstance(value, float):
+        return python_float(value)
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, torch.dtype | torch.layout | torch.memory_format):
+        return str(value)
+    if isinstance(value, torch.device):
+        return f'torch.device("{value}")'
+    if isinstance(value, tuple | list):
+        return "[" + ", ".join(python_literal(v) for v in value) + "]"
+    raise PythonTargetError(f"-t python: cannot print argument value {value!r}")
+
+
+def _type_symbols(t: Attribute) -> set[sympy.Symbol]:
+    out: set[sympy.Symbol] = set()
+    if hasattr(t, "shape_attr"):
+        for e in t.shape_attr.data:
+            out |= to_expr(e).free_symbols
+    for field in ("strides_attr", "offset_attr"):
+        attr = getattr(t, field, None)
+        if isinstance(attr, ShapeAttr):
+            for e in attr.data:
+                out |= to_expr(e).free_symbols
+        elif isinstance(attr, ExprAttr):
+            out |= to_expr(attr.data).free_symbols
+    return out
+
+
+def _attr_symbols(attr: Attribute) -> set[sympy.Symbol]:
+    if isinstance(attr, ExprAttr):
+        return set(to_expr(attr.data).free_symbols)
+    if isinstance(attr, ShapeAttr):
+        return {s for e in attr.data for s in to_expr(e).free_symbols}
+    if isinstance(attr, ArrayAttr):
+        return {s for a in attr.data for s in _attr_symbols(a)}
+    if isinstance(attr, DictionaryAttr):
+        return {s for a in attr.data.values() for s in _attr_symbols(a)}
+    return set()
+
+
+def _symbols_of(fn: H.FuncOp) -> set[sympy.Symbol]:
+    """Every size symbol the function's types and properties mention."""
+    out: set[sympy.Symbol] = set()
+    for arg in fn.args:
+        out |= _type_symbols(arg.type)
+    for op in fn.walk():
+        for r in op.results:
+            out |= _type_symbols(r.type)
+        for attr in [*op.properties.values(), *op.attributes.values()]:
+            out |= _attr_symbols(attr)
+    return out
+
+
+class HostPrinter:
+    """Prints one ``host.func`` (and the module's kernels) as a Python module."""
+
+    def __init__(self, module: ModuleOp, fn: H.FuncOp):
+        self.module = module
+        self.fn = fn
+        self.lines: list[str] = []
+        self.names: dict[SSAValue, str] = {}
+        self.used: set[str] = set(_RESERVED)
+        self.bound: set[sympy.Symbol] = set()
+        # Values whose storage is a fresh allocation (storage offset 0) -- the
+        # base a reinterpret's absolute offset is relative to.
+        self.fresh: set[SSAValue] = set()
+        self.counters: dict[str, int] = {}
+        # Inside a host.extern: region values the extern yields -> the result's name hint.
+        self.hints: dict[SSAValue, str | None] = {}
+        for op in module.ops:
+            if isinstance(op, tt.FuncOp):
+                self.used.add(op.sym_name.data)
+        self.symbols = _symbols_of(fn)
+        self.used |= {s.name for s in self.symbols}
+
+    # ---- naming ------------------------------------------------------------
+
+    def fresh_name(self, hint: str | None, default: str) -> str:
+        """``hint`` made an identifier, or ``hint_1``... when taken; ``buf0``... without one."""
+        base = re.sub(r"\W", "_", hint or "")
+        if base[:1].isdigit():
+            base = "_" + base
+        if base and not keyword.iskeyword(base):
+            name, k = base, 0
+            while name in self.used:
+                k += 1
+                name = f"{base}_{k}"
+        else:
+            k = self.counters.get(default, 0)
+            while f"{default}{k}" in self.used:
+                k += 1
+            self.counters[default] = k + 1
+            name = f"{default}{k}"
+        self.used.add(name)
+        return name
+
+    def define(self, value: SSAValue, default: str = "buf") -> str:
+        name = self.fresh_name(value.name_hint, default)
+        self.names[value] = name
+        return name
+
+    def name(self, value: SSAValue) -> str:
+        if value not in self.names:
+            raise PythonTargetError(f"-t python: a value of type {value.type} is used undefined")
+        return self.names[value]
+
+    def emit(self, line: str, indent: int = 1) -> None:
+        self.lines.append("    " * indent + line)
+
+    # ---- size symbols ------------------------------------------------------
+
+    def expr(self, e: Any) -> str:
+        e = to_expr(e)
+        missing = sorted(s.name for s in e.free_symbols - self.bound)
+        if missing:
+            raise PythonTargetError(
+                f"-t python: size symbol(s) {', '.join(missing)} of @{self.fn.sym_name.data} "
+                "are not bound by its inputs (nor by an extern's result)"
+            )
+        return python_expr(e)
+
+    def exprs(self, es: Sequence[Any]) -> str:
+        return python_tuple([self.expr(e) for e in es])
+
+    def bind_from(self, value: SSAValue, t: Attribute) -> None:
+        """Bind the symbols that are exactly a size (then a stride) of ``value``."""
+        if not isinstance(t, BufferType):
+            return
+        for method, dims in (("size", t.shape_attr.data), ("stride", t.strides_attr.data)):
+            for d, e in enumerate(dims):
+                e = to_expr(e)
+                if e.is_Symbol and e not in self.bound:
+                    self.emit(f"{e.name} = {self.name(value)}.{method}({d})")
+                    self.bound.add(e)
+
+    def bind_derived(self, args: Sequence[SSAValue]) -> None:
+        """Symbols that only occur inside a size (``2*s0 + 1``): solve the linear ones."""
+        progress = True
+        while progress:
+            progress = False
+            for arg in args:
+                t = arg.type
+                if not isinstance(t, BufferType):
+                    continue
+                for d, e in enumerate(t.shape_attr.data):
+                    e = to_expr(e)
+                    free = e.free_symbols - self.bound
+                    if len(free) != 1:
+                        continue
+                    (s,) = free
+                    poly = sympy.Poly(e, s) if e.is_polynomial(s) else None
+                    if poly is None or poly.degree() != 1:
+                        continue
+                    a, b = poly.all_coeffs()
+                    if not (a.is_Integer and int(a) > 0):
+                        continue
+                    size = f"{self.name(arg)}.size({d})"
+                    num = f"({size} - {_paren(python_expr(b))})" if b != 0 else size
+                    self.emit(
+                        f"{s.name} = {num} // {int(a)}" if int(a) != 1 else f"{s.name} = {num}"
+                    )
+                    self.bound.add(s)
+                    progress = True
+
+    # ---- the module ------------------------------------------------------------
+
+    def print_module(self, kernels: str, libdevice: bool) -> str:
+        fn = self.fn
+        head = [
+            f'"""Generated by coil (-t python): the wrapper of @{fn.sym_name.data} and its '
+            "Triton kernels.",
+            "",
+            "call(args) takes the inputs in order (and clears the list), returns the outputs.",
+            '"""',
+            "",
+            "import torch",
+            "import triton",
+            "import triton.language as tl",
+        ]
+        if libdevice:
+            head.append("from triton.language.extra import libdevice")
+        head.append(WRAPPER_IMPORT)
+        self.print_call()
+        body = "\n".join(self.lines)
+        parts = ["\n".join(head), kernels.strip(), body]
+        return "\n\n\n".join(p for p in parts if p) + "\n"
+
+    def print_call(self) -> None:
+        fn = self.fn
+        args = list(fn.args)
+        self.lines.append("def call(args):")
+        names = [self.define(a, "arg") for a in args]
+        if names:
+            self.emit(f"if len(args) != {len(args)}:")
+            self.emit(
+                f'raise CoilInputError(f"call takes {len(args)} inputs, got {{len(args)}}")', 2
+            )
+            self.emit(f"{', '.join(names)}{',' if len(names) == 1 else ''} = args")
+        self.emit("args.clear()")
+        # Symbols: coil.symbol index arguments, then sizes/strides of tensor inputs.
+        arg_attrs = fn.arg_attrs.data if fn.arg_attrs is not None else [None] * len(args)
+        for arg, attrs in zip(args, arg_attrs):
+            sym = attrs.data.get("coil.symbol") if attrs is not None else None
+            if isinstance(sym, ExprAttr) and sym.data.is_Symbol and sym.data not in self.bound:
+                self.emit(f"{sym.data.name} = {self.name(arg)}")
+                self.bound.add(sym.data)
+        for arg in args:
+            self.bind_from(arg, arg.type)
+        self.bind_derived(args)
+        for arg in args:
+            t = arg.type
+            if isinstance(t, BufferType):
+                self.emit(
+                    f'check_input("{self.name(arg)}", {self.name(arg)}, '
+                    f"{self.exprs(t.shape_attr.data)}, {self.exprs(t.strides_attr.data)}, "
+                    f'{t.dtype}, "{t.device_attr.data}")'
+                )
+        for op in fn.body.block.ops:
+            self.print_op(op)
+
+    # ---- ops -------------------------------------------------------------------
+
+    @singledispatchmethod
+    def print_op(self, op: Operation) -> None:
+        raise PythonTargetError(f"-t python: no printer for {op.name} in a host.func")
+
+    @print_op.register
+    def _(self, op: H.EmptyStridedOp) -> None:
+        t = op.result.type
+        name = self.define(op.result)
+        self.fresh.add(op.result)
+        alloc = f'dtype={t.dtype}, device="{t.device_attr.data}")'
+        sizes, strides = self.exprs(t.shape_attr.data), self.exprs(t.strides_attr.data)
+        if to_expr(t.offset_attr.data) == 0:
+            self.emit(f"{name} = torch.empty_strided({sizes}, {strides}, {alloc}")
+        else:
+            numel = self.expr(t.storage_numel())
+            self.emit(
+                f"{name} = torch.empty(({numel},), {alloc}"
+                f".as_strided({sizes}, {strides}, {self.expr(t.offset_attr.data)})"
+            )
+
+    @print_op.register
+    def _(self, op: H.ReinterpretOp) -> None:
+        src, t = op.source, op.result.type
+        src_name = self.name(src)
+        name = self.define(op.result, "view")
+        sizes, strides = self.exprs(t.shape_attr.data), self.exprs(t.strides_attr.data)
+        offset = to_expr(t.offset_attr.data)
+        if src in self.fresh:
+            # Storage of a fresh allocation starts at 0: the type's offset is absolute.
+            self.fresh.add(op.result)
+            off = self.expr(offset)
+        else:
+            # An input or ATen result may start anywhere in its storage; offsets in
+            # types count from where the root starts.
+            delta = sympy.expand(offset - to_expr(src.type.offset_attr.data))
+            off = f"{src_name}.storage_offset()"
+            if delta != 0:
+                off += f" + {_paren(self.expr(delta))}"
+        self.emit(f"{name} = {src_name}.as_strided({sizes}, {strides}, {off})")
+
+    @print_op.register
+    def _(self, op: H.FreeOp) -> None:
+        self.emit(f"del {self.name(op.buffer)}")
+
+    @print_op.register
+    def _(self, op: H.SeedOp) -> None:
+        name = self.define(op.result, "seed")
+        self.emit(f'{name} = int(torch.randint(2**31 - 1, (), device="cpu"))')
+
+    @print_op.register
+    def _(self, op: H.LaunchOp) -> None:
+        grid = ", ".join(self.expr(g) for g in op.grid.data)
+        args = [self.name(a) for a in op.args] + [self.expr(s) for s in op.scalars.data]
+        options = []
+        if op.config is not None:
+            for key, value in op.config.data.items():
+                if isinstance(value, IntegerAttr):
+                    options.append(f"{key}={value.value.data}")
+                elif isinstance(value, StringAttr):
+                    options.append(f"{key}={value.data!r}")
+        self.emit(f"{op.kernel_name}[({grid})]({', '.join(args + options)})")
+
+    @print_op.register
+    def _(self, op: H.ReturnOp) -> None:
+        outs = [self.name(v) for v in op.values]
+        tree = self.fn.attributes.get("coil.output_tree")
+        if isinstance(tree, StringAttr):
+            self.emit(f"return {_rebuild(ast.literal_eval(tree.data), outs)}")
+        else:
+            self.emit(f"return {python_tuple(outs)}")
+
+    @print_op.register
+    def _(self, op: H.ExternOp) -> None:
+        block = op.body.block
+        for arg, operand in zip(block.args, op.args):
+            self.names[arg] = self.name(operand)
+        term = block.last_op
+        assert isinstance(term, H.YieldOp)
+        # A value the region yields is named after the extern's result.
+        self.hints = {}
+        for r, v in zip(op.res, term.values):
+            if v not in block.args and v not in self.hints:
+                self.hints[v] = r.name_hint or v.name_hint
+        for inner in block.ops:
+            if inner is not term:
+                self.print_aten(inner)
+        taken: set[SSAValue] = set()
+        for r, v in zip(op.res, term.values):
+            if v in block.args or v in taken:
+                self.emit(f"{self.define(r)} = {self.name(v)}")
+            else:
+                self.names[r] = self.name(v)
+            taken.add(v)
+        # Unbacked sizes: known once ATen has computed the result.
+        for r in op.res:
+            self.bind_from(r, r.type)
+
+    # ---- aten ops inside an extern region ------------------------------------
+
+    def literal(self, value: Any) -> str:
+        if isinstance(value, sympy.Expr) and not value.is_Integer:
+            return self.expr(value)
+        return python_literal(value)
+
+    def print_aten(self, op: Operation) -> None:
+        if isinstance(op, ConstantOp):
+            # A scalar: printed where it is used.
+            self.names[op.result] = self.literal(op.python_value)
+            return
+        if isinstance(op, TensorConstantOp):
+            t = op.result.type
+            values = [python_literal(v) for v in op.value.get_values()]
+            name = self.define(op.result, "const")
+            self.emit(
+                f"{name} = torch.tensor([{', '.join(values)}], dtype={t.dtype}, "
+                f'device="{t.device}").reshape({self.exprs(t.shape)})'
+            )
+            return
+        if isinstance(op, AtenOp):
+            call = self.aten_call(op)
+            returns = op.overload()._schema.returns
+        elif isinstance(op, OperatorOp):
+            call = self.operator_call(op)
+            returns = op.resolve()._schema.returns
+        else:
+            raise PythonTargetError(f"-t python: {op.name} cannot be called in a host.extern")
+        results = list(op.results)
+        if not results:
+            self.emit(call)
+            return
+        names = []
+        for r in results:
+            name = self.fresh_name(self.hints.get(r, r.name_hint), "buf")
+            self.names[r] = name
+            names.append(name)
+        # As aten_executor: an IR value never holds a list; a one-tensor list is the tensor.
+        one_list = len(returns) == 1 and isinstance(returns[0].type, torch.ListType)
+        if len(results) == 1 and not one_list:
+            self.emit(f"{names[0]} = {call}")
+        else:
+            self.emit(
+                f"{', '.join(names)}, = {call}"
+                if len(names) == 1
+                else f"{', '.join(names)} = {call}"
+            )
+
+    def aten_call(self, op: AtenOp) -> str:
+        schema = op.schema()
+        groups = op.operand_groups()
+        args, kwargs = [], []
+        for spec in schema.args:
+            if spec.is_operand:
+                values = ["None" if v is None else self.name(v) for v in groups[spec.name]]
+                if spec.kind is Kind.TENSOR:
+                    text = values[0] if values else "None"
+                else:
+                    text = "[" + ", ".join(values) + "]"
+            else:
+                text = self.literal(_listed(op.arg(spec.name)))
+            if spec.kwarg_only:
+                kwargs.append(f"{spec.name}={text}")
+            else:
+                args.append(text)
+        return f"torch.ops.{op.OVERLOAD}({', '.join(args + kwargs)})"
+
+    def operator_call(self, op: OperatorOp) -> str:
+        overload = op.resolve()
+        if overload is None:
+            raise PythonTargetError(
+                f"-t python: operator {op.overload_name.data} is not registered in this process"
+            )
+        kinds = argument_kinds(overload)
+
+        def convert(attr: Attribute, kind: Kind | None) -> str:
+            if isinstance(attr, OperandRefAttr):
+                return self.name(op.inputs[attr.data])
+            if isinstance(attr, ArrayAttr):
+                elem = {Kind.INT_LIST: Kind.INT, Kind.FLOAT_LIST: Kind.FLOAT}.get(kind)
+                return "[" + ", ".join(convert(a, elem) for a in attr.data) + "]"
+            if isinstance(attr, StringAttr) and kind in (
+                Kind.LAYOUT,
+                Kind.MEMORY_FORMAT,
+                Kind.DEVICE,
+            ):
+                return python_literal(parse_enum(attr.data, kind))
+            return self.generic_value(attr)
+
+        names = [a.name for a in overload._schema.arguments if not a.kwarg_only]
+        args = [convert(a, kinds.get(n)) for a, n in zip(op.args.data, names)]
+        kwargs = [f"{k}={convert(v, kinds.get(k))}" for k, v in op.kwargs.data.items()]
+        ns, packet = overload._schema.name.split("::")
+        target = f"torch.ops.{ns}.{packet}.{overload._overloadname}"
+        return f"{target}({', '.join(args + kwargs)})"
+
+    def generic_value(self, attr: Attribute) -> str:
+        if isinstance(attr, NoneAttr):
+            return "None"
+        if isinstance(attr, ExprAttr):
+            return self.expr(attr.data)
+        if isinstance(attr, ShapeAttr):
+            return "[" + ", ".join(self.expr(v) for v in attr.data) + "]"
+        if isinstance(attr, builtin.FloatAttr):
+            return python_float(attr.value.data)
+        if isinstance(attr, IntegerAttr):
+            if attr.type == builtin.i1:
+                return repr(bool(attr.value.data))
+            return str(attr.value.data)
+        if isinstance(attr, StringAttr):
+            return repr(attr.data)
+        if dtypes.is_element_type(attr):
+            return str(dtypes.to_torch(attr))
+        if isinstance(attr, DenseIntOrFPElementsAttr):
+            raise PythonTargetError("-t python: dense attributes are not operator arguments")
+        raise PythonTargetError(f"-t python: cannot print argument {attr}")
+
+
+def _paren(text: str) -> str:
+    """``text`` as an operand of ``+``/``-``: parenthesized unless a bare name or number."""
+    return text if re.fullmatch(r"\w+(\.\w+)?", text) else f"({text})"
+
+
+def _listed(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _rebuild(node: Any, outs: Sequence[str]) -> str:
+    """``decode_output_tree`` as source: ints index the outputs."""
+    if isinstance(node, int):
+        return outs[node]
+    if isinstance(node, tuple):
+        return python_tuple([_rebuild(n, outs) for n in node])
+    if isinstance(node, list):
+        return "[" + ", ".join(_rebuild(n, outs) for n in node) + "]"
+    if isinstance(node, dict):
+        return "{" + ", ".join(f"{k!r}: {_rebuild(v, outs)}" for k, v in node.items()) + "}"
+    return repr(node)
+
+
+def host_function(module: ModuleOp) -> H.FuncOp:
+    """The module's one host.func; fails with a sentence on anything else."""
+    fns = []
+    for op in module.ops:
+        if isinstance(op, H.FuncOp):
+            fns.append(op)
+        elif not isinstance(op, tt.FuncOp):
+            hint = (
+                " -- run convert-loop-to-tt and convert-buffer-to-host first"
+                if op.name == "func.func"
+                else ""
+            )
+            raise PythonTargetError(
+                f"-t python expects a host.func and tt.func kernels; found {op.name}{hint}"
+            )
+    if len(fns) != 1:
+        raise PythonTargetError(f"-t python expects exactly one host.func, found {len(fns)}")
+    return fns[0]
+
+
+def emit_python(module: ModuleOp) -> str:
+    """The Python source of ``module``'s host program and kernels."""
+    from coil.targets import triton as T
+
+    fn = host_function(module)
+    kernels = T.emit_kernels(module) if any(isinstance(o, tt.FuncOp) for o in module.ops) else ""
+    return HostPrinter(module, fn).print_module(kernels, T.uses_libdevice(module))
+
+
+@dataclass(frozen=True)
+class PythonTarget(Target):
+    """``-t python``: one importable module with ``call(args)`` and its kernels."""
+
+    name = "python"
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        output.write(emit_python(module))

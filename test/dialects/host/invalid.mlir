@@ -1,0 +1,132 @@
+// RUN: fx-opt %s --parsing-diagnostics --verify-diagnostics --split-input-file | filecheck %s
+
+// Every user-facing parse and verification error of the host dialect.
+
+host.func @empty_strided_needs_a_buffer() {
+  %b = host.empty_strided : !aten.tensor<[4], f32>
+  host.return
+}
+// CHECK: host.empty_strided: the result must be a !buffer.buffer, got !aten.tensor<[4], f32>
+
+// -----
+
+host.func @reinterpret_source(%x: !aten.tensor<[4], f32>) {
+  %b = host.reinterpret %x : !aten.tensor<[4], f32> -> !buffer.buffer<[4], f32>
+  host.return
+}
+// CHECK: host.reinterpret: the source must be a !buffer.buffer, got !aten.tensor<[4], f32>
+
+// -----
+
+host.func @reinterpret_result(%x: !buffer.buffer<[4], f32>) {
+  %b = host.reinterpret %x : !buffer.buffer<[4], f32> -> !aten.tensor<[4], f32>
+  host.return
+}
+// CHECK: host.reinterpret: the result must be a !buffer.buffer, got !aten.tensor<[4], f32>
+
+// -----
+
+host.func @reinterpret_element_type(%x: !buffer.buffer<[4], f32>) {
+  %b = host.reinterpret %x : !buffer.buffer<[4], f32> -> !buffer.buffer<[4], i32>
+  host.return
+}
+// CHECK: host.reinterpret: the storage keeps its element type and device (!buffer.buffer<[4], f32> -> !buffer.buffer<[4], i32>)
+
+// -----
+
+host.func @reinterpret_device(%x: !buffer.buffer<[4], f32>) {
+  %b = host.reinterpret %x : !buffer.buffer<[4], f32> -> !buffer.buffer<[4], f32, device "cuda:0">
+  host.return
+}
+// CHECK: host.reinterpret: the storage keeps its element type and device (!buffer.buffer<[4], f32> -> !buffer.buffer<[4], f32, device "cuda:0">)
+
+// -----
+
+host.func @free_needs_a_buffer(%x: !aten.tensor<[4], f32>) {
+  host.free %x : !aten.tensor<[4], f32>
+  host.return
+}
+// CHECK: host.free: the operand must be a !buffer.buffer, got !aten.tensor<[4], f32>
+
+// -----
+
+host.func @launch_grid_rank(%x: !buffer.buffer<[4], f32>) {
+  host.launch @k grid [1, 1] (%x : !buffer.buffer<[4], f32>)
+  host.return
+}
+// CHECK: host.launch: the grid has three extents (x, y, z), got 2
+
+// -----
+
+host.func @launch_argument_types(%x: !buffer.buffer<[4], f32>, %n: index) {
+  host.launch @k grid [1, 1, 1] (%x, %n : !buffer.buffer<[4], f32>, index)
+  host.return
+}
+// CHECK: host.launch: argument #1 must be a !buffer.buffer, got index
+
+// -----
+
+host.func @launch_needs_grid(%x: !buffer.buffer<[4], f32>) {
+  host.launch @k (%x : !buffer.buffer<[4], f32>)
+  host.return
+}
+// CHECK: host.launch: expected 'grid [x, y, z]' after the kernel name
+
+// -----
+
+host.func @launch_one_type_per_argument(%x: !buffer.buffer<[4], f32>) {
+  host.launch @k grid [1, 1, 1] (%x, %x : !buffer.buffer<[4], f32>)
+  host.return
+}
+// CHECK: host.launch: 2 argument(s) but 1 type(s)
+
+// -----
+
+host.func @launch_config_is_a_dictionary(%x: !buffer.buffer<[4], f32>) {
+  host.launch @k grid [1, 1, 1] (%x : !buffer.buffer<[4], f32>) [4, 1]
+  host.return
+}
+// CHECK: host.launch: the launch config is a dictionary {num_warps = ...}
+
+// -----
+
+host.func @extern_ends_with_host_yield(%x: !buffer.buffer<[4], f32>) {
+  %r = host.extern "aten.neg.default" (%x) : (!buffer.buffer<[4], f32>) -> (!buffer.buffer<[4], f32>) {
+  ^bb0(%a: !aten.tensor<[4], f32>):
+    %n = aten.neg.default(%a) : !aten.tensor<[4], f32>
+    buffer.yield %n : !aten.tensor<[4], f32>
+  }
+  host.return
+}
+// CHECK: host.extern: the region must end with host.yield
+
+// -----
+
+host.func @extern_result_matches(%x: !buffer.buffer<[4], f32>) {
+  %r = host.extern "aten.neg.default" (%x) : (!buffer.buffer<[4], f32>) -> (!buffer.buffer<[8], f32>) {
+  ^bb0(%a: !aten.tensor<[4], f32>):
+    %n = aten.neg.default(%a) : !aten.tensor<[4], f32>
+    host.yield %n : !aten.tensor<[4], f32>
+  }
+  host.return
+}
+// CHECK: host.extern: result !buffer.buffer<[8], f32> does not match what the call yields (!aten.tensor<[4], f32>)
+
+// -----
+
+host.func @extern_calls_what_it_names(%x: !buffer.buffer<[4], f32>) {
+  %r = host.extern "aten.abs.default" (%x) : (!buffer.buffer<[4], f32>) -> (!buffer.buffer<[4], f32>) {
+  ^bb0(%a: !aten.tensor<[4], f32>):
+    %n = aten.neg.default(%a) : !aten.tensor<[4], f32>
+    host.yield %n : !aten.tensor<[4], f32>
+  }
+  host.return
+}
+// CHECK: host.extern: the region calls "aten.neg.default", not "aten.abs.default"
+
+// -----
+
+func.func @return_in_host_func() {
+  host.return
+}
+// CHECK: 'host.return' expects parent op 'host.func'
