@@ -2,21 +2,30 @@
 
 Modelled on Inductor's ``compile_fx``: AOTAutograd with coil's decomposition
 table hands each graph (the forward; in training also the backward) to
-:func:`compile_graph`, which imports it into the aten dialect and runs the
-default pipeline (``pipeline.PIPELINES``).
+:func:`compile_graph`, which imports it into the aten dialect, runs the default
+pipeline (``pipeline.PIPELINES["default"]``, the string ``coil pipeline``
+prints) down to Triton kernels and a host wrapper, emits them as one Python
+module (``-t python``), loads it through the code cache and returns its
+``call``. On a GPU the kernels compile through Triton; on the CPU the same
+kernels run under Triton's interpreter (correct, not fast).
 
-The default pipeline lowers each graph to the buffer level (loop nests fused
-and given buffers, ATen extern calls for mm/convolution). Triton code
-generation is not built yet, so the compiled graph runs through the reference
-executor at the level the pipeline ends at: correct, not faster than eager.
-coil says so once.
+``COIL_DUMP_DIR=dir`` (or ``options={"dump_dir": dir}``) writes, per graph, the
+IR after import and after every pass (one ``.mlir`` file each), the kernels
+(``kernels.py``), the wrapper module (``wrapper.py``) and ``repro.sh``, the
+``fx-opt`` line that rebuilds ``wrapper.py`` from the imported IR.
 """
 
 from __future__ import annotations
 
+import io
 import logging
+import os
+import re
+import shlex
 import warnings
 from collections.abc import Callable, Sequence
+from itertools import count
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -29,11 +38,16 @@ from coil.frontend.fx_importer import constant_inputs, import_graph
 from coil.pipeline import PIPELINES, available_passes
 
 log = logging.getLogger("coil")
-_warned = False
-
 
 Observer = Callable[[str, ModuleOp], None]
 """Called with (stage name, module): "import", then the spec of each pass run."""
+
+OPTIONS = {
+    "pipeline": "a pass-pipeline string replacing the default one",
+    "dump_dir": "write every stage's IR, the kernels, the wrapper and repro.sh here",
+    "fallback": "'extern' (default: an op with no lowering calls ATen, logged once) "
+    "or 'error' (compilation fails naming the op)",
+}
 
 
 def run_pipeline(module, pipeline: str, observe: Observer | None = None) -> None:
@@ -49,29 +63,129 @@ def run_pipeline(module, pipeline: str, observe: Observer | None = None) -> None
     module.verify()
 
 
+def emit_python(module: ModuleOp) -> str:
+    """The ``-t python`` module for a host-level module (what ``fx-opt -t python`` prints)."""
+    from coil.ir import coil_context
+    from coil.targets.python import PythonTarget
+
+    out = io.StringIO()
+    PythonTarget().emit(coil_context(), module, out)
+    return out.getvalue()
+
+
+def emit_triton(module: ModuleOp) -> str:
+    from coil.ir import coil_context
+    from coil.targets.triton import TritonTarget
+
+    out = io.StringIO()
+    TritonTarget().emit(coil_context(), module, out)
+    return out.getvalue()
+
+
+def _at_host_level(module: ModuleOp) -> bool:
+    return any(op.name == "host.func" for op in module.ops)
+
+
+def _on_gpu(module: ModuleOp) -> bool:
+    """Whether any buffer of the module lives on a CUDA device."""
+    from coil.dialects.buffer import BufferType
+
+    for op in module.walk():
+        for v in (*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)):
+            if isinstance(v.type, BufferType) and v.type.device.type == "cuda":
+                return True
+    return False
+
+
+class _Dump:
+    """One graph's dump folder: numbered IR files, then code and repro.sh."""
+
+    def __init__(self, root: str | os.PathLike):
+        root = Path(root)
+        root.mkdir(parents=True, exist_ok=True)
+        for i in count():
+            path = root / f"graph_{i:03d}"
+            try:
+                path.mkdir()
+                break
+            except FileExistsError:
+                continue
+        self.path = path
+        self.files: list[str] = []
+
+    def stage(self, name: str, module: ModuleOp) -> None:
+        from coil.ir import print_module
+
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", name.split("{")[0]).strip("_") or "stage"
+        file = f"{len(self.files):03d}-{slug}.mlir"
+        (self.path / file).write_text(print_module(module))
+        self.files.append(file)
+
+    def code(self, module: ModuleOp, wrapper: str, pipeline: str) -> None:
+        (self.path / "kernels.py").write_text(emit_triton(module))
+        (self.path / "wrapper.py").write_text(wrapper)
+        repro = self.path / "repro.sh"
+        repro.write_text(
+            "#!/bin/sh\n"
+            "# Rebuilds wrapper.py from the imported IR with the pipeline coil ran:\n"
+            "# fx-opt replays exactly what the torch.compile backend did.\n"
+            'cd "$(dirname "$0")" || exit 1\n'
+            f"fx-opt {self.files[0]} -p {shlex.quote(pipeline)} -t python -o repro_wrapper.py"
+            " || exit 1\n"
+            'cmp -s repro_wrapper.py wrapper.py && echo "repro: repro_wrapper.py == wrapper.py"'
+            ' || { echo "repro: repro_wrapper.py differs from wrapper.py"; exit 1; }\n'
+        )
+        repro.chmod(0o755)
+
+
 def compile_graph(
     gm: torch.fx.GraphModule,
     example_inputs: Sequence[Any],
     *,
     pipeline: str | None = None,
     observe: Observer | None = None,
+    dump_dir: str | os.PathLike | None = None,
 ) -> Callable[..., Any]:
     """Compile one aten-level FX graph; returns a callable taking the graph's inputs."""
+    from coil.runtime.codecache import load_module
+
+    pipeline = pipeline or PIPELINES["default"]
+    dump_dir = dump_dir or os.environ.get("COIL_DUMP_DIR") or None
+    dump = _Dump(dump_dir) if dump_dir else None
+
+    def stage(name: str, module: ModuleOp) -> None:
+        if dump is not None:
+            dump.stage(name, module)
+        if observe is not None:
+            observe(name, module)
+
+    module = import_graph(gm, example_inputs)
+    constants = constant_inputs(module, gm)
+    stage("import", module)
+    run_pipeline(module, pipeline, stage)
+    if not _at_host_level(module):
+        return _reference(module, constants, pipeline)
+    source = emit_python(module)
+    if dump is not None:
+        dump.code(module, source, pipeline)
+    call = load_module(source, interpret=not _on_gpu(module)).call
+
+    def run(*args: Any) -> Any:
+        return call([*args, *constants])
+
+    run.coil_source = source  # type: ignore[attr-defined]  (for tests and debugging)
+    return run
+
+
+def _reference(module: ModuleOp, constants: list[Any], pipeline: str) -> Callable[..., Any]:
+    """A pipeline that stops before the host level runs in the reference executor."""
     from coil.runtime.aten_executor import run_module
 
-    global _warned
-    module = import_graph(gm, example_inputs)
-    if observe is not None:
-        observe("import", module)
-    run_pipeline(module, pipeline or PIPELINES["default"], observe)
-    constants = constant_inputs(module, gm)
-    if not _warned:
-        _warned = True
-        warnings.warn(
-            "coil: Triton code generation is not built yet; compiled graphs run through "
-            "the reference executor at the end of the pipeline (correct, not faster than eager)",
-            stacklevel=2,
-        )
+    warnings.warn(
+        f"coil: the pipeline '{pipeline}' does not reach the host level; the compiled "
+        "graph runs through the reference executor (correct, not fast)",
+        stacklevel=3,
+    )
 
     def run(*args: Any) -> Any:
         return run_module(module, [*args, *constants])
@@ -79,16 +193,31 @@ def compile_graph(
     return run
 
 
+def _with_fallback(pipeline: str, fallback: str) -> str:
+    if fallback == "extern":
+        return pipeline
+    if fallback != "error":
+        raise ValueError(f"coil: option fallback must be 'extern' or 'error', not {fallback!r}")
+    return re.sub(
+        r"convert-aten-to-loop(?![{\w-])", "convert-aten-to-loop{fallback=error}", pipeline
+    )
+
+
 def coil(
     gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: dict | None = None, **_: Any
 ) -> Callable[..., Any]:
-    """The ``torch.compile`` backend. ``options={"pipeline": "..."}`` overrides the pipeline."""
+    """The ``torch.compile`` backend; ``options`` are listed in :data:`OPTIONS`."""
     options = dict(options or {})
-    pipeline = options.pop("pipeline", None)
-    if options:
-        raise ValueError(f"coil: unknown option(s) {', '.join(sorted(options))}")
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        known = "; ".join(f"{k}: {v}" for k, v in OPTIONS.items())
+        raise ValueError(f"coil: unknown option(s) {', '.join(unknown)} (known: {known})")
+    pipeline = _with_fallback(
+        options.get("pipeline") or PIPELINES["default"], options.get("fallback", "extern")
+    )
+    dump_dir = options.get("dump_dir")
 
     def compile_fw(fw_gm: torch.fx.GraphModule, fw_inputs: list[Any]) -> Callable[..., Any]:
-        return compile_graph(fw_gm, fw_inputs, pipeline=pipeline)
+        return compile_graph(fw_gm, fw_inputs, pipeline=pipeline, dump_dir=dump_dir)
 
     return aot_backend(compile_fw)(gm, example_inputs)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The GPU run: tests marked `gpu` (and, as later issues add them, the
-# benchmarks against eager and Inductor), full logs under $OUT, a summary last.
+# The GPU run: tests marked `gpu`, the CPU end-to-end tests under this
+# machine's torch/triton (the interpreter of its Triton), and the benchmarks
+# against eager and Inductor; full logs under $OUT, a summary last.
 # Run on the lent GPU machine from the repo root with the wheels of
 # ../shared/GPU.md (plus expecttest, which the OpInfo tests import) carried in .whl:
 #   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
@@ -15,14 +16,16 @@ python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', tr
 PYTHONWARNINGS=ignore python3 -m pytest test/python -m gpu -p no:cacheprovider -q -rs \
   2>&1 | tee "$OUT/pytest-gpu.log"
 status=${PIPESTATUS[0]}
-# The middle-end tests on the CPU under this machine's torch/triton versions.
-PYTHONWARNINGS=ignore python3 -m pytest test/python/test_middle_end.py \
-  test/python/test_lower_pointwise_reductions.py test/python/test_lower_views_data_movement.py \
-  test/python/test_fusion.py test/python/test_bufferize.py -p no:cacheprovider -q \
-  2>&1 | tee "$OUT/pytest-middle-end-cpu.log"
+# The back end on the CPU under this machine's torch/triton versions.
+PYTHONWARNINGS=ignore python3 -m pytest test/python/test_backend.py \
+  test/python/test_triton_target.py test/python/test_loop_to_tt.py -p no:cacheprovider -q \
+  2>&1 | tee "$OUT/pytest-cpu.log"
+status=$(( status | PIPESTATUS[0] ))
+PYTHONWARNINGS=ignore python3 benchmarks/bench.py 2>&1 | tee "$OUT/bench.log"
 status=$(( status | PIPESTATUS[0] ))
 echo "== summary =="
 cat "$OUT/device.txt"
 tail -n 1 "$OUT/pytest-gpu.log"
-tail -n 1 "$OUT/pytest-middle-end-cpu.log"
+tail -n 1 "$OUT/pytest-cpu.log"
+tail -n 8 "$OUT/bench.log"
 exit "$status"

@@ -43,6 +43,7 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import DiagnosticException
 
 from coil.dialects import buffer as B
 from coil.dialects import loop as L
@@ -275,7 +276,10 @@ def report_fallback(name: str, reason: str) -> None:
         log.warning("coil: no loop lowering for %s (%s); calling ATen for it", name, reason)
 
 
-def _lower_function(fn: func.FuncOp) -> None:
+FALLBACKS = ("extern", "error")
+
+
+def _lower_function(fn: func.FuncOp, fallback: str = "extern") -> None:
     lowerer = Lowerer(fn)
     block = fn.body.block
     # Graph inputs are buffers with their real layout.
@@ -295,7 +299,7 @@ def _lower_function(fn: func.FuncOp) -> None:
             new = lowerer.extern(op)
         elif isinstance(op, AtenOp | OperatorOp):
             lowerer.anchor = op
-            new = _lower_op(lowerer, op)
+            new = _lower_op(lowerer, op, fallback)
         else:
             continue
         for old, value in zip(op.results, new):
@@ -319,20 +323,34 @@ def _lower_function(fn: func.FuncOp) -> None:
     _check_no_aten_left(fn)
 
 
-def _lower_op(lowerer: Lowerer, op: Operation) -> list[SSAValue]:
+def _fall_back(lowerer: Lowerer, op: Operation, name: str, reason: str, fallback: str):
+    if fallback == "error" and name not in EXTERN_BY_DESIGN:
+        raise DiagnosticException(
+            f"convert-aten-to-loop: no loop lowering for {name} ({reason}) and the "
+            f"fallback policy is 'error'{_where(op)}"
+        )
+    report_fallback(name, reason)
+    return lowerer.extern(op)
+
+
+def _where(op: Operation) -> str:
+    loc = getattr(op, "location", None)
+    filename = getattr(loc, "filename", None)
+    return f" at {filename.data}:{loc.line.data}" if filename is not None else ""
+
+
+def _lower_op(lowerer: Lowerer, op: Operation, fallback: str = "extern") -> list[SSAValue]:
     name = op.name if isinstance(op, AtenOp) else op.overload_name.data
     lowering = LOWERINGS.get(name) if isinstance(op, AtenOp) else None
     if lowering is None:
-        report_fallback(name, "no lowering")
-        return lowerer.extern(op)
+        return _fall_back(lowerer, op, name, "no lowering", fallback)
     # A lowering that declines must leave no ops behind: build, then roll back.
     before = op.prev_op
     try:
         values = list(lowering(lowerer, op))
     except CannotLower as e:
         _erase_between(before, op)
-        report_fallback(name, str(e))
-        return lowerer.extern(op)
+        return _fall_back(lowerer, op, name, str(e), fallback)
     if len(values) != len(op.results):
         raise AssertionError(f"lowering of {name} gave {len(values)} values for {len(op.results)}")
     return values
@@ -371,12 +389,21 @@ class ConvertAtenToLoopPass(ModulePass):
 
     name = "convert-aten-to-loop"
 
+    fallback: str = "extern"
+    """What an op with no lowering becomes: "extern" (an ATen call, logged once) or
+    "error" (compilation fails naming the op; mm/conv-like ops stay externs)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         import coil.lowering.aten_to_loop  # noqa: F401  (fills LOWERINGS)
 
+        if self.fallback not in FALLBACKS:
+            raise DiagnosticException(
+                f"convert-aten-to-loop: fallback must be one of {', '.join(FALLBACKS)}, "
+                f"not '{self.fallback}'"
+            )
         for fn in op.ops:
             if isinstance(fn, func.FuncOp) and not fn.is_declaration and _at_aten_level(fn):
-                _lower_function(fn)
+                _lower_function(fn, self.fallback)
 
 
 __all__ = [

@@ -652,7 +652,8 @@ class KernelPrinter:
 
     @emit.register
     def _(self, op: arith.NegfOp) -> None:
-        self.assign(op, f"-{self.tval(op.operands[0])}")
+        # Not `-x`: Triton 3.6 lowers unary minus to `0 - x`, which turns -0.0 into +0.0.
+        self.assign(op, f"{self.tval(op.operands[0])} * -1.0")
 
     @emit.register(arith.MaxSIOp | arith.MinSIOp | arith.MaxnumfOp | arith.MinnumfOp)
     def _(self, op: Operation) -> None:

@@ -2,7 +2,7 @@
 // RUN: fx-opt --version | filecheck %s --check-prefix=VERSION
 // RUN: fx-opt %s -p canonicalize,cse,dce --print-between-passes | filecheck %s --check-prefix=BETWEEN
 // RUN: fx-opt %s -p "%aten_pipeline" | filecheck %s --check-prefix=ATEN
-// RUN: fx-opt %s -p "%default_pipeline" | filecheck %s --check-prefix=DEFAULT
+// RUN: fx-opt %s -p "%buffer_pipeline" | filecheck %s --check-prefix=DEFAULT
 // RUN: coil pipeline | filecheck %s --check-prefix=PIPELINE -DPIPE="%default_pipeline"
 // RUN: coil --help | filecheck %s --check-prefix=COIL
 
@@ -35,7 +35,7 @@ func.func @f(%x: !aten.tensor<[4, 8], f32>) -> !aten.tensor<[4, 8], f32> {
 // ATEN: %[[R:.*]] = aten.relu.default
 // ATEN-NEXT: aten.add.Tensor(%[[R]], %[[R]])
 
-// The default pipeline ends at the buffer level: softmax, relu and the add
+// The middle end (the buffer pipeline) ends at the buffer level: softmax, relu and the add
 // are one fused kernel writing one buffer.
 // DEFAULT-LABEL: func.func @f
 // DEFAULT-SAME: (%x: !buffer.buffer<[4, 8], f32>) -> !buffer.buffer<[4, 8], f32>

@@ -1,7 +1,7 @@
 // RUN: %python %S/Inputs/make_pt2.py %t.pt2
 // RUN: fx-opt %t.pt2 | filecheck %s
 // RUN: fx-opt %t.pt2 -p "%aten_pipeline" | filecheck %s --check-prefix=PIPE
-// RUN: fx-opt %t.pt2 -p "%default_pipeline" | filecheck %s --check-prefix=DEFAULT
+// RUN: fx-opt %t.pt2 -p "%buffer_pipeline" | filecheck %s --check-prefix=DEFAULT
 // RUN: coil import %t.pt2 | filecheck %s
 
 // A torch.export archive is decomposed and imported; parameters are named

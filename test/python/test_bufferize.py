@@ -26,7 +26,7 @@ from coil.pipeline import PIPELINES
 from coil.runtime.aten_executor import run_module
 from coil.testing import assert_close_to_eager, check_pipeline_per_pass
 
-PIPELINE = PIPELINES["default"]
+PIPELINE = PIPELINES["buffer"]
 UNFUSED = f"{PIPELINES['aten']},convert-aten-to-loop,bufferize,memory-plan"
 """No fusion: every reduction of a chain is its own nest with its own buffer."""
 

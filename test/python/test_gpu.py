@@ -1,5 +1,6 @@
-"""The model set on a CUDA device: import (types carry the device), round trip,
-reference execution against eager. Runs where there is a GPU (marker gpu)."""
+"""The model set on a CUDA device: import (types carry the device), reference
+execution, and the coil backend's Triton kernels compiled for the GPU, against
+eager. Runs where there is a GPU (marker gpu)."""
 
 from __future__ import annotations
 
@@ -36,9 +37,9 @@ def test_cuda_types_name_the_device():
 
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
 @pytest.mark.parametrize("name", [n for n, c in MODELS.items() if not c.random])
-def test_middle_end_on_cuda(name, dynamic):
-    """The backend's default pipeline (down to the buffer level) on CUDA tensors:
-    allocations on the device, loop nests evaluated there, ATen externs."""
+def test_backend_on_cuda(name, dynamic):
+    """torch.compile(backend="coil") on CUDA tensors: Triton kernels compiled for
+    the GPU, allocations on the device, ATen externs."""
     from coil.backend import coil as coil_backend
 
     model, inputs = build(name)
@@ -53,3 +54,29 @@ def test_middle_end_on_cuda(name, dynamic):
     assert_close_to_eager(out, expected)
     for (_, b), (_, e) in zip(model.named_buffers(), eager.named_buffers()):
         assert_close_to_eager(b, e)
+
+
+def test_dropout_on_cuda():
+    model, _ = build("dropout_train")
+    x = torch.randn(512, 256, device="cuda")
+    torch._dynamo.reset()
+    from coil.backend import coil as coil_backend
+
+    compiled = torch.compile(model.cuda(), backend=coil_backend, fullgraph=True)
+    with torch.no_grad():
+        out = compiled(x)
+    kept = out != 0
+    assert torch.allclose(out[kept], 2 * x[kept] / (1 - model.p), rtol=1e-5, atol=1e-6)
+    assert abs((~kept).float().mean().item() - model.p) < 0.02
+
+
+def test_gpu_kernels_are_compiled_not_interpreted():
+    from coil.backend import compile_graph
+    from coil.frontend.capture import capture_graphs
+
+    model, (x,) = build("softmax")
+    (graph,) = capture_graphs(model, (x.cuda(),))
+    run = compile_graph(graph.gm, graph.example_inputs)
+    out = run(x.cuda())[0]
+    assert out.is_cuda
+    assert_close_to_eager(out, torch.softmax(x.cuda(), -1))

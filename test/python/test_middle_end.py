@@ -1,8 +1,8 @@
 """The middle end on the model set: aten -> loop -> buffer, pass by pass.
 
 For every model, static and dynamic, each graph AOTAutograd hands over is
-imported and run through the default pipeline one pass at a time
-(``check_pipeline_per_pass``): after every pass the IR round-trips as text and
+imported and run through the middle end (the "buffer" pipeline: the default
+one up to the buffer level) one pass at a time (``check_pipeline_per_pass``): after every pass the IR round-trips as text and
 the reference executor gives what it gave before the pass, on the graph's real
 inputs. The end of the pipeline is the buffer level; its outputs are compared
 with eager too, and their strides with eager's.
@@ -32,7 +32,7 @@ def _checking_backend(case, finals: list):
         def run(*args):
             inputs = [*args, *consts]
             final = check_pipeline_per_pass(
-                module, PIPELINES["default"], inputs, random=case.random
+                module, PIPELINES["buffer"], inputs, random=case.random
             )
             finals.append(final)
             torch.manual_seed(1234)
@@ -45,7 +45,7 @@ def _checking_backend(case, finals: list):
 
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
 @pytest.mark.parametrize("name", list(MODELS))
-def test_default_pipeline_pass_by_pass(name, dynamic):
+def test_middle_end_pass_by_pass(name, dynamic):
     case = MODELS[name]
     model, inputs = build(name)
     eager_model = copy.deepcopy(model)

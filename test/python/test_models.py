@@ -2,7 +2,7 @@
 
 For each model, static and dynamic: dynamo + AOTAutograd graphs are imported,
 printed and parsed back (a fixed point), run through the reference executor
-and compared with eager; then the default pipeline runs and the executor is
+and compared with eager; then the middle-end ("buffer") pipeline runs and the executor is
 compared again (a differential check of canonicalize/aten-decompose/cse/dce).
 """
 
@@ -32,7 +32,7 @@ def _compile_checked(checks: list):
         generic = print_module(reparsed, generic=True)
         assert print_module(parse_module(generic)) == text, "generic form does not round-trip"
         optimized = parse_module(text)
-        run_pipeline(optimized, PIPELINES["default"])
+        run_pipeline(optimized, PIPELINES["buffer"])
         assert not [op for op in optimized.walk() if op.name == "aten.operator"]
         consts = constant_inputs(module, gm)
 

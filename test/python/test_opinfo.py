@@ -1,6 +1,6 @@
 """A sweep over PyTorch's OpInfo database: trace each op's samples to aten (with
 coil's decomposition table), import, print -> parse, run the reference executor
-and compare with the op itself on the same inputs; then run the default
+and compare with the op itself on the same inputs; then run the middle-end ("buffer")
 pipeline (aten -> loop -> buffer) and compare the buffer-level module again.
 
 A sample that torch cannot trace to a static aten graph (data-dependent output
@@ -123,7 +123,7 @@ def test_opinfo_import_and_execute(opinfo):
         consts = constant_inputs(reparsed, gm)
         out = run_module(reparsed, [*[t.clone() for t in tensors], *consts])
         _assert_matches(out, expected)
-        run_pipeline(reparsed, PIPELINES["default"])
+        run_pipeline(reparsed, PIPELINES["buffer"])
         _assert_matches(run_module(reparsed, [*[t.clone() for t in tensors], *consts]), expected)
         ran += 1
     if not ran:

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from coil.pipeline import PIPELINES
 from coil.testing import print_imported
 
-default = PIPELINES["default"]
+default = PIPELINES["buffer"]
 
 print("// softmax")
 print_imported(lambda x: torch.softmax(x, -1), (torch.randn(8, 64),), pipeline=default)
