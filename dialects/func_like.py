@@ -28,7 +28,8 @@ _RESERVED = ("sym_name", "function_type", "sym_visibility", "arg_attrs", "res_at
 
 
 class FuncLikeOp(IRDLOperation):
-    """Base of function ops: ``<name> [visibility] @sym(args) -> results attributes {...} {body}``."""
+    """Base of function ops:
+    ``<name> [visibility] @sym(args) -> results attributes {...} {body}``."""
 
     body = region_def()
     sym_name = prop_def(SymbolNameConstraint())

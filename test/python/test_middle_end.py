@@ -2,9 +2,9 @@
 
 For every model, static and dynamic, each graph AOTAutograd hands over is
 imported and run through the middle end (the "buffer" pipeline: the default
-one up to the buffer level) one pass at a time (``check_pipeline_per_pass``): after every pass the IR round-trips as text and
-the reference executor gives what it gave before the pass, on the graph's real
-inputs. The end of the pipeline is the buffer level; its outputs are compared
+one up to the buffer level) one pass at a time (``check_pipeline_per_pass``):
+after every pass the IR round-trips as text and the reference executor gives
+what it gave before the pass, on the graph's real inputs. The end of the pipeline is the buffer level; its outputs are compared
 with eager too, and their strides with eager's.
 """
 
