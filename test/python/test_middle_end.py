@@ -4,8 +4,9 @@ For every model, static and dynamic, each graph AOTAutograd hands over is
 imported and run through the middle end (the "buffer" pipeline: the default
 one up to the buffer level) one pass at a time (``check_pipeline_per_pass``):
 after every pass the IR round-trips as text and the reference executor gives
-what it gave before the pass, on the graph's real inputs. The end of the pipeline is the buffer level; its outputs are compared
-with eager too, and their strides with eager's.
+what it gave before the pass, on the graph's real inputs. The end of the
+pipeline is the buffer level; its outputs are compared with eager too, and
+their strides with eager's.
 """
 
 import copy
@@ -31,9 +32,7 @@ def _checking_backend(case, finals: list):
 
         def run(*args):
             inputs = [*args, *consts]
-            final = check_pipeline_per_pass(
-                module, PIPELINES["buffer"], inputs, random=case.random
-            )
+            final = check_pipeline_per_pass(module, PIPELINES["buffer"], inputs, random=case.random)
             finals.append(final)
             torch.manual_seed(1234)
             return run_module(final, inputs)
