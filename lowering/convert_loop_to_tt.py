@@ -64,7 +64,7 @@ class ConvertLoopToTtPass(ModulePass):
     rblock: int = 0
     num_warps: int = 0
     num_stages: int = 0
-    persistent_threshold: int = 1024
+    persistent_threshold: int = 4096
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         options = Options(

@@ -403,7 +403,17 @@ class HostPrinter:
     @print_op.register
     def _(self, op: H.LaunchOp) -> None:
         grid = ", ".join(self.expr(g) for g in op.grid.data)
-        args = [self.name(a) for a in op.args] + [self.expr(s) for s in op.scalars.data]
+        devices = {str(a.type.device) for a in op.args if isinstance(a.type, BufferType)}
+        gpu = sorted(d for d in devices if d != "cpu")
+        args = []
+        for a in op.args:
+            name = self.name(a)
+            if gpu and isinstance(a.type, BufferType) and str(a.type.device) == "cpu":
+                # A CPU scalar tensor (a lifted Python float, say) read by a GPU
+                # kernel: the kernel needs it in device memory.
+                name = f"{name}.to({gpu[0]!r})"
+            args.append(name)
+        args += [self.expr(s) for s in op.scalars.data]
         options = []
         if op.config is not None:
             for key, value in op.config.data.items():

@@ -722,11 +722,27 @@ class KernelPrinter:
     )
     def _(self, op: Operation) -> None:
         src = op.operands[0]
+        if isinstance(op, arith.TruncFOp) and isinstance(element_of(op.result.type), BFloat16Type):
+            self._to_bf16(op)
+            return
         if isinstance(op, arith.SIToFPOp) and _width(src.type) == 1:
             # sitofp of i1 true is -1.0; Triton converts i1 as unsigned.
             self.assign(op, f"(0 - {self.tval(src)}.to(tl.int32)).to({dtype(op.result.type)})")
             return
         self.assign(op, f"{self.tval(src)}.to({dtype(op.result.type)})")
+
+    def _to_bf16(self, op: Operation) -> None:
+        """Round to bfloat16 to nearest-even in integer arithmetic: Triton's
+        interpreter truncates f32 -> bf16 where the GPU rounds, so say it exactly."""
+        x = self.tval(op.operands[0])
+        if element_of(op.operands[0].type).bitwidth == 64:
+            x = f"{x}.to(tl.float32)"
+        bits = f"{x}.to(tl.uint32, bitcast=True)"
+        rounded = f"((({bits} + 0x7FFF + (({bits} >> 16) & 1)) >> 16) << 16)"
+        self.assign(
+            op,
+            f"tl.where({x} != {x}, {x}, {rounded}.to(tl.float32, bitcast=True)).to(tl.bfloat16)",
+        )
 
     @emit.register
     def _(self, op: arith.ExtSIOp) -> None:

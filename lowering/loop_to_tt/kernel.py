@@ -58,7 +58,7 @@ class Options:
     rblock: int = 0
     num_warps: int = 0
     num_stages: int = 0
-    persistent_threshold: int = 1024
+    persistent_threshold: int = 4096
 
 
 @dataclass
@@ -415,7 +415,9 @@ class KernelLowering:
             self._persistent()
         else:
             self._looped(rbase, rnumel, rblock)
-        warps = 8 if xblock * rblock >= 4096 else 4
+        # A whole 4096-wide row in one program wants all of a CTA's warps
+        # (8 values per thread per live tile), as Inductor's persistent configs do.
+        warps = 16 if rblock >= 4096 else 8 if xblock * rblock >= 4096 else 4
         return [cdiv(xnumel, xblock), sympy.Integer(1), sympy.Integer(1)], warps
 
     def _collect_outputs(self) -> None:

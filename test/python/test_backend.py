@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +28,12 @@ from coil.pipeline import PIPELINES
 from coil.testing import assert_close_to_eager
 
 BIN = Path(sys.executable).parent
+
+
+def _tool(name: str) -> str:
+    """A console script of this install (next to python, or on PATH)."""
+    path = BIN / name
+    return str(path) if path.exists() else (shutil.which(name) or name)
 
 
 def _compile(model, dynamic: bool, **options):
@@ -102,7 +109,8 @@ def test_dump_dir_and_repro(tmp_path):
     assert len([f for f in files if f.endswith(".mlir")]) == n_passes + 1
     assert {"kernels.py", "wrapper.py", "repro.sh"} <= set(files)
     assert "@triton.jit" in (graph_dir / "kernels.py").read_text()
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    fx_opt_dir = os.path.dirname(_tool("fx-opt"))
+    env = {**os.environ, "PATH": f"{fx_opt_dir}{os.pathsep}{os.environ['PATH']}"}
     done = subprocess.run(
         ["sh", str(graph_dir / "repro.sh")], capture_output=True, text=True, env=env
     )
@@ -118,11 +126,11 @@ def test_fx_opt_pt2_to_python_module(tmp_path):
     torch.export.save(ep, pt2)
     out = tmp_path / "model_wrapper.py"
     pipeline = subprocess.run(
-        [BIN / "coil", "pipeline"], capture_output=True, text=True, check=True
+        [_tool("coil"), "pipeline"], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert pipeline == PIPELINES["default"]
     done = subprocess.run(
-        [BIN / "fx-opt", pt2, "-p", pipeline, "-t", "python", "-o", out],
+        [_tool("fx-opt"), pt2, "-p", pipeline, "-t", "python", "-o", out],
         capture_output=True,
         text=True,
     )
