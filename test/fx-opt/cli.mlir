@@ -3,6 +3,8 @@
 // RUN: fx-opt %s -p canonicalize,cse,dce --print-between-passes | filecheck %s --check-prefix=BETWEEN
 // RUN: fx-opt %s -p "%aten_pipeline" | filecheck %s --check-prefix=ATEN
 // RUN: fx-opt %s -p "%buffer_pipeline" | filecheck %s --check-prefix=DEFAULT
+// RUN: fx-opt %s -p "%default_pipeline" | filecheck %s --check-prefix=HOST
+// RUN: fx-opt %s -p "%default_pipeline" -t python | filecheck %s --check-prefix=PY
 // RUN: coil pipeline | filecheck %s --check-prefix=PIPELINE -DPIPE="%default_pipeline"
 // RUN: coil --help | filecheck %s --check-prefix=COIL
 
@@ -35,8 +37,8 @@ func.func @f(%x: !aten.tensor<[4, 8], f32>) -> !aten.tensor<[4, 8], f32> {
 // ATEN: %[[R:.*]] = aten.relu.default
 // ATEN-NEXT: aten.add.Tensor(%[[R]], %[[R]])
 
-// The middle end (the buffer pipeline) ends at the buffer level: softmax, relu and the add
-// are one fused kernel writing one buffer.
+// The middle end (the buffer pipeline) ends at the buffer level: softmax,
+// relu and the add are one fused kernel writing one buffer.
 // DEFAULT-LABEL: func.func @f
 // DEFAULT-SAME: (%x: !buffer.buffer<[4, 8], f32>) -> !buffer.buffer<[4, 8], f32>
 // DEFAULT-NEXT: %[[OUT:.*]] = buffer.alloc : !buffer.buffer<[4, 8], f32>
@@ -47,3 +49,17 @@ func.func @f(%x: !aten.tensor<[4, 8], f32>) -> !aten.tensor<[4, 8], f32> {
 // DEFAULT: arith.maximumf
 // DEFAULT-NOT: aten.
 // DEFAULT: func.return %[[OUT]]
+
+// The default pipeline goes on to the kernel and the wrapper.
+// HOST: tt.func public @[[K:coil_[a-z_0-9]+]](%in_ptr0: !tt.ptr<f32>, %out_ptr0: !tt.ptr<f32>)
+// HOST: "tt.reduce"
+// HOST: tt.store
+// HOST-LABEL: host.func @f
+// HOST-NEXT: %[[OUT:.*]] = host.empty_strided : !buffer.buffer<[4, 8], f32>
+// HOST-NEXT: host.launch @[[K]] grid [1, 1, 1] (%x, %[[OUT]] : !buffer.buffer<[4, 8], f32>, !buffer.buffer<[4, 8], f32>)
+// HOST-NEXT: host.return %[[OUT]]
+
+// PY: @triton.jit
+// PY: def [[K:coil_[a-z_0-9]+]](in_ptr0, out_ptr0):
+// PY: def call(args):
+// PY: [[K]][(1, 1, 1)](x, {{.*}}, num_warps=

@@ -2,6 +2,7 @@
 // RUN: fx-opt %t.pt2 | filecheck %s
 // RUN: fx-opt %t.pt2 -p "%aten_pipeline" | filecheck %s --check-prefix=PIPE
 // RUN: fx-opt %t.pt2 -p "%buffer_pipeline" | filecheck %s --check-prefix=DEFAULT
+// RUN: fx-opt %t.pt2 -p "%default_pipeline" | filecheck %s --check-prefix=HOST
 // RUN: coil import %t.pt2 | filecheck %s
 
 // A torch.export archive is decomposed and imported; parameters are named
@@ -21,3 +22,9 @@
 // DEFAULT: buffer.extern "aten.addmm.default"
 // DEFAULT: loop.fused
 // DEFAULT: loop.reduction max
+
+// HOST: tt.func public @coil_
+// HOST-LABEL: host.func @forward
+// HOST: host.extern "aten.addmm.default"
+// HOST: host.launch @coil_
+// HOST: host.return
