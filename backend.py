@@ -118,7 +118,9 @@ class _Dump:
 
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", name.split("{")[0]).strip("_") or "stage"
         file = f"{len(self.files):03d}-{slug}.mlir"
-        (self.path / file).write_text(print_module(module))
+        # The imported IR keeps its locations: repro.sh replays from it, and the
+        # wrapper's comments name the user lines they carry.
+        (self.path / file).write_text(print_module(module, debuginfo=not self.files))
         self.files.append(file)
 
     def code(self, module: ModuleOp, wrapper: str, pipeline: str) -> None:

@@ -19,6 +19,11 @@ unbacked size) -- the Python target writes those reads:
 the kernel's pointer arguments in order, then one scalar argument per
 ``scalars`` expression; the grid is three size expressions (programs along x,
 y, z). ``num_warps``/``num_stages`` are Triton's launch options.
+
+``host.autotune "coil_softmax_0" { host.launch ... host.launch ... }`` holds the
+candidate launches of one nest (same arguments, different kernels, tiles and
+launch options): exactly one of them runs, the runtime's choice (the fastest,
+measured once per process and key: the name and the launches' size symbols).
 """
 
 from __future__ import annotations
@@ -26,21 +31,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import DictionaryAttr, FlatSymbolRefAttrConstr, SymbolRefAttr, i64
-from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.dialects.builtin import (
+    DictionaryAttr,
+    FlatSymbolRefAttrConstr,
+    StringAttr,
+    SymbolRefAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
     operand_def,
     opt_prop_def,
     prop_def,
+    region_def,
     result_def,
     traits_def,
     var_operand_def,
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import HasParent, IsTerminator
+from xdsl.traits import HasParent, IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from coil.dialects.buffer import BufferType, ExternBase
@@ -248,8 +260,70 @@ class LaunchOp(IRDLOperation):
         return cls(kernel.data, grid, args, scalars, config.data if config else None)
 
 
+@irdl_op_definition
+class AutotuneOp(IRDLOperation):
+    """``host.autotune "name" { host.launch ... }``: run exactly one of the candidate
+    launches, the runtime's choice (the fastest, measured once per process and key)."""
+
+    name = "host.autotune"
+    key = prop_def(StringAttr)
+    body = region_def()
+    traits = traits_def(NoTerminator())
+    assembly_format = "$key attr-dict-with-keyword $body"
+
+    def __init__(self, key: str, launches: Sequence[LaunchOp]):
+        super().__init__(
+            properties={"key": StringAttr(key)}, regions=[Region(Block(list(launches)))]
+        )
+
+    @property
+    def launches(self) -> list[LaunchOp]:
+        return [op for op in self.body.block.ops if isinstance(op, LaunchOp)]
+
+    def verify_(self) -> None:
+        blocks = list(self.body.blocks)
+        if len(blocks) != 1 or blocks[0].args:
+            raise VerifyException(
+                "host.autotune: the region is one block without arguments, "
+                "holding the candidate host.launch ops"
+            )
+        ops = list(blocks[0].ops)
+        if not ops:
+            raise VerifyException("host.autotune: the region holds at least one host.launch")
+        for op in ops:
+            if not isinstance(op, LaunchOp):
+                raise VerifyException(
+                    f"host.autotune: the region holds only host.launch candidates, found {op.name}"
+                )
+        first = ops[0]
+        names = set()
+        for op in ops:
+            if op.kernel_name in names:
+                raise VerifyException(
+                    f"host.autotune: kernel @{op.kernel_name} is a candidate twice"
+                )
+            names.add(op.kernel_name)
+            # The runtime may run any one: each must compute the same outputs.
+            if list(op.args) != list(first.args):
+                raise VerifyException(
+                    f"host.autotune: every candidate launches the same arguments "
+                    f"(@{op.kernel_name} differs from @{first.kernel_name})"
+                )
+
+
 Host = Dialect(
     "host",
-    [FuncOp, ReturnOp, EmptyStridedOp, ReinterpretOp, FreeOp, ExternOp, YieldOp, SeedOp, LaunchOp],
+    [
+        FuncOp,
+        ReturnOp,
+        EmptyStridedOp,
+        ReinterpretOp,
+        FreeOp,
+        ExternOp,
+        YieldOp,
+        SeedOp,
+        LaunchOp,
+        AutotuneOp,
+    ],
     [],
 )

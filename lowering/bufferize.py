@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import sympy
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, LocationAttr, ModuleOp
 from xdsl.ir import Attribute, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -93,22 +93,32 @@ def strided_layout(
 
 
 def copy_nest(
-    source: SSAValue, dest: SSAValue, index: Sequence[sympy.Expr] | None = None
+    source: SSAValue,
+    dest: SSAValue,
+    index: Sequence[sympy.Expr] | None = None,
+    location: LocationAttr | None = None,
 ) -> L.PointwiseOp:
     """``loop.pointwise outs(%dest) { yield source[index] }`` (index over dest's
-    i0..; the identity by default)."""
+    i0..; the identity by default). Its ops carry ``location`` (default: that of
+    the op producing ``source``), so the copy kernel names the user line."""
     shape = dest.type.shape
     block = L.new_body(len(shape))
     idx = list(index) if index is not None else L.index_symbols(len(shape))
     load = L.LoadOp(source, idx)
     block.add_op(load)
     block.add_op(L.YieldOp(load.result))
-    return L.PointwiseOp.build(
+    nest = L.PointwiseOp.build(
         operands=[[dest]],
         result_types=[[]],
         properties={"ranges": ShapeAttr(shape)},
         regions=[Region(block)],
     )
+    if location is None and isinstance(source.owner, Operation):
+        location = source.owner.location
+    if location is not None:
+        for op in nest.walk():
+            op.location = location
+    return nest
 
 
 def function_device(fn: func.FuncOp) -> str:
@@ -198,6 +208,7 @@ class _Bufferizer:
             attributes=dict(op.attributes),
             regions=[op.detach_region(op.body)],
         )
+        new.location = op.location
         Rewriter.insert_op(new, InsertPoint.before(op))
         for r, buf in zip(op.res, outs):
             r.replace_all_uses_with(buf)
@@ -215,6 +226,7 @@ class _Bufferizer:
             if eager is not None and same_layout(shape, strides, eager):
                 strides = list(eager)  # agree on size-1 dims too
             new = B.ViewOp(source, B.BufferType(shape, et, strides, offset, source.type.device))
+            new.location = op.location
             Rewriter.insert_op(new, InsertPoint.before(op))
             new.result.name_hint = result.name_hint
             result.replace_all_uses_with(new.result)
@@ -224,7 +236,8 @@ class _Bufferizer:
             self.fold_into_loads(op)
             return
         buf = self.alloc(shape, et, self.eager_strides(result), op, result.name_hint)
-        Rewriter.insert_op(copy_nest(source, buf, op.index.data), InsertPoint.before(op))
+        copy = copy_nest(source, buf, op.index.data, op.location)
+        Rewriter.insert_op(copy, InsertPoint.before(op))
         result.replace_all_uses_with(buf)
         Rewriter.erase_op(op)
 
@@ -251,7 +264,9 @@ class _Bufferizer:
             if not writable(want.shape, want.strides):
                 continue
             buf = self.alloc(t.shape, t.element_type, want.strides, op, operand.name_hint)
-            Rewriter.insert_op(copy_nest(operand, buf), InsertPoint.before(op))
+            Rewriter.insert_op(
+                copy_nest(operand, buf, location=op.location), InsertPoint.before(op)
+            )
             op.operands[k] = buf
         term = op.body.block.last_op
         types = [
@@ -262,6 +277,7 @@ class _Bufferizer:
         ]
         new = B.ExternOp(list(op.args), types, op.detach_region(op.body))
         new.attributes.update(op.attributes)
+        new.location = op.location
         Rewriter.insert_op(new, InsertPoint.before(op))
         for old, r in zip(op.res, new.res):
             r.name_hint = old.name_hint

@@ -14,7 +14,11 @@ Input: functions at the aten level (after the aten pipeline). Output:
 * random ops draw from one ``loop.seed`` per function; ``copy_`` into a graph
   input becomes ``loop.copy``;
 * the function's results are loop values; the layouts eager returns are kept
-  in the function attribute ``coil.result_types`` for bufferize.
+  in the function attribute ``coil.result_types`` for bufferize;
+* every op built for an aten op (nests, their body ops, views, externs) carries
+  its provenance as a location: ``loc("aten.amax"("models.py":37:0))`` -- MLIR's
+  name location, the aten op (overload dropped) around the user line. Passes
+  that clone keep it; kernels and wrapper lines name it (``coil.ir.source_line``).
 
 The lowerings are functions in a registry keyed by overload (Inductor's
 ``lowerings`` dict) applied by one in-order walk, not one RewritePattern per
@@ -39,7 +43,16 @@ import sympy
 import torch
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FileLineColLoc,
+    LocationAttr,
+    ModuleOp,
+    NameLoc,
+    NoneAttr,
+    StringAttr,
+    UnknownLoc,
+)
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -294,6 +307,7 @@ def _lower_function(fn: func.FuncOp, fallback: str = "extern") -> None:
             and not isinstance(op, AtenOp | OperatorOp)
         ):
             continue
+        before = op.prev_op
         if isinstance(op, TensorConstantOp):
             lowerer.anchor = op
             new = lowerer.extern(op)
@@ -302,6 +316,7 @@ def _lower_function(fn: func.FuncOp, fallback: str = "extern") -> None:
             new = _lower_op(lowerer, op, fallback)
         else:
             continue
+        _locate_between(before, op, provenance(op))
         for old, value in zip(op.results, new):
             if value.name_hint is None:
                 value.name_hint = old.name_hint
@@ -354,6 +369,30 @@ def _lower_op(lowerer: Lowerer, op: Operation, fallback: str = "extern") -> list
     if len(values) != len(op.results):
         raise AssertionError(f"lowering of {name} gave {len(values)} values for {len(op.results)}")
     return values
+
+
+def provenance(op: Operation) -> LocationAttr:
+    """The location of the ops lowered from ``op``: ``loc("aten.amax"("f.py":3:0))``."""
+    loc = op.location
+    if isinstance(loc, NameLoc):
+        return loc
+    name = op.overload_name.data if isinstance(op, OperatorOp) else op.name
+    if name.count(".") >= 2:  # aten.amax.default -> aten.amax, as Inductor names it
+        name = name.rsplit(".", 1)[0]
+    return NameLoc(StringAttr(name), loc if isinstance(loc, FileLineColLoc) else NoneAttr())
+
+
+def _locate_between(before: Operation | None, op: Operation, loc: LocationAttr) -> None:
+    """Give the ops built for ``op`` (between ``before`` and it), and everything in
+    their regions, ``loc`` where they have none (clones in externs keep theirs)."""
+    block = op.parent_block()
+    first = before.next_op if before is not None else block.first_op
+    while first is not None and first is not op:
+        if not isinstance(first, L.SeedOp):  # the function's, placed first
+            for inner in first.walk():
+                if isinstance(inner.location, UnknownLoc):
+                    inner.location = loc
+        first = first.next_op
 
 
 def _erase_between(before: Operation | None, op: Operation) -> None:

@@ -45,6 +45,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from coil.dialects import buffer as B
 from coil.dialects import host as H
 from coil.dialects import loop as L
+from coil.ir import source_line
 
 
 def _where(op: Operation) -> str:
@@ -52,11 +53,8 @@ def _where(op: Operation) -> str:
     while fn is not None and not isinstance(fn, func.FuncOp):
         fn = fn.parent_op()
     where = f" in @{fn.sym_name.data}" if fn is not None else ""
-    loc = getattr(op, "location", None)
-    filename = getattr(loc, "filename", None)
-    if filename is not None:
-        where += f" at {filename.data}:{loc.line.data}"
-    return where
+    line = source_line(op.location)
+    return f"{where} at {line}" if line is not None else where
 
 
 class LowerFuncOp(RewritePattern):
@@ -140,6 +138,7 @@ class LowerExternOp(RewritePattern):
         for old, res in zip(op.res, new.res):
             res.name_hint = old.name_hint
         new.attributes |= op.attributes
+        new.location = op.location
         rewriter.replace(op, [new], list(new.res))
 
 

@@ -24,7 +24,13 @@ from xdsl.utils.exceptions import DiagnosticException
 from coil.dialects import host
 from coil.dialects import loop as L
 from coil.dialects.buffer import BufferType
+from coil.lowering.loop_to_tt.autotune import (
+    candidate_options,
+    config_key,
+    rereads_its_outputs,
+)
 from coil.lowering.loop_to_tt.kernel import (
+    Kernel,
     Options,
     build_kernel,
     kernel_name,
@@ -40,12 +46,15 @@ def _copy_as_pointwise(op: L.CopyOp) -> L.PointwiseOp:
     block = L.new_body(len(shape))
     load = L.LoadOp(op.value, L.index_symbols(len(shape)))
     block.add_ops([load, L.YieldOp(load.result)])
-    return L.PointwiseOp.build(
+    nest = L.PointwiseOp.build(
         operands=[[op.dest]],
         result_types=[[]],
         properties={"ranges": L.ShapeAttr(shape)},
         regions=[Region(block)],
     )
+    for inner in nest.walk():  # the kernel names the copy's user line
+        inner.location = op.location
+    return nest
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,13 @@ class ConvertLoopToTtPass(ModulePass):
     ``num-warps``, ``num-stages`` (launch config), ``persistent-threshold`` (the
     longest static reduction row kept whole in registers; longer or dynamic
     rows loop over ``RBLOCK`` chunks).
+
+    ``autotune=N`` (0 = off) builds up to ``N`` kernels per nest
+    (``@coil_softmax_0_c0``, ``_c1``...: the heuristic config first, then
+    distinct tiles, warps, persistent or looped rows; see ``loop_to_tt/autotune.py``)
+    and launches them from one ``host.autotune "coil_softmax_0" {...}``: the
+    runtime runs the fastest. A nest that reads what it writes (or one with a
+    single distinct config) keeps its plain launch.
     """
 
     name = "convert-loop-to-tt"
@@ -65,6 +81,7 @@ class ConvertLoopToTtPass(ModulePass):
     num_warps: int = 0
     num_stages: int = 0
     persistent_threshold: int = 4096
+    autotune: int = 0
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         options = Options(
@@ -93,10 +110,10 @@ class ConvertLoopToTtPass(ModulePass):
     def _lower(self, nest: L.LoopOp, f: func.FuncOp, options: Options, counter: int) -> None:
         name = kernel_name(nest, counter)
         try:
-            kernel = build_kernel(nest, name, options, _KINDS[nest.name])
+            kernels = self._kernels(nest, name, options, _KINDS[nest.name])
         except DiagnosticException as e:
             raise DiagnosticException(f"{e} (in {nest.name} of @{f.sym_name.data})") from e
-        self._replace(nest, kernel, f)
+        self._replace(nest, kernels, f, name)
 
     def _lower_copy(self, op: L.CopyOp, f: func.FuncOp, options: Options, counter: int) -> None:
         for v in (op.value, op.dest):
@@ -111,20 +128,43 @@ class ConvertLoopToTtPass(ModulePass):
             hint = op.dest.name_hint
             name = f"coil_copy_{kernel_name(nest, counter)[5:]}" if not hint else None
             name = name or kernel_name(nest, counter, prefix="copy_")
-            kernel = build_kernel(nest, name, options, "pointwise")
+            kernels = self._kernels(nest, name, options, "pointwise")
         finally:
             nest.detach()
             nest.erase()
             del holder
-        self._replace(op, kernel, f)
+        self._replace(op, kernels, f, name)
 
-    def _replace(self, nest: Operation, kernel, f: func.FuncOp) -> None:
-        Rewriter.insert_op(kernel.func, InsertPoint.before(f))
-        launch = host.LaunchOp(
-            kernel.func.sym_name.data,
-            kernel.grid,
-            kernel.args,
-            kernel.scalars,
-            launch_config(kernel),
-        )
-        Rewriter.replace_op(nest, launch, [])
+    def _kernels(self, nest: L.LoopOp, name: str, options: Options, kind: str) -> list[Kernel]:
+        """The heuristic kernel, then (``autotune``) distinct candidates, named ``_c<k>``."""
+        kernel = build_kernel(nest, name, options, kind)
+        if self.autotune <= 1 or rereads_its_outputs(list(nest.outs), kernel):
+            return [kernel]
+        kernels, seen = [kernel], {config_key(kernel)}
+        for candidate in candidate_options(nest, options, kernel):
+            if len(kernels) >= self.autotune:
+                break
+            k = build_kernel(nest, f"{name}_c{len(kernels)}", candidate, kind)
+            if config_key(k) not in seen:
+                seen.add(config_key(k))
+                kernels.append(k)
+        if len(kernels) > 1:
+            kernel.func.sym_name = builtin.StringAttr(f"{name}_c0")
+        return kernels
+
+    def _replace(self, nest: Operation, kernels: list[Kernel], f: func.FuncOp, key: str) -> None:
+        launches = []
+        for kernel in kernels:
+            Rewriter.insert_op(kernel.func, InsertPoint.before(f))
+            launch = host.LaunchOp(
+                kernel.func.sym_name.data,
+                kernel.grid,
+                kernel.args,
+                kernel.scalars,
+                launch_config(kernel),
+            )
+            launch.location = nest.location
+            launches.append(launch)
+        new = launches[0] if len(launches) == 1 else host.AutotuneOp(key, launches)
+        new.location = nest.location
+        Rewriter.replace_op(nest, new, [])

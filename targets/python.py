@@ -65,8 +65,10 @@ from coil.dialects.aten import AtenOp, ConstantOp, OperandRefAttr, OperatorOp, T
 from coil.dialects.aten_schema import Kind, argument_kinds, parse_enum
 from coil.dialects.buffer import BufferType
 from coil.dialects.symbolic import ExprAttr, ShapeAttr, SymbolicSyntaxError, format_expr, to_expr
+from coil.ir import short_lines, source_line
 
 WRAPPER_IMPORT = "from coil.runtime.wrapper import cdiv, check_input, CoilInputError"
+AUTOTUNE_IMPORT = "from coil.runtime.autotune import autotune"
 
 # Names generated code uses itself: never a value's name.
 _RESERVED = {
@@ -77,6 +79,7 @@ _RESERVED = {
     "cdiv",
     "check_input",
     "CoilInputError",
+    "autotune",
     "call",
     "args",
     "max",
@@ -198,9 +201,14 @@ class HostPrinter:
         self.counters: dict[str, int] = {}
         # Inside a host.extern: region values the extern yields -> the result's name hint.
         self.hints: dict[SSAValue, str | None] = {}
+        # Kernel name -> the user lines it came from (its coil.source_lines).
+        self.kernel_lines: dict[str, list[str]] = {}
         for op in module.ops:
             if isinstance(op, tt.FuncOp):
                 self.used.add(op.sym_name.data)
+                lines = op.attributes.get("coil.source_lines")
+                if isinstance(lines, ArrayAttr):
+                    self.kernel_lines[op.sym_name.data] = [s.data for s in lines.data]
         self.symbols = _symbols_of(fn)
         self.used |= {s.name for s in self.symbols}
 
@@ -237,6 +245,11 @@ class HostPrinter:
 
     def emit(self, line: str, indent: int = 1) -> None:
         self.lines.append("    " * indent + line)
+
+    def emit_source(self, lines: Sequence[str]) -> None:
+        """``# models.py:37``: the user lines the next wrapper line comes from."""
+        if lines:
+            self.emit(f"# {short_lines(list(lines))}")
 
     # ---- size symbols ------------------------------------------------------
 
@@ -311,6 +324,8 @@ class HostPrinter:
         if libdevice:
             head.append("from triton.language.extra import libdevice")
         head.append(WRAPPER_IMPORT)
+        if any(isinstance(op, H.AutotuneOp) for op in fn.walk()):
+            head.append(AUTOTUNE_IMPORT)
         self.print_call()
         body = "\n".join(self.lines)
         parts = ["\n".join(head), kernels.strip(), body]
@@ -402,6 +417,26 @@ class HostPrinter:
 
     @print_op.register
     def _(self, op: H.LaunchOp) -> None:
+        self.emit(self.launch_call(op))
+
+    @print_op.register
+    def _(self, op: H.AutotuneOp) -> None:
+        # autotune(key, sizes, [candidates], device=...) runs exactly one candidate;
+        # the sizes (the launches' size symbols, evaluated) complete the key.
+        launches = op.launches
+        symbols: set[sympy.Symbol] = set()
+        for launch in launches:
+            symbols |= _attr_symbols(launch.grid) | _attr_symbols(launch.scalars)
+        sizes = python_tuple([self.expr(s) for s in sorted(symbols, key=lambda s: s.name)])
+        devices = {str(a.type.device) for a in launches[0].args if isinstance(a.type, BufferType)}
+        device = next(iter(sorted(d for d in devices if d != "cpu")), "cpu")
+        self.emit(f'autotune("{op.key.data}", {sizes}, [')
+        for launch in launches:
+            self.emit(f"lambda: {self.launch_call(launch)},", 2)
+        self.emit(f'], device="{device}")')
+
+    def launch_call(self, op: H.LaunchOp) -> str:
+        """``kernel[(grid)](args..., num_warps=..)``: one launch as a Python call."""
         grid = ", ".join(self.expr(g) for g in op.grid.data)
         devices = {str(a.type.device) for a in op.args if isinstance(a.type, BufferType)}
         gpu = sorted(d for d in devices if d != "cpu")
@@ -421,7 +456,15 @@ class HostPrinter:
                     options.append(f"{key}={value.value.data}")
                 elif isinstance(value, StringAttr):
                     options.append(f"{key}={value.data!r}")
-        self.emit(f"{op.kernel_name}[({grid})]({', '.join(args + options)})")
+        lines = self.kernel_lines.get(op.kernel_name) or [source_line(op.location)]
+        self.emit_source([t for t in lines if t is not None])
+        return f"{op.kernel_name}[({grid})]({', '.join(args + options)})"
+
+    @print_op.register
+    def _(self, op: ConstantOp) -> None:
+        # A scalar outside any extern: a forward graph returning a size for the
+        # backward (dynamic training), printed where it is used.
+        self.names[op.result] = self.literal(op.python_value)
 
     @print_op.register
     def _(self, op: H.ReturnOp) -> None:
@@ -434,6 +477,8 @@ class HostPrinter:
 
     @print_op.register
     def _(self, op: H.ExternOp) -> None:
+        line = source_line(op.location)
+        self.emit_source([line] if line is not None else [])
         block = op.body.block
         for arg, operand in zip(block.args, op.args):
             self.names[arg] = self.name(operand)

@@ -60,6 +60,7 @@ from xdsl.utils.target import Target
 
 from coil.dialects import tt
 from coil.dialects.tt import element_of, shape_of
+from coil.ir import short_lines
 
 # Ops a tt.func may contain, by dialect prefix.
 _KERNEL_DIALECTS = ("tt.", "arith.", "math.", "scf.")
@@ -316,6 +317,20 @@ class KernelPrinter:
             out[0] = self.tval(values[0])
         return out
 
+    def ordered(self, *values: SSAValue) -> list[str]:
+        """Operands of a comparison / min / max: bf16 goes through f32 (exact), since
+        Triton's interpreter orders bf16 by its raw bits (-5 > 1)."""
+        if not isinstance(element_of(values[0].type), BFloat16Type):
+            return self.operands(*values)
+        return [f"{self.tval(v)}.to(tl.float32)" for v in values]
+
+    @staticmethod
+    def narrowed(expr: str, type_: Attribute) -> str:
+        """``expr`` (computed by :meth:`ordered`) back in ``type_``'s element type."""
+        if not isinstance(element_of(type_), BFloat16Type):
+            return expr
+        return f"{expr}.to(tl.bfloat16)"
+
     def assign(self, op: Operation, expr: str) -> None:
         names = [self.define(r) for r in op.results]
         if names:
@@ -348,7 +363,10 @@ class KernelPrinter:
             header.append(f"# kind: {kind.data}")
         lines = attrs.get("coil.source_lines")
         if isinstance(lines, ArrayAttr) and lines.data:
-            header.append("# fused from: " + ", ".join(s.data for s in lines.data))
+            header.append("# fused from: " + short_lines([s.data for s in lines.data]))
+        aten = attrs.get("coil.aten_ops")
+        if isinstance(aten, ArrayAttr) and aten.data:  # as Inductor's kernel comments
+            header.append(f"# Original ATen: [{', '.join(s.data for s in aten.data)}]")
         if public and scalars:
             quoted = ", ".join(f'"{n}"' for n in scalars)
             header.append(f"@triton.jit(do_not_specialize=[{quoted}])")
@@ -657,14 +675,15 @@ class KernelPrinter:
 
     @emit.register(arith.MaxSIOp | arith.MinSIOp | arith.MaxnumfOp | arith.MinnumfOp)
     def _(self, op: Operation) -> None:
-        a, b = self.operands(*op.operands)
-        self.assign(op, f"{_MIN_MAX[type(op)]}({a}, {b})")
+        a, b = self.ordered(*op.operands)
+        self.assign(op, self.narrowed(f"{_MIN_MAX[type(op)]}({a}, {b})", op.result.type))
 
     @emit.register(arith.MaximumfOp | arith.MinimumfOp)
     def _(self, op: Operation) -> None:
-        a, b = self.operands(*op.operands)
+        a, b = self.ordered(*op.operands)
         fn = "tl.maximum" if isinstance(op, arith.MaximumfOp) else "tl.minimum"
-        self.assign(op, f"{fn}({a}, {b}, propagate_nan=tl.PropagateNan.ALL)")
+        expr = f"{fn}({a}, {b}, propagate_nan=tl.PropagateNan.ALL)"
+        self.assign(op, self.narrowed(expr, op.result.type))
 
     @emit.register(arith.MaxUIOp | arith.MinUIOp)
     def _(self, op: Operation) -> None:
@@ -692,7 +711,7 @@ class KernelPrinter:
     @emit.register
     def _(self, op: arith.CmpfOp) -> None:
         pred = arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data]
-        a, b = self.operands(op.operands[0], op.operands[1])
+        a, b = self.ordered(op.operands[0], op.operands[1])
         if pred in _CMPF:
             expr = f"{a} {_CMPF[pred]} {b}"
         elif pred in _CMPF_NEGATED:

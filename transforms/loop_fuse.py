@@ -235,6 +235,7 @@ class _Group:
             },
             regions=[[Block()]],
         )
+        group.location = self.root.location  # members keep their own
         Rewriter.insert_op(group, InsertPoint.before(self.root))
         body = group.body.block
         for member in self.members:

@@ -201,6 +201,7 @@ class _Inliner:
                 index = [e.xreplace(sub) for e in source_index]
                 composed = L.ViewOp(view.source, index, outer.result.type)
                 composed.result.name_hint = outer.result.name_hint
+                composed.location = outer.location
                 Rewriter.insert_op(composed, InsertPoint.before(outer))
                 outer.result.replace_all_uses_with(composed.result)
                 Rewriter.erase_op(outer)
@@ -214,6 +215,7 @@ class _Inliner:
             )
             new = L.LoadOp(view.source, index, indirect, load.mask)
             new.result.name_hint = load.result.name_hint
+            new.location = load.location
             Rewriter.insert_op(new, InsertPoint.before(load))
             load.result.replace_all_uses_with(new.result)
             Rewriter.erase_op(load)
@@ -326,6 +328,9 @@ class _Inliner:
             select = arith.SelectOp(mask, yielded, zero.result)
             new_ops.extend([zero, select])
             yielded = select.result
+        for op in new_ops:  # provenance: recomputed ops still come from the producer
+            if isinstance(op.location, builtin.UnknownLoc):
+                op.location = producer.location
         Rewriter.insert_op(new_ops, InsertPoint.before(load))
         if yielded.name_hint is None and load.result.name_hint is not None:
             yielded.name_hint = load.result.name_hint
@@ -354,6 +359,7 @@ class _Inliner:
         own_mask = mapping.get(op.mask, op.mask) if op.mask is not None else None
         if mask is not None and own_mask is not None:
             both = arith.AndIOp(mask, own_mask)
+            both.location = op.location
             out.append(both)
             own_mask = both.result
         elif mask is not None:
@@ -361,6 +367,7 @@ class _Inliner:
         index, indirect = _compact_indirect(index, own + list(consumer_load.indirect))
         new = L.LoadOp(op.source, index, indirect, own_mask)
         new.result.name_hint = op.result.name_hint
+        new.location = op.location
         mapping[op.result] = new.result
         out.append(new)
         return out

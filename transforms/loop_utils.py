@@ -117,6 +117,7 @@ def squeeze_unit_ranges(nest: L.PointwiseOp | L.ReductionOp) -> L.PointwiseOp | 
             arg.replace_all_uses_with(new_block.args[keep.index(k)])
         elif arg.uses:
             zero = arith.ConstantOp(builtin.IntegerAttr(0, builtin.IndexType()))
+            zero.location = nest.location
             new_block.add_op(zero)
             arg.replace_all_uses_with(zero.result)
     for old, new in zip(old_block.args[len(ranges) :], new_block.args[len(keep) :]):
@@ -131,6 +132,7 @@ def squeeze_unit_ranges(nest: L.PointwiseOp | L.ReductionOp) -> L.PointwiseOp | 
     new_nest = type(nest).build(
         operands=[[]], result_types=[new_types], properties=props, regions=[Region(new_block)]
     )
+    new_nest.location = nest.location
     Rewriter.insert_op(new_nest, InsertPoint.before(nest))
     for old, new in zip(nest.res, new_nest.res):
         new.name_hint = old.name_hint
@@ -140,12 +142,14 @@ def squeeze_unit_ranges(nest: L.PointwiseOp | L.ReductionOp) -> L.PointwiseOp | 
                 index = [user.index.data[k] for k in keep]
                 load = L.LoadOp(new, index, list(user.indirect), user.mask)
                 load.result.name_hint = user.result.name_hint
+                load.location = user.location
                 Rewriter.insert_op(load, InsertPoint.before(user))
                 user.result.replace_all_uses_with(load.result)
                 Rewriter.erase_op(user)
         if old.uses:
             view = L.ViewOp(new, [L.index_symbols(len(ranges))[k] for k in keep], old.type)
             view.result.name_hint = old.name_hint
+            view.location = nest.location
             Rewriter.insert_op(view, InsertPoint.after(new_nest))
             old.replace_all_uses_with(view.result)
     Rewriter.erase_op(nest)

@@ -29,7 +29,6 @@ from xdsl.dialects import arith as xarith
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    FileLineColLoc,
     StringAttr,
     i32,
     i64,
@@ -42,6 +41,7 @@ from coil.dialects import tt
 from coil.dialects.buffer import BufferType
 from coil.dialects.symbolic import index_symbols, is_index_symbol, symbol
 from coil.dialects.tt import element_of
+from coil.ir import source_line, source_op
 from coil.lowering.loop_to_tt import reductions as R
 from coil.lowering.loop_to_tt.body import BodyEmitter, Tile
 from coil.lowering.loop_to_tt.builder import KernelBuilder, LoweringError
@@ -71,6 +71,10 @@ class Kernel:
     scalars: list[sympy.Symbol]
     num_warps: int
     num_stages: int
+    # The tile it was built with (rblock 0 for pointwise), for autotuning's dedup.
+    xblock: int = 0
+    rblock: int = 0
+    persistent: bool = False
 
 
 def next_pow2(n: int) -> int:
@@ -96,6 +100,8 @@ def decompose(flat: sympy.Symbol, sizes: Sequence[sympy.Expr]) -> list[sympy.Exp
     for the first dimension, no division for the last)."""
     out = []
     n = len(sizes)
+    if any(d == 0 for d in sizes):  # an empty nest: no point is visited (and no // 0)
+        return [sympy.Integer(0)] * n
     for k, d in enumerate(sizes):
         if d == 1:
             out.append(sympy.Integer(0))
@@ -139,14 +145,27 @@ def kernel_name(nest: L.LoopOp, counter: int, prefix: str = "") -> str:
 
 
 def _source_lines(nest: Operation) -> list[str]:
-    lines: list[str] = []
+    """The distinct "file:line" the nest's ops came from, in source order (files in
+    order of first use, lines ascending)."""
+    lines: dict[str, None] = {}
     for op in nest.walk():
-        loc = getattr(op, "location", None)
-        if isinstance(loc, FileLineColLoc):
-            text = f"{loc.filename.data}:{loc.line.data}"
-            if text not in lines:
-                lines.append(text)
-    return lines
+        if (text := source_line(op.location)) is not None:
+            lines.setdefault(text)
+    files = list(dict.fromkeys(t.rpartition(":")[0] for t in lines))
+    return sorted(
+        lines, key=lambda t: (files.index(t.rpartition(":")[0]), int(t.rpartition(":")[2]))
+    )
+
+
+def _aten_ops(nest: Operation) -> list[str]:
+    """The distinct aten ops (``aten.amax``) the nest's ops were lowered from, in
+    program order (a body's ops before the nest holding them: producers inlined
+    into a reduction come before it)."""
+    names: dict[str, None] = {}
+    for op in nest.walk(region_first=True):
+        if (name := source_op(op.location)) is not None:
+            names.setdefault(name)
+    return list(names)
 
 
 # --------------------------------------------------------------------------
@@ -288,6 +307,7 @@ class KernelLowering:
         func.attributes["coil.source_lines"] = ArrayAttr(
             [StringAttr(s) for s in _source_lines(self.nest)]
         )
+        func.attributes["coil.aten_ops"] = ArrayAttr([StringAttr(s) for s in _aten_ops(self.nest)])
         block = func.body.block
         for arg, name in zip(block.args, self.arg_names):
             arg.name_hint = name
@@ -311,6 +331,9 @@ class KernelLowering:
             list(self.scalars),
             self.options.num_warps or warps,
             self.options.num_stages or 1,
+            self.xblock,
+            self.rblock,
+            self.persistent,
         )
 
     def _pointer(self, buf: SSAValue) -> SSAValue:
@@ -366,6 +389,7 @@ class KernelLowering:
             xblock = min(1024, next_pow2(int(xnumel)))
         else:
             xblock = 1024
+        self.xblock, self.rblock, self.persistent = xblock, 0, False
         xmask = self._xindex(xblock, xnumel, 1)
         syms = index_symbols(len(ranges))
         self._bind_indices(XINDEX, syms, ranges)
@@ -398,7 +422,7 @@ class KernelLowering:
             xblock = 1 << (max(1, min(64, budget // rblock)).bit_length() - 1)
             if xnumel.is_Integer:
                 xblock = min(xblock, next_pow2(int(xnumel)))
-        self.xblock, self.rblock = xblock, rblock
+        self.xblock, self.rblock, self.persistent = xblock, rblock, persistent
         self.xmask = self._xindex(xblock, xnumel, 2)
         self.isyms = index_symbols(n, len(rranges))[:n]
         self.rsyms = index_symbols(n, len(rranges))[n:]
@@ -437,7 +461,8 @@ class KernelLowering:
         b.bind(RINDEX, rindex)
         self.rindex = rindex
         rmask = None
-        if not (rnumel.is_Integer and int(rnumel) % rblock == 0):
+        # An empty row (rnumel 0) still has a 1-wide block: mask it off.
+        if not (rnumel.is_Integer and int(rnumel) > 0 and int(rnumel) % rblock == 0):
             rmask = b.cmpi(rindex, b.emit_index(rnumel), "slt")
             rmask.name_hint = "rmask"
         self._bind_indices(RINDEX, self.rsyms, self._rranges())

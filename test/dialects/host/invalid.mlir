@@ -126,6 +126,47 @@ host.func @extern_calls_what_it_names(%x: !buffer.buffer<[4], f32>) {
 
 // -----
 
+host.func @autotune_needs_a_candidate(%x: !buffer.buffer<[4], f32>) {
+  host.autotune "k" {
+  }
+  host.return
+}
+// CHECK: host.autotune: the region is one block without arguments, holding the candidate host.launch ops
+
+// -----
+
+host.func @autotune_holds_only_launches(%x: !buffer.buffer<[4], f32>) {
+  host.autotune "k" {
+    host.free %x : !buffer.buffer<[4], f32>
+  }
+  host.return
+}
+// CHECK: host.autotune: the region holds only host.launch candidates, found host.free
+
+// -----
+
+host.func @autotune_same_arguments(%x: !buffer.buffer<[4], f32>, %y: !buffer.buffer<[4], f32>) {
+  host.autotune "k" {
+    host.launch @k_c0 grid [1, 1, 1] (%x, %y : !buffer.buffer<[4], f32>, !buffer.buffer<[4], f32>)
+    host.launch @k_c1 grid [1, 1, 1] (%y, %x : !buffer.buffer<[4], f32>, !buffer.buffer<[4], f32>)
+  }
+  host.return
+}
+// CHECK: host.autotune: every candidate launches the same arguments (@k_c1 differs from @k_c0)
+
+// -----
+
+host.func @autotune_distinct_kernels(%x: !buffer.buffer<[4], f32>) {
+  host.autotune "k" {
+    host.launch @k_c0 grid [1, 1, 1] (%x : !buffer.buffer<[4], f32>)
+    host.launch @k_c0 grid [2, 1, 1] (%x : !buffer.buffer<[4], f32>)
+  }
+  host.return
+}
+// CHECK: host.autotune: kernel @k_c0 is a candidate twice
+
+// -----
+
 func.func @return_in_host_func() {
   host.return
 }

@@ -70,3 +70,21 @@ host.func @random(%x: !buffer.buffer<[8, 4], f32, device "cuda:0">) {
   host.free %buf0 : !buffer.buffer<[1024], f32, device "cuda:0">
   host.return
 }
+
+// host.autotune: candidate launches of one nest (same arguments; kernels,
+// grids and launch options differ); the runtime runs exactly one of them.
+// CHECK-LABEL: host.func @tuned
+host.func @tuned(%x: !buffer.buffer<[s0, 64], f32>) -> !buffer.buffer<[s0, 64], f32> {
+  // CHECK-NEXT: %buf0 = host.empty_strided : !buffer.buffer<[s0, 64], f32>
+  // CHECK-NEXT: host.autotune "coil_softmax_0" {
+  // CHECK-NEXT:   host.launch @coil_softmax_0_c0 grid [(s0 + 3) floordiv 4, 1, 1] (%x, %buf0 : !buffer.buffer<[s0, 64], f32>, !buffer.buffer<[s0, 64], f32>) scalars [s0] {num_warps = 4 : i64, num_stages = 1 : i64}
+  // CHECK-NEXT:   host.launch @coil_softmax_0_c1 grid [s0, 1, 1] (%x, %buf0 : !buffer.buffer<[s0, 64], f32>, !buffer.buffer<[s0, 64], f32>) scalars [s0] {num_warps = 8 : i64, num_stages = 1 : i64}
+  // CHECK-NEXT: }
+  // CHECK-NEXT: host.return %buf0 : !buffer.buffer<[s0, 64], f32>
+  %buf0 = host.empty_strided : !buffer.buffer<[s0, 64], f32>
+  host.autotune "coil_softmax_0" {
+    host.launch @coil_softmax_0_c0 grid [(s0 + 3) floordiv 4, 1, 1] (%x, %buf0 : !buffer.buffer<[s0, 64], f32>, !buffer.buffer<[s0, 64], f32>) scalars [s0] {num_warps = 4 : i64, num_stages = 1 : i64}
+    host.launch @coil_softmax_0_c1 grid [s0, 1, 1] (%x, %buf0 : !buffer.buffer<[s0, 64], f32>, !buffer.buffer<[s0, 64], f32>) scalars [s0] {num_warps = 8 : i64, num_stages = 1 : i64}
+  }
+  host.return %buf0 : !buffer.buffer<[s0, 64], f32>
+}

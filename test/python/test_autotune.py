@@ -1,0 +1,163 @@
+"""Autotuning: ``convert-loop-to-tt{autotune=N}`` candidates, ``host.autotune`` and
+``coil.runtime.autotune``.
+
+* every candidate kernel of real models (not only the one the runtime picks)
+  computes eager's results under Triton's interpreter: the runtime is forced to
+  run candidate k, for each k;
+* the torch.compile backend with an autotuning pipeline matches eager;
+* the runtime: untimed on the CPU, one measurement per key on CUDA, the chosen
+  launch run last; on a GPU (marker gpu), softmax is tuned once and cached.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+
+import pytest
+import torch
+
+from coil.backend import coil as coil_backend
+from coil.backend import compile_graph
+from coil.examples.models import build
+from coil.frontend.capture import aot_backend
+from coil.pipeline import PIPELINES
+from coil.runtime.autotune import AUTOTUNER, Autotuner
+from coil.testing import assert_close_to_eager
+
+pytest.importorskip("triton")
+
+N = 4
+AUTOTUNE_PIPELINE = PIPELINES["default"].replace(
+    "convert-loop-to-tt", f"convert-loop-to-tt{{autotune={N}}}"
+)
+
+
+class PointwiseChain(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(x * y + 1.0) * torch.tanh(x - y) + x.abs().sqrt()
+
+
+def _model(name: str):
+    if name == "pointwise_chain":
+        return PointwiseChain(), (torch.randn(33, 70), torch.randn(33, 70))
+    return build(name)
+
+
+def _backend(sources: list[str]):
+    """The coil backend with the autotuning pipeline, keeping each module's source."""
+
+    def compile_fw(gm, example_inputs):
+        run = compile_graph(gm, example_inputs, pipeline=AUTOTUNE_PIPELINE)
+        sources.append(run.coil_source)
+        return run
+
+    return aot_backend(compile_fw)
+
+
+def _candidate_counts(source: str) -> list[int]:
+    """Candidates per autotune(...) call of a generated module."""
+    counts = []
+    for call in re.findall(r"autotune\(\"\w+\", .*?\], device=", source, re.S):
+        counts.append(call.count("lambda:"))
+    return counts
+
+
+CASES = [
+    ("softmax", False),
+    ("layernorm", False),
+    ("mlp", False),
+    ("pointwise_chain", False),
+    ("softmax", True),
+]
+
+
+@pytest.mark.parametrize(("name", "dynamic"), CASES, ids=[f"{n}-{d}" for n, d in CASES])
+def test_every_candidate_matches_eager(name, dynamic):
+    model, inputs = _model(name)
+    eager = copy.deepcopy(model)
+    sources: list[str] = []
+    compiled = torch.compile(model, backend=_backend(sources), dynamic=dynamic, fullgraph=True)
+    with torch.no_grad():
+        expected = eager(*inputs)
+        compiled(*inputs)  # compile
+        counts = [c for s in sources for c in _candidate_counts(s)]
+        assert counts and max(counts) > 1, f"{name}: nothing was autotuned"
+        assert max(counts) <= N
+        for k in range(max(counts)):
+            with AUTOTUNER.forced(k):
+                out = compiled(*inputs)
+            assert_close_to_eager(out, expected)
+
+
+@pytest.mark.parametrize("name", ["softmax", "layernorm", "pointwise_chain"])
+def test_backend_with_autotune_pipeline_matches_eager(name):
+    model, inputs = _model(name)
+    eager = copy.deepcopy(model)
+    compiled = torch.compile(
+        model,
+        backend=lambda gm, ex: coil_backend(gm, ex, options={"pipeline": AUTOTUNE_PIPELINE}),
+        fullgraph=True,
+    )
+    with torch.no_grad():
+        assert_close_to_eager(compiled(*inputs), eager(*inputs))
+    # On the CPU nothing is timed.
+    assert not AUTOTUNER.timings
+
+
+def _recorder(log: list[int], k: int):
+    return lambda: log.append(k)
+
+
+def test_runtime_runs_the_first_candidate_on_the_cpu():
+    tuner, log = Autotuner(), []
+    tuner.run("k", (3,), [_recorder(log, 0), _recorder(log, 1)], device="cpu")
+    assert log == [0] and not tuner.choices
+
+
+def test_runtime_measures_once_per_key_and_runs_the_choice_last(monkeypatch):
+    tuner, log, measured = Autotuner(), [], []
+
+    def measure(key, candidates):
+        measured.append(key)
+        for c in candidates:  # as do_bench does: every candidate runs
+            c()
+        return 1
+
+    monkeypatch.setattr(tuner, "_measure", measure)
+    candidates = [_recorder(log, 0), _recorder(log, 1), _recorder(log, 2)]
+    tuner.run("k", (3, 4), candidates, device="cuda:0")
+    assert log[-1] == 1 and tuner.choices == {("k", (3, 4), "cuda:0"): 1}
+    log.clear()
+    tuner.run("k", (3, 4), candidates, device="cuda:0")
+    assert log == [1] and len(measured) == 1  # cached
+    tuner.run("k", (5, 4), candidates, device="cuda:0")
+    assert len(measured) == 2  # new sizes, new measurement
+    with tuner.forced(7):
+        log.clear()
+        tuner.run("k", (3, 4), candidates, device="cuda:0")
+    assert log == [2] and tuner.force is None  # past the end: the last one
+
+
+@pytest.mark.gpu
+def test_softmax_autotuned_on_cuda_is_cached():
+    model, (x,) = build("softmax")
+    x = torch.randn(4096, 1024, device="cuda")
+    model = model.cuda()
+    eager = copy.deepcopy(model)
+    AUTOTUNER.clear()
+    torch._dynamo.reset()
+    compiled = torch.compile(
+        model,
+        backend=lambda gm, ex: coil_backend(gm, ex, options={"pipeline": AUTOTUNE_PIPELINE}),
+        fullgraph=True,
+    )
+    with torch.no_grad():
+        assert_close_to_eager(compiled(x), eager(x))
+        keys = [k for k in AUTOTUNER.choices if k[0].startswith("coil_amax_sum_div")]
+        assert len(keys) == 1, AUTOTUNER.choices
+        (key,) = keys
+        assert len(AUTOTUNER.timings[key]) > 1
+        timings = dict(AUTOTUNER.timings)
+        assert_close_to_eager(compiled(x), eager(x))
+        assert AUTOTUNER.timings == timings  # the second call measured nothing
