@@ -1,0 +1,240 @@
+"""Edge cases of torch.compile(backend="coil") against eager, on the CPU.
+
+Regression tests from an adversarial review of the Triton back end (kernels run
+under Triton's interpreter here): empty tensors (size-0 dims anywhere, rows of
+length 0), bfloat16 ordering, layouts (transposed, sliced with an offset,
+expanded, channels_last), 0-d tensors, reductions over non-last / several dims,
+in-place input mutation, views among the outputs, dynamic sizes 1/2/large
+(looped reductions), negative indices, externs, graph breaks and training with
+dynamic shapes (the forward returns a size for the backward).
+"""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from coil.backend import coil as coil_backend
+
+
+def _compile(fn, dynamic: bool = False):
+    torch._dynamo.reset()
+    return torch.compile(fn, backend=coil_backend, dynamic=dynamic)
+
+
+def _check(got, expected) -> None:
+    if isinstance(expected, tuple | list):
+        assert isinstance(got, tuple | list) and len(got) == len(expected)
+        for g, e in zip(got, expected):
+            _check(g, e)
+        return
+    if not isinstance(expected, torch.Tensor):
+        assert got == expected
+        return
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    if expected.dtype.is_floating_point:
+        low = expected.dtype in (torch.float16, torch.bfloat16)
+        tol = {"atol": 1e-2, "rtol": 1e-2} if low else {"atol": 1e-5, "rtol": 1e-4}
+        torch.testing.assert_close(got, expected, equal_nan=True, **tol)
+    else:
+        assert torch.equal(got, expected)
+
+
+def _matches_eager(fn, *args, dynamic: bool = False) -> None:
+    _check(_compile(fn, dynamic)(*args), fn(*args))
+
+
+# --- empty tensors -----------------------------------------------------------
+
+# A row of length 0 used to be read unmasked (rnumel 0 % RBLOCK 1 == 0), which
+# segfaults the interpreter: run those in a child process so a regression fails
+# one test instead of killing the session.
+_EMPTY_ROWS = """
+import torch
+from coil.backend import coil
+cases = [
+    (lambda x: x.sum(1), torch.randn(3, 0)),
+    (lambda x: x.sum(), torch.randn(0, 4)),
+    (lambda x: x.mean(1), torch.randn(3, 0)),
+    (lambda x: x.prod(-1), torch.randn(4, 0)),
+    (lambda x: (x > 0).all(-1), torch.randn(4, 0)),
+    (lambda x: x.sum(-1), torch.randn(5000, 0)),
+]
+for fn, x in cases:
+    torch._dynamo.reset()
+    got, expected = torch.compile(fn, backend=coil)(x), fn(x)
+    assert got.shape == expected.shape, (got.shape, expected.shape)
+    torch.testing.assert_close(got, expected, equal_nan=True)
+print("ok")
+"""
+
+
+def test_reductions_over_an_empty_row():
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_EMPTY_ROWS)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("shape", [(7, 0), (3, 0, 4), (3, 4, 0)], ids=str)
+def test_size_zero_dim_after_the_first(shape):
+    """decompose() divided by the product of later sizes (0): ZeroDivisionError."""
+    x = torch.randn(*shape)
+    _matches_eager(lambda x: (x * 2 + 1, x.sum(0), x.sum(), (x > 0).all()), x)
+    _check(_compile(lambda x: torch.rand_like(x))(x).shape, x.shape)
+
+
+def test_max_over_an_empty_dim_raises_like_eager():
+    with pytest.raises(Exception, match="zero-size|empty"):
+        _compile(lambda x: x.amax(1))(torch.randn(3, 0))
+
+
+# --- dtypes --------------------------------------------------------------------
+
+
+def test_bfloat16_ordering():
+    """Triton's interpreter orders bf16 by its raw bits (-5 > 1): max/min, argmax
+    and comparisons go through f32."""
+    x = (torch.randn(6, 5) * 10).bfloat16()
+    y = (torch.randn(6, 5) * 10).bfloat16()
+    _matches_eager(
+        lambda x, y: (x.amax(0), x.amin(1), x.argmax(0), x.argmin(1), x < y, x >= y), x, y
+    )
+    nan = torch.tensor([[1.0, float("nan"), -3.0], [-1.0, -2.0, -3.0]]).bfloat16()
+    _matches_eager(lambda x: (x.amax(-1), x.argmax(-1), x.amin(-1)), nan)
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [torch.bool, torch.int8, torch.uint8, torch.int32, torch.int64, torch.float16, torch.float64],
+    ids=str,
+)
+def test_dtypes(dtype):
+    x, y = ((torch.randn(4, 5) * 10).to(dtype) for _ in range(2))
+    _matches_eager(lambda x, y: (x.amax(0), x.sum(1), x == y, torch.maximum(x, y)), x, y)
+
+
+# --- layouts, 0-d, reductions -------------------------------------------------
+
+
+def test_layouts():
+    def fn(a, b, c, d):
+        return a.sum(1) * 2, b.exp().sum(-1), c.sum(0) + 1, d.relu().sum(1)
+
+    a = torch.randn(4, 6).t()
+    b = torch.randn(8, 8)[2:5, 3:7]
+    c = torch.randn(1, 5).expand(4, 5)
+    d = torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last)
+    _matches_eager(fn, a, b, c, d)
+
+
+def test_zero_dim_and_reductions():
+    def fn(s, x):
+        return (
+            s * x.sum(),
+            x.mean((0, 2)),
+            x.amax(1, keepdim=True),
+            x.argmax(0),
+            x.argmin(0),
+            x.var(1, correction=0),
+            x.std(0),
+            x.cumsum(1),
+        )
+
+    _matches_eager(fn, torch.tensor(3.0), torch.randn(3, 4, 5))
+
+
+# --- mutation and aliasing ---------------------------------------------------------
+
+
+def test_input_mutation_and_view_outputs():
+    def fn(x, y):
+        x.add_(1)
+        y[1:, ::2] = 5.0
+        z = x * 2
+        return z, z.view(-1), z.t(), y.sum()
+
+    x, y = torch.randn(3, 4), torch.randn(4, 6)
+    xe, ye = x.clone(), y.clone()
+    got = _compile(fn)(x, y)
+    _check(got, fn(xe, ye))
+    _check((x, y), (xe, ye))
+
+
+# --- dynamic shapes ----------------------------------------------------------------
+
+
+def test_dynamic_sizes_reuse_one_compile():
+    """Sizes 1/2 specialize; 5000-long rows and columns take the looped path.
+    Triton's interpreter runs a custom tt.reduce combiner (max, argmax, welford)
+    element by element, so those stay on shapes with few programs."""
+
+    def rows(x):
+        return x.softmax(-1), x.var(-1)
+
+    def columns(x):
+        return x.sum(0), x.argmax(0)
+
+    for fn, shapes in [
+        (rows, [(3, 7), (17, 7), (2, 2), (1, 5000), (3, 5000)]),
+        (columns, [(3, 7), (4000, 3), (2, 2)]),
+    ]:
+        compiled = _compile(fn, dynamic=True)
+        for shape in shapes:
+            x = torch.randn(*shape)
+            _check(compiled(x), fn(x))
+
+
+# --- indexing, padding, externs, graph breaks ------------------------------------------
+
+
+def test_indexing_padding_and_externs():
+    def fn(x, i, a, b):
+        return (
+            x[i] * 2,
+            torch.gather(x, 1, i.abs().unsqueeze(1).expand(-1, 2) % 3),
+            F.pad(x, (1, 2, 0, 3)),
+            torch.cat([x, x * 2], 1),
+            ((a @ b).relu() @ b.t() + 1).sum(0),
+        )
+
+    x = torch.randn(10, 3)
+    _matches_eager(fn, x, torch.tensor([-1, 0, -10, 4]), torch.randn(8, 16), torch.randn(16, 32))
+
+
+def test_graph_break_and_constant_outputs():
+    def fn(x, s):
+        y = x.sin() + s
+        torch._dynamo.graph_break()
+        return y.cos().sum(), torch.ones(3), 5
+
+    _matches_eager(fn, torch.randn(5), 2.5, dynamic=True)
+
+
+# --- training ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_training_grads_match_eager(dynamic):
+    """With dynamic shapes the forward returns the batch size for the backward:
+    a top-level aten.constant the python target had no printer for."""
+    model = torch.nn.Sequential(
+        torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.LayerNorm(16), torch.nn.Linear(16, 4)
+    )
+    eager = copy.deepcopy(model)
+    compiled = _compile(model, dynamic)
+    for batch in (5, 9):
+        x, y = torch.randn(batch, 8), torch.randint(0, 4, (batch,))
+        F.cross_entropy(compiled(x), y).backward()
+        F.cross_entropy(eager(x), y).backward()
+        for p, q in zip(model.parameters(), eager.parameters()):
+            torch.testing.assert_close(p.grad, q.grad, atol=1e-5, rtol=1e-4)
