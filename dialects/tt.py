@@ -414,6 +414,39 @@ def _check_memory_props(op: Operation) -> None:
     _require(evict in EVICTION_POLICIES, op, f"unknown eviction policy '{evict}'")
 
 
+def _print_memory_access(self, printer: Printer) -> None:
+    """tt.load / tt.store syntax: the operands present, memory props, the pointer type."""
+    printer.print_string(" ")
+    values = [getattr(self, n) for n in self.OPERANDS]
+    printer.print_list([v for v in values if v is not None], printer.print_operand)
+    _print_memory_props(printer, self)
+    printer.print_string(" : ")
+    printer.print_attribute(self.ptr.type)
+
+
+def _parse_memory_access(cls, parser: Parser):
+    """Parse what _print_memory_access prints; operand types follow from the pointer
+    type (pointers, then blocks of the pointee or i1 per ``OPERANDS``)."""
+    start = parser.pos
+    names = parser.parse_comma_separated_list(
+        parser.Delimiter.NONE, parser.parse_unresolved_operand
+    )
+    operands_end = parser.pos
+    props = _parse_memory_props(parser)
+    parser.parse_punctuation(":")
+    type_start = parser.pos
+    ptr_type = parser.parse_type()
+    if not cls.MIN_OPERANDS <= len(names) <= len(cls.OPERANDS):
+        parser.raise_error(cls.USAGE, start, operands_end)
+    pointee = _pointee(ptr_type)
+    if pointee is None:
+        parser.raise_error(f"{cls.name}: {ptr_type} is not a pointer type", type_start, parser.pos)
+    shape = shape_of(ptr_type)
+    by_name = {"ptr": ptr_type, "mask": block_of(i1, shape)}
+    types = [by_name.get(n, block_of(pointee, shape)) for n in cls.OPERANDS[: len(names)]]
+    return cls(*parser.resolve_operands(names, types, parser.pos), **props)
+
+
 @irdl_op_definition
 class LoadOp(IRDLOperation):
     """``tt.load %ptr[, %mask[, %other]]``: masked-off lanes read ``other`` (undefined
@@ -459,36 +492,12 @@ class LoadOp(IRDLOperation):
             _require(self.other.type == self.result.type, self, "'other' must have the result type")
         _check_memory_props(self)
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_list(
-            [v for v in (self.ptr, self.mask, self.other) if v is not None], printer.print_operand
-        )
-        _print_memory_props(printer, self)
-        printer.print_string(" : ")
-        printer.print_attribute(self.ptr.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> LoadOp:
-        start = parser.pos
-        names = parser.parse_comma_separated_list(
-            parser.Delimiter.NONE, parser.parse_unresolved_operand
-        )
-        operands_end = parser.pos
-        props = _parse_memory_props(parser)
-        parser.parse_punctuation(":")
-        type_start = parser.pos
-        ptr_type = parser.parse_type()
-        if len(names) > 3:
-            parser.raise_error("tt.load takes %ptr, optional %mask and %other", start, operands_end)
-        pointee = _pointee(ptr_type)
-        if pointee is None:
-            parser.raise_error(f"tt.load: {ptr_type} is not a pointer type", type_start, parser.pos)
-        shape = shape_of(ptr_type)
-        types = [ptr_type, block_of(i1, shape), block_of(pointee, shape)][: len(names)]
-        values = parser.resolve_operands(names, types, parser.pos)
-        op = cls(*values, **props)
-        return op
+    # `tt.load %ptr[, %mask[, %other]] {cache = ..} : ptr-type`
+    OPERANDS: ClassVar[tuple[str, ...]] = ("ptr", "mask", "other")
+    USAGE: ClassVar[str] = "tt.load takes %ptr, optional %mask and %other"
+    MIN_OPERANDS: ClassVar[int] = 1
+    print = _print_memory_access
+    parse = classmethod(_parse_memory_access)
 
 
 def _print_memory_props(printer: Printer, op: Operation) -> None:
@@ -548,38 +557,12 @@ class StoreOp(IRDLOperation):
         _check_mask(self, self.ptr.type, self.mask)
         _check_memory_props(self)
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_list(
-            [v for v in (self.ptr, self.value, self.mask) if v is not None], printer.print_operand
-        )
-        _print_memory_props(printer, self)
-        printer.print_string(" : ")
-        printer.print_attribute(self.ptr.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> StoreOp:
-        start = parser.pos
-        names = parser.parse_comma_separated_list(
-            parser.Delimiter.NONE, parser.parse_unresolved_operand
-        )
-        operands_end = parser.pos
-        props = _parse_memory_props(parser)
-        parser.parse_punctuation(":")
-        type_start = parser.pos
-        ptr_type = parser.parse_type()
-        if len(names) not in (2, 3):
-            parser.raise_error(
-                "tt.store takes %ptr, %value and an optional %mask", start, operands_end
-            )
-        pointee = _pointee(ptr_type)
-        if pointee is None:
-            parser.raise_error(
-                f"tt.store: {ptr_type} is not a pointer type", type_start, parser.pos
-            )
-        shape = shape_of(ptr_type)
-        types = [ptr_type, block_of(pointee, shape), block_of(i1, shape)][: len(names)]
-        return cls(*parser.resolve_operands(names, types, parser.pos), **props)
+    # `tt.store %ptr, %value[, %mask] {cache = ..} : ptr-type`
+    OPERANDS: ClassVar[tuple[str, ...]] = ("ptr", "value", "mask")
+    USAGE: ClassVar[str] = "tt.store takes %ptr, %value and an optional %mask"
+    MIN_OPERANDS: ClassVar[int] = 2
+    print = _print_memory_access
+    parse = classmethod(_parse_memory_access)
 
 
 ATOMIC_RMW_OPS = ("and", "or", "xor", "add", "fadd", "max", "min", "umax", "umin", "exch")
