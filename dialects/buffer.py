@@ -165,14 +165,14 @@ def buffer_type_for(t: Attribute, device: str | torch.device | None = None) -> B
     return BufferType(t.shape, t.element_type, strides, 0, dev)
 
 
-def _check_buffer(op: IRDLOperation, what: str, t: Attribute) -> None:
+def check_buffer(op: IRDLOperation, what: str, t: Attribute) -> None:
     if not isinstance(t, BufferType):
         raise VerifyException(f"{op.name}: {what} must be a !buffer.buffer, not {t}")
 
 
 def _same_storage_shape(op: IRDLOperation, source: Attribute, result: Attribute) -> None:
-    _check_buffer(op, "the source", source)
-    _check_buffer(op, "the result", result)
+    check_buffer(op, "the source", source)
+    check_buffer(op, "the result", result)
     if source.device_attr != result.device_attr:
         raise VerifyException(
             f"{op.name}: a buffer cannot change device ({source.device_attr.data} -> "
@@ -197,7 +197,7 @@ class AllocOp(IRDLOperation):
         super().__init__(result_types=[result_type])
 
     def verify_(self) -> None:
-        _check_buffer(self, "the result", self.result.type)
+        check_buffer(self, "the result", self.result.type)
 
 
 class _ReinterpretOp(IRDLOperation):
@@ -238,11 +238,10 @@ class ReuseOp(_ReinterpretOp):
             )
 
 
-@irdl_op_definition
-class DeallocOp(IRDLOperation):
-    """The last use of an allocation: its storage may be freed after this point."""
+class LastUseBase(IRDLOperation):
+    """The last use of an allocation: its storage may be freed after this point
+    (``buffer.dealloc``, ``host.free``)."""
 
-    name = "buffer.dealloc"
     buffer = operand_def()  # a buffer, checked in verify_
     assembly_format = "$buffer attr-dict `:` type($buffer)"
 
@@ -250,20 +249,32 @@ class DeallocOp(IRDLOperation):
         super().__init__(operands=[buffer])
 
     def verify_(self) -> None:
-        _check_buffer(self, "the operand", self.buffer.type)
+        check_buffer(self, "the operand", self.buffer.type)
 
 
 @irdl_op_definition
-class YieldOp(IRDLOperation):
-    """Terminates a ``buffer.extern`` region."""
+class DeallocOp(LastUseBase):
+    """The last use of an allocation: its storage may be freed after this point."""
 
-    name = "buffer.yield"
+    name = "buffer.dealloc"
+
+
+class YieldBase(IRDLOperation):
+    """Terminates an extern region (``buffer.yield``, ``host.yield``)."""
+
     values = var_operand_def()
     traits = traits_def(IsTerminator())
     assembly_format = "($values^ `:` type($values))? attr-dict"
 
     def __init__(self, *values: SSAValue):
         super().__init__(operands=[list(values)])
+
+
+@irdl_op_definition
+class YieldOp(YieldBase):
+    """Terminates a ``buffer.extern`` region."""
+
+    name = "buffer.yield"
 
 
 class ExternBase(IRDLOperation):

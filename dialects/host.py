@@ -55,14 +55,9 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from coil.dialects.buffer import BufferType, ExternBase
+from coil.dialects.buffer import BufferType, ExternBase, LastUseBase, YieldBase, check_buffer
 from coil.dialects.func_like import FuncLikeOp
 from coil.dialects.symbolic import ShapeAttr, format_expr_list, parse_expr_list
-
-
-def _check_buffer(op: Operation, what: str, t: Attribute) -> None:
-    if not isinstance(t, BufferType):
-        raise VerifyException(f"{op.name}: {what} must be a !buffer.buffer, got {t}")
 
 
 @irdl_op_definition
@@ -98,7 +93,7 @@ class EmptyStridedOp(IRDLOperation):
         super().__init__(result_types=[result_type])
 
     def verify_(self) -> None:
-        _check_buffer(self, "the result", self.result.type)
+        check_buffer(self, "the result", self.result.type)
 
 
 @irdl_op_definition
@@ -115,8 +110,8 @@ class ReinterpretOp(IRDLOperation):
         super().__init__(operands=[source], result_types=[result_type])
 
     def verify_(self) -> None:
-        _check_buffer(self, "the source", self.source.type)
-        _check_buffer(self, "the result", self.result.type)
+        check_buffer(self, "the source", self.source.type)
+        check_buffer(self, "the result", self.result.type)
         a, b = self.source.type, self.result.type
         if a.element_type != b.element_type or a.device != b.device:
             raise VerifyException(
@@ -125,31 +120,17 @@ class ReinterpretOp(IRDLOperation):
 
 
 @irdl_op_definition
-class FreeOp(IRDLOperation):
+class FreeOp(LastUseBase):
     """``host.free``: the last use of an allocation (the wrapper drops it)."""
 
     name = "host.free"
-    buffer = operand_def()
-    assembly_format = "$buffer attr-dict `:` type($buffer)"
-
-    def __init__(self, buffer: SSAValue):
-        super().__init__(operands=[buffer])
-
-    def verify_(self) -> None:
-        _check_buffer(self, "the operand", self.buffer.type)
 
 
 @irdl_op_definition
-class YieldOp(IRDLOperation):
+class YieldOp(YieldBase):
     """Terminates a ``host.extern`` region."""
 
     name = "host.yield"
-    values = var_operand_def()
-    traits = traits_def(IsTerminator())
-    assembly_format = "($values^ `:` type($values))? attr-dict"
-
-    def __init__(self, *values: SSAValue):
-        super().__init__(operands=[list(values)])
 
 
 @irdl_op_definition
@@ -215,7 +196,7 @@ class LaunchOp(IRDLOperation):
             )
         for k, a in enumerate(self.args):
             if a.type != i64:
-                _check_buffer(self, f"argument #{k}", a.type)
+                check_buffer(self, f"argument #{k}", a.type)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" @{self.kernel_name} grid {format_expr_list(self.grid.data)} (")

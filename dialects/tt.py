@@ -268,11 +268,9 @@ class SplatOp(IRDLOperation):
         )
 
 
-@irdl_op_definition
-class BroadcastOp(IRDLOperation):
-    """``tt.broadcast``: stretch size-1 dimensions (same rank)."""
+class _ReshapeLikeOp(IRDLOperation):
+    """A block of the source's elements in the result's shape (same element type)."""
 
-    name = "tt.broadcast"
     src = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
@@ -283,6 +281,13 @@ class BroadcastOp(IRDLOperation):
         super().__init__(
             operands=[src], result_types=[TensorType(element_of(src.type), list(shape))]
         )
+
+
+@irdl_op_definition
+class BroadcastOp(_ReshapeLikeOp):
+    """``tt.broadcast``: stretch size-1 dimensions (same rank)."""
+
+    name = "tt.broadcast"
 
     def verify_(self) -> None:
         a, b = shape_of(self.src.type), shape_of(self.result.type)
@@ -332,20 +337,10 @@ class ExpandDimsOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ReshapeOp(IRDLOperation):
+class ReshapeOp(_ReshapeLikeOp):
     """``tt.reshape``: the same elements in another block shape."""
 
     name = "tt.reshape"
-    src = operand_def(TensorType)
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = "$src attr-dict `:` type($src) `->` type($result)"
-
-    def __init__(self, src: SSAValue | Operation, shape: Sequence[int]):
-        src = SSAValue.get(src)
-        super().__init__(
-            operands=[src], result_types=[TensorType(element_of(src.type), list(shape))]
-        )
 
     def verify_(self) -> None:
         import math

@@ -6,7 +6,7 @@ host.func @empty_strided_needs_a_buffer() {
   %b = host.empty_strided : !aten.tensor<[4], f32>
   host.return
 }
-// CHECK: host.empty_strided: the result must be a !buffer.buffer, got !aten.tensor<[4], f32>
+// CHECK: host.empty_strided: the result must be a !buffer.buffer, not !aten.tensor<[4], f32>
 
 // -----
 
@@ -14,7 +14,7 @@ host.func @reinterpret_source(%x: !aten.tensor<[4], f32>) {
   %b = host.reinterpret %x : !aten.tensor<[4], f32> -> !buffer.buffer<[4], f32>
   host.return
 }
-// CHECK: host.reinterpret: the source must be a !buffer.buffer, got !aten.tensor<[4], f32>
+// CHECK: host.reinterpret: the source must be a !buffer.buffer, not !aten.tensor<[4], f32>
 
 // -----
 
@@ -22,7 +22,7 @@ host.func @reinterpret_result(%x: !buffer.buffer<[4], f32>) {
   %b = host.reinterpret %x : !buffer.buffer<[4], f32> -> !aten.tensor<[4], f32>
   host.return
 }
-// CHECK: host.reinterpret: the result must be a !buffer.buffer, got !aten.tensor<[4], f32>
+// CHECK: host.reinterpret: the result must be a !buffer.buffer, not !aten.tensor<[4], f32>
 
 // -----
 
@@ -46,7 +46,7 @@ host.func @free_needs_a_buffer(%x: !aten.tensor<[4], f32>) {
   host.free %x : !aten.tensor<[4], f32>
   host.return
 }
-// CHECK: host.free: the operand must be a !buffer.buffer, got !aten.tensor<[4], f32>
+// CHECK: host.free: the operand must be a !buffer.buffer, not !aten.tensor<[4], f32>
 
 // -----
 
@@ -62,7 +62,7 @@ host.func @launch_argument_types(%x: !buffer.buffer<[4], f32>, %n: index) {
   host.launch @k grid [1, 1, 1] (%x, %n : !buffer.buffer<[4], f32>, index)
   host.return
 }
-// CHECK: host.launch: argument #1 must be a !buffer.buffer, got index
+// CHECK: host.launch: argument #1 must be a !buffer.buffer, not index
 
 // -----
 
