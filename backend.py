@@ -11,7 +11,8 @@ kernels run under Triton's interpreter (correct, not fast).
 
 ``COIL_DUMP_DIR=dir`` (or ``options={"dump_dir": dir}``) writes, per graph, the
 IR after import and after every pass (one ``.mlir`` file each), the kernels
-(``kernels.py``), the wrapper module (``wrapper.py``) and ``repro.sh``, the
+(``kernels.py``), their static costs (``costs.txt``: bytes read and written,
+loads, ops), the wrapper module (``wrapper.py``) and ``repro.sh``, the
 ``fx-opt`` line that rebuilds ``wrapper.py`` from the imported IR.
 """
 
@@ -82,6 +83,19 @@ def emit_triton(module: ModuleOp) -> str:
     return out.getvalue()
 
 
+def kernel_costs(module: ModuleOp) -> str:
+    """One line per kernel: its name and static cost (bytes read and written,
+    loads, ops), as ``convert-loop-to-tt`` recorded it from the nest."""
+    from xdsl.dialects.builtin import StringAttr
+
+    lines = []
+    for op in module.ops:
+        cost = op.attributes.get("coil.cost")
+        if op.name == "tt.func" and isinstance(cost, StringAttr):
+            lines.append(f"{op.sym_name.data}: {cost.data}")  # type: ignore[attr-defined]
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
 def _at_host_level(module: ModuleOp) -> bool:
     return any(op.name == "host.func" for op in module.ops)
 
@@ -125,6 +139,7 @@ class _Dump:
 
     def code(self, module: ModuleOp, wrapper: str, pipeline: str) -> None:
         (self.path / "kernels.py").write_text(emit_triton(module))
+        (self.path / "costs.txt").write_text(kernel_costs(module))
         (self.path / "wrapper.py").write_text(wrapper)
         repro = self.path / "repro.sh"
         repro.write_text(

@@ -141,6 +141,40 @@ class GPT2Block(nn.Module):
         return x + self.mlp(self.ln_2(x))
 
 
+class ResidualStack(nn.Module):
+    """A LayerNorm, then ``depth`` transformer-style residual blocks without
+    attention: post-norm (BERT: ``x = LN(x + f(x))``) or pre-norm (GPT-2:
+    ``x = x + f(LN(x))``). Fusion must not let kernels grow with depth here."""
+
+    def __init__(self, depth: int = 2, dim: int = 32, pre_norm: bool = False):
+        super().__init__()
+        self.pre_norm = pre_norm
+        self.ln = nn.LayerNorm(dim)
+        self.blocks = nn.ModuleList(
+            nn.ModuleDict(
+                {
+                    "attn": nn.Linear(dim, dim),
+                    "ln1": nn.LayerNorm(dim),
+                    "up": nn.Linear(dim, 4 * dim),
+                    "down": nn.Linear(4 * dim, dim),
+                    "ln2": nn.LayerNorm(dim),
+                }
+            )
+            for _ in range(depth)
+        )
+
+    def forward(self, x):
+        x = self.ln(x)
+        for b in self.blocks:
+            if self.pre_norm:
+                x = x + b["attn"](b["ln1"](x))
+                x = x + b["down"](F.gelu(b["up"](b["ln2"](x))))
+            else:
+                x = b["ln1"](x + b["attn"](x))
+                x = b["ln2"](x + b["down"](F.gelu(b["up"](x))))
+        return x
+
+
 @dataclass
 class Case:
     name: str
@@ -172,6 +206,7 @@ MODELS: dict[str, Case] = {
         Case("embedding_index", EmbeddingIndex, _ids),
         Case("dropout_train", Dropout, lambda: (torch.randn(16, 32),), random=True, train=True),
         Case("gpt2_block", GPT2Block, lambda: (torch.randn(2, 16, 32),)),
+        Case("post_norm_stack", ResidualStack, lambda: (torch.randn(2, 16, 32),)),
     ]
 }
 

@@ -367,6 +367,9 @@ class KernelPrinter:
         aten = attrs.get("coil.aten_ops")
         if isinstance(aten, ArrayAttr) and aten.data:  # as Inductor's kernel comments
             header.append(f"# Original ATen: [{', '.join(s.data for s in aten.data)}]")
+        cost = attrs.get("coil.cost")
+        if isinstance(cost, StringAttr):
+            header.append(f"# cost: {cost.data}")
         if public and scalars:
             quoted = ", ".join(f'"{n}"' for n in scalars)
             header.append(f"@triton.jit(do_not_specialize=[{quoted}])")

@@ -27,6 +27,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LoopSimplifyIndexingPass
 
+    def loop_cost_report() -> type[ModulePass]:
+        from coil.transforms.loop_cost import LoopCostReportPass
+
+        return LoopCostReportPass
+
     def memory_plan() -> type[ModulePass]:
         from coil.transforms.memory_plan import MemoryPlanPass
 
@@ -37,5 +42,6 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "loop-inline": loop_inline,
         "loop-fuse": loop_fuse,
         "loop-simplify-indexing": loop_simplify_indexing,
+        "loop-cost-report": loop_cost_report,
         "memory-plan": memory_plan,
     }

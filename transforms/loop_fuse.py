@@ -30,6 +30,7 @@ from xdsl.traits import Pure
 from coil.dialects import buffer as B
 from coil.dialects import loop as L
 from coil.dialects.symbolic import ShapeAttr
+from coil.transforms.loop_cost import body_size
 from coil.transforms.loop_utils import (
     ancestor_in,
     captured_values,
@@ -68,8 +69,9 @@ class LoopFusePass(ModulePass):
 
     Input: tensor-level loop IR (best after ``loop-inline``). Output: each
     reduction with the later reductions over the same ranges and the pointwise
-    epilogues that read it in one ``loop.fused`` (a group has at least two members
-    and at most ``max-members``); results unchanged. Value-semantic nests only.
+    epilogues that read it in one ``loop.fused`` (a group has at least two members,
+    at most ``max-members``, and at most ``max-body-ops`` ops in all); results
+    unchanged. Value-semantic nests only.
     """
 
     name = "loop-fuse"
@@ -82,6 +84,10 @@ class LoopFusePass(ModulePass):
     allow_reduction_chain: bool = True
     """Group later reductions over the same ranges that read members."""
     max_members: int = 64
+    max_body_ops: int = 800
+    """Ops the group's members may hold together (0 = no limit): a nest that
+    would push the kernel past it stays out (its inputs are stored), so no
+    kernel grows past what Triton compiles quickly."""
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         for block in function_blocks(op):
@@ -102,6 +108,7 @@ class _Group:
         self.members: list[L.LoopOp] = [root]
         self.member_values: set[SSAValue] = set(root.res)
         self.hoisted: list[Operation] = []
+        self.size = body_size(root)
 
     # ---- membership ----
 
@@ -159,6 +166,10 @@ class _Group:
             return reads and o.allow_reduction_epilogue
         return (reads and o.allow_reduction_chain) or (not reads and o.allow_horizontal)
 
+    def _fits(self, op: Operation) -> bool:
+        limit = self.options.max_body_ops
+        return not limit or self.size + body_size(op) <= limit
+
     def _hoist_plan(self, op: Operation, pos: dict[Operation, int]) -> list[Operation] | None:
         """Ops defined between the root and ``op`` that ``op`` needs and that must move
         above the group with it, or None when ``op`` cannot join."""
@@ -202,9 +213,10 @@ class _Group:
         cursor = self.root.next_op
         while cursor is not None and len(self.members) < self.options.max_members:
             nxt = cursor.next_op
-            if cursor not in self.hoisted and self._wanted(cursor):
+            if cursor not in self.hoisted and self._wanted(cursor) and self._fits(cursor):
                 plan = self._hoist_plan(cursor, pos)
                 if plan is not None:
+                    self.size += body_size(cursor)
                     self.hoisted.extend(o for o in plan if o not in self.hoisted)
                     self.members.append(cursor)  # type: ignore[arg-type]
                     self.member_values.update(cursor.results)

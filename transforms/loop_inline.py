@@ -1,14 +1,30 @@
 """``loop-inline``: vertical fusion of pointwise producers and views into the
-bodies that read them (Inductor's ``inner_fn`` inlining).
+bodies that read them (Inductor's ``inner_fn`` inlining and its ``realize``
+decisions).
 
 A tensor-level ``loop.pointwise`` P read by ``loop.load %P[e0, ...]`` inside another
 nest's body is recomputed there: the load is replaced by a clone of P's body with
 P's index symbols ``i_k`` substituted by ``e_k`` (in every index expression of the
 clone: loads, ``loop.index``, random offsets), and the value P yields replaces the
 load. A load of a ``loop.view`` V becomes a load of V's source with V's index map
-composed. A producer nothing else uses is erased; one with other uses (returned,
-passed to an extern, copied, viewed) stays and is *also* recomputed in the bodies
-that read it, as Inductor does for cheap pointwise nodes.
+composed.
+
+Whether P is recomputed or stored once is decided for P as a whole, with its
+body already holding the producers inlined into it (producers are visited
+first, so the cost seen is the total being recomputed, as Inductor's
+``num_reads``/``inner_fn_opcount`` see the composed ``inner_fn``):
+
+* P is stored anyway (returned, passed to an extern, copied, viewed by something
+  that stays): every reader loads it. Recomputing would only trade one load for
+  P's own inputs and drag P's producers along, so kernels would grow with depth.
+* P is read once: inlined (nothing is recomputed).
+* P is read by several loads: inlined only when cheap (``max-cost`` compute ops,
+  ``max-reads`` distinct tensors) and when the bytes its readers then read
+  (P's inputs, once per reading nest) do not exceed a store of P and its reads.
+* No reader's body may grow past ``max-body-ops`` (the compile-time guard: a
+  kernel that would is split by storing P).
+
+Inlining is all or nothing per producer: a P that stays is loaded everywhere.
 """
 
 from __future__ import annotations
@@ -24,6 +40,15 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from coil.dialects import buffer as B
 from coil.dialects import loop as L
+from coil.transforms.loop_cost import (
+    body_size,
+    compute_ops,
+    estimate,
+    external_sources,
+    numel,
+    read_bytes,
+    tensor_bytes,
+)
 from coil.transforms.loop_utils import (
     ancestor_in,
     captured_values,
@@ -44,7 +69,6 @@ _TRAPPING = (
     arith.CeilDivSIOp,
     arith.CeilDivUIOp,
 )
-_FREE = (L.LoadOp, L.YieldOp, L.IndexOp, arith.ConstantOp)
 
 
 def _indirect_symbols(expr: sympy.Expr) -> set[sympy.Symbol]:
@@ -75,15 +99,6 @@ def _through_views(values: set[SSAValue]) -> set[SSAValue]:
             if isinstance(v.owner, L.ViewOp):
                 stack.append(v.owner.source)
     return out
-
-
-def _compute_cost(body: Block) -> int:
-    """Ops a recomputation repeats (loads, constants and index arithmetic are free)."""
-    return sum(1 for op in body.ops if not isinstance(op, _FREE))
-
-
-def _load_count(body: Block) -> int:
-    return sum(1 for op in body.ops if isinstance(op, L.LoadOp))
 
 
 def _body_loads_of(value: SSAValue) -> list[L.LoadOp]:
@@ -131,29 +146,38 @@ def _dedupe_loads(loads: list[L.LoadOp]) -> list[L.LoadOp]:
 @dataclass(frozen=True)
 class LoopInlinePass(ModulePass):
     """Inline tensor-level ``loop.pointwise`` producers and ``loop.view``s into the
-    loop bodies that load them.
+    loop bodies that load them, where recomputing pays (see the module docstring).
 
     Input: loop-level IR (value-semantic nests, views, externs). Output: the same
     computation with fewer nests; every load of an inlined producer is gone. A chain
-    of pointwise ops becomes one nest. Not inlined: reductions (their results are
-    materialized), bufferized nests, producers whose body holds nested regions, a
-    producer that is expensive (more than ``max-cost`` compute ops or ``max-reads``
-    loads) and read by more than ``max-uses`` loads or materialized anyway, a
-    producer reading an input that a ``loop.copy`` overwrites before the consumer,
-    and (per load) what cannot be expressed after substitution: an indirect index
-    reaching a ``loop.index``/random offset, or trapping integer division under a
-    mask. Masked loads stay exact: the inlined loads carry the mask (``arith.andi``
-    with their own) and the value is ``arith.select``-ed to the 0 a masked load reads.
+    of pointwise ops read once each becomes one nest. Not inlined: reductions
+    (their results are materialized), bufferized nests, producers whose body holds
+    nested regions, a producer stored anyway, a shared producer that is expensive
+    (``max-cost``, ``max-reads``) or whose readers would read more bytes than a
+    store saves, one that would push a reader past ``max-body-ops``, a producer
+    reading an input that a ``loop.copy`` overwrites before a reader, and one a
+    load cannot take after substitution: an indirect index reaching a
+    ``loop.index``/random offset, or trapping integer division under a mask.
+    Masked loads stay exact: the inlined loads carry the mask (``arith.andi`` with
+    their own) and the value is ``arith.select``-ed to the 0 a masked load reads.
+    Guarantees: no reader's body exceeds ``max-body-ops`` because of inlining, and
+    recomputation never repeats a producer that is stored anyway.
     """
 
     name = "loop-inline"
 
     max_cost: int = 30
-    """Compute ops above which a producer counts as expensive."""
+    """Compute ops (of the producer with its own inlined producers) above which a
+    producer read more than ``max-uses`` times is stored instead (Inductor's
+    ``realize_opcount_threshold``)."""
     max_reads: int = 4
-    """Loads above which a producer counts as expensive."""
+    """Distinct tensors read above which a producer read more than ``max-uses``
+    times is stored instead (Inductor's ``realize_reads_threshold``)."""
     max_uses: int = 1
-    """Loads an expensive producer may still be inlined into."""
+    """Loads a producer may be recomputed in whatever its cost."""
+    max_body_ops: int = 400
+    """Ops a reader's body may hold after inlining (0 = no limit): beyond it the
+    producer is stored, so no kernel grows past what Triton compiles quickly."""
     inline_views: bool = True
     """Compose ``loop.view`` index maps into the loads that read them."""
 
@@ -168,15 +192,17 @@ class _Inliner:
         self.block = block
 
     def run(self) -> None:
-        # Consumers first: a producer is visited after everything it feeds, so its
-        # loads are final (including those that earlier inlining moved into bodies).
-        for op in reversed(list(self.block.ops)):
-            if op.parent_block() is not self.block:
-                continue
-            if isinstance(op, L.PointwiseOp) and op.res:
+        # Views first, readers before what they view, so chains collapse and every
+        # producer's readers load it directly.
+        if self.options.inline_views:
+            for op in reversed(list(self.block.ops)):
+                if isinstance(op, L.ViewOp) and op.parent_block() is self.block:
+                    self._inline_view(op)
+        # Then producers first: when a producer is decided, its body already holds
+        # the producers inlined into it, so its cost is the total recomputed.
+        for op in list(self.block.ops):
+            if isinstance(op, L.PointwiseOp) and op.res and op.parent_block() is self.block:
                 self._inline_pointwise(op)
-            elif isinstance(op, L.ViewOp) and self.options.inline_views:
-                self._inline_view(op)
 
     # ---- views ----
 
@@ -229,18 +255,41 @@ class _Inliner:
         if any(op.regions for op in body.ops):
             return
         loads = _dedupe_loads(_body_loads_of(producer.res[0]))
-        if not loads:
+        if not loads or len(loads) != len(list(producer.res[0].uses)):
+            return  # unread, or stored anyway: readers load it
+        if not self._pays(producer, loads):
             return
-        materialized = len(loads) != len(list(producer.res[0].uses))
-        o = self.options
-        expensive = _compute_cost(body) > o.max_cost or _load_count(body) > o.max_reads
-        if expensive and (materialized or len(loads) > o.max_uses):
+        if not all(self._can_inline(producer, load) for load in loads):
             return
         for load in loads:
-            if self._can_inline(producer, load):
-                self._inline(producer, load)
-        if not producer.res[0].uses:
-            Rewriter.erase_op(producer)
+            self._inline(producer, load)
+        Rewriter.erase_op(producer)
+
+    def _pays(self, producer: L.PointwiseOp, loads: list[L.LoadOp]) -> bool:
+        """Whether recomputing ``producer`` at each of ``loads`` beats storing it."""
+        o = self.options
+        body = producer.body.block
+        readers: dict[Operation, int] = {}
+        for load in loads:
+            top = ancestor_in(load, self.block)
+            if top is None:
+                return False
+            readers[top] = readers.get(top, 0) + 1
+        if o.max_body_ops:
+            size = body_size(body)
+            if any(body_size(r) + n * size > o.max_body_ops for r, n in readers.items()):
+                return False
+        if len(loads) <= o.max_uses:
+            return True
+        sources = external_sources(body)
+        if compute_ops(body) > o.max_cost or len(sources) > o.max_reads:
+            return False
+        # Bytes: each reading nest reads the producer's inputs, against one pass
+        # over them, one store and one load per reading nest.
+        n = len(readers)
+        inputs = estimate(read_bytes(sources, numel(producer.ranges.data)))
+        stored = estimate(tensor_bytes(producer.res[0].type))
+        return (n - 1) * inputs <= (n + 1) * stored
 
     def _can_inline(self, producer: L.PointwiseOp, load: L.LoadOp) -> bool:
         consumer = L.enclosing_loop(load)

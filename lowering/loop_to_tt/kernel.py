@@ -45,6 +45,7 @@ from coil.ir import source_line, source_op
 from coil.lowering.loop_to_tt import reductions as R
 from coil.lowering.loop_to_tt.body import BodyEmitter, Tile
 from coil.lowering.loop_to_tt.builder import KernelBuilder, LoweringError
+from coil.transforms.loop_cost import nest_cost
 
 XINDEX = symbol("xindex")
 RINDEX = symbol("rindex")
@@ -308,6 +309,8 @@ class KernelLowering:
             [StringAttr(s) for s in _source_lines(self.nest)]
         )
         func.attributes["coil.aten_ops"] = ArrayAttr([StringAttr(s) for s in _aten_ops(self.nest)])
+        # What the kernel reads, writes and computes, for review (loop_cost.py).
+        func.attributes["coil.cost"] = StringAttr(nest_cost(self.nest).summary())
         block = func.body.block
         for arg, name in zip(block.args, self.arg_names):
             arg.name_hint = name

@@ -185,3 +185,39 @@ def test_fused_members_read_members_at_their_own_row():
         outs = _as_list(run_module(module, model_inputs))
         for a, b in zip(outs, fn(*model_inputs), strict=True):
             torch.testing.assert_close(a, b)
+
+
+def _buffer_level(model, inputs):
+    (g,) = capture_graphs(model, inputs)
+    module = import_graph(g.gm, g.example_inputs)
+    run_pipeline(module, PIPELINES["buffer"])
+    return module
+
+
+@pytest.mark.parametrize("pre_norm", [False, True], ids=["post_norm", "pre_norm"])
+def test_kernels_do_not_grow_with_depth(pre_norm):
+    """Each kernel's bytes read and size stay the same from 2 to 6 residual blocks,
+    and the whole program grows linearly: recomputation never drags earlier
+    layers into later kernels (the static cost report, loop_cost.py)."""
+    from coil.examples.models import ResidualStack
+    from coil.transforms.loop_cost import body_size, estimate, nest_cost
+
+    stats = {}
+    for depth in (2, 4, 6):
+        torch.manual_seed(0)
+        module = _buffer_level(
+            ResidualStack(depth, pre_norm=pre_norm).eval(), (torch.randn(2, 16, 32),)
+        )
+        nests = _top_level(module, L.LoopOp)
+        costs = [nest_cost(n) for n in nests]
+        stats[depth] = (
+            max(estimate(c.bytes_read) for c in costs),
+            max(c.size for c in costs),
+            body_size(next(op for op in module.walk() if op.name == "func.func").body.block),
+        )
+    for depth in (4, 6):
+        assert stats[depth][0] <= stats[2][0], (depth, stats)  # bytes read by the worst kernel
+        assert stats[depth][1] <= 1.2 * stats[2][1], (depth, stats)  # its size
+    # Linear growth: every two blocks add the same ops.
+    grow = stats[4][2] - stats[2][2]
+    assert abs((stats[6][2] - stats[4][2]) - grow) <= 0.05 * grow, stats

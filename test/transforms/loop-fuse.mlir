@@ -1,5 +1,6 @@
 // RUN: fx-opt %s -p loop-fuse --split-input-file | filecheck %s
 // RUN: fx-opt %s -p 'loop-fuse{allow-reduction-epilogue=false allow-horizontal=false}' --split-input-file | filecheck %s --check-prefix=NOEPI
+// RUN: fx-opt %s -p 'loop-fuse{max-body-ops=10}' --split-input-file | filecheck %s --check-prefix=SMALL
 
 // Row softmax (after loop-inline): max, sum(exp(x - max)), the division; the
 // keepdim [8, 1] ranges are squeezed to the group's [8].
@@ -17,6 +18,12 @@
 // NOEPI: loop.fused [8] [s0] : !loop.tensor<[8], f32>, !loop.tensor<[8], f32>
 // NOEPI-COUNT-2: loop.reduction
 // NOEPI: loop.pointwise [8, s0]
+// The size cap: max and sum (8 ops) fit in 10, the division (7 more) does not
+// and reads the group's results instead.
+// SMALL-LABEL: func.func @softmax
+// SMALL: %max, %sum = loop.fused [8] [s0] : !loop.tensor<[8], f32>, !loop.tensor<[8], f32>
+// SMALL: %div = loop.pointwise [8, s0]
+// SMALL: loop.load %sum[i0]
 func.func @softmax(%x: !buffer.buffer<[8, s0], f32>) -> !loop.tensor<[8, s0], f32> {
   %max = loop.reduction max [8, 1] [s0] : !loop.tensor<[8, 1], f32> {
   ^bb0(%i0: index, %i1: index, %r0: index):

@@ -4,18 +4,21 @@
 
 // Provenance: a kernel records the distinct user lines of its nest's ops in
 // source order (coil.source_lines, paths as recorded) and the aten ops they
-// came from in program order (coil.aten_ops); the launch keeps the nest's
-// location. -t triton prints them above the kernel (basenames), -t python
-// above the launch and the extern call.
+// came from in program order (coil.aten_ops) and its static cost (coil.cost:
+// bytes read once per distinct input, bytes written, loads, ops); the launch
+// keeps the nest's location. -t triton prints them above the kernel
+// (basenames), -t python above the launch and the extern call.
 
 // CHECK-LABEL: tt.func public @coil_y_0
 // CHECK-SAME:    coil.source_lines = ["/src/model.py:12", "/src/model.py:13", "/src/other.py:3"]
 // CHECK-SAME:    coil.aten_ops = ["aten.exp", "aten.mul"]
+// CHECK-SAME:    coil.cost = "reads 2.0 KB, writes 2.0 KB, 1 loads, 2 ops, 4 body ops"
 // CHECK:       func.func @provenance
 // CHECK:         host.launch @coil_y_0 {{.*}} loc("aten.mul"("/src/model.py":13:0))
 
 // TRITON:      # fused from: model.py:12, model.py:13, other.py:3
 // TRITON-NEXT: # Original ATen: [aten.exp, aten.mul]
+// TRITON-NEXT: # cost: reads 2.0 KB, writes 2.0 KB, 1 loads, 2 ops, 4 body ops
 // TRITON-NEXT: @triton.jit
 // TRITON-NEXT: def coil_y_0(
 
