@@ -39,3 +39,29 @@ def test_training_gradients_match_eager():
     eager(x).square().mean().backward()
     for (name, p), (_, q) in zip(model.named_parameters(), eager.named_parameters()):
         torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5, msg=name)
+
+
+def test_training_through_fused_attention_matches_eager():
+    """F.scaled_dot_product_attention trains through the CPU flash kernel, whose
+    backward reads the forward's logsumexp: the forward must not be decomposed
+    (it was, and the gradients before attention were wrong)."""
+
+    class SdpaBlock(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = torch.nn.Linear(32, 96)
+            self.proj = torch.nn.Linear(32, 32)
+
+        def forward(self, x):
+            q, k, v = self.qkv(x).view(2, 16, 3, 4, 8).permute(2, 0, 3, 1, 4)
+            y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.proj(y.transpose(1, 2).reshape(2, 16, 32))
+
+    torch.manual_seed(0)
+    model = SdpaBlock()
+    eager = copy.deepcopy(model)
+    x = torch.randn(2, 16, 32)
+    torch.compile(model, backend="coil")(x).square().mean().backward()
+    eager(x).square().mean().backward()
+    for (name, p), (_, q) in zip(model.named_parameters(), eager.named_parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5, msg=name)
