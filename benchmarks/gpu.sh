@@ -1,26 +1,55 @@
 #!/usr/bin/env bash
-# The GPU run: tests marked `gpu` (the model set through the coil backend with
-# Triton kernels compiled for the GPU, the libdevice math) and the benchmarks
-# against eager and Inductor; full logs under $OUT, a summary last. (CI runs
-# the same kernels under the newest Triton's CPU interpreter.)
-# Run on the lent GPU machine from the repo root with the wheels of
-# ../shared/GPU.md (plus expecttest, which the OpInfo tests import) carried in .whl:
-#   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
-#    && python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /tmp/site . \
-#    && export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH && bash benchmarks/gpu.sh
+# The GPU run, one call of the lent machine: install coil and its test tools
+# from the wheels in .whl (../shared/GPU.md: xdsl, immutabledict, ordered-set,
+# filecheck, lit, expecttest; timm where the machine lacks it), then
+#   TESTS=1   the tests marked `gpu` (Triton kernels compiled for the GPU);
+#   BENCH=1   benchmarks/bench.py (kernels against eager and Inductor);
+#   MODELS="gpt2 bert ..."   benchmarks/models.py on those models;
+#   BEFORE="gpt2 ..."        the same with the coil of .whl/coil_before.tar
+#                            (a `git archive` of an earlier commit), for
+#                            before/after numbers on one machine.
+# Full logs under $OUT, a summary last. From the repo root on the device:
+#   TESTS=1 BENCH=1 MODELS="gpt2 bert" bash benchmarks/gpu.sh
 set -uo pipefail
 OUT=${OUT:-/tmp/coil-gpu}
 mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \
+  $(ls .whl/*.whl | grep -v timm) || exit 1
+python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /tmp/site . || exit 1
+python3 -c "import timm" 2>/dev/null \
+  || python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/timm-*.whl
+export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/device.txt"
-python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" \
-  | tee -a "$OUT/device.txt"
-PYTHONWARNINGS=ignore python3 -m pytest test/python -m gpu -p no:cacheprovider -q -rs \
-  2>&1 | tee "$OUT/pytest-gpu.log"
-status=${PIPESTATUS[0]}
-PYTHONWARNINGS=ignore python3 benchmarks/bench.py 2>&1 | tee "$OUT/bench.log"
-status=$(( status | PIPESTATUS[0] ))
+python3 -c "import torch, triton, transformers; print('torch', torch.__version__, 'triton', \
+triton.__version__, 'transformers', transformers.__version__)" | tee -a "$OUT/device.txt"
+status=0
+if [ "${TESTS:-0}" = 1 ]; then
+  python3 -m pytest test/python -m gpu -p no:cacheprovider -q -rs 2>&1 | tee "$OUT/pytest-gpu.log"
+  status=$(( status | PIPESTATUS[0] ))
+fi
+if [ "${BENCH:-0}" = 1 ]; then
+  python3 benchmarks/bench.py 2>&1 | tee "$OUT/bench.log"
+  status=$(( status | PIPESTATUS[0] ))
+fi
+if [ -n "${MODELS:-}" ]; then
+  # shellcheck disable=SC2086
+  python3 benchmarks/models.py $MODELS 2>&1 | tee -a "$OUT/models.log"
+  status=$(( status | PIPESTATUS[0] ))
+fi
+if [ -n "${BEFORE:-}" ] && [ -f .whl/coil_before.tar ]; then
+  rm -rf /tmp/before && mkdir -p /tmp/before && tar -xf .whl/coil_before.tar -C /tmp/before
+  python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /tmp/site_before \
+    /tmp/before || exit 1
+  # The benchmark script of this tree, the coil of the earlier commit.
+  # shellcheck disable=SC2086
+  PYTHONPATH=/tmp/site_before:/tmp/site python3 benchmarks/models.py $BEFORE 2>&1 \
+    | sed 's/^| /| before: /' | tee -a "$OUT/models-before.log"
+fi
 echo "== summary =="
 cat "$OUT/device.txt"
-tail -n 1 "$OUT/pytest-gpu.log"
-tail -n 8 "$OUT/bench.log"
+[ -f "$OUT/pytest-gpu.log" ] && tail -n 1 "$OUT/pytest-gpu.log"
+[ -f "$OUT/bench.log" ] && tail -n 6 "$OUT/bench.log"
+[ -f "$OUT/models.log" ] && grep -h '^| ' "$OUT/models.log" | grep -v -- '---'
+[ -f "$OUT/models-before.log" ] && grep -h '^| before' "$OUT/models-before.log"
 exit "$status"

@@ -118,12 +118,21 @@ def llama():
     return _Main(transformers.LlamaForCausalLM(cfg), "logits"), (_ids(cfg.vocab_size),)
 
 
+class _Seq2Seq(torch.nn.Module):
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids, decoder_ids):
+        return self.model(input_ids=ids, decoder_input_ids=decoder_ids).last_hidden_state
+
+
 def t5():
     import transformers
 
     cfg = transformers.T5Config(dropout_rate=0.0, num_layers=_layers(6))  # t5-small's sizes
     ids = _ids(cfg.vocab_size)
-    return _Main(transformers.T5Model(cfg), "last_hidden_state"), (ids, ids[:, :8].clone())
+    return _Seq2Seq(transformers.T5Model(cfg)), (ids, ids[:, :128].clone())
 
 
 def vit_hf():
