@@ -48,6 +48,8 @@ OPTIONS = {
     "dump_dir": "write every stage's IR, the kernels, the wrapper and repro.sh here",
     "fallback": "'extern' (default: an op with no lowering calls ATen, logged once) "
     "or 'error' (compilation fails naming the op)",
+    "cudagraphs": "True: replay each compiled graph from a CUDA graph per input layout "
+    "(what mode='reduce-overhead' turns on; runtime/cudagraphs.py)",
 }
 
 
@@ -185,12 +187,21 @@ def compile_graph(
     source = emit_python(module)
     if dump is not None:
         dump.code(module, source, pipeline)
-    call = load_module(source, interpret=not _on_gpu(module)).call
+    on_gpu = _on_gpu(module)
+    loaded = load_module(source, interpret=not on_gpu)
+    if on_gpu:
+        # Compile every kernel now, in parallel, rather than one by one at its
+        # first launch (Inductor's async_compile).
+        from coil.runtime.launch import compile_all
+
+        compile_all(loaded)
+    call = loaded.call
 
     def run(*args: Any) -> Any:
         return call([*args, *constants])
 
     run.coil_source = source  # type: ignore[attr-defined]  (for tests and debugging)
+    run.coil_host_rng = any(op.name == "host.seed" for op in module.walk())  # type: ignore[attr-defined]
     return run
 
 
@@ -220,10 +231,35 @@ def _with_fallback(pipeline: str, fallback: str) -> str:
     )
 
 
+def _with_cudagraphs(run: Callable[..., Any], static_inputs: Sequence[int], name: str):
+    from coil.runtime.cudagraphs import CudaGraphRunner
+
+    blocker = None
+    if getattr(run, "coil_host_rng", False):
+        blocker = "it draws random numbers from a seed taken on the host (a replay repeats them)"
+    elif not hasattr(run, "coil_source"):
+        blocker = "the pipeline stops before the host level"
+    runner = CudaGraphRunner(run, static_inputs, blocker, name)
+    runner.coil_source = getattr(run, "coil_source", None)  # type: ignore[attr-defined]
+    return runner
+
+
+def _static_input_indices() -> list[int]:
+    """Inputs AOTAutograd passes unchanged call after call (parameters, buffers)."""
+    ctx = torch._guards.TracingContext.try_get()
+    meta = getattr(ctx, "fw_metadata", None) if ctx is not None else None
+    return list(getattr(meta, "static_input_indices", None) or [])
+
+
 def coil(
-    gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: dict | None = None, **_: Any
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    options: dict | None = None,
+    mode: str | None = None,
+    **_: Any,
 ) -> Callable[..., Any]:
-    """The ``torch.compile`` backend; ``options`` are listed in :data:`OPTIONS`."""
+    """The ``torch.compile`` backend; ``options`` are listed in :data:`OPTIONS`;
+    ``mode="reduce-overhead"`` turns on ``cudagraphs``."""
     options = dict(options or {})
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
@@ -233,8 +269,18 @@ def coil(
         options.get("pipeline") or PIPELINES["default"], options.get("fallback", "extern")
     )
     dump_dir = options.get("dump_dir")
+    cudagraphs = bool(options.get("cudagraphs", mode == "reduce-overhead"))
 
     def compile_fw(fw_gm: torch.fx.GraphModule, fw_inputs: list[Any]) -> Callable[..., Any]:
-        return compile_graph(fw_gm, fw_inputs, pipeline=pipeline, dump_dir=dump_dir)
+        run = compile_graph(fw_gm, fw_inputs, pipeline=pipeline, dump_dir=dump_dir)
+        if cudagraphs:
+            return _with_cudagraphs(run, _static_input_indices(), "the forward graph")
+        return run
 
-    return aot_backend(compile_fw)(gm, example_inputs)
+    def compile_bw(bw_gm: torch.fx.GraphModule, bw_inputs: list[Any]) -> Callable[..., Any]:
+        run = compile_graph(bw_gm, bw_inputs, pipeline=pipeline, dump_dir=dump_dir)
+        if cudagraphs:  # saved activations change every step: every input is copied
+            return _with_cudagraphs(run, (), "the backward graph")
+        return run
+
+    return aot_backend(compile_fw, compile_bw)(gm, example_inputs)

@@ -18,7 +18,9 @@ Output (the buffer level):
   otherwise it is materialized by a ``loop.pointwise`` copy;
 * ``buffer.extern`` takes buffers; an operand whose layout differs from the one
   ATen saw (the region's block argument) is first copied into that layout; its
-  results are buffers with the layouts the region's aten op returns;
+  results are buffers with the layouts the region's aten op returns; a CUDA
+  matrix product with misaligned rows writes a padded allocation through its
+  ``out=`` variant (``align-gemms``, ``gemm_alignment.py``);
 * ``loop.copy %v, %dest`` becomes a ``loop.pointwise outs(%dest)`` just before
   ``func.return``, after every other read of ``%dest``: reads that follow the
   copy read ``%v`` instead; a result that aliases a mutated input through a
@@ -49,6 +51,7 @@ from coil.dialects import loop as L
 from coil.dialects.aten import TensorType
 from coil.dialects.layout import nonnegative, view_address
 from coil.dialects.symbolic import ShapeAttr, SymInt, contiguous_strides, sym_eq, to_expr
+from coil.lowering import gemm_alignment
 from coil.transforms.memory_plan import extern_mutated_operands, storage_roots
 
 
@@ -136,8 +139,9 @@ def function_device(fn: func.FuncOp) -> str:
 class _Bufferizer:
     """Bufferizes one function, top to bottom (producers come first)."""
 
-    def __init__(self, fn: func.FuncOp):
+    def __init__(self, fn: func.FuncOp, align_gemms: bool = True):
         self.fn = fn
+        self.align_gemms = align_gemms
         self.block = fn.body.block
         ret = self.block.last_op
         if not isinstance(ret, func.ReturnOp):
@@ -268,6 +272,14 @@ class _Bufferizer:
                 copy_nest(operand, buf, location=op.location), InsertPoint.before(op)
             )
             op.operands[k] = buf
+        extra = []
+        padding = gemm_alignment.plan(op) if self.align_gemms else None
+        if padding is not None:
+            extra.append(
+                gemm_alignment.rewrite(
+                    op, padding, lambda shape, et, name: self.alloc(shape, et, None, op, name)
+                )
+            )
         term = op.body.block.last_op
         types = [
             B.BufferType(y.type.shape, y.type.element_type, y.type.strides, 0, y.type.device)
@@ -275,7 +287,7 @@ class _Bufferizer:
             else r.type
             for r, y in zip(op.res, term.values)
         ]
-        new = B.ExternOp(list(op.args), types, op.detach_region(op.body))
+        new = B.ExternOp([*op.args, *extra], types, op.detach_region(op.body))
         new.attributes.update(op.attributes)
         new.location = op.location
         Rewriter.insert_op(new, InsertPoint.before(op))
@@ -364,10 +376,14 @@ class BufferizePass(ModulePass):
 
     name = "bufferize"
 
+    align_gemms: bool = True
+    """Write CUDA matrix products whose rows are not a multiple of 16 bytes into a
+    padded allocation (``gemm_alignment.py``), so cuBLAS runs its aligned kernels."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in op.ops:
             if isinstance(fn, func.FuncOp) and not fn.is_declaration:
-                _Bufferizer(fn).run()
+                _Bufferizer(fn, self.align_gemms).run()
 
 
 __all__ = ["BufferizePass", "copy_nest", "same_layout", "strided_layout", "writable"]

@@ -5,6 +5,11 @@ top-level ``loop.pointwise``/``loop.reduction``/``loop.fused`` with ``outs``, an
 ``loop.copy`` of buffers. Output: one ``tt.func public @coil_<hints>_<n>`` per
 nest, placed before its function, and the nest replaced in place by
 ``host.launch @kernel grid [...] (buffers..., seeds...) scalars [sizes...]``.
+Kernels whose bodies are identical (the same code up to the name: layer after
+layer of a model) are emitted once and launched from every place that needs
+them, as Inductor's kernel cache does; kernels are then numbered in order of
+first use (``@coil_var_mean_0``, ``@coil_add_1`` ...), one number per distinct
+kernel, not per nest.
 Guarantees: no loop nest or copy is left at the top level of a function (the
 pass fails naming the one it could not lower), and the module verifies.
 The tiling and the ABI are described in ``loop_to_tt/kernel.py``.
@@ -12,16 +17,19 @@ The tiling and the ABI are described in ``loop_to_tt/kernel.py``.
 
 from __future__ import annotations
 
+import io
+import re
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
 from xdsl.ir import Block, Operation, Region
 from xdsl.passes import ModulePass
+from xdsl.printer import Printer
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
-from coil.dialects import host
+from coil.dialects import host, tt
 from coil.dialects import loop as L
 from coil.dialects.buffer import BufferType
 from coil.lowering.loop_to_tt.autotune import (
@@ -82,6 +90,8 @@ class ConvertLoopToTtPass(ModulePass):
     num_stages: int = 0
     persistent_threshold: int = 4096
     autotune: int = 0
+    dedupe: bool = True
+    """Emit kernels with identical bodies once (launched from each place)."""
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         options = Options(
@@ -105,6 +115,8 @@ class ConvertLoopToTtPass(ModulePass):
                         f"convert-loop-to-tt: {left.name} is left in @{f.sym_name.data}"
                         f"{' — ' + what if what else ''}; run bufferize first"
                     )
+        if self.dedupe:
+            _dedupe_kernels(op)
         op.verify()
 
     def _lower(self, nest: L.LoopOp, f: func.FuncOp, options: Options, counter: int) -> None:
@@ -168,3 +180,50 @@ class ConvertLoopToTtPass(ModulePass):
         new = launches[0] if len(launches) == 1 else host.AutotuneOp(key, launches)
         new.location = nest.location
         Rewriter.replace_op(nest, new, [])
+
+
+_COUNTER = re.compile(r"_\d+$")
+
+
+def _body_key(kernel: tt.FuncOp) -> str:
+    """A kernel's code without its name and attributes (provenance, cost)."""
+    out = io.StringIO()
+    printer = Printer(stream=out)
+    printer.print_attribute(kernel.function_type)
+    printer.print_region(kernel.body)
+    return out.getvalue()
+
+
+def _dedupe_kernels(module: builtin.ModuleOp) -> None:
+    """Merge kernels with identical bodies into the first, and renumber the
+    kernels ``coil_<what>_<k>`` in order of first definition."""
+    kernels = [op for op in module.ops if isinstance(op, tt.FuncOp)]
+    tuned = {
+        launch.kernel_name
+        for op in module.walk()
+        if isinstance(op, host.AutotuneOp)
+        for launch in op.launches
+    }
+    first: dict[str, tt.FuncOp] = {}
+    rename: dict[str, str] = {}
+    kept: list[tt.FuncOp] = []
+    for kernel in kernels:
+        name = kernel.sym_name.data
+        if name in tuned:  # candidates of one autotuned launch stay distinct
+            continue
+        twin = first.setdefault(_body_key(kernel), kernel)
+        if twin is kernel:
+            kept.append(kernel)
+        else:
+            rename[name] = twin.sym_name.data
+            kernel.detach()
+            kernel.erase()
+    for k, kernel in enumerate(kept):
+        old = kernel.sym_name.data
+        new = f"{_COUNTER.sub('', old)}_{k}"
+        rename.update({o: new for o, n in rename.items() if n == old})
+        rename[old] = new
+        kernel.sym_name = builtin.StringAttr(new)
+    for op in module.walk():
+        if isinstance(op, host.LaunchOp) and op.kernel_name in rename:
+            op.kernel = builtin.SymbolRefAttr(rename[op.kernel_name])

@@ -1,9 +1,11 @@
 """What generated host modules import at run time: ``cdiv``, ``CoilInputError``,
-``check_input``.
+``check_input``, ``InputGuard``.
 
-Kept tiny and cheap: ``check_input`` runs on every input of every call, so the
-common case (everything matches) is a handful of comparisons and messages are
-only built on failure.
+Kept tiny and cheap: inputs are checked on every call. ``InputGuard`` makes the
+common case (everything as on an earlier call with the same sizes) one C++ call
+for all inputs (torch's ``TensorGuards``: sizes, strides, dtype, device); only
+when it fails does ``check_input`` compare each input in Python and build the
+message.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["CoilInputError", "cdiv", "check_input"]
+__all__ = ["CoilInputError", "InputGuard", "cdiv", "check_input"]
 
 
 class CoilInputError(ValueError):
@@ -59,3 +61,30 @@ def check_input(
         raise CoilInputError(f"input {name}: expected dtype {dtype}, got {t.dtype}")
     if _device_key(t.device) != _device_key(device):
         raise CoilInputError(f"input {name}: expected device {device}, got {t.device}")
+
+
+class InputGuard:
+    """Remembers inputs that passed ``check_input``, per tuple of size-symbol
+    values: ``check(key, *tensors)`` is True when the tensors have exactly the
+    sizes, strides, dtypes and devices of the ones ``learn`` saw for ``key``."""
+
+    def __init__(self) -> None:
+        self._guards: dict[tuple[int, ...], object] = {}
+
+    def check(self, key: tuple[int, ...], *tensors: torch.Tensor) -> bool:
+        guard = self._guards.get(key)
+        return guard is not None and guard.check(*tensors)  # type: ignore[attr-defined]
+
+    def learn(self, key: tuple[int, ...], *tensors: torch.Tensor) -> None:
+        try:
+            from torch._C._dynamo.guards import TensorGuards
+
+            guard = TensorGuards(
+                *tensors,
+                dynamic_dims_sizes=[list(t.shape) for t in tensors],
+                dynamic_dims_strides=[list(t.stride()) for t in tensors],
+            )
+            if guard.check(*tensors):
+                self._guards[key] = guard
+        except Exception:  # torch without TensorGuards: every call checks in Python
+            pass

@@ -67,7 +67,8 @@ from coil.dialects.buffer import BufferType
 from coil.dialects.symbolic import ExprAttr, ShapeAttr, SymbolicSyntaxError, format_expr, to_expr
 from coil.ir import short_lines, source_line
 
-WRAPPER_IMPORT = "from coil.runtime.wrapper import cdiv, check_input, CoilInputError"
+WRAPPER_IMPORT = "from coil.runtime.wrapper import cdiv, check_input, CoilInputError, InputGuard"
+LAUNCH_IMPORT = "from coil.runtime.launch import Launcher, raw_stream"
 AUTOTUNE_IMPORT = "from coil.runtime.autotune import autotune"
 
 # Names generated code uses itself: never a value's name.
@@ -79,7 +80,11 @@ _RESERVED = {
     "cdiv",
     "check_input",
     "CoilInputError",
+    "InputGuard",
+    "_inputs",
     "autotune",
+    "Launcher",
+    "raw_stream",
     "call",
     "args",
     "max",
@@ -198,6 +203,14 @@ class HostPrinter:
         # Values whose storage is a fresh allocation (storage offset 0) -- the
         # base a reinterpret's absolute offset is relative to.
         self.fresh: set[SSAValue] = set()
+        # Values whose data pointer is 16-byte aligned by construction (a fresh
+        # allocation, an aligned view of one): launchers need not check them.
+        self.aligned: set[SSAValue] = set()
+        # (kernel, device, num_warps, num_stages) -> [launcher name, signature,
+        # positions to check]; one Launcher each, defined before call().
+        self.launchers: dict[tuple[str, str, int, int], list[Any]] = {}
+        self.streams: dict[str, str] = {}  # device -> the name of its stream
+        self.module_lines: list[str] = []  # module-level state call() uses
         self.counters: dict[str, int] = {}
         # Inside a host.extern: region values the extern yields -> the result's name hint.
         self.hints: dict[SSAValue, str | None] = {}
@@ -327,9 +340,26 @@ class HostPrinter:
         if any(isinstance(op, H.AutotuneOp) for op in fn.walk()):
             head.append(AUTOTUNE_IMPORT)
         self.print_call()
+        if self.launchers:
+            head.append(LAUNCH_IMPORT)
         body = "\n".join(self.lines)
-        parts = ["\n".join(head), kernels.strip(), body]
+        state = "\n".join([self.launcher_definitions(), *self.module_lines]).strip()
+        parts = ["\n".join(head), kernels.strip(), state, body]
         return "\n\n\n".join(p for p in parts if p) + "\n"
+
+    def launcher_definitions(self) -> str:
+        """One ``Launcher`` per kernel and launch configuration (see runtime/launch.py)."""
+        lines = []
+        for (kernel, device, warps, stages), (name, signature, checked) in self.launchers.items():
+            sig = python_tuple([f'"{t}"' for t in signature])
+            check = (
+                f", checked={python_tuple([str(k) for k in sorted(checked)])}" if checked else ""
+            )
+            lines.append(
+                f'{name} = Launcher(globals(), "{kernel}", {sig}, "{device}", {warps}, {stages}'
+                f"{check})"
+            )
+        return "\n".join(lines)
 
     def print_call(self) -> None:
         fn = self.fn
@@ -353,14 +383,23 @@ class HostPrinter:
         for arg in args:
             self.bind_from(arg, arg.type)
         self.bind_derived(args)
-        for arg in args:
-            t = arg.type
-            if isinstance(t, BufferType):
+        tensors = [a for a in args if isinstance(a.type, BufferType)]
+        if tensors:
+            # One C++ comparison of all inputs when they match an earlier call's
+            # (per size-symbol values); the Python checks name what differs.
+            names = ", ".join(self.name(a) for a in tensors)
+            key = python_tuple(sorted((s.name for s in self.bound), key=_natural))
+            self.module_lines.append("_inputs = InputGuard()")
+            self.emit(f"if not _inputs.check({key}, {names}):")
+            for arg in tensors:
+                t = arg.type
                 self.emit(
                     f'check_input("{self.name(arg)}", {self.name(arg)}, '
                     f"{self.exprs(t.shape_attr.data)}, {self.exprs(t.strides_attr.data)}, "
-                    f'{t.dtype}, "{t.device_attr.data}")'
+                    f'{t.dtype}, "{t.device_attr.data}")',
+                    2,
                 )
+            self.emit(f"_inputs.learn({key}, {names})", 2)
         for op in fn.body.block.ops:
             self.print_op(op)
 
@@ -375,6 +414,8 @@ class HostPrinter:
         t = op.result.type
         name = self.define(op.result)
         self.fresh.add(op.result)
+        if _aligned_offset(t.offset_attr.data, t.dtype):
+            self.aligned.add(op.result)
         alloc = f'dtype={t.dtype}, device="{t.device_attr.data}")'
         sizes, strides = self.exprs(t.shape_attr.data), self.exprs(t.strides_attr.data)
         if to_expr(t.offset_attr.data) == 0:
@@ -396,6 +437,8 @@ class HostPrinter:
         if src in self.fresh:
             # Storage of a fresh allocation starts at 0: the type's offset is absolute.
             self.fresh.add(op.result)
+            if _aligned_offset(offset, t.dtype):
+                self.aligned.add(op.result)
             off = self.expr(offset)
         else:
             # An input or ATen result may start anywhere in its storage; offsets in
@@ -417,7 +460,56 @@ class HostPrinter:
 
     @print_op.register
     def _(self, op: H.LaunchOp) -> None:
-        self.emit(self.launch_call(op))
+        self.emit(self.launcher_call(op))
+
+    def launch_args(self, op: H.LaunchOp) -> tuple[list[str], str]:
+        """The launch's argument expressions, and the device it runs on."""
+        devices = {str(a.type.device) for a in op.args if isinstance(a.type, BufferType)}
+        gpu = sorted(d for d in devices if d != "cpu")
+        args = []
+        for a in op.args:
+            name = self.name(a)
+            if gpu and isinstance(a.type, BufferType) and str(a.type.device) == "cpu":
+                # A CPU scalar tensor (a lifted Python float, say) read by a GPU
+                # kernel: the kernel needs it in device memory.
+                name = f"{name}.to({gpu[0]!r})"
+            args.append(name)
+        args += [self.expr(s) for s in op.scalars.data]
+        return args, (gpu[0] if gpu else "cpu")
+
+    def launcher_call(self, op: H.LaunchOp) -> str:
+        """``coil_k_launch.run(gx, gy, gz, stream, args...)``: the bound launcher."""
+        args, device = self.launch_args(op)
+        config = {
+            k: v.value.data
+            for k, v in (op.config.data if op.config else {}).items()
+            if isinstance(v, IntegerAttr)
+        }
+        key = (op.kernel_name, device, config.get("num_warps", 4), config.get("num_stages", 1))
+        signature = [
+            f"*{str(a.type.dtype).removeprefix('torch.')}"
+            if isinstance(a.type, BufferType)
+            else "i64"
+            for a in op.args
+        ] + ["i64"] * len(op.scalars.data)
+        checked = {
+            k
+            for k, a in enumerate(op.args)
+            if isinstance(a.type, BufferType) and a not in self.aligned
+        }
+        entry = self.launchers.get(key)
+        if entry is None:
+            name = self.fresh_name(f"{op.kernel_name}_launch", "launch")
+            entry = self.launchers[key] = [name, signature, set()]
+        entry[2] |= checked
+        if device not in self.streams:
+            stream = self.fresh_name("stream", "stream")
+            self.streams[device] = stream
+            self.emit(f'{stream} = raw_stream("{device}")')
+        grid = ", ".join(self.expr(g) for g in op.grid.data)
+        lines = self.kernel_lines.get(op.kernel_name) or [source_line(op.location)]
+        self.emit_source([t for t in lines if t is not None])
+        return f"{entry[0]}.run({grid}, {self.streams[device]}, {', '.join(args)})"
 
     @print_op.register
     def _(self, op: H.AutotuneOp) -> None:
@@ -436,19 +528,10 @@ class HostPrinter:
         self.emit(f'], device="{device}")')
 
     def launch_call(self, op: H.LaunchOp) -> str:
-        """``kernel[(grid)](args..., num_warps=..)``: one launch as a Python call."""
+        """``kernel[(grid)](args..., num_warps=..)``: one launch through Triton's own
+        specializing path (autotune candidates)."""
         grid = ", ".join(self.expr(g) for g in op.grid.data)
-        devices = {str(a.type.device) for a in op.args if isinstance(a.type, BufferType)}
-        gpu = sorted(d for d in devices if d != "cpu")
-        args = []
-        for a in op.args:
-            name = self.name(a)
-            if gpu and isinstance(a.type, BufferType) and str(a.type.device) == "cpu":
-                # A CPU scalar tensor (a lifted Python float, say) read by a GPU
-                # kernel: the kernel needs it in device memory.
-                name = f"{name}.to({gpu[0]!r})"
-            args.append(name)
-        args += [self.expr(s) for s in op.scalars.data]
+        args, _ = self.launch_args(op)
         options = []
         if op.config is not None:
             for key, value in op.config.data.items():
@@ -620,6 +703,22 @@ class HostPrinter:
         if isinstance(attr, DenseIntOrFPElementsAttr):
             raise PythonTargetError("-t python: dense attributes are not operator arguments")
         raise PythonTargetError(f"-t python: cannot print argument {attr}")
+
+
+def _aligned_offset(offset: Any, dtype: torch.dtype) -> bool:
+    """Whether ``offset`` elements of ``dtype`` are a multiple of 16 bytes for every
+    value of the size symbols in it."""
+    e = sympy.expand(to_expr(offset) * dtype.itemsize)
+    if e.is_Integer:
+        return int(e) % 16 == 0
+    poly = e.as_poly() if e.free_symbols else None
+    return poly is not None and all(c.is_Integer and int(c) % 16 == 0 for c in poly.coeffs())
+
+
+def _natural(name: str) -> tuple[str, int]:
+    """``s2`` before ``s10``."""
+    head = name.rstrip("0123456789")
+    return head, int(name[len(head) :] or 0)
 
 
 def _paren(text: str) -> str:

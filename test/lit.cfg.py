@@ -9,8 +9,10 @@ config.name = "coil"
 config.test_format = lit.formats.ShTest()
 config.suffixes = [".mlir", ".py"]
 config.test_source_root = os.path.dirname(__file__)
-# pytest tests and helpers are not lit tests.
-config.excludes = ["python", "lit.cfg.py", "lit.local.cfg", "Inputs", "__pycache__"]
+# Helpers are not lit tests; test/python (pytest) has a lit.local.cfg that
+# discovers nothing there. (Excluding the name "python" here would also skip
+# test/targets/python, as lit matches excludes in every directory.)
+config.excludes = ["lit.cfg.py", "lit.local.cfg", "Inputs", "__pycache__"]
 
 # lit scrubs the environment: put the running interpreter's scripts (fx-opt,
 # coil, filecheck) on PATH, and keep what torch needs to import quietly.

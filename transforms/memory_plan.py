@@ -33,13 +33,13 @@ import torch
 from torch.utils._sympy.functions import Max
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp
 from xdsl.ir import BlockArgument, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from coil.dialects import buffer as B
-from coil.dialects.aten import AtenOp
+from coil.dialects.aten import AtenOp, OperandRefAttr, OperatorOp
 from coil.dialects.symbolic import ExprAttr, sym_eq
 
 
@@ -77,7 +77,12 @@ def extern_mutated_operands(op: B.ExternOp) -> set[int]:
     for inner in block.ops:
         if isinstance(inner, B.YieldOp):
             continue
-        groups = inner.operand_groups() if isinstance(inner, AtenOp) else None
+        if isinstance(inner, AtenOp):
+            groups = inner.operand_groups()
+        elif isinstance(inner, OperatorOp):
+            groups = _operator_groups(inner, schema)
+        else:
+            groups = None
         for a in schema.arguments:
             if a.alias_info is None or not a.alias_info.is_write:
                 continue
@@ -86,6 +91,17 @@ def extern_mutated_operands(op: B.ExternOp) -> set[int]:
                 if isinstance(v, BlockArgument) and v.owner is block:
                     written.add(v.index)
     return written
+
+
+def _operator_groups(op: OperatorOp, schema: torch.FunctionSchema) -> dict[str, list[SSAValue]]:
+    """The operands an ``aten.operator`` passes for each schema argument name."""
+    positional = [a.name for a in schema.arguments if not a.kwarg_only]
+    groups: dict[str, list[SSAValue]] = {}
+    items = list(zip(positional, op.args.data)) + list(op.kwargs.data.items())
+    for name, attr in items:
+        refs = attr.data if isinstance(attr, ArrayAttr) else [attr]
+        groups[name] = [op.inputs[r.data] for r in refs if isinstance(r, OperandRefAttr)]
+    return groups
 
 
 def storage_roots(value: SSAValue) -> set[SSAValue]:

@@ -61,5 +61,7 @@ func.func @f(%x: !aten.tensor<[4, 8], f32>) -> !aten.tensor<[4, 8], f32> {
 
 // PY: @triton.jit
 // PY: def [[K:coil_[a-z_0-9]+]](in_ptr0, out_ptr0):
+// PY: [[L:coil_[a-z_0-9]+]] = Launcher(globals(), "[[K]]", ("*float32", "*float32"), "cpu", {{[0-9]+}}, 1, checked=(0,))
 // PY: def call(args):
-// PY: [[K]][(1, 1, 1)](x, {{.*}}, num_warps=
+// PY: [[S:stream.*]] = raw_stream("cpu")
+// PY: [[L]].run(1, 1, 1, [[S]], x, {{.*}})

@@ -1,4 +1,5 @@
 // RUN: fx-opt %s -p bufferize --split-input-file | filecheck %s
+// RUN: fx-opt %s -p 'bufferize{align-gemms=false}' --split-input-file | filecheck %s --check-prefix=NOPAD
 
 // A nest gets a row-major buffer and writes it (destination-passing style);
 // its loads in later bodies read the buffer. A result is allocated directly
@@ -298,4 +299,57 @@ func.func @reshape_contiguous(%x: !buffer.buffer<[3, 4, 2], f32>) -> (!loop.tens
   %r = loop.view %x[i0 floordiv 4, i0 mod 4, i1] : !buffer.buffer<[3, 4, 2], f32> -> !loop.tensor<[12, 2], f32>
   %s = loop.view %x[i0, i1 floordiv 2, i1 mod 2] : !buffer.buffer<[3, 4, 2], f32> -> !loop.tensor<[3, 8], f32>
   func.return %r, %s : !loop.tensor<[12, 2], f32>, !loop.tensor<[3, 8], f32>
+}
+
+// -----
+
+// A CUDA matrix product whose rows (50 f32 = 200 bytes) are not a multiple of
+// 16 bytes writes a padded [8, 52] allocation through aten::mm.out, so cuBLAS
+// runs its aligned kernels; the nest reads the view through its strides, and
+// the returned product is copied to eager's row-major layout.
+// CHECK-LABEL: func.func @padded_gemm
+// CHECK:      %[[P:.*]] = buffer.alloc : !buffer.buffer<[8, 52], f32, device "cuda:0">
+// CHECK-NEXT: %[[V:.*]] = buffer.view %[[P]] : {{.*}} -> !buffer.buffer<[8, 50], f32, strides [52, 1], device "cuda:0">
+// CHECK-NEXT: %[[MM:.*]] = buffer.extern "aten.mm.out" (%x, %w, %[[V]])
+// CHECK:      aten.operator "aten::mm.out"(%{{.*}}, %{{.*}}, out = %out) : !aten.tensor<[8, 50], f32, strides [52, 1], device "cuda:0">
+// CHECK:      loop.load %[[MM]][i0, i1] : !buffer.buffer<[8, 50], f32, strides [52, 1], device "cuda:0">
+// CHECK:      %[[C:.*]] = buffer.alloc : !buffer.buffer<[8, 50], f32, device "cuda:0">
+// CHECK-NEXT: loop.pointwise [8, 50] outs(%[[C]]
+// CHECK:      func.return %{{.*}}, %[[C]]
+// NOPAD-LABEL: func.func @padded_gemm
+// NOPAD-NOT:  aten::mm.out
+// NOPAD:      buffer.extern "aten.mm.default"
+func.func @padded_gemm(%x: !buffer.buffer<[8, 64], f32, device "cuda:0">, %w: !buffer.buffer<[64, 50], f32, device "cuda:0">) -> (!loop.tensor<[8, 50], f32>, !loop.tensor<[8, 50], f32>) attributes {coil.result_types = [!aten.tensor<[8, 50], f32, device "cuda:0">, !aten.tensor<[8, 50], f32, device "cuda:0">]} {
+  %mm = buffer.extern "aten.mm.default" (%x, %w) : (!buffer.buffer<[8, 64], f32, device "cuda:0">, !buffer.buffer<[64, 50], f32, device "cuda:0">) -> (!loop.tensor<[8, 50], f32>) {
+  ^bb0(%xa: !aten.tensor<[8, 64], f32, device "cuda:0">, %wa: !aten.tensor<[64, 50], f32, device "cuda:0">):
+    %m = aten.mm.default(%xa, %wa) : !aten.tensor<[8, 50], f32, device "cuda:0">
+    buffer.yield %m : !aten.tensor<[8, 50], f32, device "cuda:0">
+  }
+  %r = loop.pointwise [8, 50] : !loop.tensor<[8, 50], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %0 = loop.load %mm[i0, i1] : !loop.tensor<[8, 50], f32>
+    %1 = math.exp %0 : f32
+    loop.yield %1 : f32
+  }
+  func.return %r, %mm : !loop.tensor<[8, 50], f32>, !loop.tensor<[8, 50], f32>
+}
+
+// -----
+
+// Aligned rows (64 f32) or a CPU product: no padding.
+// CHECK-LABEL: func.func @aligned_gemms
+// CHECK-NOT:  mm.out
+// CHECK:      func.return
+func.func @aligned_gemms(%x: !buffer.buffer<[8, 64], f32, device "cuda:0">, %w: !buffer.buffer<[64, 64], f32, device "cuda:0">, %y: !buffer.buffer<[8, 64], f32>, %v: !buffer.buffer<[64, 50], f32>) -> (!loop.tensor<[8, 64], f32>, !loop.tensor<[8, 50], f32>) {
+  %a = buffer.extern "aten.mm.default" (%x, %w) : (!buffer.buffer<[8, 64], f32, device "cuda:0">, !buffer.buffer<[64, 64], f32, device "cuda:0">) -> (!loop.tensor<[8, 64], f32>) {
+  ^bb0(%xa: !aten.tensor<[8, 64], f32, device "cuda:0">, %wa: !aten.tensor<[64, 64], f32, device "cuda:0">):
+    %m = aten.mm.default(%xa, %wa) : !aten.tensor<[8, 64], f32, device "cuda:0">
+    buffer.yield %m : !aten.tensor<[8, 64], f32, device "cuda:0">
+  }
+  %b = buffer.extern "aten.mm.default" (%y, %v) : (!buffer.buffer<[8, 64], f32>, !buffer.buffer<[64, 50], f32>) -> (!loop.tensor<[8, 50], f32>) {
+  ^bb0(%ya: !aten.tensor<[8, 64], f32>, %va: !aten.tensor<[64, 50], f32>):
+    %m = aten.mm.default(%ya, %va) : !aten.tensor<[8, 50], f32>
+    buffer.yield %m : !aten.tensor<[8, 50], f32>
+  }
+  func.return %a, %b : !loop.tensor<[8, 64], f32>, !loop.tensor<[8, 50], f32>
 }

@@ -58,7 +58,7 @@ def test_softmax_kernel_and_launch_name_the_forward_line():
     assert f"# fused from: models.py:{line}\n" in src
     assert "# Original ATen: [aten.amax, aten.sub, aten.exp, aten.sum, aten.div]" in src
     # The wrapper names the line above the launch.
-    assert _comment_before(src, r"^\s+coil_\w+\[") == f"# models.py:{line}"
+    assert _comment_before(src, r"^\s+coil_\w+_launch\.run\(") == f"# models.py:{line}"
 
 
 def test_extern_call_names_its_line():
@@ -66,7 +66,7 @@ def test_extern_call_names_its_line():
     (run,), _ = _compile("mlp")
     src = run.coil_source
     assert _comment_before(src, r"torch\.ops\.aten\.addmm") == f"# models.py:{line}"
-    assert _comment_before(src, r"^\s+coil_\w+\[") == f"# models.py:{line}"
+    assert _comment_before(src, r"^\s+coil_\w+_launch\.run\(") == f"# models.py:{line}"
 
 
 def test_multi_line_kernel_lists_lines_in_source_order():

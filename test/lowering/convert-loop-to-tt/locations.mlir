@@ -24,7 +24,7 @@
 
 // PY-LABEL:   def call(args):
 // PY:         # model.py:12, model.py:13, other.py:3
-// PY-NEXT:    coil_y_0[(1, 1, 1)](
+// PY-NEXT:    coil_y_0_launch.run(1, 1, 1, stream, 
 // PY:         # model.py:20
 // PY-NEXT:    mm = torch.ops.aten.mm.default(
 !t = !buffer.buffer<[8, 64], f32>

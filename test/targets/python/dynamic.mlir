@@ -4,8 +4,11 @@
 // size or stride of a tensor input that is exactly the symbol, then a symbol
 // that only occurs in a linear size (solved), then -- right after the extern
 // that makes it -- an unbacked size. Inputs are checked with the bound
-// expressions; views of an input keep its storage offset.
+// expressions (in Python only when they differ from an earlier call with the
+// same sizes: InputGuard); views of an input keep its storage offset.
 
+// buf0's storage offset (3 floats) is not 16-byte aligned: checked at launch.
+// CHECK: coil_k_0_launch = Launcher(globals(), "coil_k_0", ("*float32", "*float32", "i64", "i64", "i64"), "cpu", 4, 1, checked=(0, 1))
 // CHECK-LABEL: def call(args):
 // CHECK:      n, x, y, z = args
 // CHECK-NEXT: args.clear()
@@ -13,16 +16,19 @@
 // CHECK-NEXT: s1 = x.size(1)
 // CHECK-NEXT: s3 = y.stride(0)
 // CHECK-NEXT: s2 = (z.size(0) - 1) // 2
-// CHECK-NEXT: check_input("x", x, (s0, s1), (s1, 1), torch.float32, "cpu")
-// CHECK-NEXT: check_input("y", y, (s0, 4), (s3, 1), torch.float32, "cpu")
-// CHECK-NEXT: check_input("z", z, (2*s2 + 1,), (1,), torch.int64, "cpu")
+// CHECK-NEXT: if not _inputs.check((s0, s1, s2, s3), x, y, z):
+// CHECK-NEXT:     check_input("x", x, (s0, s1), (s1, 1), torch.float32, "cpu")
+// CHECK-NEXT:     check_input("y", y, (s0, 4), (s3, 1), torch.float32, "cpu")
+// CHECK-NEXT:     check_input("z", z, (2*s2 + 1,), (1,), torch.int64, "cpu")
+// CHECK-NEXT:     _inputs.learn((s0, s1, s2, s3), x, y, z)
 // CHECK-NEXT: row = y.as_strided((4,), (1,), y.storage_offset() + s3)
 // CHECK-NEXT: nz = torch.ops.aten.nonzero.default(z)
 // CHECK-NEXT: u0 = nz.size(0)
 // CHECK-NEXT: buf0 = torch.empty((s0*s1 + 3,), dtype=torch.float32, device="cpu").as_strided((s0, s1), (s1, 1), 3)
 // CHECK-NEXT: tail = buf0.as_strided((u0,), (1,), max(s1, u0) % 5)
 // CHECK-NEXT: seed = int(torch.randint(2**31 - 1, (), device="cpu"))
-// CHECK-NEXT: coil_k_0[(1, 1, 1)](x, buf0, seed, s0*s1, u0 // 2)
+// CHECK-NEXT: stream = raw_stream("cpu")
+// CHECK-NEXT: coil_k_0_launch.run(1, 1, 1, stream, x, buf0, seed, s0*s1, u0 // 2)
 // CHECK-NEXT: return ((buf0, [row]), {'nz': nz, 'tail': tail}, 'tag')
 
 !x = !buffer.buffer<[s0, s1], f32>

@@ -1,0 +1,189 @@
+"""Host overhead per call: what the GPU waits for while the wrapper works.
+
+For each workload, in one process and on the same inputs (bf16 inference):
+eager, coil, coil with CUDA graphs (``options={"cudagraphs": True}``),
+Inductor and Inductor ``mode="reduce-overhead"``:
+
+* wall ms per call (host clock over many calls, synchronized at the end);
+* GPU ms per call (sum of kernel durations under torch.profiler);
+* host overhead = wall - GPU, and launches per call (kernels in the profile;
+  a CUDA graph replay still runs its kernels, so the count is what the GPU runs);
+* overhead per launch (µs) = host overhead / launches.
+
+Also the cost of one launch of a tiny Triton kernel through ``kernel[grid]``
+(Triton's own launch path) against coil's bound launcher (runtime/launch.py).
+Run on the GPU machine: ``python benchmarks/overhead.py [names...]``; the table
+is printed last and written to ``$OUT/overhead.md``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+CALLS = 50
+
+
+def mlp20():
+    layers = []
+    for _ in range(20):
+        layers += [torch.nn.Linear(256, 256), torch.nn.GELU()]
+    return torch.nn.Sequential(*layers), (torch.randn(1, 256),)
+
+
+def gpt2(batch: int, seq: int):
+    def build():
+        import transformers
+
+        cfg = transformers.GPT2Config(resid_pdrop=0, embd_pdrop=0, attn_pdrop=0)
+        from models import _Main
+
+        ids = torch.randint(0, cfg.vocab_size, (batch, seq))
+        return _Main(transformers.GPT2LMHeadModel(cfg), "logits"), (ids,)
+
+    return build
+
+
+def resnet50(batch: int):
+    def build():
+        import timm
+
+        return timm.create_model("resnet50"), (torch.randn(batch, 3, 224, 224),)
+
+    return build
+
+
+WORKLOADS = {
+    "mlp20_b1": mlp20,
+    "gpt2_b1": gpt2(1, 128),
+    "gpt2_8x512": gpt2(8, 512),
+    "resnet50_b1": resnet50(1),
+    "resnet50_b32": resnet50(32),
+}
+
+
+def measure(fn, args) -> tuple[float, float, float]:
+    """(wall ms, GPU ms, launches) per call."""
+    for _ in range(5):
+        fn(*args)
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(CALLS):
+        fn(*args)
+    torch.cuda.synchronize()
+    wall = (time.perf_counter() - t) / CALLS * 1e3
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(10):
+            fn(*args)
+        torch.cuda.synchronize()
+    kernels = [
+        e
+        for e in prof.events()
+        if e.device_type == torch.autograd.DeviceType.CUDA and "Memcpy" not in e.name
+    ]
+    gpu = sum(e.device_time_total for e in kernels) / 10 / 1e3
+    return wall, gpu, len(kernels) / 10
+
+
+def launch_cost() -> str:
+    """µs per launch of a 1-block kernel: Triton's kernel[grid] vs coil's Launcher."""
+    import triton
+    import triton.language as tl
+
+    from coil.runtime.launch import Launcher, raw_stream
+
+    @triton.jit
+    def tiny(x_ptr, y_ptr, n):
+        i = tl.arange(0, 128)
+        tl.store(y_ptr + i, tl.load(x_ptr + i, mask=i < n), mask=i < n)
+
+    x = torch.randn(128, device="cuda")
+    y = torch.empty_like(x)
+    launcher = Launcher({"tiny": tiny}, "tiny", ("*float32", "*float32", "i64"), "cuda:0", 4, 1)
+    n = 2000
+
+    def triton_launch():
+        tiny[(1,)](x, y, 128)
+
+    def coil_launch():
+        launcher.run(1, 1, 1, raw_stream("cuda:0"), x, y, 128)
+
+    out = []
+    for name, f in (("triton kernel[grid]", triton_launch), ("coil Launcher", coil_launch)):
+        for _ in range(50):
+            f()
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(n):
+            f()
+        torch.cuda.synchronize()
+        out.append(f"{name}: {(time.perf_counter() - t) / n * 1e6:.1f} us per launch")
+    return "; ".join(out)
+
+
+def main() -> int:
+    names = sys.argv[1:] or list(WORKLOADS)
+    import triton
+
+    torch._dynamo.config.cache_size_limit = 64
+    lines = [
+        f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, "
+        f"triton {triton.__version__}",
+        "",
+        launch_cost(),
+        "",
+        "| workload | backend | wall ms | GPU ms | host overhead ms | launches | "
+        "overhead per launch us |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name in names:
+        torch.manual_seed(0)
+        module, inputs = WORKLOADS[name]()
+        module = module.cuda().eval().to(torch.bfloat16)
+        args = tuple((x.to(torch.bfloat16) if x.is_floating_point() else x).cuda() for x in inputs)
+        variants = {
+            "eager": lambda m: m,
+            "inductor": lambda m: torch.compile(m),
+            "inductor reduce-overhead": lambda m: torch.compile(m, mode="reduce-overhead"),
+            "coil": lambda m: torch.compile(m, backend="coil"),
+            "coil cudagraphs": lambda m: torch.compile(
+                m, backend="coil", options={"cudagraphs": True}
+            ),
+        }
+        with torch.no_grad():
+            want = module(*args).float()
+            for variant, make in variants.items():
+                torch._dynamo.reset()
+                try:
+                    f = make(module)
+                    got = f(*args).float()
+                    err = float((got - want).norm() / want.norm())
+                    wall, gpu, launches = measure(f, args)
+                    per = (wall - gpu) * 1e3 / launches if launches else float("nan")
+                    row = (
+                        f"| {name} | {variant} | {wall:.3f} | {gpu:.3f} | {wall - gpu:.3f} | "
+                        f"{launches:.0f} | {per:.1f} |"
+                    )
+                    if err > 3e-2:
+                        row += f" WRONG (rel. error {err:.1e})"
+                except Exception as e:
+                    traceback.print_exc()
+                    row = f"| {name} | {variant} | ERROR {type(e).__name__}: {str(e)[:120]} |"
+                print(row, flush=True)
+                lines.append(row)
+    table = "\n".join(lines)
+    print(table)
+    if os.environ.get("OUT"):
+        with open(os.path.join(os.environ["OUT"], "overhead.md"), "a") as fh:
+            fh.write(table + "\n\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""Where a compiled model's time goes: torch.profiler over a few calls.
+
+For each model of ``benchmarks/models.py`` named and each backend (``coil``,
+``inductor``): wall ms per call, GPU kernel ms per call (sum of kernel
+durations), kernel launches per call, and the kernels that take the most GPU
+time. Run on the GPU machine: ``python benchmarks/profile_model.py gpt2 bert``;
+the report goes to stdout and ``$OUT/profile-<model>.txt``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import defaultdict
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+from models import MODELS
+
+CALLS = 5
+
+
+def profile(name: str, backend: str) -> str:
+    module, inputs = MODELS[name].build()
+    module = module.to("cuda").eval().to(torch.bfloat16)
+    args = tuple((x.to(torch.bfloat16) if x.is_floating_point() else x).to("cuda") for x in inputs)
+    torch._dynamo.reset()
+    f = torch.compile(module, backend=backend)
+    with torch.no_grad():
+        for _ in range(3):
+            f(*args)
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(CALLS):
+            f(*args)
+        torch.cuda.synchronize()
+        wall = (time.perf_counter() - t) / CALLS * 1e3
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            for _ in range(CALLS):
+                f(*args)
+            torch.cuda.synchronize()
+    per_kernel: dict[str, list[float]] = defaultdict(list)
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            per_kernel[e.name].append(e.device_time_total / 1e3)
+    total = sum(sum(v) for v in per_kernel.values()) / CALLS
+    launches = sum(len(v) for v in per_kernel.values()) / CALLS
+    lines = [
+        f"== {name} / {backend}: wall {wall:.3f} ms per call (no profiler), GPU kernels "
+        f"{total:.3f} ms, {launches:.0f} launches per call",
+    ]
+    top = sorted(per_kernel.items(), key=lambda kv: -sum(kv[1]))[:15]
+    for kname, times in top:
+        lines.append(f"  {sum(times) / CALLS:8.3f} ms {len(times) / CALLS:5.0f}x  {kname[:110]}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    names = sys.argv[1:] or ["gpt2"]
+    for name in names:
+        report = "\n".join(profile(name, b) for b in ("inductor", "coil"))
+        print(report, flush=True)
+        if os.environ.get("OUT"):
+            with open(os.path.join(os.environ["OUT"], f"profile-{name}.txt"), "w") as fh:
+                fh.write(report + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

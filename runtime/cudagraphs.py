@@ -1,0 +1,177 @@
+"""CUDA graphs for compiled graphs: record the wrapper's launches once per input
+layout, then replay them (``options={"cudagraphs": True}`` or
+``torch.compile(mode="reduce-overhead")``), as Inductor's cudagraph trees do.
+
+A call of a compiled graph is hundreds of launches and ATen calls from Python;
+a replay is one ``cudaGraphLaunch``. :class:`CudaGraphRunner` keeps, per input
+layout (sizes, strides, dtypes, devices; size arguments by value), one
+recorded graph with static input buffers:
+
+* inputs that stay in place between calls (parameters and buffers: AOTAutograd's
+  ``static_input_indices``) are captured where they are, and their addresses are
+  part of the key (a moved parameter records a new graph);
+* every other tensor input is copied into the graph's own input buffer before
+  each replay;
+* outputs live in the graph's memory pool and the next replay overwrites them,
+  so each replay returns copies: a result the caller keeps is never changed by
+  a later call (cudagraph trees instead invalidate earlier outputs; a copy costs
+  one pass over the outputs and keeps eager's semantics).
+
+It falls back to the plain call, logging the reason once per graph, where a
+graph cannot be recorded: the graph draws random numbers on the host (a replay
+would repeat them), an input is a CPU tensor, more than ``MAX_GRAPHS`` input
+layouts were seen, or recording itself failed (an op that synchronizes, say).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+
+log = logging.getLogger("coil")
+
+MAX_GRAPHS = 16
+"""Recorded graphs per compiled graph (one per input layout) before falling back."""
+
+
+@dataclass
+class _Recording:
+    graph: torch.cuda.CUDAGraph
+    inputs: list[Any]  # what the graph reads: static tensors, its own buffers, ints
+    copied: list[int]  # positions copied into the graph's buffers before a replay
+    outputs: Any
+    static: list[int]  # positions of static inputs, and their addresses when recorded
+    pointers: list[int]
+
+
+def _same_pointers(args: Sequence[Any], recording: _Recording) -> bool:
+    """Whether the static inputs are still at the addresses the graph was recorded
+    with (one C++ call on CUDA builds of torch)."""
+    check = getattr(torch._C, "_tensors_data_ptrs_at_indices_equal", None)
+    if check is not None:
+        return check(list(args), recording.pointers, recording.static)
+    return all(args[k].data_ptr() == p for k, p in zip(recording.static, recording.pointers))
+
+
+class CudaGraphRunner:
+    """Replays ``run`` (a compiled graph's callable) from CUDA graphs."""
+
+    def __init__(
+        self,
+        run: Callable[..., Any],
+        static_inputs: Sequence[int] = (),
+        blocker: str | None = None,
+        name: str = "graph",
+    ) -> None:
+        self.run = run
+        self.static = frozenset(static_inputs)
+        self.blocker = blocker  # why this graph can never be recorded
+        self.name = name
+        self.recordings: dict[tuple, _Recording | None] = {}
+        self.pool: Any = None
+        self.warned: set[str] = set()
+        self.last: dict[tuple, _Recording] = {}  # per size-argument values
+        self.size_positions: tuple[int, ...] | None = None
+
+    def _fallback(self, reason: str) -> None:
+        if reason not in self.warned:
+            self.warned.add(reason)
+            log.warning("coil: no CUDA graph for %s: %s; running it without", self.name, reason)
+
+    def _key(self, args: Sequence[Any]) -> tuple:
+        if self.size_positions is None:
+            self.size_positions = tuple(
+                k for k, a in enumerate(args) if not isinstance(a, torch.Tensor)
+            )
+        key = []
+        for k, a in enumerate(args):
+            if isinstance(a, torch.Tensor):
+                item = (a.shape, a.stride(), a.dtype, a.device)
+                key.append(item + ((a.data_ptr(),) if k in self.static else ()))
+            else:
+                key.append(a)
+        return tuple(key)
+
+    def __call__(self, *args: Any) -> Any:
+        if self.blocker is not None:
+            self._fallback(self.blocker)
+            return self.run(*args)
+        # Fast path, as cudagraph trees: torch.compile's guards fix the inputs'
+        # metadata for given size arguments, so the last recording for these
+        # sizes replays if the static inputs are still where they were.
+        sizes = tuple(args[k] for k in self.size_positions) if self.size_positions else ()
+        recording = self.last.get(sizes)
+        if recording is None or not _same_pointers(args, recording):
+            key = self._key(args)
+            recording = self.recordings.get(key, _MISSING)
+            if recording is _MISSING:
+                recording = self._record(args, key)
+            if recording is None:
+                return self.run(*args)
+            self.last[sizes] = recording
+        for k in recording.copied:
+            recording.inputs[k].copy_(args[k])
+        recording.graph.replay()
+        return pytree.tree_map(
+            lambda t: t.clone() if isinstance(t, torch.Tensor) else t, recording.outputs
+        )
+
+    def _record(self, args: Sequence[Any], key: tuple) -> _Recording | None:
+        reason = self._unrecordable(args)
+        if reason is not None:
+            self._fallback(reason)
+            self.recordings[key] = None
+            return None
+        inputs: list[Any] = []
+        copied: list[int] = []
+        for k, a in enumerate(args):
+            if isinstance(a, torch.Tensor) and k not in self.static:
+                buf = torch.empty_strided(a.shape, a.stride(), dtype=a.dtype, device=a.device)
+                buf.copy_(a)
+                inputs.append(buf)
+                copied.append(k)
+            else:
+                inputs.append(a)
+        device = next(a.device for a in args if isinstance(a, torch.Tensor))
+        try:
+            # Warm up on a side stream (lazy initialization, cuBLAS workspaces,
+            # kernel binding), as torch.cuda.graphs documents, then record.
+            side = torch.cuda.Stream(device)
+            side.wait_stream(torch.cuda.current_stream(device))
+            with torch.cuda.stream(side):
+                self.run(*inputs)
+            torch.cuda.current_stream(device).wait_stream(side)
+            if self.pool is None:
+                self.pool = torch.cuda.graph_pool_handle()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, pool=self.pool):
+                outputs = self.run(*inputs)
+        except Exception as e:  # an op that cannot be recorded: run without graphs
+            self._fallback(f"recording failed ({type(e).__name__}: {e})")
+            self.recordings[key] = None
+            return None
+        static = [k for k, a in enumerate(args) if isinstance(a, torch.Tensor) and k in self.static]
+        pointers = [args[k].data_ptr() for k in static]
+        recording = _Recording(graph, inputs, copied, outputs, static, pointers)
+        self.recordings[key] = recording
+        return recording
+
+    def _unrecordable(self, args: Sequence[Any]) -> str | None:
+        if len(self.recordings) >= MAX_GRAPHS:
+            return f"more than {MAX_GRAPHS} input layouts"
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        if not tensors:
+            return "no tensor inputs"
+        if any(not t.is_cuda for t in tensors):
+            return "a CPU tensor input"
+        if len({t.device for t in tensors}) > 1:
+            return "inputs on several devices"
+        return None
+
+
+_MISSING: Any = object()

@@ -1,0 +1,187 @@
+"""The lean host path: one kernel per distinct body, kernels bound once
+(runtime/launch.py), inputs checked by one guard call (runtime/wrapper.py)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from coil.backend import compile_graph
+from coil.examples.models import ResidualStack, build
+from coil.frontend.capture import aot_backend, capture_graphs
+from coil.runtime.wrapper import CoilInputError
+from coil.testing import assert_close_to_eager
+
+
+def _compiled(model, inputs):
+    (graph,) = capture_graphs(model, inputs)
+    return compile_graph(graph.gm, graph.example_inputs)
+
+
+def _backend(model):
+    """torch.compile through coil, keeping each compiled graph (its source)."""
+    runs = []
+
+    def compile_fn(gm, example_inputs):
+        runs.append(compile_graph(gm, example_inputs))
+        return runs[-1]
+
+    torch._dynamo.reset()
+    return torch.compile(model, backend=aot_backend(compile_fn)), runs
+
+
+def _kernels(source: str) -> list[str]:
+    return re.findall(r"^def (coil_\w+)\(", source, re.M)
+
+
+def test_repeated_layers_share_one_kernel_each():
+    """Six residual blocks launch the kernels of two: identical bodies are
+    emitted once; names say what is fused, numbered per distinct kernel."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 16, 32)
+    counts = {}
+    for depth in (2, 6):
+        model = ResidualStack(depth).eval()
+        compiled, runs = _backend(model)
+        with torch.no_grad():
+            assert_close_to_eager(compiled(x), model(x))
+        (run,) = runs
+        kernels = _kernels(run.coil_source)
+        counts[depth] = len(kernels)
+        launches = re.findall(r"^\s+(coil_\w+)_launch\.run\(", run.coil_source, re.M)
+        assert set(launches) == set(kernels)
+        assert len(launches) > len(kernels)  # the same kernel launched layer after layer
+        assert [int(k.rsplit("_", 1)[1]) for k in kernels] == list(range(len(kernels)))
+    assert counts[6] == counts[2]
+
+
+def test_guarded_inputs_still_fail_with_a_message():
+    """After inputs were learned by the guard, a mismatch still goes through the
+    Python checks and names what differs; matching inputs keep working."""
+    model, (x,) = build("softmax")
+    compiled = _compiled(model, (x,))
+
+    def run(t):
+        return compiled(t)[0]
+
+    want = model(x)
+    assert_close_to_eager(run(x), want)
+    assert_close_to_eager(run(x.clone()), want)  # the guard's fast path
+    with pytest.raises(CoilInputError, match="dtype"):
+        run(x.double())
+    with pytest.raises(CoilInputError, match="strides"):
+        run(x.t().contiguous().t())
+    with pytest.raises(CoilInputError, match="size"):
+        run(torch.randn(3, 5))
+    assert_close_to_eager(run(x), want)
+
+
+def test_dynamic_sizes_are_guarded_per_size():
+    """One guard entry per set of size-symbol values: a new batch is checked,
+    then served, and each size computes its own result."""
+    model, (x,) = build("softmax")
+    (graph,) = capture_graphs(model, (x,), dynamic=True)
+    run = compile_graph(graph.gm, graph.example_inputs)
+    hints = [a.node.hint for a in graph.example_inputs if isinstance(a, torch.SymInt)]
+    for batch in (3, 5, 3):
+        y = torch.randn(batch, 64)
+        sizes = [{x.shape[0]: batch, 64: 64}[h] for h in hints]
+        assert_close_to_eager(run(*sizes, y)[0], model(y))
+
+
+gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@pytest.mark.gpu
+@gpu
+def test_kernels_are_bound_at_compile_time():
+    """On a GPU every launcher holds Triton's compiled kernel after compile_graph
+    (compiled in parallel), so no call goes through JITFunction.run."""
+    from coil.runtime import codecache
+    from coil.runtime.launch import launchers
+
+    model = ResidualStack(2).cuda().eval()
+    x = torch.randn(2, 16, 32, device="cuda")
+    compiled, runs = _backend(model)
+    with torch.no_grad():
+        assert_close_to_eager(compiled(x), model(x))
+    key = codecache.source_key(runs[0].coil_source)
+    module = codecache._modules[(key, False)]
+    bound = launchers(module)
+    assert bound and all(lr.run != lr._bind_and_run for lr in bound)
+
+
+@pytest.mark.gpu
+@gpu
+def test_misaligned_input_takes_the_specializing_launch():
+    """A kernel bound assuming 16-byte aligned pointers is not launched with an
+    input that is not: Triton's own launch specializes for it instead."""
+
+    def f(x, y):
+        return torch.sigmoid(x) * y + 1
+
+    base = torch.randn(4097, device="cuda")
+    x, y = base[1:], torch.randn(4096, device="cuda")  # x starts 4 bytes in
+    assert x.data_ptr() % 16
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend="coil")
+    assert_close_to_eager(compiled(x, y), f(x, y))
+    aligned = torch.randn(4096, device="cuda")
+    assert_close_to_eager(compiled(aligned, y), f(aligned, y))
+
+
+def test_cudagraphs_fall_back_on_the_cpu_with_a_reason(caplog):
+    """options={"cudagraphs": True} on CPU tensors runs the plain call and says
+    why, once."""
+    model, (x,) = build("softmax")
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="coil", options={"cudagraphs": True})
+    with caplog.at_level("WARNING", logger="coil"):
+        for _ in range(3):
+            assert_close_to_eager(compiled(x), model(x))
+    reasons = [r.getMessage() for r in caplog.records if "no CUDA graph" in r.getMessage()]
+    assert len(reasons) == 1 and "CPU tensor" in reasons[0]
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("mode", ["options", "reduce-overhead"])
+def test_cudagraph_replays_match_eager_on_fresh_inputs(mode):
+    torch.manual_seed(0)
+    model = ResidualStack(3).cuda().eval()
+    torch._dynamo.reset()
+    if mode == "options":
+        compiled = torch.compile(model, backend="coil", options={"cudagraphs": True})
+    else:
+        compiled = torch.compile(model, backend="coil", mode="reduce-overhead")
+    with torch.no_grad():
+        outs = []
+        for _ in range(4):  # record once, then replays on new data
+            x = torch.randn(2, 16, 32, device="cuda")
+            out = compiled(x)
+            assert_close_to_eager(out, model(x))
+            outs.append((x, out))
+        # Results of earlier calls were not overwritten by later replays.
+        for x, out in outs:
+            assert_close_to_eager(out, model(x))
+
+
+@pytest.mark.gpu
+@gpu
+def test_cudagraphs_record_per_input_size_and_skip_host_random(caplog):
+    torch._dynamo.reset()
+    model, _ = build("softmax")
+    compiled = torch.compile(model, backend="coil", dynamic=True, options={"cudagraphs": True})
+    for batch in (3, 7, 3):
+        x = torch.randn(batch, 64, device="cuda")
+        assert_close_to_eager(compiled(x), model(x))
+    torch._dynamo.reset()
+    model, (x,) = build("dropout_train")
+    compiled = torch.compile(model, backend="coil", options={"cudagraphs": True})
+    x = x.cuda()
+    with caplog.at_level("WARNING", logger="coil"):
+        a, b = compiled(x), compiled(x)
+    assert not torch.equal(a, b)  # fresh random numbers on every call
+    assert any("random" in r.getMessage() for r in caplog.records)
