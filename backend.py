@@ -31,11 +31,10 @@ from typing import Any
 import torch
 import torch.fx
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import PassPipeline
 
 from coil.frontend.capture import aot_backend
 from coil.frontend.fx_importer import constant_inputs, import_graph
-from coil.pipeline import PIPELINES, available_passes
+from coil.pipeline import PIPELINES, available_passes, parse_pipeline
 
 log = logging.getLogger("coil")
 
@@ -59,7 +58,7 @@ def run_pipeline(module, pipeline: str, observe: Observer | None = None) -> None
         if done is not None and observe is not None:
             observe(str(done.pipeline_pass_spec()), module)
 
-    PassPipeline.parse_spec(available_passes(), pipeline, callback).apply(coil_context(), module)
+    parse_pipeline(pipeline, available_passes(), callback).apply(coil_context(), module)
     module.verify()
 
 

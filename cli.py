@@ -13,6 +13,7 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
+from io import BytesIO
 from typing import IO
 
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
@@ -53,8 +54,43 @@ class FxOptMain(xDSLOptMain):
 
         self.available_targets.update(get_all_targets())
 
+    def setup_pipeline(self) -> None:
+        # xDSL's, with every pass option checked (type, range, power of two):
+        # the error names the pass, the option and the values it allows.
+        from coil.pipeline import parse_pipeline
+
+        parse_pipeline(self.args.passes, self.available_passes)
+        super().setup_pipeline()
+
+    # Input: ``-`` is standard input, as for mlir-opt and xdsl-opt (xDSL reads
+    # stdin only when no file is named). These two are CommandLineTool's input
+    # hooks; overriding them is the only way to give ``-`` that meaning.
+    def get_input_stream(self) -> tuple[IO[bytes], str]:
+        if self.args.input_file == "-":
+            return sys.stdin.buffer, "mlir"
+        return super().get_input_stream()
+
+    def get_input_name(self) -> str:
+        return "stdin" if self.args.input_file == "-" else super().get_input_name()
+
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
+        parse_mlir = self.available_frontends["mlir"]
+
+        def parse_text(io: IO[bytes]):
+            # MLIR is text: a binary file is named, not a bare codec error.
+            data = io.read()
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise DiagnosticException(
+                    f"{self.get_input_name()}: not a text file (byte 0x{data[e.start]:02x} at "
+                    f"offset {e.start} is not UTF-8); fx-opt reads MLIR text, and .pt2 "
+                    "archives by their extension"
+                ) from None
+            return parse_mlir(BytesIO(data))
+
+        self.available_frontends["mlir"] = parse_text
 
         def load_pt2(io: IO[bytes]):
             from coil.frontend.export import load_exported_program
@@ -79,6 +115,9 @@ def fx_opt_main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"fx-opt: invalid pass pipeline: {e}")
     except DiagnosticException as e:
         return _fail(f"fx-opt: {e}")
+    except BrokenPipeError:  # the reader (head, less) closed the pipe
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except FileNotFoundError as e:
         return _fail(f"fx-opt: {e.filename}: no such file")
     except ValueError as e:  # e.g. unknown file extension, unknown pass name

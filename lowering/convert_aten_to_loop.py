@@ -431,6 +431,11 @@ class ConvertAtenToLoopPass(ModulePass):
     """What an op with no lowering becomes: "extern" (an ATen call, logged once) or
     "error" (compilation fails naming the op; mm/conv-like ops stay externs)."""
 
+    def __post_init__(self) -> None:
+        from coil.pipeline import check_options
+
+        check_options(self)
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         import coil.lowering.aten_to_loop  # noqa: F401  (fills LOWERINGS)
 

@@ -83,6 +83,11 @@ class ConvertLoopToTtPass(ModulePass):
     persistent_threshold: int = 4096
     autotune: int = 0
 
+    def __post_init__(self) -> None:
+        from coil.pipeline import check_options
+
+        check_options(self)
+
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         options = Options(
             self.xblock, self.rblock, self.num_warps, self.num_stages, self.persistent_threshold

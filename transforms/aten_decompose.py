@@ -223,6 +223,11 @@ class AtenDecomposePass(ModulePass):
 
     ops: tuple[str, ...] = field(default=DEFAULT_OPS)
 
+    def __post_init__(self) -> None:
+        from coil.pipeline import check_options
+
+        check_options(self)
+
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         unknown = [n for n in self.ops if op_class_named(n) is None]
         if unknown:

@@ -89,6 +89,18 @@ def test_backend_options():
         torch.compile(m, backend=coil_backend, options={"bogus": 1})(x)
 
 
+def test_backend_pipeline_options_are_checked():
+    """The backend's pipeline goes through the same option checks as fx-opt -p."""
+    from coil.backend import coil as coil_backend
+    from coil.pipeline import PIPELINES
+
+    m = torch.nn.ReLU()
+    pipeline = PIPELINES["default"].replace("convert-loop-to-tt", "convert-loop-to-tt{xblock=3}")
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="convert-loop-to-tt: option 'xblock' must be 0"):
+        torch.compile(m, backend=coil_backend, options={"pipeline": pipeline})(torch.randn(4))
+
+
 @torch.library.custom_op("coiltest::scale_add", mutates_args=())
 def scale_add(x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
     return x * alpha + y
