@@ -128,14 +128,67 @@ def test_custom_op_imports_as_operator_and_runs():
 
 
 def test_higher_order_op_is_a_located_error():
-    from coil.frontend.fx_importer import ImportError_
+    from coil.frontend.fx_importer import GraphImportError
     from coil.frontend.loader import import_module
 
     def fn(x):
         return torch.cond(x.sum() > 0, lambda x: x.sin(), lambda x: x.cos(), (x,))
 
-    with pytest.raises(ImportError_, match=r"test_cli_and_backend.py:\d+: subgraphs .*torch.cond"):
+    where = r"test_cli_and_backend.py:\d+: subgraphs .*torch.cond"
+    with pytest.raises(GraphImportError, match=where):
         import_module(fn, (torch.randn(4),))
+
+
+def test_higher_order_op_under_torch_compile_keeps_class_and_line():
+    """torch.compile prints the backend's exception class and message: both must
+    say what failed and where (no internal `ImportError_`)."""
+
+    def fn(x):
+        return torch.cond(x.sum() > 0, lambda x: x.sin(), lambda x: x.cos(), (x,))
+
+    torch._dynamo.reset()
+    with pytest.raises(Exception) as info:
+        torch.compile(fn, backend="coil")(torch.randn(4))
+    text = str(info.value)
+    assert "GraphImportError: node 'true_graph_0'" in text and "ImportError_" not in text
+    assert __import__("re").search(r"at .*test_cli_and_backend.py:\d+: subgraphs", text)
+
+
+def test_node_without_stack_trace_is_located_by_its_user():
+    from coil.frontend.fx_importer import GraphImportError, import_graph
+
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    x.meta["val"] = torch.empty(3)
+    sub = graph.get_attr("body")  # a subgraph reference: no stack trace of its own
+    call = graph.call_function(torch.ops.higher_order.cond, (True, sub, sub, (x,)))
+    call.meta["stack_trace"] = '  File "model.py", line 7, in forward\n    torch.cond(...)'
+    call.meta["val"] = (torch.empty(3),)
+    graph.output(call)
+    root = torch.nn.Module()
+    root.body = torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph())
+    with pytest.raises(GraphImportError, match=r"node 'body' \(get_attr body\) at model.py:7"):
+        import_graph(torch.fx.GraphModule(root, graph))
+
+
+@pytest.mark.parametrize(
+    "source, where",
+    [
+        ("def f():\n    raise ValueError('boom')\nmodel = f()\n", r"m.py:2: ValueError: boom"),
+        ("import torch\nmodel = (\n", r"m.py:2: SyntaxError"),
+        (
+            "import torch\nmodel = torch.nn.ReLU()\n"
+            "example_inputs = lambda: (torch.ones(2, 3) @ torch.ones(4, 5),)\n",
+            r"m.py:3: RuntimeError: mat1 and mat2 shapes cannot be multiplied",
+        ),
+    ],
+)
+def test_coil_import_of_a_failing_model_file_is_located(tmp_path, source, where):
+    model = tmp_path / "m.py"
+    model.write_text(source)
+    proc = _run(_script("coil"), "import", str(model), check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert __import__("re").search(where, proc.stderr), proc.stderr
 
 
 def test_every_package_directory_is_installed():
