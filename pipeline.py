@@ -35,6 +35,23 @@ PIPELINES: dict[str, str] = {
 }
 
 
+SUMMARIES: dict[str, str] = {
+    "default": "what the torch.compile backend runs: aten, loop, buffer, then tt + host",
+    "aten": "fold no-ops and view chains, decompose composites, clean up",
+    "aten-cleanup": "canonicalize, cse, dce",
+    "loop": "aten, then lower to loop nests, fuse, simplify index math",
+    "buffer": "loop, then bufferize and plan memory (the middle end)",
+}
+"""One line per named pipeline (``coil pipeline NAME``), for ``fx-opt --help``."""
+
+XDSL_PASSES_USED: dict[str, str] = {
+    "canonicalize": "xDSL's canonicalizer with the aten patterns (view chains, no-ops, x*1)",
+    "cse": "common subexpression elimination (xDSL)",
+    "dce": "dead code elimination (xDSL)",
+}
+"""xDSL passes coil's pipelines use, listed with coil's own in ``fx-opt --help``."""
+
+
 def available_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Every pass a pipeline may name: xDSL's, coil's transforms and lowerings."""
     from xdsl.transforms import get_all_passes as xdsl_passes

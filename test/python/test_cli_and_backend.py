@@ -64,6 +64,22 @@ def test_fx_opt_malformed_input_exit_code(tmp_path):
     assert "bad.mlir:3:1" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_help_describes_every_registered_pass_target_and_pipeline():
+    """fx-opt --help reads one-line summaries kept next to the registries (the
+    help must not import the passes): a newly registered one needs its line."""
+    from coil import lowering, targets, transforms
+    from coil.pipeline import PIPELINES
+    from coil.pipeline import SUMMARIES as pipeline_summaries
+
+    assert set(transforms.SUMMARIES) == set(transforms.get_all_passes())
+    assert set(lowering.SUMMARIES) == set(lowering.get_all_passes())
+    assert set(targets.SUMMARIES) == set(targets.get_all_targets())
+    assert set(pipeline_summaries) == set(PIPELINES)
+    help_text = _run(_script("fx-opt"), "--help").stdout
+    for name in [*transforms.SUMMARIES, *lowering.SUMMARIES, *targets.SUMMARIES, *PIPELINES]:
+        assert f"\n  {name} " in help_text, name
+
+
 def test_backend_is_registered_by_entry_point():
     """backend="coil" resolves without importing coil first."""
     code = (
