@@ -152,11 +152,18 @@ def compile_graph(
 
     pipeline = pipeline or PIPELINES["default"]
     dump_dir = dump_dir or os.environ.get("COIL_DUMP_DIR") or None
-    dump = _Dump(dump_dir) if dump_dir else None
+    dump = None
+    if dump_dir:
+
+        def open_dump() -> None:
+            nonlocal dump
+            dump = _Dump(dump_dir)
+
+        _debug_output(f"to {dump_dir}", open_dump)
 
     def stage(name: str, module: ModuleOp) -> None:
         if dump is not None:
-            dump.stage(name, module)
+            _debug_output(f"the IR after {name}", lambda: dump.stage(name, module))
         if observe is not None:
             observe(name, module)
 
@@ -168,7 +175,7 @@ def compile_graph(
         return _reference(module, constants, pipeline)
     source = emit_python(module)
     if dump is not None:
-        dump.code(module, source, pipeline)
+        _debug_output("the code", lambda: dump.code(module, source, pipeline))
     call = load_module(source, interpret=not _on_gpu(module)).call
 
     def run(*args: Any) -> Any:
@@ -176,6 +183,16 @@ def compile_graph(
 
     run.coil_source = source  # type: ignore[attr-defined]  (for tests and debugging)
     return run
+
+
+def _debug_output(what: str, write: Callable[[], None]) -> None:
+    """Write a dump file; a failure is a warning: a debug option must never
+    change whether a program compiles."""
+    try:
+        write()
+    except Exception as e:
+        message = f"coil: dump_dir: could not write {what}: {type(e).__name__}: {e}"
+        warnings.warn(message, stacklevel=3)
 
 
 def _reference(module: ModuleOp, constants: list[Any], pipeline: str) -> Callable[..., Any]:
