@@ -1,5 +1,5 @@
 """What generated host modules import at run time: ``cdiv``, ``CoilInputError``,
-``check_input``.
+``check_input``, ``interpret_kernels``.
 
 Kept tiny and cheap: ``check_input`` runs on every input of every call, so the
 common case (everything matches) is a handful of comparisons and messages are
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["CoilInputError", "cdiv", "check_input"]
+__all__ = ["CoilInputError", "cdiv", "check_input", "interpret_kernels"]
 
 
 class CoilInputError(ValueError):
@@ -59,3 +59,21 @@ def check_input(
         raise CoilInputError(f"input {name}: expected dtype {dtype}, got {t.dtype}")
     if _device_key(t.device) != _device_key(device):
         raise CoilInputError(f"input {name}: expected device {device}, got {t.device}")
+
+
+def interpret_kernels(namespace: dict) -> None:
+    """Make the ``@triton.jit`` functions defined in a generated module run under
+    Triton's interpreter (each launch inside ``interpreter_scope``, as the code
+    cache loads CPU modules), so a CPU module works when imported directly,
+    without ``TRITON_INTERPRET=1``. Called at the end of CPU-device modules."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    from coil.runtime.codecache import InterpretedKernel
+
+    module = namespace.get("__name__")
+    for name, value in list(namespace.items()):
+        if isinstance(value, JITFunction) and value.fn.__module__ == module:
+            namespace[name] = InterpretedKernel(InterpretedFunction(value.fn))
+        elif isinstance(value, InterpretedFunction) and value.fn.__module__ == module:
+            namespace[name] = InterpretedKernel(value)

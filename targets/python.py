@@ -329,7 +329,28 @@ class HostPrinter:
         self.print_call()
         body = "\n".join(self.lines)
         parts = ["\n".join(head), kernels.strip(), body]
+        if kernels.strip() and not self.on_gpu():
+            k = head.index(WRAPPER_IMPORT)
+            head[k] += ", interpret_kernels"
+            parts[0] = "\n".join(head)
+            # Triton compiles kernels for GPUs only: CPU tensors need its
+            # interpreter, chosen here so the module also runs when imported
+            # directly (the backend's loader does the same).
+            parts.append(
+                "# CPU tensors: run the kernels above under Triton's interpreter.\n"
+                "interpret_kernels(globals())"
+            )
         return "\n\n\n".join(p for p in parts if p) + "\n"
+
+    def on_gpu(self) -> bool:
+        """Whether any buffer of the wrapper lives on a GPU."""
+        for op in self.fn.walk():
+            values = [*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)]
+            if any(
+                isinstance(v.type, BufferType) and v.type.device_attr.data != "cpu" for v in values
+            ):
+                return True
+        return False
 
     def print_call(self) -> None:
         fn = self.fn

@@ -83,3 +83,6 @@ func.func @f(%x: !aten.tensor<[4, 8], f32>) -> !aten.tensor<[4, 8], f32> {
 // PY: def [[K:coil_[a-z_0-9]+]](in_ptr0, out_ptr0):
 // PY: def call(args):
 // PY: [[K]][(1, 1, 1)](x, {{.*}}, num_warps=
+// A CPU module runs its kernels under Triton's interpreter by itself.
+// PY: # CPU tensors: run the kernels above under Triton's interpreter.
+// PY-NEXT: interpret_kernels(globals())

@@ -147,6 +147,37 @@ def test_unwritable_dump_dir_warns_and_compiles(tmp_path):
             assert_close_to_eager(compiled(*inputs), model(*inputs))
 
 
+def test_python_target_module_runs_on_cpu_when_imported_directly(tmp_path):
+    """`fx-opt -t python` output, imported as a plain file in a fresh process
+    without TRITON_INTERPRET, runs its kernels (under Triton's interpreter)."""
+    mlir = tmp_path / "softmax.mlir"
+    mlir.write_text(
+        subprocess.run(
+            [_tool("coil"), "import", "examples/softmax.py"],
+            capture_output=True, text=True, check=True, cwd=Path(__file__).parents[2],
+        ).stdout
+    )  # fmt: skip
+    wrapper = tmp_path / "softmax_wrapper.py"
+    subprocess.run(
+        [_tool("fx-opt"), mlir, "-p", PIPELINES["default"], "-t", "python", "-o", wrapper],
+        check=True,
+    )
+    code = (
+        "import sys, torch\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "import softmax_wrapper\n"
+        "x = torch.randn(8, 64)\n"
+        "(out,) = softmax_wrapper.call([8, 64, x])\n"
+        "torch.testing.assert_close(out, torch.softmax(x, -1))\n"
+        "print('ran on', x.device)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "ran on cpu" in done.stdout
+
+
 def test_fx_opt_pt2_to_python_module(tmp_path):
     """`fx-opt model.pt2 -p "$(coil pipeline)" -t python` gives a module that runs."""
     model, (x,) = build("layernorm")

@@ -25,6 +25,8 @@
 // CHECK-NEXT:     coil_exp_0[(s0, 1, 1)](exp, buf0, s0)
 // CHECK-NEXT:     del exp
 // CHECK-NEXT:     return (buf0,)
+// A GPU module's kernels are compiled: no interpreter switch.
+// CHECK-NOT:  interpret_kernels
 
 !x = !buffer.buffer<[s0, 64], f32, device "cuda:0">
 !w = !buffer.buffer<[64], f32, device "cuda:0">
