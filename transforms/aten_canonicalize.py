@@ -95,7 +95,7 @@ def can_forward(op: Operation, source: SSAValue, *, fresh: bool) -> bool:
 def _forward(rewriter: PatternRewriter, op: Operation, source: SSAValue, *, fresh: bool) -> None:
     if op.results[0].type != source.type or not can_forward(op, source, fresh=fresh):
         return
-    rewriter.replace_op(op, [], [source])
+    rewriter.replace(op, [], [source])
 
 
 def constant_value(value: SSAValue) -> Any:
@@ -143,7 +143,7 @@ class FoldViewChain(RewritePattern):
             {"self": origin}, {size_arg.name: op.arg(size_arg.name)}, [op.result.type]
         )
         new.result.name_hint = op.result.name_hint
-        rewriter.replace_op(op, new)
+        rewriter.replace(op, new)
 
 
 class DropNoOpConversion(RewritePattern):

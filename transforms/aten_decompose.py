@@ -206,7 +206,7 @@ class DecomposeOp(RewritePattern):
         except DecompositionFailed as e:
             self.failures.append(str(e))
             return
-        rewriter.replace_op(op, new_ops, results)
+        rewriter.replace(op, new_ops, results)
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,8 @@ def _script(name: str) -> str:
 def test_coil_demo_checks_against_eager():
     out = _run(_script("coil"), "demo", "--quiet").stdout
     assert out.count(" ok") == 2 and "MISMATCH" not in out
+    # --quiet is the summary only: no stage tables, IR or generated module.
+    assert "== " not in out and "stages" not in out, out
 
 
 def test_coil_import_model_file_round_trips():
