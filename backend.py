@@ -181,6 +181,15 @@ def compile_graph(
     def run(*args: Any) -> Any:
         return call([*args, *constants])
 
+    def run_boxed(args: list[Any]) -> Any:
+        # AOTAutograd's boxed convention: take the caller's list and clear it,
+        # so the wrapper's `del` at an input's last use can free it.
+        inputs = [*args, *constants]
+        args.clear()
+        return call(inputs)
+
+    run_boxed._boxed_call = True  # type: ignore[attr-defined]
+    run.boxed = run_boxed  # type: ignore[attr-defined]
     run.coil_source = source  # type: ignore[attr-defined]  (for tests and debugging)
     return run
 

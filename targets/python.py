@@ -382,8 +382,26 @@ class HostPrinter:
                     f"{self.exprs(t.shape_attr.data)}, {self.exprs(t.strides_attr.data)}, "
                     f'{t.dtype}, "{t.device_attr.data}")'
                 )
-        for op in fn.body.block.ops:
+        # A tensor input's name is deleted after its last use (as Inductor's
+        # wrapper does): with AOTAutograd's boxed calling convention the caller
+        # has cleared its list, so the storage (a saved activation in a
+        # backward) can be freed mid-call.
+        ops = list(fn.body.block.ops)
+        last_use: dict[SSAValue, int] = {a: -1 for a in args if isinstance(a.type, BufferType)}
+        for i, op in enumerate(ops):
+            for inner in op.walk():
+                for v in inner.operands:
+                    if v in last_use:
+                        last_use[v] = i
+        self.print_dels([a for a, j in last_use.items() if j == -1])
+        for i, op in enumerate(ops):
             self.print_op(op)
+            if not isinstance(op, H.ReturnOp):
+                self.print_dels([a for a, j in last_use.items() if j == i])
+
+    def print_dels(self, values: Sequence[SSAValue]) -> None:
+        if values:
+            self.emit("del " + ", ".join(self.name(v) for v in values))
 
     # ---- ops -------------------------------------------------------------------
 

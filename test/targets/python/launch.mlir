@@ -19,8 +19,11 @@
 // CHECK-NEXT:     s0 = arg0.size(0)
 // CHECK-NEXT:     check_input("arg0", arg0, (s0, 64), (64, 1), torch.float32, "cuda:0")
 // CHECK-NEXT:     check_input("arg1", arg1, (64,), (1,), torch.float32, "cuda:0")
+// An input is deleted after its last use (here: none), so a boxed caller frees it.
+// CHECK-NEXT:     del arg1
 // CHECK-NEXT:     exp = torch.empty_strided((s0, 64), (64, 1), dtype=torch.float32, device="cuda:0")
 // CHECK-NEXT:     coil_exp_0[((s0 + 7) // 8, 1, 1)](arg0, exp, s0, num_warps=4, num_stages=1)
+// CHECK-NEXT:     del arg0
 // CHECK-NEXT:     buf0 = torch.empty_strided((s0,), (1,), dtype=torch.float32, device="cuda:0")
 // CHECK-NEXT:     coil_exp_0[(s0, 1, 1)](exp, buf0, s0)
 // CHECK-NEXT:     del exp
