@@ -54,6 +54,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.lexer import Position
 
 from coil.dialects import dtypes
+from coil.dialects.aten_infer import check_result_types
 from coil.dialects.aten_schema import (
     Kind,
     OpSchema,
@@ -370,6 +371,9 @@ class AtenOp(IRDLOperation):
                         f"{self.name}: result aliases '{ret.aliases_arg}' and must have its "
                         f"type {src.type}, got {res.type}"
                     )
+        # Sizes and dtype as torch's rules give them for these operands.
+        if (why := check_result_types(self)) is not None:
+            raise VerifyException(why)
 
     # ---- syntax ---------------------------------------------------------------
 
