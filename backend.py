@@ -32,11 +32,10 @@ from typing import Any
 import torch
 import torch.fx
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import PassPipeline
 
 from coil.frontend.capture import aot_backend
 from coil.frontend.fx_importer import constant_inputs, import_graph
-from coil.pipeline import PIPELINES, available_passes
+from coil.pipeline import PIPELINES, available_passes, parse_pipeline
 
 log = logging.getLogger("coil")
 
@@ -62,7 +61,7 @@ def run_pipeline(module, pipeline: str, observe: Observer | None = None) -> None
         if done is not None and observe is not None:
             observe(str(done.pipeline_pass_spec()), module)
 
-    PassPipeline.parse_spec(available_passes(), pipeline, callback).apply(coil_context(), module)
+    parse_pipeline(pipeline, available_passes(), callback).apply(coil_context(), module)
     module.verify()
 
 
@@ -170,11 +169,18 @@ def compile_graph(
 
     pipeline = pipeline or PIPELINES["default"]
     dump_dir = dump_dir or os.environ.get("COIL_DUMP_DIR") or None
-    dump = _Dump(dump_dir) if dump_dir else None
+    dump = None
+    if dump_dir:
+
+        def open_dump() -> None:
+            nonlocal dump
+            dump = _Dump(dump_dir)
+
+        _debug_output(f"to {dump_dir}", open_dump)
 
     def stage(name: str, module: ModuleOp) -> None:
         if dump is not None:
-            dump.stage(name, module)
+            _debug_output(f"the IR after {name}", lambda: dump.stage(name, module))
         if observe is not None:
             observe(name, module)
 
@@ -186,7 +192,7 @@ def compile_graph(
         return _reference(module, constants, pipeline)
     source = emit_python(module)
     if dump is not None:
-        dump.code(module, source, pipeline)
+        _debug_output("the code", lambda: dump.code(module, source, pipeline))
     on_gpu = _on_gpu(module)
     loaded = load_module(source, interpret=not on_gpu)
     if on_gpu:
@@ -200,9 +206,28 @@ def compile_graph(
     def run(*args: Any) -> Any:
         return call([*args, *constants])
 
+    def run_boxed(args: list[Any]) -> Any:
+        # AOTAutograd's boxed convention: take the caller's list and clear it,
+        # so the wrapper's `del` at an input's last use can free it.
+        inputs = [*args, *constants]
+        args.clear()
+        return call(inputs)
+
+    run_boxed._boxed_call = True  # type: ignore[attr-defined]
+    run.boxed = run_boxed  # type: ignore[attr-defined]
     run.coil_source = source  # type: ignore[attr-defined]  (for tests and debugging)
     run.coil_host_rng = any(op.name == "host.seed" for op in module.walk())  # type: ignore[attr-defined]
     return run
+
+
+def _debug_output(what: str, write: Callable[[], None]) -> None:
+    """Write a dump file; a failure is a warning: a debug option must never
+    change whether a program compiles."""
+    try:
+        write()
+    except Exception as e:
+        message = f"coil: dump_dir: could not write {what}: {type(e).__name__}: {e}"
+        warnings.warn(message, stacklevel=3)
 
 
 def _reference(module: ModuleOp, constants: list[Any], pipeline: str) -> Callable[..., Any]:

@@ -13,6 +13,7 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
+from io import BytesIO
 from typing import IO
 
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
@@ -53,8 +54,65 @@ class FxOptMain(xDSLOptMain):
 
         self.available_targets.update(get_all_targets())
 
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        # xDSL's arguments; the help lists coil's passes, targets and pipelines
+        # (with one line each) instead of ~150 names of xDSL's; --help-all adds those.
+        super().register_all_arguments(arg_parser)
+        arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        arg_parser.epilog = _coil_help()
+        for action in arg_parser._actions:
+            if action.dest == "passes":
+                action.help = (
+                    'pass pipeline, e.g. "canonicalize,cse" or "$(coil pipeline)"; '
+                    "options in braces: convert-loop-to-tt{xblock=64} (see below)"
+                )
+            elif action.dest == "target":
+                action.help = "output: mlir (default) or a target listed below"
+        arg_parser.add_argument(
+            "--help-all",
+            nargs=0,
+            action=_HelpAll,
+            extra=lambda: _xdsl_help(self),
+            help="show this help and every xDSL pass and target as well, then exit",
+        )
+
+    def setup_pipeline(self) -> None:
+        # xDSL's, with every pass option checked (type, range, power of two):
+        # the error names the pass, the option and the values it allows.
+        from coil.pipeline import parse_pipeline
+
+        parse_pipeline(self.args.passes, self.available_passes)
+        super().setup_pipeline()
+
+    # Input: ``-`` is standard input, as for mlir-opt and xdsl-opt (xDSL reads
+    # stdin only when no file is named). These two are CommandLineTool's input
+    # hooks; overriding them is the only way to give ``-`` that meaning.
+    def get_input_stream(self) -> tuple[IO[bytes], str]:
+        if self.args.input_file == "-":
+            return sys.stdin.buffer, "mlir"
+        return super().get_input_stream()
+
+    def get_input_name(self) -> str:
+        return "stdin" if self.args.input_file == "-" else super().get_input_name()
+
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
+        parse_mlir = self.available_frontends["mlir"]
+
+        def parse_text(io: IO[bytes]):
+            # MLIR is text: a binary file is named, not a bare codec error.
+            data = io.read()
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise DiagnosticException(
+                    f"{self.get_input_name()}: not a text file (byte 0x{data[e.start]:02x} at "
+                    f"offset {e.start} is not UTF-8); fx-opt reads MLIR text, and .pt2 "
+                    "archives by their extension"
+                ) from None
+            return parse_mlir(BytesIO(data))
+
+        self.available_frontends["mlir"] = parse_text
 
         def load_pt2(io: IO[bytes]):
             from coil.frontend.export import load_exported_program
@@ -62,6 +120,60 @@ class FxOptMain(xDSLOptMain):
             return load_exported_program(io)
 
         self.available_frontends["pt2"] = load_pt2
+
+
+def _table(rows: dict[str, str]) -> str:
+    width = max(map(len, rows), default=0) + 2
+    return "\n".join(f"  {name.ljust(width)}{text}" for name, text in rows.items())
+
+
+def _coil_help() -> str:
+    from coil.lowering import SUMMARIES as lowerings
+    from coil.pipeline import SUMMARIES as pipelines
+    from coil.pipeline import XDSL_PASSES_USED
+    from coil.targets import SUMMARIES as targets
+    from coil.transforms import SUMMARIES as transforms
+
+    return "\n\n".join(
+        [
+            "coil passes (-p):\n" + _table({**transforms, **lowerings}),
+            "xDSL passes in coil's pipelines:\n" + _table(XDSL_PASSES_USED),
+            "targets (-t):\n" + _table({"mlir": "the IR as text (default)", **targets}),
+            'pipelines (-p "$(coil pipeline NAME)"):\n' + _table(pipelines),
+            "--help-all lists xDSL's other passes and targets as well.",
+        ]
+    )
+
+
+def _xdsl_help(main: FxOptMain) -> str:
+    from coil.lowering import SUMMARIES as lowerings
+    from coil.pipeline import XDSL_PASSES_USED
+    from coil.targets import SUMMARIES as targets
+    from coil.transforms import SUMMARIES as transforms
+
+    ours = {*transforms, *lowerings, *XDSL_PASSES_USED, *targets, "mlir"}
+    passes = [p for p in main.available_passes if p not in ours]
+    other_targets = [t for t in main.available_targets if t not in ours]
+    return (
+        f"other xDSL passes ({len(passes)}):\n  "
+        + "\n  ".join(sorted(passes))
+        + f"\n\nother xDSL targets ({len(other_targets)}):\n  "
+        + "\n  ".join(sorted(other_targets))
+        + "\n"
+    )
+
+
+class _HelpAll(argparse.Action):
+    """``--help-all``: the help, then xDSL's other passes and targets."""
+
+    def __init__(self, *args, extra, **kwargs):
+        self.extra = extra
+        super().__init__(*args, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.print_help()
+        print("\n" + self.extra())
+        parser.exit()
 
 
 def _fail(message: str) -> int:
@@ -79,6 +191,9 @@ def fx_opt_main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"fx-opt: invalid pass pipeline: {e}")
     except DiagnosticException as e:
         return _fail(f"fx-opt: {e}")
+    except BrokenPipeError:  # the reader (head, less) closed the pipe
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except FileNotFoundError as e:
         return _fail(f"fx-opt: {e.filename}: no such file")
     except ValueError as e:  # e.g. unknown file extension, unknown pass name

@@ -80,6 +80,8 @@ def _time_ms(fn, *args) -> float:
 
 
 def run_demo(verbose: bool = True) -> int:
+    """Run the examples; ``verbose=False`` (``coil demo -q``) prints only each
+    example's summary (kernels, where it ran, the check against eager)."""
     torch.manual_seed(0)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     failures = 0
@@ -117,9 +119,9 @@ def run_demo(verbose: bool = True) -> int:
         if verbose:
             print(f"== {name}: as imported ==\n{texts[0]}")
             print(f"== {name}: the generated module (-t python) ==\n{sources[-1]}")
-        print(f"== {name}: stages ==")
-        for stage, summary in stages:
-            print(f"  {stage:28s} {summary}")
+            print(f"== {name}: stages ==")
+            for stage, summary in stages:
+                print(f"  {stage:28s} {summary}")
         kernels = [ln.split("(")[0][4:] for ln in sources[-1].splitlines() if ln.startswith("def ")]
         kernels = [k for k in kernels if k != "call" and "_combine" not in k]
         where = "GPU" if device == "cuda" else "CPU, Triton interpreter"

@@ -9,8 +9,10 @@ backend loads). The named prefixes (aten, loop, buffer) stop at a level.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-from xdsl.passes import ModulePass
+from xdsl.passes import ModulePass, PassPipeline, PassPipelineCallbackType
 
 ATEN_CLEANUP = "canonicalize,cse,dce"
 ATEN = f"canonicalize,aten-decompose,{ATEN_CLEANUP}"
@@ -33,6 +35,23 @@ PIPELINES: dict[str, str] = {
 }
 
 
+SUMMARIES: dict[str, str] = {
+    "default": "what the torch.compile backend runs: aten, loop, buffer, then tt + host",
+    "aten": "fold no-ops and view chains, decompose composites, clean up",
+    "aten-cleanup": "canonicalize, cse, dce",
+    "loop": "aten, then lower to loop nests, fuse, simplify index math",
+    "buffer": "loop, then bufferize and plan memory (the middle end)",
+}
+"""One line per named pipeline (``coil pipeline NAME``), for ``fx-opt --help``."""
+
+XDSL_PASSES_USED: dict[str, str] = {
+    "canonicalize": "xDSL's canonicalizer with the aten patterns (view chains, no-ops, x*1)",
+    "cse": "common subexpression elimination (xDSL)",
+    "dce": "dead code elimination (xDSL)",
+}
+"""xDSL passes coil's pipelines use, listed with coil's own in ``fx-opt --help``."""
+
+
 def available_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Every pass a pipeline may name: xDSL's, coil's transforms and lowerings."""
     from xdsl.transforms import get_all_passes as xdsl_passes
@@ -41,3 +60,164 @@ def available_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     from coil.transforms import get_all_passes as transform_passes
 
     return {**xdsl_passes(), **transform_passes(), **lowering_passes()}
+
+
+# --------------------------------------------------------------------------
+# Pass options: types and allowed values, checked where a pipeline is built
+# --------------------------------------------------------------------------
+
+
+class PassOptionError(ValueError):
+    """A pass option of the wrong type or out of range (names pass and option)."""
+
+
+@dataclass(frozen=True)
+class OptionRule:
+    """The values an option allows: ``ok`` decides, ``allowed`` says it in words."""
+
+    allowed: str
+    ok: Callable[[Any], bool]
+
+
+def _pow2(value: int) -> bool:
+    return value > 0 and value & (value - 1) == 0
+
+
+def pow2_or_zero(hi: int, zero: str = "heuristic") -> OptionRule:
+    return OptionRule(
+        f"0 ({zero}) or a power of two from 1 to {hi}",
+        lambda v: v == 0 or (_pow2(v) and v <= hi),
+    )
+
+
+def int_range(lo: int, hi: int | None = None) -> OptionRule:
+    text = f"an integer from {lo} to {hi}" if hi is not None else f"an integer >= {lo}"
+    return OptionRule(text, lambda v: v >= lo and (hi is None or v <= hi))
+
+
+def one_of(*values: str) -> OptionRule:
+    return OptionRule("one of " + ", ".join(f'"{v}"' for v in values), lambda v: v in values)
+
+
+def _known_aten_ops(names: tuple[str, ...]) -> bool:
+    from coil.dialects.aten import op_class_named
+
+    return all(op_class_named(n) is not None for n in names)
+
+
+OPTION_RULES: dict[str, dict[str, OptionRule]] = {
+    "convert-loop-to-tt": {
+        "xblock": pow2_or_zero(65536),
+        "rblock": pow2_or_zero(65536),
+        "num_warps": pow2_or_zero(32),
+        "num_stages": int_range(0, 16),
+        "persistent_threshold": OptionRule(
+            "-1 (rows always loop) or an integer from 0 to 65536 (the longest row kept whole)",
+            lambda v: -1 <= v <= 65536,
+        ),
+        "autotune": OptionRule("0 (off) or an integer from 1 to 64", lambda v: 0 <= v <= 64),
+    },
+    "convert-aten-to-loop": {"fallback": one_of("extern", "error")},
+    "aten-decompose": {
+        "ops": OptionRule('aten overload names, e.g. "aten._softmax.default"', _known_aten_ops)
+    },
+    "loop-inline": {
+        "max_cost": int_range(0),
+        "max_reads": int_range(0),
+        "max_uses": int_range(0),
+        "max_body_ops": OptionRule("0 (no limit) or an integer >= 1", lambda v: v >= 0),
+    },
+    "loop-fuse": {
+        "max_members": int_range(2),
+        "max_body_ops": OptionRule("0 (no limit) or an integer >= 1", lambda v: v >= 0),
+    },
+}
+"""Allowed values of each coil pass's options (beyond their types), by pass
+name and field name; ``check_options`` applies them."""
+
+
+def _option(name: str) -> str:
+    return name.replace("_", "-")
+
+
+def _type_words(hint: Any) -> str:
+    import typing
+
+    if hint is bool:
+        return "true or false"
+    if hint is int:
+        return "an integer"
+    if hint is float:
+        return "a number"
+    if hint is str:
+        return "a string"
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if typing.get_origin(hint) is tuple and args:
+        return f"a comma-separated list ({_type_words(args[0])} each)"
+    if args:
+        return " or ".join(_type_words(a) for a in args)
+    return str(hint)
+
+
+def _spec_text(values: tuple) -> str:
+    return ",".join(str(v).lower() if isinstance(v, bool) else str(v) for v in values)
+
+
+def check_options(p: ModulePass) -> None:
+    """Raise :class:`PassOptionError` naming the pass, the option and what it
+    allows when an option of ``p`` is out of range."""
+    for field_name, rule in OPTION_RULES.get(p.name, {}).items():
+        value = getattr(p, field_name)
+        if not rule.ok(value):
+            shown = _spec_text(value) if isinstance(value, tuple) else value
+            raise PassOptionError(
+                f"{p.name}: option '{_option(field_name)}' must be {rule.allowed}; got {shown}"
+            )
+
+
+def pass_from_spec(cls: type[ModulePass], spec: Any) -> ModulePass:
+    """``cls.from_spec(spec)`` with each option's type checked first, so an error
+    names the pass, the option and the values it allows."""
+    import dataclasses
+    import typing
+
+    from xdsl.utils.arg_spec import _convert_arg_to_type
+
+    hints = typing.get_type_hints(cls)
+    fields = {f.name for f in dataclasses.fields(cls) if f.init and f.name != "name"}
+    for given, values in spec.parameters.items():
+        field_name = given.replace("-", "_")
+        if field_name not in fields:
+            known = ", ".join(_option(f) for f in sorted(fields)) or "none"
+            raise PassOptionError(f"{cls.name}: unknown option '{given}' (options: {known})")
+        try:
+            _convert_arg_to_type(values, hints[field_name])
+        except ValueError:
+            rule = OPTION_RULES.get(cls.name, {}).get(field_name)
+            allowed = _type_words(hints[field_name])
+            if rule is not None:
+                allowed += f": {rule.allowed}"
+            raise PassOptionError(
+                f"{cls.name}: option '{_option(field_name)}' must be {allowed}; "
+                f"got {_spec_text(values) or 'no value'}"
+            ) from None
+    p = cls.from_spec(spec)
+    check_options(p)
+    return p
+
+
+def parse_pipeline(
+    text: str,
+    passes: dict[str, Callable[[], type[ModulePass]]] | None = None,
+    callback: PassPipelineCallbackType | None = None,
+) -> PassPipeline:
+    """``PassPipeline.parse_spec`` with every option checked (:func:`pass_from_spec`):
+    what ``fx-opt -p`` and the backend's ``pipeline`` option go through."""
+    from xdsl.utils.arg_spec import parse_pipeline as parse_specs
+
+    passes = available_passes() if passes is None else passes
+    specs = tuple(parse_specs(text))
+    unknown = [s.name for s in specs if s.name not in passes]
+    if unknown:
+        raise ValueError(f"Unrecognized passes: {unknown}")
+    return PassPipeline(tuple(pass_from_spec(passes[s.name](), s) for s in specs), callback)

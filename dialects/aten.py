@@ -8,7 +8,8 @@ are in ``aten_base.py``. :func:`op_class_for` maps an OpOverload to its class.
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
+
 from xdsl.ir import Dialect
 
 from coil.dialects.aten_base import (
@@ -20,6 +21,9 @@ from coil.dialects.aten_base import (
     TensorType,
 )
 from coil.dialects.aten_ops import ATEN_OPS, PRIMS_OPS
+
+if TYPE_CHECKING:
+    import torch
 
 Aten = Dialect(
     "aten", [*ATEN_OPS, ConstantOp, TensorConstantOp, OperatorOp], [TensorType, OperandRefAttr]

@@ -22,9 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import torch
 from xdsl.dialects import builtin
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -55,8 +54,8 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.lexer import Position
 
 from coil.dialects import dtypes
+from coil.dialects.aten_infer import check_result_types
 from coil.dialects.aten_schema import (
-    NO_DEFAULT,
     Kind,
     OpSchema,
     check_attr,
@@ -74,6 +73,9 @@ from coil.dialects.symbolic import (
     SymInt,
     contiguous_strides,
 )
+
+if TYPE_CHECKING:
+    import torch
 
 # --------------------------------------------------------------------------
 # Types
@@ -103,7 +105,7 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
         strides: Sequence[SymInt] | None = None,
         device: str | torch.device = "cpu",
     ):
-        if isinstance(element_type, torch.dtype):
+        if dtypes.is_torch_dtype(element_type):
             element_type = dtypes.to_mlir(element_type)
         if strides is None:
             strides = contiguous_strides(shape)
@@ -121,10 +123,14 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
 
     @property
     def device(self) -> torch.device:
+        """The torch device (imports torch; passes use ``device_attr``)."""
+        import torch
+
         return torch.device(self.device_attr.data)
 
     @property
     def dtype(self) -> torch.dtype:
+        """The torch dtype (imports torch; passes use ``element_type``)."""
         return dtypes.to_torch(self.element_type)
 
     @property
@@ -204,6 +210,9 @@ class AtenOp(IRDLOperation):
 
     @classmethod
     def overload(cls) -> torch._ops.OpOverload:
+        """The OpOverload this op models (imports torch)."""
+        import torch
+
         ns, packet, name = cls.OVERLOAD.split(".")
         return getattr(getattr(getattr(torch.ops, ns), packet), name)
 
@@ -236,8 +245,18 @@ class AtenOp(IRDLOperation):
             if spec.name == name:
                 attr = self.properties.get(spec.accessor)
                 if attr is None:
-                    return None if spec.default is NO_DEFAULT else spec.default
+                    return None if spec.default_attr is None else spec.default
                 return from_attr(attr, spec.kind)
+        raise KeyError(f"{self.name} has no non-tensor argument '{name}'")
+
+    def arg_attr(self, name: str) -> Attribute:
+        """The stored attribute of non-tensor argument ``name`` (its schema default's
+        when elided; ``none`` when absent): :meth:`arg` without converting to a
+        Python value, so enums and dtypes need no torch."""
+        for spec in self.schema().props:
+            if spec.name == name:
+                attr = self.properties.get(spec.accessor, spec.default_attr)
+                return builtin.NoneAttr() if attr is None else attr
         raise KeyError(f"{self.name} has no non-tensor argument '{name}'")
 
     # ---- building -----------------------------------------------------------
@@ -250,6 +269,22 @@ class AtenOp(IRDLOperation):
         result_types: Sequence[Attribute],
     ) -> AtenOp:
         """Build from schema-named tensors and (normalized) Python values."""
+        attrs = {
+            spec.name: to_attr(normalize(values[spec.name], spec.kind), spec.kind)
+            for spec in cls.schema().props
+            if spec.name in values
+        }
+        return cls.build_from_attrs(tensors, attrs, result_types)
+
+    @classmethod
+    def build_from_attrs(
+        cls,
+        tensors: dict[str, SSAValue | None | Sequence[SSAValue | None]],
+        attrs: dict[str, Attribute],
+        result_types: Sequence[Attribute],
+    ) -> AtenOp:
+        """Build from schema-named tensors and stored argument attributes; an
+        argument equal to its schema default is dropped (the canonical form)."""
         schema = cls.schema()
         operands: list[SSAValue | Sequence[SSAValue] | None] = []
         props: dict[str, Attribute] = {}
@@ -267,14 +302,13 @@ class AtenOp(IRDLOperation):
                     )
                 operands.append([v for v in given if v is not None])
         for spec in schema.props:
-            if spec.name not in values:
+            attr = attrs.get(spec.name)
+            if attr is None or attr == spec.default_attr:
                 continue
-            value = normalize(values[spec.name], spec.kind)
-            if value == spec.default and type(value) is type(spec.default):
-                continue
-            if value is None and spec.default is NO_DEFAULT and not spec.optional:
-                raise ValueError(f"{cls.OVERLOAD}: argument '{spec.name}' is required")
-            props[spec.accessor] = to_attr(value, spec.kind)
+            if isinstance(attr, builtin.NoneAttr) and spec.default_attr is None:
+                if not spec.optional:
+                    raise ValueError(f"{cls.OVERLOAD}: argument '{spec.name}' is required")
+            props[spec.accessor] = attr
         results: list[Attribute | Sequence[Attribute]] = []
         types = list(result_types)
         for i, ret in enumerate(schema.returns):
@@ -311,7 +345,7 @@ class AtenOp(IRDLOperation):
         for spec in schema.props:
             attr = self.properties.get(spec.accessor)
             if attr is None:
-                if spec.default is NO_DEFAULT and not spec.optional:
+                if spec.default_attr is None and not spec.optional:
                     raise VerifyException(f"{self.name}: missing argument '{spec.name}'")
                 continue
             if (why := check_attr(attr, spec.kind)) is not None:
@@ -337,6 +371,9 @@ class AtenOp(IRDLOperation):
                         f"{self.name}: result aliases '{ret.aliases_arg}' and must have its "
                         f"type {src.type}, got {res.type}"
                     )
+        # Sizes and dtype as torch's rules give them for these operands.
+        if (why := check_result_types(self)) is not None:
+            raise VerifyException(why)
 
     # ---- syntax ---------------------------------------------------------------
 
@@ -409,14 +446,10 @@ class AtenOp(IRDLOperation):
                 f"{len(result_types)} result type(s)",
                 types_at,
             )
-        # build_from drops literals equal to the schema default (canonical form).
-        values = {
-            spec.name: from_attr(props[spec.accessor], spec.kind)
-            for spec in schema.props
-            if spec.accessor in props
-        }
+        # build_from_attrs drops literals equal to the schema default (canonical form).
+        attrs = {spec.name: props[spec.accessor] for spec in schema.props if spec.accessor in props}
         try:
-            op = cls.build_from(tensors, values, result_types)
+            op = cls.build_from_attrs(tensors, attrs, result_types)
         except (ValueError, TypeError, IndexError, RuntimeError) as e:  # e.g. a bad device
             parser.raise_error(f"{cls.OVERLOAD}: {e}", start)
         op.attributes.update(attributes)
@@ -649,7 +682,9 @@ class OperatorOp(IRDLOperation):
         )
 
     def resolve(self) -> torch._ops.OpOverload | None:
-        """The OpOverload named, if this process has it registered."""
+        """The OpOverload named, if this process has it registered (imports torch)."""
+        import torch
+
         qualified = self.overload_name.data
         ns, _, rest = qualified.partition("::")
         packet, _, overload = rest.partition(".")

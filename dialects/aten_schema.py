@@ -17,14 +17,16 @@ which one it got; :meth:`AtenOp.arg` returns plain ints when static.
 
 from __future__ import annotations
 
+import ast
 import enum
 import functools
 import math
+import re
+import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sympy
-import torch
 from torchgen.model import BaseTy, BaseType, FunctionSchema, ListType, OptionalType, Type
 from xdsl.dialects import builtin
 from xdsl.dialects.builtin import (
@@ -47,6 +49,14 @@ from coil.dialects.symbolic import (
     to_expr,
     to_symint,
 )
+
+if TYPE_CHECKING:
+    import torch
+
+
+def _torch() -> Any:
+    """torch if it is imported (None otherwise: then no torch object can exist)."""
+    return sys.modules.get("torch")
 
 
 class Kind(enum.Enum):
@@ -142,13 +152,24 @@ class ArgSpec:
     accessor: str  # python field on the op class (== property name for props)
     kind: Kind
     optional: bool
-    default: Any  # Python value, or NO_DEFAULT
+    # The default as stored (NoneAttr for None), or None when there is none;
+    # attributes, not Python values, so reading a schema needs no torch.
+    default_attr: Attribute | None
     kwarg_only: bool
     mutated: bool
 
     @property
     def is_operand(self) -> bool:
         return self.kind.is_tensor
+
+    @property
+    def default(self) -> Any:
+        """The default's Python value (torch objects for enums), or NO_DEFAULT."""
+        if self.default_attr is None:
+            return NO_DEFAULT
+        if self.kind.is_tensor:
+            return None
+        return from_attr(self.default_attr, self.kind)
 
 
 @dataclass(frozen=True)
@@ -192,39 +213,36 @@ _RETURN_KINDS = {
 @functools.cache
 def op_schema(overload: torch._ops.OpOverload) -> OpSchema:
     """Describe ``overload`` (raises UnsupportedSchema when it has no op form)."""
+    import torch
+
     return schema_info(str(overload._schema), torch.Tag.inplace_view in overload.tags)
 
 
 @functools.cache
 def schema_info(schema_text: str, inplace_view: bool = False) -> OpSchema:
-    """Describe a schema given as text (``aten::add.Tensor(Tensor self, ...) -> Tensor``).
+    """Describe a schema given as text (``aten::add.Tensor(Tensor self, ...) -> Tensor``,
+    as ``str(OpOverload._schema)`` prints it).
 
     Generated op classes keep the schema text they were generated from, so the
-    dialect reads the same with any torch version installed."""
-    schema = torch._C.parse_schema(schema_text)
-    ns = schema.name.split("::")[0]
-    text = str(schema).split("::", 1)[1]
+    dialect reads the same with any torch version installed. Parsed with
+    torchgen's schema model (pure Python), so no torch import is needed."""
+    ns, _, text = schema_text.partition("::")
     try:
         parsed = FunctionSchema.parse(text)
     except (RuntimeError, AssertionError, KeyError) as e:  # types torchgen does not model
         raise UnsupportedSchema(str(e)) from None
     kwarg_only = {a.name for a in parsed.arguments.flat_kwarg_only}
-    defaults = {
-        a.name: (a.default_value if a.has_default_value() else NO_DEFAULT) for a in schema.arguments
-    }
     args = []
     for arg in parsed.arguments.flat_all:
         kind, optional = classify(arg.type)
-        default = defaults[arg.name]
-        if default is not NO_DEFAULT and not kind.is_tensor:
-            default = normalize(default, kind)
+        default = None if arg.default is None else default_attr(arg.default, kind, _size(arg.type))
         args.append(
             ArgSpec(
                 name=arg.name,
                 accessor=accessor_name(arg.name),
                 kind=kind,
                 optional=optional,
-                default=default,
+                default_attr=default,
                 kwarg_only=arg.name in kwarg_only,
                 mutated=bool(arg.annotation and arg.annotation.is_write),
             )
@@ -287,56 +305,105 @@ def argument_kinds(overload: torch._ops.OpOverload) -> dict[str, Kind]:
 # Python values
 # --------------------------------------------------------------------------
 
-_LAYOUTS = {
-    str(x).removeprefix("torch."): x
-    for x in (
-        torch.strided,
-        torch.sparse_coo,
-        torch.sparse_csr,
-        torch.sparse_csc,
-        torch.sparse_bsr,
-        torch.sparse_bsc,
-        torch._mkldnn,
-        torch.jagged,
-    )
-}
-_MEMORY_FORMATS = {
-    str(x).removeprefix("torch."): x
-    for x in (
-        torch.contiguous_format,
-        torch.preserve_format,
-        torch.channels_last,
-        torch.channels_last_3d,
-    )
-}
-# TorchScript passes these enums as ints in defaults.
-_MEMORY_FORMAT_BY_INT = {
-    0: torch.contiguous_format,
-    1: torch.preserve_format,
-    2: torch.channels_last,
-    3: torch.channels_last_3d,
-}
-_LAYOUT_BY_INT = {0: torch.strided, 1: torch.sparse_coo}
-# c10::ScalarType numbering, as schema defaults spell dtypes.
+# Enum names as torch prints them (``str(torch.strided)`` less ``torch.``).
+_LAYOUTS = (
+    "strided",
+    "sparse_coo",
+    "sparse_csr",
+    "sparse_csc",
+    "sparse_bsr",
+    "sparse_bsc",
+    "_mkldnn",
+    "jagged",
+)
+_MEMORY_FORMATS = ("contiguous_format", "preserve_format", "channels_last", "channels_last_3d")
+# TorchScript writes these enums as ints in schema defaults (c10's numbering).
+_MEMORY_FORMAT_BY_INT = dict(enumerate(_MEMORY_FORMATS))
+_LAYOUT_BY_INT = {0: "strided", 1: "sparse_coo"}
 _DTYPE_BY_INT = {
-    0: torch.uint8,
-    1: torch.int8,
-    2: torch.int16,
-    3: torch.int32,
-    4: torch.int64,
-    5: torch.float16,
-    6: torch.float32,
-    7: torch.float64,
-    8: torch.complex32,
-    9: torch.complex64,
-    10: torch.complex128,
-    11: torch.bool,
-    15: torch.bfloat16,
+    0: "uint8",
+    1: "int8",
+    2: "int16",
+    3: "int32",
+    4: "int64",
+    5: "float16",
+    6: "float32",
+    7: "float64",
+    8: "complex32",
+    9: "complex64",
+    10: "complex128",
+    11: "bool",
+    15: "bfloat16",
 }
+# The device types torch.device accepts (c10/core/DeviceType.cpp), so device
+# literals are checked without torch (test_aten_schema compares with torch).
+_DEVICE_TYPES = (
+    "cpu cuda ipu xpu mkldnn opengl opencl ideep hip ve fpga maia xla lazy vulkan mps meta "
+    "hpu mtia privateuseone"
+).split()
+_DEVICE_RE = re.compile(rf"(?:{'|'.join(_DEVICE_TYPES)})(?::(?:0|[1-9][0-9]*))?")
+
+
+def _size(ty: Type) -> int | None:
+    """N of a fixed-size list type (``int[2]``), else None."""
+    if isinstance(ty, OptionalType):
+        ty = ty.elem
+    return ty.size if isinstance(ty, ListType) else None
+
+
+def default_attr(text: str, kind: Kind, size: int | None = None) -> Attribute:
+    """A schema default (as the schema text spells it: ``-1``, ``[0, 1]``,
+    ``True``, ``"none"``, ``4`` for int64 ...) in its stored attribute form;
+    a bare int for an ``int[N]`` is N copies of it, as torch reads it."""
+    if text == "None":
+        return NoneAttr()
+    if kind.is_tensor:
+        raise UnsupportedSchema(f"tensor default {text}")
+    if kind is Kind.BOOL:
+        return IntegerAttr.from_bool(text == "True")
+    if kind is Kind.INT:
+        return ExprAttr(int(text))
+    if kind is Kind.INT_LIST:
+        values = ast.literal_eval(text)
+        return ShapeAttr([values] * (size or 1) if isinstance(values, int) else list(values))
+    if kind is Kind.FLOAT:
+        return FloatAttr(float(text), builtin.f64)
+    if kind is Kind.FLOAT_LIST:
+        return ArrayAttr([FloatAttr(float(v), builtin.f64) for v in ast.literal_eval(text)])
+    if kind is Kind.BOOL_LIST:
+        return ArrayAttr([IntegerAttr.from_bool(bool(v)) for v in ast.literal_eval(text)])
+    if kind is Kind.SCALAR:
+        value = ast.literal_eval(text)
+        if isinstance(value, bool):
+            return IntegerAttr.from_bool(value)
+        return FloatAttr(value, builtin.f64) if isinstance(value, float) else ExprAttr(value)
+    if kind is Kind.STR:
+        return StringAttr(ast.literal_eval(text))
+    if kind is Kind.DTYPE:
+        return dtypes.to_mlir(_DTYPE_BY_INT[int(text)])
+    if kind is Kind.LAYOUT:
+        return StringAttr(_LAYOUT_BY_INT[int(text)])
+    if kind is Kind.MEMORY_FORMAT:
+        return StringAttr(_MEMORY_FORMAT_BY_INT[int(text)])
+    if kind is Kind.DEVICE:
+        return StringAttr(ast.literal_eval(text))
+    raise UnsupportedSchema(f"default {text} of a {kind.value} argument")
+
+
+def _is_torch(value: Any, name: str) -> bool:
+    torch = _torch()
+    return torch is not None and isinstance(value, getattr(torch, name))
+
+
+def _enum(name: str) -> Any:
+    """torch's layout / memory format object named ``name`` (imports torch)."""
+    import torch
+
+    return getattr(torch, name)
 
 
 def _as_symint(value: Any) -> int | sympy.Expr:
-    if isinstance(value, torch.SymInt):
+    if _is_torch(value, "SymInt"):
         return to_symint(to_expr(value.node.expr))
     if isinstance(value, bool):
         raise TypeError("bool given for an int")
@@ -352,11 +419,11 @@ def normalize(value: Any, kind: Kind) -> Any:
     if kind is Kind.INT:
         return _as_symint(value)
     if kind is Kind.INT_LIST:
-        if isinstance(value, int | torch.SymInt):  # int[1] accepts a bare int
+        if isinstance(value, int) or _is_torch(value, "SymInt"):  # int[1] takes a bare int
             value = [value]
         return tuple(_as_symint(v) for v in value)
     if kind is Kind.FLOAT:
-        if isinstance(value, torch.SymFloat):
+        if _is_torch(value, "SymFloat"):
             raise TypeError("symbolic floats are not supported")
         return float(value)
     if kind is Kind.FLOAT_LIST:
@@ -370,22 +437,26 @@ def normalize(value: Any, kind: Kind) -> Any:
     if kind is Kind.SCALAR:
         if isinstance(value, bool):
             return value
-        if isinstance(value, int | torch.SymInt | sympy.Expr):
+        if isinstance(value, int | sympy.Expr) or _is_torch(value, "SymInt"):
             return _as_symint(value)
         if isinstance(value, float):
             return value
         raise TypeError(f"unsupported Scalar {value!r}")
     if kind is Kind.DTYPE:
         if isinstance(value, int) and value in _DTYPE_BY_INT:
-            value = _DTYPE_BY_INT[value]
-        if not isinstance(value, torch.dtype):
+            return dtypes.to_torch(dtypes.to_mlir(_DTYPE_BY_INT[value]))
+        if isinstance(value, Attribute) and dtypes.is_element_type(value):
+            return value  # an element type stands for its dtype (passes without torch)
+        if not dtypes.is_torch_dtype(value):
             raise TypeError(f"expected a dtype, got {value!r}")
         return value
     if kind is Kind.LAYOUT:
-        return _LAYOUT_BY_INT[value] if isinstance(value, int) else value
+        return _enum(_LAYOUT_BY_INT[value]) if isinstance(value, int) else value
     if kind is Kind.MEMORY_FORMAT:
-        return _MEMORY_FORMAT_BY_INT[value] if isinstance(value, int) else value
+        return _enum(_MEMORY_FORMAT_BY_INT[value]) if isinstance(value, int) else value
     if kind is Kind.DEVICE:
+        import torch
+
         return torch.device(value)
     if kind is Kind.GENERATOR:
         raise TypeError("explicit generators are not supported")
@@ -420,7 +491,7 @@ def to_attr(value: Any, kind: Kind) -> Attribute:
             return FloatAttr(value, builtin.f64)
         return ExprAttr(value)
     if kind is Kind.DTYPE:
-        return dtypes.to_mlir(value)
+        return dtypes.element_type(value)
     if kind is Kind.LAYOUT:
         return StringAttr(str(value).removeprefix("torch."))
     if kind is Kind.MEMORY_FORMAT:
@@ -462,21 +533,18 @@ def from_attr(attr: Attribute, kind: Kind) -> Any:
     if kind is Kind.DTYPE:
         return dtypes.to_torch(attr)
     assert isinstance(attr, StringAttr)
-    if kind is Kind.LAYOUT:
-        return _LAYOUTS[attr.data]
-    if kind is Kind.MEMORY_FORMAT:
-        return _MEMORY_FORMATS[attr.data]
+    if kind in (Kind.LAYOUT, Kind.MEMORY_FORMAT):
+        return _enum(attr.data)
     if kind is Kind.DEVICE:
+        import torch
+
         return torch.device(attr.data)
     return attr.data
 
 
-def _is_device(text: str) -> bool:
-    try:
-        torch.device(text)
-    except RuntimeError:
-        return False
-    return True
+def is_device(text: str) -> bool:
+    """Whether ``torch.device(text)`` accepts ``text`` (checked without torch)."""
+    return _DEVICE_RE.fullmatch(text) is not None
 
 
 def check_attr(attr: Attribute, kind: Kind) -> str | None:
@@ -503,7 +571,7 @@ def check_attr(attr: Attribute, kind: Kind) -> str | None:
         Kind.LAYOUT: lambda: isinstance(attr, StringAttr) and attr.data in _LAYOUTS,
         Kind.MEMORY_FORMAT: lambda: isinstance(attr, StringAttr) and attr.data in _MEMORY_FORMATS,
         Kind.STR: lambda: isinstance(attr, StringAttr),
-        Kind.DEVICE: lambda: isinstance(attr, StringAttr) and _is_device(attr.data),
+        Kind.DEVICE: lambda: isinstance(attr, StringAttr) and is_device(attr.data),
         Kind.GENERATOR: lambda: False,
     }[kind]()
     return None if ok else f"expected {kind.value}, got {attr}"
@@ -641,9 +709,9 @@ def parse_attr(parser: AttrParser, kind: Kind | None) -> Attribute:
 
 
 def parse_enum(text: str, kind: Kind) -> Any:
-    """A Layout / MemoryFormat / Device from its name."""
-    if kind is Kind.LAYOUT:
-        return _LAYOUTS[text]
-    if kind is Kind.MEMORY_FORMAT:
-        return _MEMORY_FORMATS[text]
+    """A Layout / MemoryFormat / Device from its name (imports torch)."""
+    if kind in (Kind.LAYOUT, Kind.MEMORY_FORMAT):
+        return _enum(text)
+    import torch
+
     return torch.device(text)

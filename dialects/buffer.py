@@ -29,10 +29,9 @@ style: ``outs(%buf : !buffer.buffer<...>)``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import sympy
-import torch
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
@@ -60,6 +59,9 @@ from coil.dialects.symbolic import (
     contiguous_strides,
 )
 
+if TYPE_CHECKING:
+    import torch
+
 
 @irdl_attr_definition
 class BufferType(ParametrizedAttribute, TypeAttribute):
@@ -82,7 +84,7 @@ class BufferType(ParametrizedAttribute, TypeAttribute):
         offset: SymInt = 0,
         device: str | torch.device = "cpu",
     ):
-        if isinstance(element_type, torch.dtype):
+        if dtypes.is_torch_dtype(element_type):
             element_type = dtypes.to_mlir(element_type)
         if strides is None:
             strides = contiguous_strides(shape)
@@ -108,10 +110,14 @@ class BufferType(ParametrizedAttribute, TypeAttribute):
 
     @property
     def dtype(self) -> torch.dtype:
+        """The torch dtype (imports torch; passes use ``element_type``)."""
         return dtypes.to_torch(self.element_type)
 
     @property
     def device(self) -> torch.device:
+        """The torch device (imports torch; passes use ``device_attr``)."""
+        import torch
+
         return torch.device(self.device_attr.data)
 
     @property
@@ -161,7 +167,10 @@ class BufferType(ParametrizedAttribute, TypeAttribute):
 def buffer_type_for(t: Attribute, device: str | torch.device | None = None) -> BufferType:
     """A buffer with ``t``'s sizes, dtype (and strides/device when ``t`` has them)."""
     strides = getattr(t, "strides", None)
-    dev = device if device is not None else getattr(t, "device", "cpu")
+    if device is None:
+        device_attr = getattr(t, "device_attr", None)
+        device = device_attr.data if device_attr is not None else "cpu"
+    dev = device
     return BufferType(t.shape, t.element_type, strides, 0, dev)
 
 

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import sympy
-from torch.utils._sympy.functions import FloorDiv, ModularIndexing, PythonMod
 from xdsl.ir import Attribute
 from xdsl.parser import AttrParser
 from xdsl.utils.exceptions import VerifyException
@@ -26,6 +25,7 @@ from coil.dialects.symbolic import (
     format_expr_list,
     index_symbols,
     is_index_symbol,
+    loaded_torch_sympy,
     parse_expr,
     parse_expr_list,
     to_expr,
@@ -121,7 +121,8 @@ def _within(e: sympy.Expr, d: sympy.Expr, bounds: dict, zeros: dict) -> bool:
     so its extremes are at the domain's corners)."""
     if any(is_index_symbol(s) and s not in bounds for s in e.free_symbols):
         return False
-    if e.has(FloorDiv, PythonMod, ModularIndexing):
+    fns = loaded_torch_sympy()
+    if fns is not None and e.has(fns.FloorDiv, fns.PythonMod, fns.ModularIndexing):
         return False
     for s in e.free_symbols:
         if is_index_symbol(s) and not nonnegative(sympy.expand(e).coeff(s, 1)):
@@ -133,6 +134,10 @@ def simplify_address(address: sympy.Expr, shape: Sequence[SymInt]) -> sympy.Expr
     """Undo the floordiv/mod a reshape puts in an address where the ranges allow:
     ``c*d*(e floordiv d) + c*(e mod d)`` is ``c*e``; ``e floordiv d`` is 0 and
     ``e mod d`` is ``e`` when ``0 <= e < d``."""
+    fns = loaded_torch_sympy()
+    if fns is None:  # torch's sympy functions not loaded: no floordiv/mod to undo
+        return sympy.expand(address)
+    FloorDiv, PythonMod, ModularIndexing = fns.FloorDiv, fns.PythonMod, fns.ModularIndexing
     syms = index_symbols(len(shape))
     bounds = {s: to_expr(n) - 1 for s, n in zip(syms, shape)}
     zeros = {s: sympy.Integer(0) for s in syms}

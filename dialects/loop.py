@@ -39,10 +39,9 @@ results), as linalg ops do on memrefs.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import sympy
-import torch
 from xdsl.dialects import builtin
 from xdsl.dialects.builtin import IndexType, IntegerType, StringAttr
 from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
@@ -79,6 +78,9 @@ from coil.dialects.symbolic import (
     parse_expr_list,
 )
 
+if TYPE_CHECKING:
+    import torch
+
 # --------------------------------------------------------------------------
 # Types
 # --------------------------------------------------------------------------
@@ -94,7 +96,7 @@ class LoopTensorType(ParametrizedAttribute, TypeAttribute):
     element_type: Attribute
 
     def __init__(self, shape: Sequence[SymInt], element_type: Attribute | torch.dtype):
-        if isinstance(element_type, torch.dtype):
+        if dtypes.is_torch_dtype(element_type):
             element_type = dtypes.to_mlir(element_type)
         super().__init__(ShapeAttr(shape), element_type)
 
@@ -104,6 +106,7 @@ class LoopTensorType(ParametrizedAttribute, TypeAttribute):
 
     @property
     def dtype(self) -> torch.dtype:
+        """The torch dtype (imports torch; passes use ``element_type``)."""
         return dtypes.to_torch(self.element_type)
 
     @property

@@ -17,34 +17,39 @@ symbols (``s0``, ``s1`` ...) and loop indices. This module owns
 
 Floor division and modulo are torch's own sympy functions
 (``torch.utils._sympy.functions.FloorDiv`` / ``PythonMod``), so expressions that
-come out of torch's ShapeEnv import unchanged and simplify the same way.
+come out of torch's ShapeEnv import unchanged and simplify the same way. That
+module is imported (with torch) only when an expression needs one of them: a
+``floordiv``/``mod``/``max``/``min`` in the text, or an expression built by code
+that already imported torch. Plain sizes such as ``2*s0 + 1`` never load torch.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Sequence
+from types import ModuleType
 
 import sympy
-from torch.utils._sympy.functions import (
-    CeilToInt,
-    FloorDiv,
-    FloorToInt,
-    ModularIndexing,
-    PythonMod,
-)
-from torch.utils._sympy.functions import (
-    Max as TorchMax,
-)
-from torch.utils._sympy.functions import (
-    Min as TorchMin,
-)
-from torch.utils._sympy.functions import (
-    Mod as TorchMod,
-)
 from xdsl.ir import Data, Dialect
 from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
+
+_TORCH_SYMPY = "torch.utils._sympy.functions"
+
+
+def torch_sympy() -> ModuleType:
+    """torch's sympy functions (``FloorDiv``, ``PythonMod``, ``Max`` ...); imports torch."""
+    import torch.utils._sympy.functions as fns
+
+    return fns
+
+
+def loaded_torch_sympy() -> ModuleType | None:
+    """torch's sympy functions if already imported: when they are not, no
+    expression can contain them, so printing need not import torch to check."""
+    return sys.modules.get(_TORCH_SYMPY)
+
 
 SymInt = int | sympy.Expr
 """A dimension, stride or index: a Python int when static, else a sympy expression."""
@@ -172,20 +177,33 @@ def _format(expr: sympy.Expr) -> tuple[str, int]:
         return "*".join(factors), _MUL
     if isinstance(expr, sympy.Pow):
         return _format_pow(expr)
+    if isinstance(expr, sympy.Mod):
+        lhs, rhs = expr.args
+        return f"{_wrap(_format(lhs), _ATOM)} mod {_wrap(_format(rhs), _ATOM)}", _MUL
+    if isinstance(expr, sympy.Max | sympy.Min):
+        fname = "max" if isinstance(expr, sympy.Max) else "min"
+        args = ", ".join(_format(a)[0] for a in expr.args)
+        return f"{fname}({args})", _ATOM
+    fns = loaded_torch_sympy()
+    if fns is None:
+        raise SymbolicSyntaxError(
+            f"cannot print symbolic expression {expr} ({type(expr).__name__})"
+        )
+    FloorDiv, PythonMod, ModularIndexing = fns.FloorDiv, fns.PythonMod, fns.ModularIndexing
     if isinstance(expr, FloorDiv):
         lhs, rhs = expr.args
         return f"{_wrap(_format(lhs), _ATOM)} floordiv {_wrap(_format(rhs), _ATOM)}", _MUL
-    if isinstance(expr, PythonMod | TorchMod | sympy.Mod):
+    if isinstance(expr, PythonMod | fns.Mod):
         lhs, rhs = expr.args
         return f"{_wrap(_format(lhs), _ATOM)} mod {_wrap(_format(rhs), _ATOM)}", _MUL
     if isinstance(expr, ModularIndexing):
         base, div, mod = expr.args
         return _format(PythonMod(FloorDiv(base, div), mod))
-    if isinstance(expr, sympy.Max | sympy.Min | TorchMax | TorchMin):
-        fname = "max" if isinstance(expr, sympy.Max | TorchMax) else "min"
+    if isinstance(expr, fns.Max | fns.Min):
+        fname = "max" if isinstance(expr, fns.Max) else "min"
         args = ", ".join(_format(a)[0] for a in expr.args)
         return f"{fname}({args})", _ATOM
-    if isinstance(expr, CeilToInt | FloorToInt):
+    if isinstance(expr, fns.CeilToInt | fns.FloorToInt):
         raise SymbolicSyntaxError(f"float-valued symbolic expression {expr} is not supported")
     raise SymbolicSyntaxError(f"cannot print symbolic expression {expr} ({type(expr).__name__})")
 
@@ -198,7 +216,12 @@ def _format_pow(expr: sympy.Pow) -> tuple[str, int]:
 
 
 def _is_divmod(expr: sympy.Expr) -> bool:
-    return isinstance(expr, FloorDiv | PythonMod | TorchMod | sympy.Mod | ModularIndexing)
+    if isinstance(expr, sympy.Mod):
+        return True
+    fns = loaded_torch_sympy()
+    return fns is not None and isinstance(
+        expr, fns.FloorDiv | fns.PythonMod | fns.Mod | fns.ModularIndexing
+    )
 
 
 def _format_term(term: sympy.Expr) -> str:
@@ -210,7 +233,7 @@ def _format_term(term: sympy.Expr) -> str:
 # --------------------------------------------------------------------------
 
 # torch's Max/Min, as ShapeEnv builds them (sympy's compare unequal to them).
-_FUNCTIONS = {"max": TorchMax, "min": TorchMin}
+_FUNCTIONS = ("max", "min")
 
 
 def parse_expr(parser: AttrParser) -> sympy.Expr:
@@ -231,9 +254,9 @@ def _parse_term(parser: AttrParser) -> sympy.Expr:
         if parser.parse_optional_punctuation("*"):
             expr = expr * _parse_factor(parser)
         elif parser.parse_optional_keyword("floordiv"):
-            expr = FloorDiv(expr, _parse_divisor(parser))
+            expr = torch_sympy().FloorDiv(expr, _parse_divisor(parser))
         elif parser.parse_optional_keyword("mod"):
-            expr = PythonMod(expr, _parse_divisor(parser))
+            expr = torch_sympy().PythonMod(expr, _parse_divisor(parser))
         else:
             return expr
 
@@ -263,7 +286,8 @@ def _parse_factor(parser: AttrParser) -> sympy.Expr:
         args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, lambda: parse_expr(parser))
         if not args:
             parser.raise_error(f"{name}() needs at least one argument")
-        return _FUNCTIONS[name](*args)
+        fns = torch_sympy()
+        return (fns.Max if name == "max" else fns.Min)(*args)
     if name in ("floordiv", "mod"):
         parser.raise_error(f"'{name}' needs a left operand")
     return symbol(name)

@@ -24,17 +24,47 @@ class CapturedGraph:
     example_inputs: list[Any]  # FakeTensors / SymInts, as AOTAutograd passed them
 
 
+def boxed(fn: Callable) -> Callable:
+    """``fn`` in AOTAutograd's boxed calling convention (one list argument the
+    callee may clear, so inputs can be freed during the call): ``fn`` itself if
+    it is boxed, its ``boxed`` variant if it has one (coil's compiled graphs),
+    else ``make_boxed_func(fn)``."""
+    if getattr(fn, "_boxed_call", False):
+        return fn
+    variant = getattr(fn, "boxed", None)
+    if callable(variant) and getattr(variant, "_boxed_call", False):
+        return variant
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    return make_boxed_func(fn)
+
+
 def aot_backend(
     compile_fn: Callable[[torch.fx.GraphModule, list[Any]], Callable],
     bw_compile_fn: Callable[[torch.fx.GraphModule, list[Any]], Callable] | None = None,
 ):
     """A dynamo backend: AOTAutograd with coil's decompositions, ``compile_fn`` for
     every graph it produces (the forward, and in training the backward, unless
-    ``bw_compile_fn`` is given for it)."""
+    ``bw_compile_fn`` is given for it).
+
+    As Inductor's compile_fx: compiled graphs are called boxed, and training
+    graphs are split by the min-cut rematerialization partitioner, which saves
+    for the backward what is expensive to recompute (matmuls, convolutions,
+    reductions it keeps) and recomputes cheap pointwise ops and views -- the ops
+    coil's loop-inline/loop-fuse fuse into the backward's kernels anyway."""
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+    def compile_boxed(gm: torch.fx.GraphModule, inputs: list[Any]) -> Callable:
+        return boxed(compile_fn(gm, inputs))
+
+    def compile_bw_boxed(gm: torch.fx.GraphModule, inputs: list[Any]) -> Callable:
+        return boxed((bw_compile_fn or compile_fn)(gm, inputs))
+
     return aot_autograd(
-        fw_compiler=compile_fn,
-        bw_compiler=bw_compile_fn or compile_fn,
+        fw_compiler=compile_boxed,
+        bw_compiler=compile_bw_boxed,
         decompositions=decomposition_table(),
+        partition_fn=min_cut_rematerialization_partition,
     )
 
 

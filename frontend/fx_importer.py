@@ -16,7 +16,7 @@ FakeTensors. The output is a ``builtin.module`` holding one ``func.func``:
   tuple, is kept in ``coil.output_tree``).
 
 FX node names become SSA name hints and the node's stack trace its location.
-A node with no representation raises :class:`ImportError_` naming the target
+A node with no representation raises :class:`GraphImportError` naming the target
 and the user line.
 """
 
@@ -69,8 +69,9 @@ INLINE_CONSTANT_MAX_NUMEL = 64
 """get_attr tensors up to this many elements are inlined as dense literals."""
 
 
-class ImportError_(RuntimeError):
-    """A graph node coil cannot represent; the message names the node and user line."""
+class GraphImportError(RuntimeError):
+    """A graph node coil cannot represent; the message names the node and user line.
+    (torch.compile prints the class name before the message: it says what failed.)"""
 
 
 # --------------------------------------------------------------------------
@@ -141,8 +142,11 @@ def location_of(node: torch.fx.Node) -> FileLineColLoc | None:
 
 
 def describe(node: torch.fx.Node) -> str:
-    """``node 'name' (target) at file:line`` for error messages."""
-    loc = location_of(node)
+    """``node 'name' (target) at file:line`` for error messages; a node without a
+    stack trace (a get_attr of a subgraph) takes the line of its first user that has one."""
+    loc = location_of(node) or next(
+        (loc for user in node.users if (loc := location_of(user)) is not None), None
+    )
     where = f" at {loc.filename.data}:{loc.line.data}" if loc else ""
     return f"node '{node.name}' ({node.op} {_target_name(node.target)}){where}"
 
@@ -160,11 +164,11 @@ def _target_name(target: Any) -> str:
 
 @contextlib.contextmanager
 def _located(node: torch.fx.Node) -> Iterator[None]:
-    """Turn any failure to import ``node`` into one ImportError_ naming it."""
+    """Turn any failure to import ``node`` into one GraphImportError naming it."""
     try:
         yield
-    except (ImportError_, UnsupportedSchema, TypeError, ValueError, KeyError) as e:
-        raise ImportError_(f"{describe(node)}: {e}") from e
+    except (GraphImportError, UnsupportedSchema, TypeError, ValueError, KeyError) as e:
+        raise GraphImportError(f"{describe(node)}: {e}") from e
 
 
 def _hint(name: str) -> str | None:
@@ -224,7 +228,7 @@ class _Importer:
                 elif node.op == "output":
                     outputs, tree_attrs = self._import_output(node)
                 else:
-                    raise ImportError_(f"cannot import {node.op} nodes")
+                    raise GraphImportError(f"cannot import {node.op} nodes")
         self.builder.insert(func.ReturnOp(*outputs))
         fn = func.FuncOp(
             self.func_name,
@@ -257,12 +261,12 @@ class _Importer:
     def _import_get_attr(self, node, arg_types, arg_attrs) -> None:
         value = _fetch_attr(self.gm, node.target)
         if isinstance(value, torch.fx.GraphModule):
-            raise ImportError_(
+            raise GraphImportError(
                 "subgraphs (the bodies of higher-order ops such as torch.cond or "
                 "torch.while_loop) are not supported yet"
             )
         if not isinstance(value, torch.Tensor):
-            raise ImportError_(f"get_attr of a {type(value).__name__} is not supported")
+            raise GraphImportError(f"get_attr of a {type(value).__name__} is not supported")
         # A real constant: read it outside the fake mode a backend may run under.
         with unset_fake_temporarily():
             inline = value.numel() <= INLINE_CONSTANT_MAX_NUMEL and _dense_ok(value)
@@ -298,7 +302,7 @@ class _Importer:
             self.values[node] = self._fold_symbolic(val)
             return
         if not isinstance(target, torch._ops.OpOverload):
-            raise ImportError_(
+            raise GraphImportError(
                 f"cannot import a call of {_target_name(target)}: only OpOverloads "
                 "(torch.ops.<ns>.<op>.<overload>) and getitem are supported"
             )
@@ -329,7 +333,7 @@ class _Importer:
         unknown = getattr(expr, "free_symbols", set()) - self.known_symbols
         if unknown:
             names = ", ".join(sorted(s.name for s in unknown))
-            raise ImportError_(
+            raise GraphImportError(
                 f"data-dependent size symbol(s) {names} (from .item()/nonzero-like ops) "
                 "are not supported yet"
             )
@@ -341,7 +345,7 @@ class _Importer:
         if isinstance(val, tuple | list):
             return [value_type(v, self.rename) for v in val]
         if "val" not in node.meta:
-            raise ImportError_("node has no meta['val'] (run FakeTensorProp first)")
+            raise GraphImportError("node has no meta['val'] (run FakeTensorProp first)")
         return [value_type(val, self.rename)]
 
     # ---- arguments -------------------------------------------------------------
@@ -352,7 +356,7 @@ class _Importer:
         bound: dict[str, Any] = {}
         positional = [a for a in schema.arguments if not a.kwarg_only]
         if len(node.args) > len(positional):
-            raise ImportError_(f"too many positional arguments for {schema.name}")
+            raise GraphImportError(f"too many positional arguments for {schema.name}")
         for arg, value in zip(positional, node.args):
             bound[arg.name] = value
         for name, value in node.kwargs.items():
@@ -368,14 +372,14 @@ class _Importer:
         if isinstance(value, bool | int | float | sympy.Expr):
             op = self._insert(ConstantOp.from_python(value), node)
             return op.result
-        raise ImportError_(f"unsupported tensor argument {value!r}")
+        raise GraphImportError(f"unsupported tensor argument {value!r}")
 
     def _python_value(self, value: Any) -> Any:
         """Replace FX nodes (folded SymInts) inside a non-tensor argument."""
         if isinstance(value, torch.fx.Node):
             v = self.values[value]
             if isinstance(v, SSAValue):
-                raise ImportError_(
+                raise GraphImportError(
                     f"a runtime value ('{value.name}') used where the schema needs a constant"
                 )
             return v
@@ -577,7 +581,7 @@ def ensure_meta(gm: torch.fx.GraphModule, example_inputs: Sequence[Any] | None) 
     if all("val" in n.meta for n in nodes):
         return
     if example_inputs is None:
-        raise ImportError_("graph nodes lack meta['val'] and no example inputs were given")
+        raise GraphImportError("graph nodes lack meta['val'] and no example inputs were given")
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 

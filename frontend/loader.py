@@ -9,6 +9,7 @@ folder has some. A ``.pt2`` file is a ``torch.export.save`` archive.
 from __future__ import annotations
 
 import runpy
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,15 +36,36 @@ def import_module(
     return import_graph(graphs[0].gm, graphs[0].example_inputs)
 
 
+def _located_failure(path: Path, e: BaseException) -> ModelFileError:
+    """``file:line: ExcType: message`` for an exception raised running a model file:
+    the innermost line of the model file, and where it was raised when elsewhere."""
+    if isinstance(e, SyntaxError) and e.filename is not None:
+        return ModelFileError(f"{e.filename}:{e.lineno}: SyntaxError: {e.msg}")
+    frames = traceback.extract_tb(e.__traceback__)
+    mine = [f for f in frames if Path(f.filename).resolve() == path.resolve()]
+    where = f"{mine[-1].filename}:{mine[-1].lineno}" if mine else str(path)
+    message = f"{where}: {type(e).__name__}: {e}"
+    if frames and mine and frames[-1] is not mine[-1]:
+        message += f" (raised at {frames[-1].filename}:{frames[-1].lineno})"
+    return ModelFileError(message)
+
+
 def load_model_file(path: str | Path) -> tuple[Any, tuple[Any, ...], bool]:
     """(model, example_inputs, dynamic) defined by a model file."""
-    namespace = runpy.run_path(str(path), run_name="coil_model")
+    path = Path(path)
+    try:
+        namespace = runpy.run_path(str(path), run_name="coil_model")
+    except Exception as e:  # the user's code: say where it failed and how
+        raise _located_failure(path, e) from e
     missing = [n for n in ("model", "example_inputs") if n not in namespace]
     if missing:
         raise ModelFileError(f"{path} must define {' and '.join(missing)}")
     inputs = namespace["example_inputs"]
     if callable(inputs):
-        inputs = inputs()
+        try:
+            inputs = inputs()
+        except Exception as e:
+            raise _located_failure(path, e) from e
     return namespace["model"], tuple(inputs), bool(namespace.get("dynamic", False))
 
 

@@ -5,6 +5,14 @@ from collections.abc import Callable
 
 from xdsl.passes import ModulePass
 
+SUMMARIES: dict[str, str] = {
+    "convert-aten-to-loop": "aten ops -> loop nests and index-map views; the rest ATen externs",
+    "bufferize": "give what must exist in memory a buffer; nests write outs(...)",
+    "convert-loop-to-tt": "each bufferized nest -> one Triton kernel (tt.func) and its launch",
+    "convert-buffer-to-host": "the rest of each function -> the host wrapper (host.func)",
+}
+"""One line per pass, for ``fx-opt --help`` (which must not import the passes)."""
+
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     def convert_aten_to_loop() -> type[ModulePass]:

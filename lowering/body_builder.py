@@ -12,7 +12,6 @@ import math
 from collections.abc import Sequence
 
 import sympy
-import torch
 from xdsl.dialects import arith
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
@@ -41,28 +40,29 @@ def is_bool(t: Attribute) -> bool:
     return t == i1
 
 
-def check_supported(dtype: torch.dtype) -> None:
-    """The dtypes loop bodies compute with (unsigned/complex/fp8 go to ATen)."""
+def check_supported(dtype: Attribute) -> None:
+    """The element types loop bodies compute with (unsigned/complex/fp8 go to ATen)."""
     if dtype not in SUPPORTED_DTYPES:
-        raise CannotLower(f"dtype {dtype} is not supported in loop bodies")
+        raise CannotLower(f"dtype {dtypes.name_of(dtype)} is not supported in loop bodies")
 
 
+# Element types stand for torch dtypes throughout the lowering (no torch import).
 SUPPORTED_DTYPES = (
-    torch.float16,
-    torch.bfloat16,
-    torch.float32,
-    torch.float64,
-    torch.int8,
-    torch.int16,
-    torch.int32,
-    torch.int64,
-    torch.bool,
+    dtypes.f16,
+    dtypes.bf16,
+    dtypes.f32,
+    dtypes.f64,
+    dtypes.i8,
+    dtypes.i16,
+    dtypes.i32,
+    dtypes.i64,
+    dtypes.i1,
 )
 
 
-def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+def compute_dtype(dtype: Attribute) -> Attribute:
     """Reduced-precision floats compute in f32 (as Inductor does)."""
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    return dtypes.f32 if dtype in (dtypes.f16, dtypes.bf16) else dtype
 
 
 class BodyBuilder:
@@ -108,10 +108,8 @@ class BodyBuilder:
 
     # ---- casts ----------------------------------------------------------------
 
-    def cast(self, v: SSAValue, to: Attribute | torch.dtype) -> SSAValue:
+    def cast(self, v: SSAValue, to: Attribute) -> SSAValue:
         """Convert as torch's ``.to(dtype)`` does (float->int truncates, x->bool is x != 0)."""
-        if isinstance(to, torch.dtype):
-            to = dtypes.to_mlir(to)
         src = v.type
         if src == to:
             return v
@@ -120,7 +118,7 @@ class BodyBuilder:
             return self.cmp("ne", v, zero)
         if is_float(src) and is_float(to):
             if src.bitwidth == to.bitwidth:  # f16 <-> bf16: through f32
-                return self.cast(self.cast(v, torch.float32), to)
+                return self.cast(self.cast(v, dtypes.f32), to)
             wider = src.bitwidth < to.bitwidth
             return self._add(arith.ExtFOp(v, to) if wider else arith.TruncFOp(v, to))
         if is_float(to):  # int/bool -> float
@@ -191,7 +189,7 @@ class BodyBuilder:
         return self._add(arith.XOrIOp(a, b))
 
     def logical_not(self, a):
-        return self.xori(self.cast(a, torch.bool), self.const(True, i1))
+        return self.xori(self.cast(a, i1), self.const(True, i1))
 
     def select(self, cond, a, b):
         return self._add(arith.SelectOp(cond, a, b))

@@ -40,7 +40,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import sympy
-import torch
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
 from xdsl.dialects.builtin import (
@@ -130,7 +129,7 @@ class Lowerer:
     def pointwise(
         self,
         shape: Sequence[SymInt],
-        dtype: torch.dtype,
+        dtype: Attribute,
         body: Callable[[BodyBuilder, list[sympy.Symbol]], SSAValue],
         name: str | None = None,
     ) -> SSAValue:
@@ -156,9 +155,9 @@ class Lowerer:
         kind: str,
         ranges: Sequence[SymInt],
         reduction_ranges: Sequence[SymInt],
-        result_dtype: torch.dtype,
+        result_dtype: Attribute,
         body: Callable[[BodyBuilder, list[sympy.Symbol]], SSAValue],
-        value_dtype: torch.dtype | None = None,
+        value_dtype: Attribute | None = None,
         name: str | None = None,
     ) -> list[SSAValue]:
         """``loop.reduction`` of ``kind``; ``body(b, idx)`` (idx = i.. then r..)
@@ -170,7 +169,7 @@ class Lowerer:
         b = BodyBuilder(block, n, m)
         value = body(b, b.idx)
         if kind in ("any", "all"):
-            value = b.cast(value, torch.bool)
+            value = b.cast(value, builtin.i1)
         else:
             value = b.cast(value, value_dtype or result_dtype)
         b.yield_(value)
@@ -431,6 +430,11 @@ class ConvertAtenToLoopPass(ModulePass):
     fallback: str = "extern"
     """What an op with no lowering becomes: "extern" (an ATen call, logged once) or
     "error" (compilation fails naming the op; mm/conv-like ops stay externs)."""
+
+    def __post_init__(self) -> None:
+        from coil.pipeline import check_options
+
+        check_options(self)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         import coil.lowering.aten_to_loop  # noqa: F401  (fills LOWERINGS)

@@ -93,6 +93,11 @@ class ConvertLoopToTtPass(ModulePass):
     dedupe: bool = True
     """Emit kernels with identical bodies once (launched from each place)."""
 
+    def __post_init__(self) -> None:
+        from coil.pipeline import check_options
+
+        check_options(self)
+
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         options = Options(
             self.xblock, self.rblock, self.num_warps, self.num_stages, self.persistent_threshold

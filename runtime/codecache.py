@@ -270,8 +270,16 @@ class InterpretedKernel:
         launch = self.fn[grid]
 
         def run(*args: Any, **kwargs: Any) -> Any:
-            with interpreter_scope():
-                return launch(*args, **kwargs)
+            import numpy
+
+            # The interpreter computes whole blocks with numpy, masked-off lanes
+            # included (they load 0 and may divide by it): IEEE results a GPU
+            # computes silently, which numpy would report as RuntimeWarnings.
+            # Only these floating-point flags are ignored; exceptions propagate
+            # and masked lanes are never stored.
+            with numpy.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                with interpreter_scope():
+                    return launch(*args, **kwargs)
 
         return run
 

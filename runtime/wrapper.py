@@ -1,5 +1,5 @@
 """What generated host modules import at run time: ``cdiv``, ``CoilInputError``,
-``check_input``, ``InputGuard``.
+``check_input``, ``InputGuard``, ``interpret_kernels``.
 
 Kept tiny and cheap: inputs are checked on every call. ``InputGuard`` makes the
 common case (everything as on an earlier call with the same sizes) one C++ call
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["CoilInputError", "InputGuard", "cdiv", "check_input"]
+__all__ = ["CoilInputError", "InputGuard", "cdiv", "check_input", "interpret_kernels"]
 
 
 class CoilInputError(ValueError):
@@ -88,3 +88,21 @@ class InputGuard:
                 self._guards[key] = guard
         except Exception:  # torch without TensorGuards: every call checks in Python
             pass
+
+
+def interpret_kernels(namespace: dict) -> None:
+    """Make the ``@triton.jit`` functions defined in a generated module run under
+    Triton's interpreter (each launch inside ``interpreter_scope``, as the code
+    cache loads CPU modules), so a CPU module works when imported directly,
+    without ``TRITON_INTERPRET=1``. Called at the end of CPU-device modules."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    from coil.runtime.codecache import InterpretedKernel
+
+    module = namespace.get("__name__")
+    for name, value in list(namespace.items()):
+        if isinstance(value, JITFunction) and value.fn.__module__ == module:
+            namespace[name] = InterpretedKernel(InterpretedFunction(value.fn))
+        elif isinstance(value, InterpretedFunction) and value.fn.__module__ == module:
+            namespace[name] = InterpretedKernel(value)

@@ -5,6 +5,12 @@ from collections.abc import Callable
 
 from xdsl.utils.target import Target
 
+SUMMARIES: dict[str, str] = {
+    "triton": "the module's tt.func kernels as one Triton (@triton.jit) source file",
+    "python": "one importable Python module: call(args) launching the kernels",
+}
+"""One line per target, for ``fx-opt --help``."""
+
 
 def get_all_targets() -> dict[str, Callable[[], type[Target]]]:
     def triton() -> type[Target]:

@@ -345,6 +345,17 @@ class HostPrinter:
         body = "\n".join(self.lines)
         state = "\n".join([self.launcher_definitions(), *self.module_lines]).strip()
         parts = ["\n".join(head), kernels.strip(), state, body]
+        if kernels.strip() and not self.on_gpu():
+            k = head.index(WRAPPER_IMPORT)
+            head[k] += ", interpret_kernels"
+            parts[0] = "\n".join(head)
+            # Triton compiles kernels for GPUs only: CPU tensors need its
+            # interpreter, chosen here so the module also runs when imported
+            # directly (the backend's loader does the same).
+            parts.append(
+                "# CPU tensors: run the kernels above under Triton's interpreter.\n"
+                "interpret_kernels(globals())"
+            )
         return "\n\n\n".join(p for p in parts if p) + "\n"
 
     def launcher_definitions(self) -> str:
@@ -360,6 +371,16 @@ class HostPrinter:
                 f"{check})"
             )
         return "\n".join(lines)
+
+    def on_gpu(self) -> bool:
+        """Whether any buffer of the wrapper lives on a GPU."""
+        for op in self.fn.walk():
+            values = [*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)]
+            if any(
+                isinstance(v.type, BufferType) and v.type.device_attr.data != "cpu" for v in values
+            ):
+                return True
+        return False
 
     def print_call(self) -> None:
         fn = self.fn
@@ -400,8 +421,26 @@ class HostPrinter:
                     2,
                 )
             self.emit(f"_inputs.learn({key}, {names})", 2)
-        for op in fn.body.block.ops:
+        # A tensor input's name is deleted after its last use (as Inductor's
+        # wrapper does): with AOTAutograd's boxed calling convention the caller
+        # has cleared its list, so the storage (a saved activation in a
+        # backward) can be freed mid-call.
+        ops = list(fn.body.block.ops)
+        last_use: dict[SSAValue, int] = {a: -1 for a in args if isinstance(a.type, BufferType)}
+        for i, op in enumerate(ops):
+            for inner in op.walk():
+                for v in inner.operands:
+                    if v in last_use:
+                        last_use[v] = i
+        self.print_dels([a for a, j in last_use.items() if j == -1])
+        for i, op in enumerate(ops):
             self.print_op(op)
+            if not isinstance(op, H.ReturnOp):
+                self.print_dels([a for a, j in last_use.items() if j == i])
+
+    def print_dels(self, values: Sequence[SSAValue]) -> None:
+        if values:
+            self.emit("del " + ", ".join(self.name(v) for v in values))
 
     # ---- ops -------------------------------------------------------------------
 

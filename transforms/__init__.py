@@ -5,6 +5,16 @@ from collections.abc import Callable
 
 from xdsl.passes import ModulePass
 
+SUMMARIES: dict[str, str] = {
+    "aten-decompose": "rewrite composite aten ops (softmax, norms...) with torch's decompositions",
+    "loop-inline": "inline pointwise producers and views into the loads that read them",
+    "loop-fuse": "group a reduction with its sibling/dependent reductions and epilogues",
+    "loop-simplify-indexing": "simplify index expressions with the ranges of their nest",
+    "memory-plan": "free buffers at their last use, reuse dead ones, record the peak",
+    "loop-cost-report": "print each top-level nest's bytes read/written, loads and ops (stderr)",
+}
+"""One line per pass, for ``fx-opt --help`` (which must not import the passes)."""
+
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     def aten_decompose() -> type[ModulePass]:

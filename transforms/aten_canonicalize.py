@@ -25,8 +25,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import torch
 from xdsl.dialects import func
+from xdsl.dialects.builtin import NoneAttr, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint
@@ -95,7 +95,7 @@ def can_forward(op: Operation, source: SSAValue, *, fresh: bool) -> bool:
 def _forward(rewriter: PatternRewriter, op: Operation, source: SSAValue, *, fresh: bool) -> None:
     if op.results[0].type != source.type or not can_forward(op, source, fresh=fresh):
         return
-    rewriter.replace_op(op, [], [source])
+    rewriter.replace(op, [], [source])
 
 
 def constant_value(value: SSAValue) -> Any:
@@ -143,7 +143,7 @@ class FoldViewChain(RewritePattern):
             {"self": origin}, {size_arg.name: op.arg(size_arg.name)}, [op.result.type]
         )
         new.result.name_hint = op.result.name_hint
-        rewriter.replace_op(op, new)
+        rewriter.replace(op, new)
 
 
 class DropNoOpConversion(RewritePattern):
@@ -151,8 +151,8 @@ class DropNoOpConversion(RewritePattern):
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if isinstance(op, Aten_ToCopyOp | AtenCloneOp):
-            fmt = op.arg("memory_format")
-            if fmt is not None and str(fmt) != "torch.preserve_format":
+            fmt = op.arg_attr("memory_format")
+            if not isinstance(fmt, NoneAttr) and fmt != StringAttr("preserve_format"):
                 return
             _forward(rewriter, op, op.self, fresh=True)
         elif isinstance(op, AtenLiftFreshCopyOp):
@@ -244,8 +244,10 @@ class FoldScalarTensorOperand(RewritePattern):
             fill = _full_scalar(c)
             if fill is None or not isinstance(x.type, TensorType):
                 continue
-            if c.type.dtype != x.type.dtype or x.type.shape != op.result.type.shape:
+            if c.type.element_type != x.type.element_type or x.type.shape != op.result.type.shape:
                 continue
+            import torch  # only where a 0-d constant operand is found
+
             # The value the 0-d tensor held: rounded to its dtype (bf16, int8 ...).
             fill = torch.tensor(fill, dtype=c.type.dtype).item()
             if not isinstance(fill, bool | int | float):

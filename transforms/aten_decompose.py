@@ -21,11 +21,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-from torch._subclasses.fake_tensor import unset_fake_temporarily
-from torch.fx.experimental.proxy_tensor import make_fx
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
 from xdsl.ir import Operation, SSAValue
@@ -37,9 +34,10 @@ from xdsl.pattern_rewriter import (
 )
 
 from coil.dialects.aten import AtenOp, ConstantOp, TensorType, op_class_named
-from coil.dialects.aten_schema import NO_DEFAULT, Kind
-from coil.frontend.decompositions import decomposition_table
-from coil.frontend.fake import FakeEnv
+from coil.dialects.aten_schema import Kind
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger("coil")
 
@@ -83,8 +81,15 @@ def decompose_op(op: AtenOp) -> tuple[list[Operation], list[SSAValue]]:
 
 
 def _decompose(op: AtenOp) -> tuple[list[Operation], list[SSAValue]]:
+    # torch is imported here, when an op of the set is present, not with the
+    # pass: fx-opt on IR with nothing to decompose never loads torch.
+    import torch
     from torch._decomp import decomposition_table as torch_decompositions
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+    from torch.fx.experimental.proxy_tensor import make_fx
 
+    from coil.frontend.decompositions import decomposition_table
+    from coil.frontend.fake import FakeEnv
     from coil.frontend.fx_importer import import_graph
 
     overload = op.overload()
@@ -119,7 +124,7 @@ def _decompose(op: AtenOp) -> tuple[list[Operation], list[SSAValue]]:
             )
         else:
             value = op.arg(spec.name)
-            if value is None and spec.default is NO_DEFAULT and not spec.optional:
+            if value is None and spec.default_attr is None and not spec.optional:
                 raise DecompositionFailed(f"missing argument {spec.name}")
             value = env.python_value(value)
         if spec.kwarg_only:
@@ -201,7 +206,7 @@ class DecomposeOp(RewritePattern):
         except DecompositionFailed as e:
             self.failures.append(str(e))
             return
-        rewriter.replace_op(op, new_ops, results)
+        rewriter.replace(op, new_ops, results)
 
 
 @dataclass(frozen=True)
@@ -217,6 +222,11 @@ class AtenDecomposePass(ModulePass):
     name = "aten-decompose"
 
     ops: tuple[str, ...] = field(default=DEFAULT_OPS)
+
+    def __post_init__(self) -> None:
+        from coil.pipeline import check_options
+
+        check_options(self)
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         unknown = [n for n in self.ops if op_class_named(n) is None]

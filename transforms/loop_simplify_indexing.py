@@ -5,30 +5,38 @@ Floor division and modulo of a provably nonnegative dividend are first rewritten
 to Inductor's ``ModularIndexing`` (``(a floordiv b) mod m`` and ``a mod m``), so its
 range-based patterns apply; they are turned back into ``floordiv``/``mod`` after.
 A reshape followed by its inverse thus reads ``x[i0, i1]`` again.
+
+Inductor (and torch with it) is imported only when some expression can hold
+floor division or modulo, i.e. once torch's sympy functions are loaded; until
+then every expression is affine and simplifying it is expanding it, which is
+what ``simplify_with_ranges`` returns for an affine expression.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import sympy
-from torch._inductor.sizevars import SizeVarAllocator
-from torch.utils._sympy.functions import FloorDiv, ModularIndexing, PythonMod
-from torch.utils._sympy.value_ranges import ValueRanges, bound_sympy
 from xdsl.context import Context
 from xdsl.dialects import builtin
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from coil.dialects import loop as L
+from coil.dialects.symbolic import loaded_torch_sympy
 from coil.transforms.loop_utils import exprs_of, function_blocks, set_exprs
 
 
 class _Simplifier:
     def __init__(self) -> None:
+        from torch._inductor.sizevars import SizeVarAllocator
+
         self.sizevars = SizeVarAllocator()
 
-    def bounds(self, ranges: dict[sympy.Symbol, sympy.Expr], expr: sympy.Expr) -> ValueRanges:
+    def bounds(self, ranges: dict[sympy.Symbol, sympy.Expr], expr: sympy.Expr) -> Any:
+        from torch.utils._sympy.value_ranges import ValueRanges, bound_sympy
+
         vr: dict[sympy.Symbol, ValueRanges] = {}
         for s in expr.free_symbols:
             if s in ranges:
@@ -50,6 +58,8 @@ class _Simplifier:
             return False
 
     def to_modular(self, expr: sympy.Expr, ranges: dict) -> sympy.Expr:
+        from torch.utils._sympy.functions import FloorDiv, ModularIndexing, PythonMod
+
         if not expr.args:
             return expr
         args = [self.to_modular(a, ranges) for a in expr.args]
@@ -63,6 +73,8 @@ class _Simplifier:
 
     @staticmethod
     def from_modular(expr: sympy.Expr) -> sympy.Expr:
+        from torch.utils._sympy.functions import FloorDiv, ModularIndexing, PythonMod
+
         if not expr.args:
             return expr
         args = [_Simplifier.from_modular(a) for a in expr.args]
@@ -73,6 +85,8 @@ class _Simplifier:
         return expr.func(*args)
 
     def simplify(self, expr: sympy.Expr, ranges: dict) -> sympy.Expr:
+        from torch.utils._sympy.functions import FloorDiv, ModularIndexing
+
         e = self.to_modular(sympy.sympify(expr), ranges)
         # simplify_with_ranges wants integer-valued ranges for the index symbols.
         e = self.sizevars.simplify_with_ranges(e, ranges)
@@ -90,7 +104,8 @@ class LoopSimplifyIndexingPass(ModulePass):
     name = "loop-simplify-indexing"
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        simplifier = _Simplifier()
+        # Affine expressions only (torch's floordiv/mod never loaded): expand.
+        simplifier = _Simplifier() if loaded_torch_sympy() is not None else None
         for block in function_blocks(op):
             for inner in block.walk():
                 ranges = _ranges_for(inner)
@@ -98,7 +113,9 @@ class LoopSimplifyIndexingPass(ModulePass):
                     continue
                 exprs = exprs_of(inner)
                 assert exprs is not None
-                new = tuple(simplifier.simplify(e, ranges) for e in exprs)
+                new = tuple(
+                    simplifier.simplify(e, ranges) if simplifier else sympy.expand(e) for e in exprs
+                )
                 if new != exprs:
                     set_exprs(inner, new)
 

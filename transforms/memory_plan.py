@@ -27,10 +27,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
 import sympy
-import torch
-from torch.utils._sympy.functions import Max
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp
@@ -40,12 +39,18 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from coil.dialects import buffer as B
 from coil.dialects.aten import AtenOp, OperandRefAttr, OperatorOp
-from coil.dialects.symbolic import ExprAttr, sym_eq
+from coil.dialects.symbolic import ExprAttr, sym_eq, torch_sympy
+
+if TYPE_CHECKING:
+    import torch
 
 
 @cache
 def _schema(name: str) -> torch.FunctionSchema | None:
-    """The schema of an overload named "ns.op.overload", if torch knows it."""
+    """The schema of an overload named "ns.op.overload", if torch knows it
+    (imports torch: only IR with extern calls asks)."""
+    import torch
+
     parts = name.split(".")
     if len(parts) != 3:
         return None
@@ -132,7 +137,7 @@ def peak(values: list[sympy.Expr]) -> sympy.Expr:
         cands = [c for c in cands if not (v - c).is_nonnegative] + [v]
     if not cands:
         return sympy.Integer(0)
-    return cands[0] if len(cands) == 1 else Max(*cands)
+    return cands[0] if len(cands) == 1 else torch_sympy().Max(*cands)
 
 
 def _holder_bytes(v: SSAValue) -> sympy.Expr:

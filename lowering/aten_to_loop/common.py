@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sympy
-import torch
 from xdsl.ir import Attribute, SSAValue
 
-from coil.dialects import dtypes
 from coil.dialects.aten import AtenOp
 from coil.dialects.loop import is_tensor_like
 from coil.dialects.symbolic import SymInt, to_expr
@@ -24,8 +22,9 @@ def shape_of(v: SSAValue) -> tuple[SymInt, ...]:
     return v.type.shape
 
 
-def dtype_of(v: SSAValue) -> torch.dtype:
-    return dtypes.to_torch(v.type.element_type)
+def dtype_of(v: SSAValue) -> Attribute:
+    """The element type of a tensor value (the lowering's dtype: no torch)."""
+    return v.type.element_type
 
 
 def result_type(op: AtenOp, k: int = 0) -> Attribute:
@@ -62,7 +61,7 @@ def load_broadcast(
     value: SSAValue | bool | int | float,
     out_shape: Sequence[SymInt],
     idx: Sequence[sympy.Expr],
-    to: torch.dtype | None = None,
+    to: Attribute | None = None,
 ) -> SSAValue:
     """The element of operand ``value`` (tensor, broadcast; or scalar) at ``idx``,
     converted to ``to`` when given."""
@@ -72,7 +71,7 @@ def load_broadcast(
         return b.cast(v, to) if to is not None else v
     if to is None:
         raise CannotLower("a scalar operand needs a target dtype")
-    return lw.scalar(b, value, dtypes.to_mlir(to))
+    return lw.scalar(b, value, to)
 
 
 def python_scalar(value: SSAValue | object) -> object:

@@ -15,15 +15,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sympy
-import torch
-from torch.utils._sympy.functions import FloorDiv, PythonMod
 from xdsl.dialects import builtin
-from xdsl.ir import BlockArgument, SSAValue
+from xdsl.ir import Attribute, BlockArgument, SSAValue
 
 from coil.dialects import dtypes
 from coil.dialects import loop as L
 from coil.dialects.aten import AtenOp
-from coil.dialects.symbolic import SymInt, to_expr
+from coil.dialects.symbolic import SymInt, to_expr, torch_sympy
 from coil.lowering.aten_to_loop.common import (
     broadcast_index,
     dtype_of,
@@ -57,9 +55,9 @@ def _all(b: BodyBuilder, conds: Sequence[SSAValue]) -> SSAValue | None:
     return out
 
 
-def _number(b: BodyBuilder, value: object, dtype: torch.dtype) -> SSAValue:
+def _number(b: BodyBuilder, value: object, dtype: Attribute) -> SSAValue:
     """A Python number or size expression as a constant of ``dtype``."""
-    t = dtypes.to_mlir(dtype)
+    t = dtype
     if isinstance(value, sympy.Expr) and not value.is_number:
         return b.cast(b.index(value), t)
     if isinstance(value, sympy.Expr):
@@ -72,7 +70,7 @@ def _number(b: BodyBuilder, value: object, dtype: torch.dtype) -> SSAValue:
 def _index_value(b: BodyBuilder, v: SSAValue) -> SSAValue:
     if v.type == builtin.i1 or not isinstance(v.type, builtin.IntegerType):
         raise CannotLower("indices must be integer tensors")
-    return b.cast(v, torch.int64)
+    return b.cast(v, dtypes.i64)
 
 
 def _copy_from(lw: Lowerer, op: AtenOp, src: SSAValue, index_fn) -> SSAValue:
@@ -82,7 +80,7 @@ def _copy_from(lw: Lowerer, op: AtenOp, src: SSAValue, index_fn) -> SSAValue:
     def body(b: BodyBuilder, idx):
         return b.load(src, index_fn(idx))
 
-    return lw.pointwise(out.shape, out.dtype, body)
+    return lw.pointwise(out.shape, out.element_type, body)
 
 
 # ---- copies ---------------------------------------------------------------------------
@@ -99,9 +97,9 @@ def _copy(lw: Lowerer, op: AtenOp):
     out = result_type(op)
 
     def body(b: BodyBuilder, idx):
-        return load_broadcast(lw, b, src, shape_of(self_), idx, out.dtype)
+        return load_broadcast(lw, b, src, shape_of(self_), idx, out.element_type)
 
-    return [lw.pointwise(out.shape, out.dtype, body)]
+    return [lw.pointwise(out.shape, out.element_type, body)]
 
 
 @register("aten.copy_.default")
@@ -159,13 +157,13 @@ def _cat(lw: Lowerer, op: AtenOp):
                 conds.append(below[k])
             index = list(idx)
             index[dim] = i - lo
-            values.append(b.cast(b.load(v, index, mask=_all(b, conds)), out.dtype))
+            values.append(b.cast(b.load(v, index, mask=_all(b, conds)), out.element_type))
         value = values[-1]
         for k in range(len(inputs) - 2, -1, -1):
             value = b.select(below[k], values[k], value)
         return value
 
-    return [lw.pointwise(out.shape, out.dtype, body)]
+    return [lw.pointwise(out.shape, out.element_type, body)]
 
 
 def _maybe_positive(v: sympy.Expr) -> bool:
@@ -195,12 +193,12 @@ def _constant_pad(lw: Lowerer, op: AtenOp):
             if _maybe_positive(hi):
                 conds.append(_cmp_index(b, "lt", index[d], in_shape[d]))
         mask = _all(b, conds)
-        x = b.cast(b.load(src, index, mask=mask), out.dtype)
+        x = b.cast(b.load(src, index, mask=mask), out.element_type)
         if mask is None:
             return x
-        return b.select(mask, x, _number(b, value, out.dtype))
+        return b.select(mask, x, _number(b, value, out.element_type))
 
-    return [lw.pointwise(out.shape, out.dtype, body)]
+    return [lw.pointwise(out.shape, out.element_type, body)]
 
 
 # ---- reorderings ------------------------------------------------------------------------
@@ -223,8 +221,8 @@ def _rotate(i: sympy.Expr, shift: SymInt, size: SymInt) -> sympy.Expr:
     s, n = to_expr(shift), to_expr(size)
     if s.is_number and n.is_number:
         k = (-int(s)) % int(n) if int(n) else 0
-        return PythonMod(i + k, n) if k else i
-    return PythonMod(i - s, n)
+        return torch_sympy().PythonMod(i + k, n) if k else i
+    return torch_sympy().PythonMod(i - s, n)
 
 
 @register("aten.roll.default")
@@ -266,7 +264,7 @@ def _repeat(lw: Lowerer, op: AtenOp):
     def index(idx):
         return [
             # size 1 broadcasts; size 0 repeats into an empty result (no element).
-            sympy.Integer(0) if s in (0, 1) else PythonMod(idx[offset + k], s)
+            sympy.Integer(0) if s in (0, 1) else torch_sympy().PythonMod(idx[offset + k], s)
             for k, s in enumerate(shape)
         ]
 
@@ -291,7 +289,7 @@ def _index_select(lw: Lowerer, op: AtenOp):
             index[dim] = L.indirect_symbol(0)
         return b.load(src, index, indirect=[t])
 
-    return [lw.pointwise(out.shape, out.dtype, body)]
+    return [lw.pointwise(out.shape, out.element_type, body)]
 
 
 @register("aten.gather.default")
@@ -309,7 +307,7 @@ def _gather(lw: Lowerer, op: AtenOp):
         index[dim] = L.indirect_symbol(0)
         return b.load(src, index, indirect=[t])
 
-    return [lw.pointwise(out.shape, out.dtype, body)]
+    return [lw.pointwise(out.shape, out.element_type, body)]
 
 
 @register("aten.embedding.default")
@@ -324,7 +322,7 @@ def _embedding(lw: Lowerer, op: AtenOp):
         t = _index_value(b, b.load(indices, list(idx[:n])))
         return b.load(weight, [L.indirect_symbol(0), idx[n]], indirect=[t])
 
-    return [lw.pointwise(out.shape, out.dtype, body)]
+    return [lw.pointwise(out.shape, out.element_type, body)]
 
 
 @register("aten.index.Tensor", "aten._unsafe_index.Tensor")
@@ -344,7 +342,7 @@ def _index(lw: Lowerer, op: AtenOp):
     if not present:
         raise CannotLower("index with no index tensors")
     for k in present:
-        if dtype_of(indices[k]) not in (torch.int64, torch.int32):
+        if dtype_of(indices[k]) not in (dtypes.i64, dtypes.i32):
             raise CannotLower("boolean/byte masks need nonzero (data-dependent shape)")
     n_free = rank - len(present)
     n_b = len(out.shape) - n_free
@@ -363,14 +361,14 @@ def _index(lw: Lowerer, op: AtenOp):
                 index.append(next(free))
                 continue
             v = _index_value(b, b.load(t, broadcast_index(shape_of(t), b_shape, b_idx)))
-            size = _number(b, to_expr(in_shape[d]), torch.int64)
+            size = _number(b, to_expr(in_shape[d]), dtypes.i64)
             negative = b.cmp("lt", v, b.const(0, builtin.i64))
             v = b.select(negative, b.add(v, size), v)
             index.append(L.indirect_symbol(len(values)))
             values.append(v)
         return b.load(src, index, indirect=values)
 
-    return [lw.pointwise(out.shape, out.dtype, body)]
+    return [lw.pointwise(out.shape, out.element_type, body)]
 
 
 # ---- scatters into a copy ------------------------------------------------------------------
@@ -390,14 +388,14 @@ def _slice_scatter(lw: Lowerer, op: AtenOp):
         rel = idx[dim] - start
         conds = [_cmp_index(b, "ge", rel, 0), _cmp_index(b, "lt", rel, step * count)]
         if step != 1:
-            conds.append(_cmp_index(b, "eq", PythonMod(rel, step), 0))
+            conds.append(_cmp_index(b, "eq", torch_sympy().PythonMod(rel, step), 0))
         inside = _all(b, conds)
         index = list(idx)
-        index[dim] = FloorDiv(rel, step) if step != 1 else rel
-        new = b.cast(b.load(src, index, mask=inside), out.dtype)
-        return b.select(inside, new, b.cast(b.load(self_, list(idx)), out.dtype))
+        index[dim] = torch_sympy().FloorDiv(rel, step) if step != 1 else rel
+        new = b.cast(b.load(src, index, mask=inside), out.element_type)
+        return b.select(inside, new, b.cast(b.load(self_, list(idx)), out.element_type))
 
-    return [lw.pointwise(out.shape, out.dtype, body)]
+    return [lw.pointwise(out.shape, out.element_type, body)]
 
 
 @register("aten.select_scatter.default")
@@ -410,10 +408,10 @@ def _select_scatter(lw: Lowerer, op: AtenOp):
 
     def body(b: BodyBuilder, idx):
         hit = _cmp_index(b, "eq", idx[dim], at)
-        new = b.cast(b.load(src, [*idx[:dim], *idx[dim + 1 :]], mask=hit), out.dtype)
-        return b.select(hit, new, b.cast(b.load(self_, list(idx)), out.dtype))
+        new = b.cast(b.load(src, [*idx[:dim], *idx[dim + 1 :]], mask=hit), out.element_type)
+        return b.select(hit, new, b.cast(b.load(self_, list(idx)), out.element_type))
 
-    return [lw.pointwise(out.shape, out.dtype, body)]
+    return [lw.pointwise(out.shape, out.element_type, body)]
 
 
 # ---- factories ------------------------------------------------------------------------------
@@ -421,7 +419,8 @@ def _select_scatter(lw: Lowerer, op: AtenOp):
 
 def _fill(lw: Lowerer, op: AtenOp, value: object) -> list[SSAValue]:
     out = result_type(op)
-    return [lw.pointwise(out.shape, out.dtype, lambda b, idx: _number(b, value, out.dtype))]
+    dtype = out.element_type
+    return [lw.pointwise(out.shape, dtype, lambda b, idx: _number(b, value, dtype))]
 
 
 @register(
@@ -468,7 +467,7 @@ def _fill_tensor(lw: Lowerer, op: AtenOp):
     if value.type.rank != 0:
         raise CannotLower("fill with a tensor that is not 0-d")
     out = result_type(op)
-    return [lw.pointwise(out.shape, out.dtype, lambda b, idx: b.load(value, []))]
+    return [lw.pointwise(out.shape, out.element_type, lambda b, idx: b.load(value, []))]
 
 
 @register("aten.arange.default", "aten.arange.start", "aten.arange.start_step")
@@ -477,17 +476,17 @@ def _arange(lw: Lowerer, op: AtenOp):
     names = {s.name for s in op.schema().props}
     start = op.arg("start") if "start" in names else 0
     step = op.arg("step") if "step" in names else 1
-    return [_ramp(lw, out.shape, out.dtype, start, step)]
+    return [_ramp(lw, out.shape, out.element_type, start, step)]
 
 
 @register("prims.iota.default")
 def _iota(lw: Lowerer, op: AtenOp):
     out = result_type(op)
-    return [_ramp(lw, out.shape, out.dtype, op.arg("start"), op.arg("step"))]
+    return [_ramp(lw, out.shape, out.element_type, op.arg("start"), op.arg("step"))]
 
 
 def _ramp(
-    lw: Lowerer, shape: Sequence[SymInt], dtype: torch.dtype, start: object, step: object
+    lw: Lowerer, shape: Sequence[SymInt], dtype: Attribute, start: object, step: object
 ) -> SSAValue:
     """``start + step * i0``: exact in i64 for integer starts and steps, else in
     f64 (as torch's CPU kernel computes ``start + step * i`` in double)."""
@@ -498,7 +497,7 @@ def _ramp(
     def body(b: BodyBuilder, idx):
         if ints:
             return b.index(sympy.expand(to_expr(start) + to_expr(step) * idx[0]))
-        f64 = torch.float64
+        f64 = dtypes.f64
         i = b.cast(b.index(idx[0]), f64)
         return b.add(_number(b, start, f64), b.mul(_number(b, step, f64), i))
 
@@ -525,11 +524,11 @@ def _random_body(lw: Lowerer, shape: Sequence[SymInt], normal: bool):
 
 def _random(lw: Lowerer, op: AtenOp, normal: bool) -> list[SSAValue]:
     out = result_type(op)
-    if not is_float(dtypes.to_mlir(out.dtype)):
-        raise CannotLower(f"random {out.dtype} values")
-    check_supported(out.dtype)
+    if not is_float(out.element_type):
+        raise CannotLower(f"random {out.element_type} values")
+    check_supported(out.element_type)
     draw = _random_body(lw, out.shape, normal)
-    return [lw.pointwise(out.shape, out.dtype, draw)]
+    return [lw.pointwise(out.shape, out.element_type, draw)]
 
 
 @register("aten.rand.default", "aten.rand_like.default")
@@ -547,7 +546,7 @@ def _bernoulli(lw: Lowerer, op: AtenOp):
     """1 where a uniform draw falls below p (a number, or the input's element)."""
     self_ = op.operands[0]
     out = result_type(op)
-    check_supported(out.dtype)
+    check_supported(out.element_type)
     p_tensor = op.name == "aten.bernoulli.default"
     if p_tensor:
         check_supported(dtype_of(self_))
@@ -557,13 +556,13 @@ def _bernoulli(lw: Lowerer, op: AtenOp):
         u = draw(b, idx)
         if p_tensor:
             p = b.load(self_, list(idx))
-            compute = torch.float64 if dtype_of(self_) == torch.float64 else torch.float32
+            compute = dtypes.f64 if dtype_of(self_) == dtypes.f64 else dtypes.f32
             u, p = b.cast(u, compute), b.cast(p, compute)
         else:
             p = b.const(float(op.arg("p")), builtin.f32)
         return b.cmp("lt", u, p)
 
-    return [lw.pointwise(out.shape, out.dtype, body)]
+    return [lw.pointwise(out.shape, out.element_type, body)]
 
 
 @register("aten.native_dropout.default")
@@ -574,18 +573,18 @@ def _native_dropout(lw: Lowerer, op: AtenOp):
     out = result_type(op)
     shape = out.shape
     p, train = float(op.arg("p")), op.arg("train")
-    check_supported(out.dtype)
+    check_supported(out.element_type)
 
     if not train or p == 0:
-        value = lw.pointwise(shape, out.dtype, lambda b, idx: b.load(x, list(idx)))
-        mask = lw.pointwise(shape, torch.bool, lambda b, idx: b.const(True, builtin.i1))
+        value = lw.pointwise(shape, out.element_type, lambda b, idx: b.load(x, list(idx)))
+        mask = lw.pointwise(shape, dtypes.i1, lambda b, idx: b.const(True, builtin.i1))
         return [value, mask]
     if p == 1:
-        value = lw.pointwise(shape, out.dtype, lambda b, idx: b.const(0, dtypes.to_mlir(out.dtype)))
-        mask = lw.pointwise(shape, torch.bool, lambda b, idx: b.const(False, builtin.i1))
+        value = lw.pointwise(shape, out.element_type, lambda b, idx: b.const(0, out.element_type))
+        mask = lw.pointwise(shape, dtypes.i1, lambda b, idx: b.const(False, builtin.i1))
         return [value, mask]
     draw = _random_body(lw, shape, normal=False)
-    compute = torch.float64 if out.dtype == torch.float64 else torch.float32
+    compute = dtypes.f64 if out.element_type == dtypes.f64 else dtypes.f32
     scale = 1.0 / (1.0 - p)
 
     def keep(b: BodyBuilder, idx):
@@ -594,8 +593,8 @@ def _native_dropout(lw: Lowerer, op: AtenOp):
     def value_body(b: BodyBuilder, idx):
         k = b.cast(keep(b, idx), compute)
         v = b.cast(b.load(x, list(idx)), compute)
-        return b.mul(b.mul(k, v), b.const(scale, dtypes.to_mlir(compute)))
+        return b.mul(b.mul(k, v), b.const(scale, compute))
 
-    value = lw.pointwise(shape, out.dtype, value_body)
-    mask = lw.pointwise(shape, torch.bool, keep)
+    value = lw.pointwise(shape, out.element_type, value_body)
+    mask = lw.pointwise(shape, dtypes.i1, keep)
     return [value, mask]

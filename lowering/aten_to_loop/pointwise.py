@@ -10,12 +10,12 @@ is 0, ``pow`` with small constant exponents becomes multiplications."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import sympy
-import torch
-from xdsl.dialects.builtin import i1, i32
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import StringAttr, i1, i32
+from xdsl.ir import Attribute, SSAValue
 
 from coil.dialects import dtypes
 from coil.dialects.aten import AtenOp
@@ -57,23 +57,24 @@ def _normalize(value: Operand) -> Operand:
     return value
 
 
-def promoted_dtype(*operands: Operand) -> torch.dtype:
+def promoted_dtype(*operands: Operand) -> Attribute:
     """torch's result type for these operands (0-d tensors and Python scalars
-    promote as torch promotes them)."""
-    stand_ins: list[torch.Tensor | bool | int | float] = []
+    promote as torch promotes them), as an element type."""
+    entries: list[tuple[str, Attribute]] = []
     for v in operands:
         if is_tensor(v):
-            shape = () if v.type.rank == 0 else (1,)
-            stand_ins.append(torch.empty(shape, dtype=dtype_of(v)))
+            entries.append(("zerodim" if v.type.rank == 0 else "tensor", dtype_of(v)))
         else:
             py = _normalize(v)
-            stand_ins.append(py if isinstance(py, bool | int | float) else 1)
-    result = stand_ins[0]
-    if len(stand_ins) == 1:
-        return result.dtype if isinstance(result, torch.Tensor) else torch.tensor(result).dtype
-    if len(stand_ins) > 2:  # pairwise folding would lose the dims-vs-0-d categories
+            # a symbolic or run-time scalar counts as an int, as torch sees a SymInt
+            py = py if isinstance(py, bool | int | float) else 1
+            entries.append(("scalar", dtypes.scalar_type(py)))
+    if len(entries) > 2:  # pairwise folding would lose the dims-vs-0-d categories
         raise CannotLower("type promotion of more than two operands")
-    return torch.result_type(stand_ins[0], stand_ins[1])
+    try:
+        return dtypes.result_type(entries)
+    except dtypes.UnsupportedDtype as e:
+        raise CannotLower(str(e)) from None
 
 
 def element(
@@ -82,7 +83,7 @@ def element(
     value: Operand,
     shape: Sequence,
     idx: Sequence[sympy.Expr],
-    to: torch.dtype | None,
+    to: Attribute | None,
 ) -> SSAValue:
     """``load_broadcast`` that also takes symbolic scalars (sympy expressions)."""
     value = _normalize(value)
@@ -98,13 +99,13 @@ def elementwise(
     op: AtenOp,
     operands: Sequence[Operand],
     fn: ElementFn,
-    compute: torch.dtype | None = None,
+    compute: Attribute | None = None,
 ) -> SSAValue:
     """A pointwise op over ``op``'s result shape: ``fn(b, *elements)`` with each
     operand loaded (broadcast) and converted to ``compute`` (default: the
     result dtype's compute dtype)."""
     out = result_type(op)
-    shape, dtype = out.shape, out.dtype
+    shape, dtype = out.shape, out.element_type
     compute = compute or compute_dtype(dtype)
 
     def body(b: BodyBuilder, idx):
@@ -118,7 +119,7 @@ def _other(op: AtenOp) -> Operand:
     return op.operands[1] if len(op.operands) > 1 else op.arg("other")
 
 
-def _input_compute(op: AtenOp, *operands: Operand) -> torch.dtype:
+def _input_compute(op: AtenOp, *operands: Operand) -> Attribute:
     """Compute dtype of ops whose result dtype is not their inputs' (bool tests)."""
     return compute_dtype(promoted_dtype(*operands))
 
@@ -342,7 +343,7 @@ def _gelu(lw: Lowerer, op: AtenOp):
         half = b.mul(x, _c(b, 0.5, x))
         if approximate == "tanh":
             inner = b.add(x, b.mul(_c(b, 0.044715, x), b.mul(x, b.mul(x, x))))
-            t = b.math("tanh", b.mul(_c(b, (2.0 / torch.pi) ** 0.5, x), inner))
+            t = b.math("tanh", b.mul(_c(b, (2.0 / math.pi) ** 0.5, x), inner))
         else:
             t = b.math("erf", b.mul(x, _c(b, 0.5**0.5, x)))
         return b.mul(half, b.add(_c(b, 1.0, x), t))
@@ -453,7 +454,7 @@ def _fmod(b: BodyBuilder, x: SSAValue, y: SSAValue) -> SSAValue:
         raise CannotLower("floating-point fmod of f64")
     # In f64, x - trunc(x/y)*y is exact for |x/y| < 2^29 once the truncated
     # quotient (off by at most one) is corrected; the result rounds to f32 exactly.
-    xd, yd = b.cast(x, torch.float64), b.cast(y, torch.float64)
+    xd, yd = b.cast(x, dtypes.f64), b.cast(y, dtypes.f64)
     n = b.math("trunc", b.truediv(xd, yd))
     r = b.sub(xd, b.mul(n, yd))
     ay = b.math("absf", yd)
@@ -549,7 +550,7 @@ def _logical(kind: str) -> None:
         a, other = op.operands[0], op.operands[1]
 
         def fn(b: BodyBuilder, x, y):
-            x, y = b.cast(x, torch.bool), b.cast(y, torch.bool)
+            x, y = b.cast(x, i1), b.cast(y, i1)
             return {"and": b.andi, "or": b.ori, "xor": b.xori}[kind](x, y)
 
         return [elementwise(lw, op, [a, other], fn, _input_compute(op, a, other))]
@@ -640,16 +641,16 @@ for _cmp in ("eq", "ne", "lt", "le", "gt", "ge"):
 
 def _lower_where(lw: Lowerer, op: AtenOp, cond: Operand, a: Operand, other: Operand):
     out = result_type(op)
-    compute = compute_dtype(out.dtype)
+    compute = compute_dtype(out.element_type)
     shape = out.shape
 
     def body(b: BodyBuilder, idx):
-        c = element(lw, b, cond, shape, idx, torch.bool)
+        c = element(lw, b, cond, shape, idx, i1)
         x = element(lw, b, a, shape, idx, compute)
         y = element(lw, b, other, shape, idx, compute)
         return b.select(c, x, y)
 
-    return [lw.pointwise(shape, out.dtype, body)]
+    return [lw.pointwise(shape, out.element_type, body)]
 
 
 @register("aten.where.self", "prims.where.default")
@@ -687,9 +688,9 @@ def _lower_cast(lw: Lowerer, op: AtenOp, x: SSAValue):
 
 @register("aten._to_copy.default")
 def _to_copy(lw: Lowerer, op: AtenOp):
-    layout = op.arg("layout")
-    if layout is not None and str(layout) not in ("strided", "torch.strided"):
-        raise CannotLower(f"_to_copy to layout {layout}")
+    layout = op.arg_attr("layout")
+    if isinstance(layout, StringAttr) and layout.data != "strided":
+        raise CannotLower(f"_to_copy to layout {layout.data}")
     return _lower_cast(lw, op, op.operands[0])
 
 
@@ -702,13 +703,14 @@ def _convert(lw: Lowerer, op: AtenOp):
 def _scalar_tensor(lw: Lowerer, op: AtenOp):
     out = result_type(op)
     value = _normalize(op.arg("s"))
-    return [lw.pointwise(out.shape, out.dtype, lambda b, idx: _scalar(lw, b, value, out.dtype))]
+    dtype = out.element_type
+    return [lw.pointwise(out.shape, dtype, lambda b, idx: _scalar(lw, b, value, dtype))]
 
 
-def _scalar(lw: Lowerer, b: BodyBuilder, value: Operand, dtype: torch.dtype) -> SSAValue:
+def _scalar(lw: Lowerer, b: BodyBuilder, value: Operand, dtype: Attribute) -> SSAValue:
     if isinstance(value, sympy.Expr):
         return b.cast(b.index(value), dtype)
-    return lw.scalar(b, value, dtypes.to_mlir(dtype))
+    return lw.scalar(b, value, dtype)
 
 
 __all__ = ["UNARY", "arg", "element", "elementwise", "promoted_dtype"]

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import sympy
-import torch
-from xdsl.ir import SSAValue
+from xdsl.ir import Attribute, SSAValue
 
+from coil.dialects import dtypes
 from coil.dialects.aten import AtenOp
 from coil.dialects.symbolic import SymInt, to_expr
 from coil.lowering.aten_to_loop.common import dtype_of, result_type, shape_of, tensor_arg
@@ -62,9 +62,9 @@ def reduce(
     dims: Sequence[int],
     keepdim: bool,
     kind: str,
-    result_dtype: torch.dtype,
+    result_dtype: Attribute,
     value: ValueFn | None = None,
-    value_dtype: torch.dtype | None = None,
+    value_dtype: Attribute | None = None,
 ) -> list[SSAValue]:
     """``loop.reduction`` of ``kind`` of ``value(b, x[...])`` over ``dims``."""
     check_supported(dtype_of(x))
@@ -91,7 +91,7 @@ def reduce(
 def epilogue(
     lw: Lowerer,
     sources: Sequence[SSAValue],
-    dtype: torch.dtype,
+    dtype: Attribute,
     fn: Callable[..., SSAValue] = lambda b, v: v,
 ) -> SSAValue:
     """A pointwise over the (common) shape of ``sources``: ``fn(b, *elements)``."""
@@ -124,11 +124,11 @@ def _numel(b: BodyBuilder, sizes: Sequence[SymInt], like: SSAValue) -> SSAValue:
 
 def _accumulate(
     lw: Lowerer, op: AtenOp, kind: str, dims: list[int], keepdim: bool
-) -> tuple[SSAValue, torch.dtype]:
+) -> tuple[SSAValue, Attribute]:
     """The sum/prod in the accumulation dtype, and the result dtype."""
     x = op.operands[0]
-    out = result_type(op).dtype
-    if out == torch.bool:
+    out = result_type(op).element_type
+    if out == dtypes.i1:
         raise CannotLower(f"{op.name} to bool")
     acc = compute_dtype(out)
 
@@ -144,7 +144,7 @@ def _lower_sum_like(kind: str, dim: Callable[[AtenOp], object], keepdim: bool = 
         d = dim(op)
         dims = reduced_dims(op.operands[0], d, empty_is_all=True)
         red, out = _accumulate(lw, op, kind, dims, bool(keepdim and op.arg("keepdim")))
-        result = red if red.type.dtype == out else epilogue(lw, [red], out)
+        result = red if red.type.element_type == out else epilogue(lw, [red], out)
         _check_shape(op, result)
         return [result]
 
@@ -159,8 +159,8 @@ register("aten.prod.dim_int")(_lower_sum_like("prod", lambda op: op.arg("dim")))
 
 def _lower_mean(lw: Lowerer, op: AtenOp, d: object, keepdim: bool):
     x = op.operands[0]
-    out = result_type(op).dtype
-    if not out.is_floating_point:
+    out = result_type(op).element_type
+    if not dtypes.is_float(out):
         raise CannotLower(f"mean to {out}")
     dims = reduced_dims(x, d, empty_is_all=True)
     red, _ = _accumulate(lw, op, "sum", dims, keepdim)
@@ -185,7 +185,7 @@ def _mean_dim(lw: Lowerer, op: AtenOp):
 
 def _extremum(lw: Lowerer, x: SSAValue, dims: list[int], keepdim: bool, kind: str) -> SSAValue:
     dtype = dtype_of(x)
-    if dtype == torch.bool:  # max of bools is any, min is all
+    if dtype == dtypes.i1:  # max of bools is any, min is all
         kind = "any" if kind == "max" else "all"
     (red,) = reduce(lw, x, dims, keepdim, kind, dtype)
     return red
@@ -193,8 +193,8 @@ def _extremum(lw: Lowerer, x: SSAValue, dims: list[int], keepdim: bool, kind: st
 
 def _arg_extremum(lw: Lowerer, x: SSAValue, dims: list[int], keepdim: bool, kind: str):
     dtype = dtype_of(x)
-    value_dtype = torch.int32 if dtype == torch.bool else dtype
-    (red,) = reduce(lw, x, dims, keepdim, kind, torch.int64, value_dtype=value_dtype)
+    value_dtype = dtypes.i32 if dtype == dtypes.i1 else dtype
+    (red,) = reduce(lw, x, dims, keepdim, kind, dtypes.i64, value_dtype=value_dtype)
     return red
 
 
@@ -248,13 +248,13 @@ _register_extremum("amin")
 def _register_bool_reduction(kind: str) -> None:
     def lower(lw: Lowerer, op: AtenOp, d: object, keepdim: bool, empty_is_all: bool):
         x = op.operands[0]
-        if result_type(op).dtype != torch.bool:
-            raise CannotLower(f"{op.name} to {result_type(op).dtype}")
+        if result_type(op).element_type != dtypes.i1:
+            raise CannotLower(f"{op.name} to {result_type(op).element_type}")
         dims = reduced_dims(x, d, empty_is_all)
         if not dims and shape_of(x):  # any.dims(x, []) reduces nothing: x != 0
-            result = epilogue(lw, [x], torch.bool)
+            result = epilogue(lw, [x], dtypes.i1)
         else:
-            (result,) = reduce(lw, x, dims, keepdim, kind, torch.bool)
+            (result,) = reduce(lw, x, dims, keepdim, kind, dtypes.i1)
         _check_shape(op, result)
         return [result]
 
@@ -286,8 +286,8 @@ def _lower_moments(
     """var/std (and the mean) from one Welford reduction: var = m2 / max(count -
     correction, 0) as ATen (NaN or inf when too few elements), std = sqrt(var)."""
     x = op.operands[0]
-    out = result_type(op).dtype
-    if not out.is_floating_point:
+    out = result_type(op).element_type
+    if not dtypes.is_float(out):
         raise CannotLower(f"variance to {out}")
     acc = compute_dtype(out)
     dims = reduced_dims(x, d, empty_is_all=True)
@@ -356,8 +356,8 @@ def _kept(index: Sequence[sympy.Expr], dims: Sequence[int]) -> list[sympy.Expr]:
 
 def _lower_softmax(lw: Lowerer, op: AtenOp, log: bool) -> list[SSAValue]:
     x = op.operands[0]
-    out = result_type(op).dtype
-    if not out.is_floating_point:
+    out = result_type(op).element_type
+    if not dtypes.is_float(out):
         raise CannotLower(f"softmax to {out}")
     acc = compute_dtype(out)
     dims = reduced_dims(x, op.arg("dim"), empty_is_all=False)
@@ -397,7 +397,7 @@ def _log_softmax(lw: Lowerer, op: AtenOp):
 
 
 def _moments(
-    lw: Lowerer, op: AtenOp, x: SSAValue, dims: list[int], keepdim: bool, acc: torch.dtype
+    lw: Lowerer, op: AtenOp, x: SSAValue, dims: list[int], keepdim: bool, acc: Attribute
 ) -> tuple[SSAValue, SSAValue, SSAValue, SSAValue]:
     """(mean, m2, count, rstd) of ``x`` over ``dims``: one Welford reduction and
     rstd = 1 / sqrt(m2 / count + eps), in the accumulation dtype."""
@@ -417,7 +417,7 @@ def _normalize(
     rstd: SSAValue,
     weight: SSAValue | None,
     bias: SSAValue | None,
-    acc: torch.dtype,
+    acc: Attribute,
 ) -> SSAValue:
     """(element - mean) * rstd * weight + bias (weight/bias elements may be absent)."""
     v = b.mul(b.sub(b.cast(element, acc), mean), rstd)
@@ -429,12 +429,12 @@ def _normalize(
 
 
 def _saved_stats(
-    lw: Lowerer, op: AtenOp, result: SSAValue, mean: SSAValue, rstd: SSAValue, acc: torch.dtype
+    lw: Lowerer, op: AtenOp, result: SSAValue, mean: SSAValue, rstd: SSAValue, acc: Attribute
 ) -> list[SSAValue]:
     """The normalized result and the saved mean/rstd in the op's result dtypes."""
     stats = []
     for k, value in ((1, mean), (2, rstd)):
-        dtype = result_type(op, k).dtype
+        dtype = result_type(op, k).element_type
         stats.append(value if dtype == acc else epilogue(lw, [value], dtype))
         _check_shape(op, stats[-1], k)
     _check_shape(op, result)
@@ -446,8 +446,8 @@ def _native_layer_norm(lw: Lowerer, op: AtenOp):
     """(out, mean, rstd) from one Welford reduction over the normalized (last)
     dimensions; kept as a whole when aten-decompose leaves it (as softmax)."""
     x, weight, bias = (tensor_arg(op, n) for n in ("input", "weight", "bias"))
-    out = result_type(op).dtype
-    if not out.is_floating_point:
+    out = result_type(op).element_type
+    if not dtypes.is_float(out):
         raise CannotLower(f"layer norm to {out}")
     acc = compute_dtype(out)
     shape = shape_of(x)
@@ -477,8 +477,8 @@ def _batch_norm_training(lw: Lowerer, op: AtenOp):
         raise CannotLower("batch norm in eval mode (decomposed instead)")
     x, weight, bias = (tensor_arg(op, n) for n in ("input", "weight", "bias"))
     running_mean, running_var = tensor_arg(op, "running_mean"), tensor_arg(op, "running_var")
-    out = result_type(op).dtype
-    if not out.is_floating_point or len(shape_of(x)) < 2:
+    out = result_type(op).element_type
+    if not dtypes.is_float(out) or len(shape_of(x)) < 2:
         raise CannotLower(f"batch norm of a rank-{len(shape_of(x))} {out} tensor")
     acc = compute_dtype(out)
     dims = [0, *range(2, len(shape_of(x)))]

@@ -13,12 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sympy
-from torch.utils._sympy.functions import FloorDiv, PythonMod
 from xdsl.ir import SSAValue
 
 from coil.dialects import loop as L
 from coil.dialects.aten import AtenOp, TensorType
-from coil.dialects.symbolic import SymInt, contiguous_strides, sym_eq, to_expr
+from coil.dialects.symbolic import SymInt, contiguous_strides, sym_eq, to_expr, torch_sympy
 from coil.lowering.aten_to_loop.common import broadcast_index, result_type, shape_of
 from coil.lowering.body_builder import CannotLower
 from coil.lowering.convert_aten_to_loop import Lowerer, register
@@ -59,9 +58,9 @@ def unravel(flat: sympy.Expr, shape: Sequence[SymInt]) -> IndexMap:
         if size == 1:
             out.append(sympy.Integer(0))
             continue
-        j = FloorDiv(flat, stride) if stride != 1 else flat
+        j = torch_sympy().FloorDiv(flat, stride) if stride != 1 else flat
         if k > 0:
-            j = PythonMod(j, size)
+            j = torch_sympy().PythonMod(j, size)
         out.append(j)
     return out
 

@@ -6,7 +6,7 @@
 import torch
 import torch.fx
 
-from coil.frontend.fx_importer import ImportError_, import_graph
+from coil.frontend.fx_importer import GraphImportError, import_graph
 from coil.ir import print_module
 
 graph = torch.fx.Graph()
@@ -21,7 +21,7 @@ graph.output(z)
 gm = torch.fx.GraphModule(torch.nn.Module(), graph)
 try:
     import_graph(gm)
-except ImportError_ as e:
+except GraphImportError as e:
     print("error:", e)
 # CHECK: error: node 'sin' (call_function torch.sin) at model.py:12: cannot import a call of torch.sin: only OpOverloads
 

@@ -1,4 +1,5 @@
 // RUN: fx-opt --help | filecheck %s --check-prefix=HELP
+// RUN: fx-opt --help-all | filecheck %s --check-prefix=HELPALL
 // RUN: fx-opt --version | filecheck %s --check-prefix=VERSION
 // RUN: fx-opt %s -p canonicalize,cse,dce --print-between-passes | filecheck %s --check-prefix=BETWEEN
 // RUN: fx-opt %s -p "%aten_pipeline" | filecheck %s --check-prefix=ATEN
@@ -8,8 +9,27 @@
 // RUN: coil pipeline | filecheck %s --check-prefix=PIPELINE -DPIPE="%default_pipeline"
 // RUN: coil --help | filecheck %s --check-prefix=COIL
 
+// fx-opt --help lists coil's passes, targets and pipelines with one line
+// each, not xDSL's ~150 others (--help-all adds those).
 // HELP: -p PASSES
-// HELP: aten-decompose
+// HELP-NOT: arm-asm
+// HELP-NOT: convert-linalg-to-loops
+// HELP: coil passes (-p):
+// HELP-NEXT: aten-decompose {{ +}}rewrite composite aten ops
+// HELP: convert-loop-to-tt {{ +}}each bufferized nest -> one Triton kernel
+// HELP: xDSL passes in coil's pipelines:
+// HELP-NEXT: canonicalize
+// HELP: targets (-t):
+// HELP-NEXT: mlir {{ +}}the IR as text (default)
+// HELP-NEXT: triton
+// HELP-NEXT: python
+// HELP: pipelines (-p "$(coil pipeline NAME)"):
+// HELP-NEXT: default {{ +}}what the torch.compile backend runs
+// HELPALL: coil passes (-p):
+// HELPALL: other xDSL passes
+// HELPALL: convert-linalg-to-loops
+// HELPALL: other xDSL targets
+// HELPALL: arm-asm
 // VERSION: fx-opt (coil {{[0-9.]+}}) on xDSL 0.74
 // PIPELINE: {{^}}[[PIPE]]{{$}}
 // COIL: {import,demo,pipeline}
@@ -65,3 +85,6 @@ func.func @f(%x: !aten.tensor<[4, 8], f32>) -> !aten.tensor<[4, 8], f32> {
 // PY: def call(args):
 // PY: [[S:stream.*]] = raw_stream("cpu")
 // PY: [[L]].run(1, 1, 1, [[S]], x, {{.*}})
+// A CPU module runs its kernels under Triton's interpreter by itself.
+// PY: # CPU tensors: run the kernels above under Triton's interpreter.
+// PY-NEXT: interpret_kernels(globals())

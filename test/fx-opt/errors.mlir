@@ -6,6 +6,8 @@
 // RUN: not fx-opt %S/Inputs/verify-error.mlir -p no-such-pass 2>&1 | filecheck %s --check-prefix=PASS
 // RUN: not fx-opt %S/Inputs/verify-error.mlir -p "canonicalize{" 2>&1 | filecheck %s --check-prefix=PIPELINE
 // RUN: not fx-opt %S/Inputs/not-an-archive.pt2 2>&1 | filecheck %s --check-prefix=PT2
+// RUN: %python -c "open(r'%t.bin.mlir', 'wb').write(bytes([0x66, 0x00, 0xff, 0x10]))"
+// RUN: not fx-opt %t.bin.mlir 2>&1 | filecheck %s --check-prefix=BINARY
 
 // PARSE: errors.mlir:[[# @LINE + 4]]:{{[0-9]+}}
 // PARSE: expected a symbolic integer expression
@@ -23,3 +25,5 @@ func.func @f(%x: !aten.tensor<[4], f32>) {
 // PIPELINE: fx-opt: invalid pass pipeline
 // PT2: fx-opt: {{.*}}cannot load the torch.export archive
 // PT2-NOT: Traceback
+// BINARY: fx-opt: {{.*}}.bin.mlir: not a text file (byte 0xff at offset 2 is not UTF-8)
+// BINARY-NOT: Traceback

@@ -118,6 +118,66 @@ def test_dump_dir_and_repro(tmp_path):
     assert "repro_wrapper.py == wrapper.py" in done.stdout
 
 
+def test_dump_dir_on_a_graph_without_kernels(tmp_path):
+    """nn.Linear is one ATen call (addmm): no Triton kernel. The dump must not
+    change whether it compiles; kernels.py says there is none, repro.sh replays."""
+    model = torch.nn.Linear(4, 4)
+    x = torch.randn(2, 4)
+    compiled = _compile(model, False, dump_dir=str(tmp_path))
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x))
+    (graph_dir,) = sorted(tmp_path.iterdir())
+    assert "No Triton kernels" in (graph_dir / "kernels.py").read_text()
+    assert "aten.addmm.default" in (graph_dir / "wrapper.py").read_text()
+    fx_opt_dir = os.path.dirname(_tool("fx-opt"))
+    env = {**os.environ, "PATH": f"{fx_opt_dir}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(
+        ["sh", str(graph_dir / "repro.sh")], capture_output=True, text=True, env=env
+    )
+    assert "repro_wrapper.py == wrapper.py" in done.stdout, done.stdout + done.stderr
+
+
+def test_unwritable_dump_dir_warns_and_compiles(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    model, inputs = build("softmax")
+    with pytest.warns(UserWarning, match="dump_dir: could not write"):
+        compiled = _compile(model, False, dump_dir=str(blocker / "dump"))
+        with torch.no_grad():
+            assert_close_to_eager(compiled(*inputs), model(*inputs))
+
+
+def test_python_target_module_runs_on_cpu_when_imported_directly(tmp_path):
+    """`fx-opt -t python` output, imported as a plain file in a fresh process
+    without TRITON_INTERPRET, runs its kernels (under Triton's interpreter)."""
+    mlir = tmp_path / "softmax.mlir"
+    mlir.write_text(
+        subprocess.run(
+            [_tool("coil"), "import", "examples/softmax.py"],
+            capture_output=True, text=True, check=True, cwd=Path(__file__).parents[2],
+        ).stdout
+    )  # fmt: skip
+    wrapper = tmp_path / "softmax_wrapper.py"
+    subprocess.run(
+        [_tool("fx-opt"), mlir, "-p", PIPELINES["default"], "-t", "python", "-o", wrapper],
+        check=True,
+    )
+    code = (
+        "import sys, torch\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "import softmax_wrapper\n"
+        "x = torch.randn(8, 64)\n"
+        "(out,) = softmax_wrapper.call([8, 64, x])\n"
+        "torch.testing.assert_close(out, torch.softmax(x, -1))\n"
+        "print('ran on', x.device)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "ran on cpu" in done.stdout
+
+
 def test_fx_opt_pt2_to_python_module(tmp_path):
     """`fx-opt model.pt2 -p "$(coil pipeline)" -t python` gives a module that runs."""
     model, (x,) = build("layernorm")

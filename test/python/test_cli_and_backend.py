@@ -35,6 +35,8 @@ def _script(name: str) -> str:
 def test_coil_demo_checks_against_eager():
     out = _run(_script("coil"), "demo", "--quiet").stdout
     assert out.count(" ok") == 2 and "MISMATCH" not in out
+    # --quiet is the summary only: no stage tables, IR or generated module.
+    assert "== " not in out and "stages" not in out, out
 
 
 def test_coil_import_model_file_round_trips():
@@ -64,6 +66,22 @@ def test_fx_opt_malformed_input_exit_code(tmp_path):
     assert "bad.mlir:3:1" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_help_describes_every_registered_pass_target_and_pipeline():
+    """fx-opt --help reads one-line summaries kept next to the registries (the
+    help must not import the passes): a newly registered one needs its line."""
+    from coil import lowering, targets, transforms
+    from coil.pipeline import PIPELINES
+    from coil.pipeline import SUMMARIES as pipeline_summaries
+
+    assert set(transforms.SUMMARIES) == set(transforms.get_all_passes())
+    assert set(lowering.SUMMARIES) == set(lowering.get_all_passes())
+    assert set(targets.SUMMARIES) == set(targets.get_all_targets())
+    assert set(pipeline_summaries) == set(PIPELINES)
+    help_text = _run(_script("fx-opt"), "--help").stdout
+    for name in [*transforms.SUMMARIES, *lowering.SUMMARIES, *targets.SUMMARIES, *PIPELINES]:
+        assert f"\n  {name} " in help_text, name
+
+
 def test_backend_is_registered_by_entry_point():
     """backend="coil" resolves without importing coil first."""
     code = (
@@ -87,6 +105,18 @@ def test_backend_options():
     torch._dynamo.reset()
     with pytest.raises(Exception, match="unknown option"):
         torch.compile(m, backend=coil_backend, options={"bogus": 1})(x)
+
+
+def test_backend_pipeline_options_are_checked():
+    """The backend's pipeline goes through the same option checks as fx-opt -p."""
+    from coil.backend import coil as coil_backend
+    from coil.pipeline import PIPELINES
+
+    m = torch.nn.ReLU()
+    pipeline = PIPELINES["default"].replace("convert-loop-to-tt", "convert-loop-to-tt{xblock=3}")
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="convert-loop-to-tt: option 'xblock' must be 0"):
+        torch.compile(m, backend=coil_backend, options={"pipeline": pipeline})(torch.randn(4))
 
 
 @torch.library.custom_op("coiltest::scale_add", mutates_args=())
@@ -116,14 +146,67 @@ def test_custom_op_imports_as_operator_and_runs():
 
 
 def test_higher_order_op_is_a_located_error():
-    from coil.frontend.fx_importer import ImportError_
+    from coil.frontend.fx_importer import GraphImportError
     from coil.frontend.loader import import_module
 
     def fn(x):
         return torch.cond(x.sum() > 0, lambda x: x.sin(), lambda x: x.cos(), (x,))
 
-    with pytest.raises(ImportError_, match=r"test_cli_and_backend.py:\d+: subgraphs .*torch.cond"):
+    where = r"test_cli_and_backend.py:\d+: subgraphs .*torch.cond"
+    with pytest.raises(GraphImportError, match=where):
         import_module(fn, (torch.randn(4),))
+
+
+def test_higher_order_op_under_torch_compile_keeps_class_and_line():
+    """torch.compile prints the backend's exception class and message: both must
+    say what failed and where (no internal `ImportError_`)."""
+
+    def fn(x):
+        return torch.cond(x.sum() > 0, lambda x: x.sin(), lambda x: x.cos(), (x,))
+
+    torch._dynamo.reset()
+    with pytest.raises(Exception) as info:
+        torch.compile(fn, backend="coil")(torch.randn(4))
+    text = str(info.value)
+    assert "GraphImportError: node 'true_graph_0'" in text and "ImportError_" not in text
+    assert __import__("re").search(r"at .*test_cli_and_backend.py:\d+: subgraphs", text)
+
+
+def test_node_without_stack_trace_is_located_by_its_user():
+    from coil.frontend.fx_importer import GraphImportError, import_graph
+
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    x.meta["val"] = torch.empty(3)
+    sub = graph.get_attr("body")  # a subgraph reference: no stack trace of its own
+    call = graph.call_function(torch.ops.higher_order.cond, (True, sub, sub, (x,)))
+    call.meta["stack_trace"] = '  File "model.py", line 7, in forward\n    torch.cond(...)'
+    call.meta["val"] = (torch.empty(3),)
+    graph.output(call)
+    root = torch.nn.Module()
+    root.body = torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph())
+    with pytest.raises(GraphImportError, match=r"node 'body' \(get_attr body\) at model.py:7"):
+        import_graph(torch.fx.GraphModule(root, graph))
+
+
+@pytest.mark.parametrize(
+    "source, where",
+    [
+        ("def f():\n    raise ValueError('boom')\nmodel = f()\n", r"m.py:2: ValueError: boom"),
+        ("import torch\nmodel = (\n", r"m.py:2: SyntaxError"),
+        (
+            "import torch\nmodel = torch.nn.ReLU()\n"
+            "example_inputs = lambda: (torch.ones(2, 3) @ torch.ones(4, 5),)\n",
+            r"m.py:3: RuntimeError: mat1 and mat2 shapes cannot be multiplied",
+        ),
+    ],
+)
+def test_coil_import_of_a_failing_model_file_is_located(tmp_path, source, where):
+    model = tmp_path / "m.py"
+    model.write_text(source)
+    proc = _run(_script("coil"), "import", str(model), check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert __import__("re").search(where, proc.stderr), proc.stderr
 
 
 def test_every_package_directory_is_installed():

@@ -178,3 +178,79 @@ func.func @bad_device(%x: !aten.tensor<[4], f32>) {
   func.return
 }
 // CHECK: argument 'device': expected Device, got "nodevice"
+
+// -----
+
+// Result types are checked against torch's shape and dtype rules.
+func.func @relu_result_shape(%x: !aten.tensor<[4], f32>) {
+  %0 = aten.relu.default(%x) : !aten.tensor<[5], f32>
+  func.return
+}
+// CHECK: aten.relu.default: result type !aten.tensor<[5], f32> does not match the type inferred from its operands: !aten.tensor<[4], f32>
+
+// -----
+
+func.func @relu_result_dtype(%x: !aten.tensor<[4], f32>) {
+  %0 = aten.relu.default(%x) : !aten.tensor<[4], i64>
+  func.return
+}
+// CHECK: aten.relu.default: result type !aten.tensor<[4], i64> does not match the type inferred from its operands: !aten.tensor<[4], f32>
+
+// -----
+
+func.func @mm_inner_sizes(%a: !aten.tensor<[4, 8], f32>, %b: !aten.tensor<[3, 5], f32>) {
+  %0 = aten.mm.default(%a, %b) : !aten.tensor<[4, 5], f32>
+  func.return
+}
+// CHECK: aten.mm.default: cannot multiply [4, 8] by [3, 5] (8 != 3)
+
+// -----
+
+func.func @mm_dtypes(%a: !aten.tensor<[4, 8], f32>, %b: !aten.tensor<[8, 5], f16>) {
+  %0 = aten.mm.default(%a, %b) : !aten.tensor<[4, 5], f32>
+  func.return
+}
+// CHECK: aten.mm.default: operands must have one dtype, got f32 and f16
+
+// -----
+
+// Symbolic sizes: broadcasting [s0, 8] with [8] gives [s0, 8], not [s1, 8].
+func.func @symbolic_broadcast(%x: !aten.tensor<[s0, 8], f32>, %y: !aten.tensor<[8], f32>) {
+  %0 = aten.add.Tensor(%x, %y) : !aten.tensor<[s1, 8], f32>
+  func.return
+}
+// CHECK: aten.add.Tensor: result type !aten.tensor<[s1, 8], f32> does not match the type inferred from its operands: !aten.tensor<[s0, 8], f32>
+
+// -----
+
+// Type promotion: an int64 tensor plus a float wrapped number is float32.
+func.func @promotion(%x: !aten.tensor<[s0], i64>) {
+  %c = aten.constant 0.5 : f64
+  %0 = aten.add.Tensor(%x, %c) : !aten.tensor<[s0], i64>
+  func.return
+}
+// CHECK: aten.add.Tensor: result type !aten.tensor<[s0], i64> does not match the type inferred from its operands: !aten.tensor<[s0], f32>
+
+// -----
+
+func.func @broadcast_mismatch(%x: !aten.tensor<[4, 3], f32>, %y: !aten.tensor<[5], f32>) {
+  %0 = aten.mul.Tensor(%x, %y) : !aten.tensor<[4, 5], f32>
+  func.return
+}
+// CHECK: aten.mul.Tensor: shapes [4, 3] and [5] do not broadcast (3 vs 5)
+
+// -----
+
+func.func @view_element_count(%x: !aten.tensor<[s0, 8], f32>) {
+  %0 = aten.view.default(%x, size = [s0, 4]) : !aten.tensor<[s0, 4], f32>
+  func.return
+}
+// CHECK: aten.view.default: cannot view [s0, 8] (8*s0 elements) as size [s0, 4]
+
+// -----
+
+func.func @reduction_keepdim(%x: !aten.tensor<[s0, 8], i32>) {
+  %0 = aten.sum.dim_IntList(%x, dim = [1], keepdim = true) : !aten.tensor<[s0], i64>
+  func.return
+}
+// CHECK: aten.sum.dim_IntList: result type !aten.tensor<[s0], i64> does not match the type inferred from its operands: !aten.tensor<[s0, 1], i64>

@@ -155,9 +155,9 @@ func.func @the_extern_s_result_must_match(%a: !buffer.buffer<[4, 8], f32>, %b: !
 
 // One block argument per operand.
 func.func @one_block_argument_per_operand(%a: !buffer.buffer<[4, 8], f32>, %b: !buffer.buffer<[8, 2], f32>) {
-  %mm = buffer.extern "aten.mm.default" (%a, %b) : (!buffer.buffer<[4, 8], f32>, !buffer.buffer<[8, 2], f32>) -> (!buffer.buffer<[4, 2], f32>) {
+  %mm = buffer.extern "aten.slice.Tensor" (%a, %b) : (!buffer.buffer<[4, 8], f32>, !buffer.buffer<[8, 2], f32>) -> (!buffer.buffer<[4, 2], f32>) {
   ^bb0(%x: !aten.tensor<[4, 8], f32>):
-    %r = aten.mm.default(%x, %x) : !aten.tensor<[4, 2], f32>
+    %r = aten.slice.Tensor(%x, dim = 1, end = 2) : !aten.tensor<[4, 2], f32>
     buffer.yield %r : !aten.tensor<[4, 2], f32>
   }
   func.return
@@ -170,8 +170,8 @@ func.func @one_block_argument_per_operand(%a: !buffer.buffer<[4, 8], f32>, %b: !
 func.func @block_arguments_see_the_operands_shapes(%a: !buffer.buffer<[4, 8], f32>, %b: !buffer.buffer<[8, 2], f32>) {
   %mm = buffer.extern "aten.mm.default" (%a, %b) : (!buffer.buffer<[4, 8], f32>, !buffer.buffer<[8, 2], f32>) -> (!buffer.buffer<[4, 2], f32>) {
   ^bb0(%x: !aten.tensor<[4, 8], f32>, %y: !aten.tensor<[8, 3], f32>):
-    %r = aten.mm.default(%x, %y) : !aten.tensor<[4, 2], f32>
-    buffer.yield %r : !aten.tensor<[4, 2], f32>
+    %r = aten.mm.default(%x, %y) : !aten.tensor<[4, 3], f32>
+    buffer.yield %r : !aten.tensor<[4, 3], f32>
   }
   func.return
 }

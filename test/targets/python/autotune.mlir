@@ -14,6 +14,7 @@
 // CHECK-NEXT:         lambda: coil_sum_0_c0[((s0 + 31) // 32, 1, 1)](x, total, s0, s1, num_warps=4, num_stages=1),
 // CHECK-NEXT:         lambda: coil_sum_0_c1[(s0, 1, 1)](x, total, s0, s1, num_warps=8, num_stages=1),
 // CHECK-NEXT:     ], device="cpu")
+// CHECK-NEXT:     del x
 // CHECK-NEXT:     return (total,)
 
 !x = !buffer.buffer<[s0, s1], f32>

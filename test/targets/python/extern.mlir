@@ -15,6 +15,7 @@
 // CHECK-NEXT: values, i = torch.ops.aten.sort.default(mul, 1, True)
 // CHECK-NEXT: chunk, = torch.ops.aten.split_with_sizes.default(values, [3], 1)
 // CHECK-NEXT: n = torch.ops.aten.linalg_vector_norm.default(chunk, 2.0, [1], False)
+// CHECK-NEXT: del x, w, b
 // CHECK-NEXT: return (c, i, n)
 
 !x = !buffer.buffer<[4, 8], f32>

@@ -27,13 +27,18 @@
 // CHECK-NEXT:         check_input("arg0", arg0, (s0, 64), (64, 1), torch.float32, "cuda:0")
 // CHECK-NEXT:         check_input("arg1", arg1, (64,), (1,), torch.float32, "cuda:0")
 // CHECK-NEXT:         _inputs.learn((s0,), arg0, arg1)
+// An input is deleted after its last use (here: none), so a boxed caller frees it.
+// CHECK-NEXT:     del arg1
 // CHECK-NEXT:     exp = torch.empty_strided((s0, 64), (64, 1), dtype=torch.float32, device="cuda:0")
 // CHECK-NEXT:     stream = raw_stream("cuda:0")
 // CHECK-NEXT:     coil_exp_0_launch.run((s0 + 7) // 8, 1, 1, stream, arg0, exp, s0)
+// CHECK-NEXT:     del arg0
 // CHECK-NEXT:     buf0 = torch.empty_strided((s0,), (1,), dtype=torch.float32, device="cuda:0")
 // CHECK-NEXT:     coil_exp_0_launch.run(s0, 1, 1, stream, exp, buf0, s0)
 // CHECK-NEXT:     del exp
 // CHECK-NEXT:     return (buf0,)
+// A GPU module's kernels are compiled: no interpreter switch.
+// CHECK-NOT:  interpret_kernels
 
 !x = !buffer.buffer<[s0, 64], f32, device "cuda:0">
 !w = !buffer.buffer<[64], f32, device "cuda:0">

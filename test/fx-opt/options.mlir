@@ -1,0 +1,31 @@
+// Every pass option is checked (type, range, power of two) when the pipeline is
+// built: the message names the pass, the option and the values it allows, and
+// fx-opt exits 1 without a traceback.
+// RUN: not fx-opt %s -p 'convert-loop-to-tt{xblock=abc}' 2>&1 | filecheck %s --check-prefix=TYPE
+// RUN: not fx-opt %s -p 'convert-loop-to-tt{num-warps=-1}' 2>&1 | filecheck %s --check-prefix=RANGE
+// RUN: not fx-opt %s -p 'convert-loop-to-tt{xblock=3}' 2>&1 | filecheck %s --check-prefix=POW2
+// RUN: not fx-opt %s -p 'convert-loop-to-tt{xblok=4}' 2>&1 | filecheck %s --check-prefix=UNKNOWN
+// RUN: not fx-opt %s -p 'memory-plan{reuse=3}' 2>&1 | filecheck %s --check-prefix=BOOL
+// RUN: not fx-opt %s -p 'loop-inline{max-uses=-1}' 2>&1 | filecheck %s --check-prefix=INLINE
+// RUN: not fx-opt %s -p 'loop-fuse{max-members=1}' 2>&1 | filecheck %s --check-prefix=FUSE
+// RUN: not fx-opt %s -p 'convert-aten-to-loop{fallback=maybe}' 2>&1 | filecheck %s --check-prefix=CHOICE
+// RUN: not fx-opt %s -p 'aten-decompose{ops="aten.nope.default"}' 2>&1 | filecheck %s --check-prefix=OPS
+// RUN: fx-opt %s -p 'convert-aten-to-loop,bufferize,convert-loop-to-tt{xblock=64 num-warps=2}' | filecheck %s --check-prefix=OK
+
+// TYPE: fx-opt: convert-loop-to-tt: option 'xblock' must be an integer: 0 (heuristic) or a power of two from 1 to 65536; got abc
+// RANGE: fx-opt: convert-loop-to-tt: option 'num-warps' must be 0 (heuristic) or a power of two from 1 to 32; got -1
+// POW2: fx-opt: convert-loop-to-tt: option 'xblock' must be 0 (heuristic) or a power of two from 1 to 65536; got 3
+// UNKNOWN: fx-opt: convert-loop-to-tt: unknown option 'xblok' (options: autotune, dedupe, num-stages, num-warps, persistent-threshold, rblock, xblock)
+// BOOL: fx-opt: memory-plan: option 'reuse' must be true or false; got 3
+// INLINE: fx-opt: loop-inline: option 'max-uses' must be an integer >= 0; got -1
+// FUSE: fx-opt: loop-fuse: option 'max-members' must be an integer >= 2; got 1
+// CHOICE: fx-opt: convert-aten-to-loop: option 'fallback' must be one of "extern", "error"; got maybe
+// OPS: fx-opt: aten-decompose: option 'ops' must be aten overload names, e.g. "aten._softmax.default"; got aten.nope.default
+// TYPE-NOT: Traceback
+// OK: tt.make_range {start = 0 : i32, end = 64 : i32}
+// OK: host.launch @{{.*}} grid [2, 1, 1] {{.*}} {num_warps = 2 : i64
+
+func.func @f(%x: !aten.tensor<[100], f32>) -> !aten.tensor<[100], f32> {
+  %y = aten.relu.default(%x) : !aten.tensor<[100], f32>
+  func.return %y : !aten.tensor<[100], f32>
+}
