@@ -17,4 +17,9 @@ def get_all_targets() -> dict[str, Callable[[], type[Target]]]:
 
         return PythonTarget
 
-    return {"triton": triton, "python": python}
+    def cpp() -> type[Target]:
+        from coil.targets.cpp import CppTarget
+
+        return CppTarget
+
+    return {"triton": triton, "python": python, "cpp": cpp}
