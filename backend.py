@@ -48,7 +48,11 @@ OPTIONS = {
     "dump_dir": "write every stage's IR, the kernels, the wrapper and repro.sh here",
     "fallback": "'extern' (default: an op with no lowering calls ATen, logged once) "
     "or 'error' (compilation fails naming the op)",
+    "wrapper": "'python' (default) or 'cpp': the host wrapper as a compiled C++ library "
+    "(-t cpp) that launches the kernels through the CUDA driver; for graphs on the CPU, "
+    "or without a C++ compiler, the Python wrapper runs instead, with one warning",
 }
+WRAPPERS = ("python", "cpp")
 
 
 def run_pipeline(module, pipeline: str, observe: Observer | None = None) -> None:
@@ -162,8 +166,10 @@ def compile_graph(
     pipeline: str | None = None,
     observe: Observer | None = None,
     dump_dir: str | os.PathLike | None = None,
+    wrapper: str = "python",
 ) -> Callable[..., Any]:
-    """Compile one aten-level FX graph; returns a callable taking the graph's inputs."""
+    """Compile one aten-level FX graph; returns a callable taking the graph's inputs.
+    ``wrapper="cpp"`` runs the host program as a C++ library (see :data:`OPTIONS`)."""
     from coil.runtime.codecache import load_module
 
     pipeline = pipeline or PIPELINES["default"]
@@ -182,6 +188,8 @@ def compile_graph(
     run_pipeline(module, pipeline, stage)
     if not _at_host_level(module):
         return _reference(module, constants, pipeline)
+    if wrapper == "cpp" and (run_cpp := _cpp_wrapper(module, constants, dump)) is not None:
+        return run_cpp
     source = emit_python(module)
     if dump is not None:
         dump.code(module, source, pipeline)
@@ -191,6 +199,38 @@ def compile_graph(
         return call([*args, *constants])
 
     run.coil_source = source  # type: ignore[attr-defined]  (for tests and debugging)
+    return run
+
+
+def _cpp_wrapper(
+    module: ModuleOp, constants: list[Any], dump: _Dump | None
+) -> Callable[..., Any] | None:
+    """The graph's C++ wrapper, built and loaded; None (after one warning) where it
+    cannot run: a graph on the CPU (its kernels launch through the CUDA driver) or
+    no C++ toolchain. The caller then uses the Python wrapper."""
+    from coil.runtime import cpp_wrapper
+
+    problem = None
+    if not _on_gpu(module):
+        problem = "needs CUDA tensors (its kernels launch through the CUDA driver)"
+    elif (missing := cpp_wrapper.toolchain_problem()) is not None:
+        problem = f"cannot be built here: {missing}"
+    if problem is not None:
+        warnings.warn(
+            f"coil: wrapper='cpp' {problem}; this graph uses the Python wrapper instead",
+            stacklevel=4,
+        )
+        return None
+    loaded = cpp_wrapper.load(module)
+    if dump is not None:
+        (dump.path / "wrapper.cpp").write_text(loaded.source)
+    call = loaded.call
+
+    def run(*args: Any) -> Any:
+        return call([*args, *constants])
+
+    run.coil_source = loaded.source  # type: ignore[attr-defined]
+    run.coil_wrapper = loaded.directory  # type: ignore[attr-defined]
     return run
 
 
@@ -233,8 +273,13 @@ def coil(
         options.get("pipeline") or PIPELINES["default"], options.get("fallback", "extern")
     )
     dump_dir = options.get("dump_dir")
+    wrapper = options.get("wrapper", "python")
+    if wrapper not in WRAPPERS:
+        raise ValueError(f"coil: option wrapper must be 'python' or 'cpp', not {wrapper!r}")
 
     def compile_fw(fw_gm: torch.fx.GraphModule, fw_inputs: list[Any]) -> Callable[..., Any]:
-        return compile_graph(fw_gm, fw_inputs, pipeline=pipeline, dump_dir=dump_dir)
+        return compile_graph(
+            fw_gm, fw_inputs, pipeline=pipeline, dump_dir=dump_dir, wrapper=wrapper
+        )
 
     return aot_backend(compile_fw)(gm, example_inputs)
