@@ -231,6 +231,8 @@ def _cpp_wrapper(
 
     run.coil_source = loaded.source  # type: ignore[attr-defined]
     run.coil_wrapper = loaded.directory  # type: ignore[attr-defined]
+    run.coil_cpp = loaded  # type: ignore[attr-defined]
+    run.coil_constants = constants  # type: ignore[attr-defined]
     return run
 
 
