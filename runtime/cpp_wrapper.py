@@ -141,9 +141,11 @@ def compile_command(source: Path, output: Path, *, python: bool = False) -> list
         "-fPIC",
         "-O2",
         "-std=c++20",
-        # Only the entry points are exported: two wrappers loaded in one process
-        # never bind to each other's inline functions or statics.
-        "-fvisibility=hidden",
+        # Default visibility: with -fvisibility=hidden the library gets private
+        # copies of libstdc++'s template statics (the locale facets' ids), and
+        # iostreams crash in it (seen with g++ 13). Wrappers are loaded
+        # RTLD_LOCAL, and their own state has internal linkage, so two wrappers
+        # in one process never bind to each other's.
         "-w",
         f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
         *(f"-I{d}" for d in includes),
