@@ -46,17 +46,17 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <initializer_list>
 #include <limits>
 #include <map>
 #include <mutex>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -74,11 +74,23 @@ struct InputError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Messages are built without iostreams: a library's own instantiations of
+// libstdc++'s stream templates crashed in its locale facets (g++ 13).
+inline std::string to_text(const char* s) { return s; }
+inline std::string to_text(const std::string& s) { return s; }
+inline std::string to_text(bool v) { return v ? "1" : "0"; }
+template <typename T, typename = std::enable_if_t<std::is_integral_v<T>>>
+std::string to_text(T v) {
+  return std::to_string(v);
+}
+inline std::string to_text(at::ScalarType t) { return c10::toString(t); }
+inline std::string to_text(at::Device d) { return d.str(); }
+
 template <typename... Parts>
 std::string cat(const Parts&... parts) {
-  std::ostringstream out;
-  (out << ... << parts);
-  return out.str();
+  std::string out;
+  ((out += to_text(parts)), ...);
+  return out;
 }
 
 // ---- size arithmetic (Python's semantics, as the IR means them) ---------------
@@ -110,11 +122,9 @@ inline int64_t int_input(const std::vector<c10::IValue>& args, size_t i, const c
 }
 
 inline std::string format_ints(c10::IntArrayRef values) {
-  std::ostringstream out;
-  out << "(";
-  for (size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
-  out << (values.size() == 1 ? ",)" : ")");
-  return out.str();
+  std::string out = "(";
+  for (size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + std::to_string(values[i]);
+  return out + (values.size() == 1 ? ",)" : ")");
 }
 
 // As coil.runtime.wrapper.check_input: sizes, strides (dimensions of size 1 are
@@ -299,12 +309,15 @@ inline Arg f64(double v) { return Arg::of(v); }
 
 // ---- kernels ----------------------------------------------------------------------
 
-inline std::string read_file(const std::string& path, bool binary) {
-  std::ifstream in(path, binary ? std::ios::binary : std::ios::in);
-  if (!in) throw std::runtime_error(cat("coil: cannot read ", path));
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+inline std::string read_file(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) throw std::runtime_error(cat("coil: cannot read ", path));
+  std::string out;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  std::fclose(f);
+  return out;
 }
 
 // What Triton's compiled kernel says about launching it (the .meta file).
@@ -319,24 +332,42 @@ struct KernelMeta {
 
   static KernelMeta parse(const std::string& text, const std::string& path) {
     KernelMeta m;
-    std::istringstream lines(text);
-    std::string line;
-    while (std::getline(lines, line)) {
-      std::istringstream words(line);
-      std::string key;
-      if (!(words >> key) || key[0] == '#') continue;
-      if (key == "name") words >> m.name;
-      else if (key == "num_warps") words >> m.num_warps;
-      else if (key == "num_ctas") words >> m.num_ctas;
-      else if (key == "shared") words >> m.shared;
-      else if (key == "launch_cooperative_grid") words >> m.cooperative;
-      else if (key == "launch_pdl") words >> m.pdl;
-      else if (key == "scratch") {
-        int64_t size = 0, align = 1;
-        words >> size >> align;
-        m.scratch.emplace_back(size, align);
+    size_t pos = 0;
+    while (pos < text.size()) {
+      size_t end = text.find('\n', pos);
+      if (end == std::string::npos) end = text.size();
+      std::string line = text.substr(pos, end - pos);
+      pos = end + 1;
+      // "key value [value]": a '#' starts a comment.
+      std::vector<std::string> words;
+      size_t i = 0;
+      while (i < line.size() && line[i] != '#') {
+        while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+        size_t j = i;
+        while (j < line.size() && !std::isspace(static_cast<unsigned char>(line[j])) &&
+               line[j] != '#') {
+          ++j;
+        }
+        if (j > i) words.push_back(line.substr(i, j - i));
+        i = j;
       }
-      if (words.fail()) throw std::runtime_error(cat("coil: bad line '", line, "' in ", path));
+      if (words.empty()) continue;
+      auto number = [&](size_t k) -> int64_t {
+        char* rest = nullptr;
+        int64_t v = k < words.size() ? std::strtoll(words[k].c_str(), &rest, 10) : 0;
+        if (k >= words.size() || rest == nullptr || *rest != '\0') {
+          throw std::runtime_error(cat("coil: bad line '", line, "' in ", path));
+        }
+        return v;
+      };
+      const std::string& key = words[0];
+      if (key == "name" && words.size() == 2) m.name = words[1];
+      else if (key == "num_warps") m.num_warps = static_cast<int>(number(1));
+      else if (key == "num_ctas") m.num_ctas = static_cast<int>(number(1));
+      else if (key == "shared") m.shared = static_cast<int>(number(1));
+      else if (key == "launch_cooperative_grid") m.cooperative = number(1) != 0;
+      else if (key == "launch_pdl") m.pdl = number(1) != 0;
+      else if (key == "scratch") m.scratch.emplace_back(number(1), number(2));
     }
     if (m.name.empty()) throw std::runtime_error(cat("coil: ", path, " names no kernel"));
     // What coil's kernels never ask for; Triton's launcher would add launch
@@ -427,8 +458,8 @@ class Kernel {
     if (loaded != nullptr) return *loaded;
     auto k = std::make_unique<Loaded>();
     std::string base = *dir_ + "/" + name_;
-    k->meta = KernelMeta::parse(read_file(base + ".meta", false), base + ".meta");
-    std::string cubin = read_file(base + ".cubin", true);
+    k->meta = KernelMeta::parse(read_file(base + ".meta"), base + ".meta");
+    std::string cubin = read_file(base + ".cubin");
     const Driver& cu = Driver::get();
     ensure_context(device);
     CUmodule module;
