@@ -849,6 +849,10 @@ class CppPrinter:
     def tensor_ivalue(self, values: list[SSAValue | None], kind: Kind) -> str:
         names = ["std::nullopt" if v is None else self.name(v) for v in values]
         if kind is Kind.TENSOR:
+            if values and values[0] in self.scalars:
+                # A scalar where the schema has a Tensor (a folded 0-d constant):
+                # a wrapped number, as torch.ops makes of a Python number.
+                return f"coil::wrapped_number({names[0]})"
             return names[0] if names else "c10::IValue()"
         if kind is Kind.OPT_TENSOR_LIST:
             return f"coil::optional_tensor_list({{{', '.join(names)}}})"

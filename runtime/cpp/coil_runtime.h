@@ -36,6 +36,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/randint.h>
+#include <ATen/ops/scalar_tensor.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/Stream.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -180,6 +181,18 @@ at::Tensor constant_tensor(const std::vector<T>& values, c10::IntArrayRef sizes,
                            at::TensorOptions().dtype(host_type));
   std::memcpy(t.data_ptr(), values.data(), values.size() * sizeof(T));
   return t.to(device, dtype).reshape(sizes);
+}
+
+// A Python number passed where a schema has a Tensor: a 0-d CPU tensor marked
+// as a wrapped number (so type promotion treats it as a scalar), as torch.ops
+// converts it.
+inline at::Tensor wrapped_number(const c10::IValue& v) {
+  at::Tensor t;
+  if (v.isDouble()) t = at::scalar_tensor(v.toDouble(), at::TensorOptions().dtype(at::kDouble));
+  else if (v.isBool()) t = at::scalar_tensor(v.toBool(), at::TensorOptions().dtype(at::kBool));
+  else t = at::scalar_tensor(v.toInt(), at::TensorOptions().dtype(at::kLong));
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
 }
 
 // An operator by name and overload ("aten::mm", ""), found once per call site.
