@@ -49,7 +49,11 @@ OPTIONS = {
     "or 'error' (compilation fails naming the op)",
     "cudagraphs": "True: replay each compiled graph from a CUDA graph per input layout "
     "(what mode='reduce-overhead' turns on; runtime/cudagraphs.py)",
+    "wrapper": "'python' (default) or 'cpp': the host wrapper as a compiled C++ library "
+    "(-t cpp) that launches the kernels through the CUDA driver; for graphs on the CPU, "
+    "or without a C++ compiler, the Python wrapper runs instead, with one warning",
 }
+WRAPPERS = ("python", "cpp")
 
 
 def run_pipeline(module, pipeline: str, observe: Observer | None = None) -> None:
@@ -163,8 +167,10 @@ def compile_graph(
     pipeline: str | None = None,
     observe: Observer | None = None,
     dump_dir: str | os.PathLike | None = None,
+    wrapper: str = "python",
 ) -> Callable[..., Any]:
-    """Compile one aten-level FX graph; returns a callable taking the graph's inputs."""
+    """Compile one aten-level FX graph; returns a callable taking the graph's inputs.
+    ``wrapper="cpp"`` runs the host program as a C++ library (see :data:`OPTIONS`)."""
     from coil.runtime.codecache import load_module
 
     pipeline = pipeline or PIPELINES["default"]
@@ -190,6 +196,8 @@ def compile_graph(
     run_pipeline(module, pipeline, stage)
     if not _at_host_level(module):
         return _reference(module, constants, pipeline)
+    if wrapper == "cpp" and (run_cpp := _cpp_wrapper(module, constants, dump)) is not None:
+        return run_cpp
     source = emit_python(module)
     if dump is not None:
         _debug_output("the code", lambda: dump.code(module, source, pipeline))
@@ -216,8 +224,13 @@ def compile_graph(
     run_boxed._boxed_call = True  # type: ignore[attr-defined]
     run.boxed = run_boxed  # type: ignore[attr-defined]
     run.coil_source = source  # type: ignore[attr-defined]  (for tests and debugging)
-    run.coil_host_rng = any(op.name == "host.seed" for op in module.walk())  # type: ignore[attr-defined]
+    run.coil_host_rng = _draws_host_seed(module)  # type: ignore[attr-defined]
     return run
+
+
+def _draws_host_seed(module: ModuleOp) -> bool:
+    """Whether the wrapper draws a random seed on the host each call."""
+    return any(op.name == "host.seed" for op in module.walk())
 
 
 def _debug_output(what: str, write: Callable[[], None]) -> None:
@@ -228,6 +241,41 @@ def _debug_output(what: str, write: Callable[[], None]) -> None:
     except Exception as e:
         message = f"coil: dump_dir: could not write {what}: {type(e).__name__}: {e}"
         warnings.warn(message, stacklevel=3)
+
+
+def _cpp_wrapper(
+    module: ModuleOp, constants: list[Any], dump: _Dump | None
+) -> Callable[..., Any] | None:
+    """The graph's C++ wrapper, built and loaded; None (after one warning) where it
+    cannot run: a graph on the CPU (its kernels launch through the CUDA driver) or
+    no C++ toolchain. The caller then uses the Python wrapper."""
+    from coil.runtime import cpp_wrapper
+
+    problem = None
+    if not _on_gpu(module):
+        problem = "needs CUDA tensors (its kernels launch through the CUDA driver)"
+    elif (missing := cpp_wrapper.toolchain_problem()) is not None:
+        problem = f"cannot be built here: {missing}"
+    if problem is not None:
+        warnings.warn(
+            f"coil: wrapper='cpp' {problem}; this graph uses the Python wrapper instead",
+            stacklevel=4,
+        )
+        return None
+    loaded = cpp_wrapper.load(module)
+    if dump is not None:
+        (dump.path / "wrapper.cpp").write_text(loaded.source)
+    call = loaded.call
+
+    def run(*args: Any) -> Any:
+        return call([*args, *constants])
+
+    run.coil_source = loaded.source  # type: ignore[attr-defined]
+    run.coil_wrapper = loaded.directory  # type: ignore[attr-defined]
+    run.coil_cpp = loaded  # type: ignore[attr-defined]
+    run.coil_constants = constants  # type: ignore[attr-defined]
+    run.coil_host_rng = _draws_host_seed(module)  # type: ignore[attr-defined]
+    return run
 
 
 def _reference(module: ModuleOp, constants: list[Any], pipeline: str) -> Callable[..., Any]:
@@ -295,15 +343,18 @@ def coil(
     )
     dump_dir = options.get("dump_dir")
     cudagraphs = bool(options.get("cudagraphs", mode == "reduce-overhead"))
+    wrapper = options.get("wrapper", "python")
+    if wrapper not in WRAPPERS:
+        raise ValueError(f"coil: option wrapper must be 'python' or 'cpp', not {wrapper!r}")
 
     def compile_fw(fw_gm: torch.fx.GraphModule, fw_inputs: list[Any]) -> Callable[..., Any]:
-        run = compile_graph(fw_gm, fw_inputs, pipeline=pipeline, dump_dir=dump_dir)
+        run = compile_graph(fw_gm, fw_inputs, pipeline=pipeline, dump_dir=dump_dir, wrapper=wrapper)
         if cudagraphs:
             return _with_cudagraphs(run, _static_input_indices(), "the forward graph")
         return run
 
     def compile_bw(bw_gm: torch.fx.GraphModule, bw_inputs: list[Any]) -> Callable[..., Any]:
-        run = compile_graph(bw_gm, bw_inputs, pipeline=pipeline, dump_dir=dump_dir)
+        run = compile_graph(bw_gm, bw_inputs, pipeline=pipeline, dump_dir=dump_dir, wrapper=wrapper)
         if cudagraphs:  # saved activations change every step: every input is copied
             return _with_cudagraphs(run, (), "the backward graph")
         return run

@@ -8,6 +8,7 @@ from xdsl.utils.target import Target
 SUMMARIES: dict[str, str] = {
     "triton": "the module's tt.func kernels as one Triton (@triton.jit) source file",
     "python": "one importable Python module: call(args) launching the kernels",
+    "cpp": "a C++ wrapper launching the compiled kernels through the CUDA driver",
 }
 """One line per target, for ``fx-opt --help``."""
 
@@ -23,4 +24,9 @@ def get_all_targets() -> dict[str, Callable[[], type[Target]]]:
 
         return PythonTarget
 
-    return {"triton": triton, "python": python}
+    def cpp() -> type[Target]:
+        from coil.targets.cpp import CppTarget
+
+        return CppTarget
+
+    return {"triton": triton, "python": python, "cpp": cpp}
