@@ -233,6 +233,7 @@ class KernelPrinter:
         self.scope = _Scope()
         self.kernel = ""
         self.combiners: list[str] = []
+        self.on_gpu = False  # the kernel being printed runs on a CUDA device
 
     # -- checks ---------------------------------------------------------------
 
@@ -362,6 +363,8 @@ class KernelPrinter:
         scalars = [n for a, n in zip(block.args, args) if _is_i64(a.type)]
         header = []
         attrs = func.attributes
+        device = attrs.get("coil.device")
+        self.on_gpu = isinstance(device, StringAttr) and device.data.startswith("cuda")
         kind = attrs.get("coil.kind")
         if isinstance(kind, StringAttr):
             header.append(f"# kind: {kind.data}")
@@ -758,9 +761,14 @@ class KernelPrinter:
         self.assign(op, f"{self.tval(src)}.to({dtype(op.result.type)})")
 
     def _to_bf16(self, op: Operation) -> None:
-        """Round to bfloat16 to nearest-even in integer arithmetic: Triton's
-        interpreter truncates f32 -> bf16 where the GPU rounds, so say it exactly."""
+        """Round to bfloat16 to nearest-even. A CUDA kernel's f32 -> bf16 cast
+        already does (``cvt.rn``); Triton's interpreter truncates, so kernels for
+        the CPU (and f64 sources, which a cast would round twice) say it in
+        integer arithmetic."""
         x = self.tval(op.operands[0])
+        if self.on_gpu and element_of(op.operands[0].type).bitwidth == 32:
+            self.assign(op, f"{x}.to(tl.bfloat16)")
+            return
         if element_of(op.operands[0].type).bitwidth == 64:
             x = f"{x}.to(tl.float32)"
         bits = f"{x}.to(tl.uint32, bitcast=True)"

@@ -7,17 +7,19 @@ alias its operands (the aten schema says which do) counts at the top-level op.
 
 Output:
 
-* ``buffer.dealloc %b`` right after the last use of each ``buffer.alloc`` that
-  is not a result of the function and not aliased by one;
+* ``buffer.dealloc %b`` right after the last use of each ``buffer.alloc`` and
+  of each fresh extern result (what ATen allocated for a call whose schema
+  returns no alias) that is not a result of the function and not aliased by one;
 * with ``reuse=true`` (default) a later ``buffer.alloc`` with the same storage
   size in bytes (symbolic equality), dtype and device as a dead allocation
+  (an allocation or a fresh extern result)
   becomes ``buffer.reuse %dead : A -> B`` placed just before its first use
   (Inductor's buffer reuse; the most recently freed buffer first). ``%dead``
   then gets no dealloc of its own: the reusing buffer inherits its storage;
 * the function attribute ``coil.peak_bytes = #coil.expr<...>``: the largest
-  number of bytes held by ``buffer.alloc`` storage at any point (inputs and
-  ATen-allocated extern results excluded), ``max(...)`` where sizes are
-  symbolic and not comparable.
+  number of bytes held by ``buffer.alloc`` storage and fresh extern results at
+  any point (inputs and ATen's workspaces excluded), ``max(...)`` where sizes
+  are symbolic and not comparable.
 
 Guarantees: no storage is freed or reused while any alias of it may still be
 read or written, or while a function result refers to it.
@@ -152,6 +154,15 @@ def _plan(fn: func.FuncOp, reuse: bool) -> None:
         return  # already planned: planning again changes nothing
     pos = {o: k for k, o in enumerate(ops)}
     holders = [o.result for o in ops if isinstance(o, B.AllocOp)]
+    # What ATen allocates for an extern is storage too: freed at its last use
+    # (else every matmul result of a model stays alive to the end of the call).
+    holders += [
+        r
+        for o in ops
+        if isinstance(o, B.ExternOp) and not extern_results_alias(o)
+        for r in o.res
+        if isinstance(r.type, B.BufferType)
+    ]
     first_use: dict[SSAValue, int] = {}
     last_use: dict[SSAValue, int] = {h: pos[h.owner] for h in holders}
     for k, top in enumerate(ops):
@@ -207,6 +218,11 @@ def _plan(fn: func.FuncOp, reuse: bool) -> None:
     for o in block.ops:
         if isinstance(o, B.AllocOp):
             live += _holder_bytes(o.result)
+            points.append(live)
+        elif isinstance(o, B.ExternOp) and not extern_results_alias(o):
+            for r in o.res:
+                if isinstance(r.type, B.BufferType):
+                    live += _holder_bytes(r)
             points.append(live)
         elif isinstance(o, B.DeallocOp):
             live -= _holder_bytes(o.buffer)

@@ -305,6 +305,7 @@ class KernelLowering:
         arg_types += [i64] * (len(self.seeds) + len(self.scalars))
         func = tt.FuncOp(self.name, arg_types, [], visibility="public")
         func.attributes["coil.kind"] = StringAttr(self.kind)
+        func.attributes["coil.device"] = StringAttr(self.device)
         func.attributes["coil.source_lines"] = ArrayAttr(
             [StringAttr(s) for s in _source_lines(self.nest)]
         )

@@ -199,3 +199,47 @@ func.func @symbolic(%x: !buffer.buffer<[s0, 16], f32>) -> !buffer.buffer<[s0], f
   }
   func.return %e : !buffer.buffer<[s0], f32>
 }
+
+// -----
+
+// What ATen allocates is storage too: a matmul's result is freed after its last
+// reader (and its storage reused by a later buffer of the same size), and it
+// counts in the peak (mm 1 KB + relu 1 KB live at once).
+// CHECK-LABEL: func.func @extern_results
+// CHECK-SAME:    coil.peak_bytes = #coil.expr<2048>
+// CHECK:       %[[MM:.*]] = buffer.extern "aten.mm.default"
+// CHECK:       %[[R:.*]] = buffer.alloc : !buffer.buffer<[16, 16], f32>
+// CHECK:       loop.pointwise [16, 16] outs(%[[R]]
+// CHECK-NEXT:  ^bb0
+// CHECK-NEXT:  loop.load %[[MM]]
+// CHECK:       %[[E:.*]] = buffer.reuse %[[MM]] : !buffer.buffer<[16, 16], f32> -> !buffer.buffer<[16, 16], f32>
+// CHECK:       loop.pointwise [16, 16] outs(%[[E]]
+// CHECK:       buffer.dealloc %[[R]]
+// CHECK:       func.return %[[E]]
+// NOREUSE-LABEL: func.func @extern_results
+// NOREUSE:       loop.load %[[MM:.*]][i0, i1]
+// NOREUSE:       }
+// NOREUSE-NEXT:  buffer.dealloc %[[MM]]
+func.func @extern_results(%x: !buffer.buffer<[16, 16], f32>) -> !buffer.buffer<[16, 16], f32> {
+  %mm = buffer.extern "aten.mm.default" (%x, %x) : (!buffer.buffer<[16, 16], f32>, !buffer.buffer<[16, 16], f32>) -> (!buffer.buffer<[16, 16], f32>) {
+  ^bb0(%a: !aten.tensor<[16, 16], f32>, %b: !aten.tensor<[16, 16], f32>):
+    %m = aten.mm.default(%a, %b) : !aten.tensor<[16, 16], f32>
+    buffer.yield %m : !aten.tensor<[16, 16], f32>
+  }
+  %r = buffer.alloc : !buffer.buffer<[16, 16], f32>
+  loop.pointwise [16, 16] outs(%r : !buffer.buffer<[16, 16], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %v = loop.load %mm[i0, i1] : !buffer.buffer<[16, 16], f32>
+    %z = arith.constant 0.0 : f32
+    %w = arith.maximumf %v, %z : f32
+    loop.yield %w : f32
+  }
+  %e = buffer.alloc : !buffer.buffer<[16, 16], f32>
+  loop.pointwise [16, 16] outs(%e : !buffer.buffer<[16, 16], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %v = loop.load %r[i1, i0] : !buffer.buffer<[16, 16], f32>
+    %w = math.exp %v : f32
+    loop.yield %w : f32
+  }
+  func.return %e : !buffer.buffer<[16, 16], f32>
+}

@@ -15,6 +15,8 @@
 // CHECK:        at::Tensor m = coil::call_op(op_aten_mm_default(), {x, w})[0].toTensor();
 // CHECK-NEXT:   at::Tensor div = coil::empty_strided({s0, 64}, {64, 1}, at::ScalarType::Float, at::Device(at::kCUDA, 0));
 // CHECK-NEXT:   coil_amax_sum_div_0.launch(at::Device(at::kCUDA, 0), coil::floordiv(s0 + 63, 64), 1, 1, {coil::ptr(m), coil::ptr(div), coil::i64(s0)});
+// What ATen allocated is freed at its last use too (memory-plan).
+// CHECK-NEXT:   m.reset();
 // CHECK-NEXT:   return {c10::IValue(div)};
 
 !t = !aten.tensor<[s0, 64], f32, device "cuda:0">
