@@ -3,6 +3,7 @@
 # from the wheels in .whl (../shared/GPU.md: xdsl, immutabledict, ordered-set,
 # filecheck, lit, expecttest; timm where the machine lacks it), then
 #   TESTS=1   the tests marked `gpu` (Triton kernels compiled for the GPU);
+#             TEST_FILES="test/python/test_x.py ..." limits them to those files;
 #   BENCH=1   benchmarks/bench.py (kernels against eager and Inductor);
 #   MODELS="gpt2 bert ..."   benchmarks/models.py on those models;
 #   OVERHEAD="mlp20_b1 ..."  benchmarks/overhead.py (host overhead per call);
@@ -26,7 +27,9 @@ python3 -c "import torch, triton, transformers; print('torch', torch.__version__
 triton.__version__, 'transformers', transformers.__version__)" | tee -a "$OUT/device.txt"
 status=0
 if [ "${TESTS:-0}" = 1 ]; then
-  python3 -m pytest test/python -m gpu -p no:cacheprovider -q -rs 2>&1 | tee "$OUT/pytest-gpu.log"
+  # shellcheck disable=SC2086
+  python3 -m pytest ${TEST_FILES:-test/python} -m gpu -p no:cacheprovider -q -rs 2>&1 \
+    | tee "$OUT/pytest-gpu.log"
   status=$(( status | PIPESTATUS[0] ))
 fi
 if [ "${BENCH:-0}" = 1 ]; then

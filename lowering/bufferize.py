@@ -18,9 +18,10 @@ Output (the buffer level):
   otherwise it is materialized by a ``loop.pointwise`` copy;
 * ``buffer.extern`` takes buffers; an operand whose layout differs from the one
   ATen saw (the region's block argument) is first copied into that layout; its
-  results are buffers with the layouts the region's aten op returns; a CUDA
-  matrix product with misaligned rows writes a padded allocation through its
-  ``out=`` variant (``align-gemms``, ``gemm_alignment.py``);
+  results are buffers with the layouts the region's aten op returns; a large
+  CUDA matrix product whose width is not a multiple of 16 bytes runs on a
+  padded operand and is read through a view of its columns (``align-gemms``,
+  ``gemm_alignment.py``);
 * ``loop.copy %v, %dest`` becomes a ``loop.pointwise outs(%dest)`` just before
   ``func.return``, after every other read of ``%dest``: reads that follow the
   copy read ``%v`` instead; a result that aliases a mutated input through a
@@ -272,14 +273,8 @@ class _Bufferizer:
                 copy_nest(operand, buf, location=op.location), InsertPoint.before(op)
             )
             op.operands[k] = buf
-        extra = []
         padding = gemm_alignment.plan(op) if self.align_gemms else None
-        if padding is not None:
-            extra.append(
-                gemm_alignment.rewrite(
-                    op, padding, lambda shape, et, name: self.alloc(shape, et, None, op, name)
-                )
-            )
+        view_type = gemm_alignment.rewrite(op, padding)[1] if padding is not None else None
         term = op.body.block.last_op
         types = [
             B.BufferType(y.type.shape, y.type.element_type, y.type.strides, 0, y.type.device)
@@ -287,11 +282,20 @@ class _Bufferizer:
             else r.type
             for r, y in zip(op.res, term.values)
         ]
-        new = B.ExternOp([*op.args, *extra], types, op.detach_region(op.body))
+        new = B.ExternOp(list(op.args), types, op.detach_region(op.body))
         new.attributes.update(op.attributes)
         new.location = op.location
         Rewriter.insert_op(new, InsertPoint.before(op))
         for old, r in zip(op.res, new.res):
+            r.name_hint = old.name_hint
+        results = list(new.res)
+        if view_type is not None:
+            # Readers see the [.., M, N] columns of the padded product.
+            view = B.ViewOp(new.res[0], view_type)
+            view.location = op.location
+            Rewriter.insert_op(view, InsertPoint.after(new))
+            results = [view.result]
+        for old, r in zip(op.res, results):
             r.name_hint = old.name_hint
             old.replace_all_uses_with(r)
         Rewriter.erase_op(op)
@@ -377,8 +381,8 @@ class BufferizePass(ModulePass):
     name = "bufferize"
 
     align_gemms: bool = True
-    """Write CUDA matrix products whose rows are not a multiple of 16 bytes into a
-    padded allocation (``gemm_alignment.py``), so cuBLAS runs its aligned kernels."""
+    """Pad the operand of large CUDA matrix products whose width is not a multiple
+    of 16 bytes (``gemm_alignment.py``), so cuBLAS runs its aligned kernels."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in op.ops:

@@ -1,111 +1,119 @@
-"""Aligned GEMM outputs for ``bufferize``: a matrix product whose rows are not a
-multiple of 16 bytes writes into a padded allocation.
+"""Aligned GEMMs for ``bufferize``: a matrix product whose output rows are not a
+multiple of 16 bytes is computed on an operand padded to such a width.
 
-cuBLAS picks its fast Hopper kernels only when every leading dimension is a
-multiple of 16 bytes; an output with 50257 bf16 columns (GPT-2's LM head) runs
-in an ``align1`` kernel seven times slower (measured on an H100: 3.3 ms against
-0.45 ms for Inductor, which pads: ``comprehensive_padding``/``pad_mm``). ATen's
-``out=`` variants accept an output whose row stride is larger than its width,
-so coil allocates ``[.., M, N_pad]`` (``N_pad`` the next multiple of 16 bytes)
-and calls ``aten::mm.out(a, b, out=<the [.., M, N] view>)``: no copy of any
-input, the padding columns are never read, and consumers read the view through
-its strides (``bufferize`` copies a returned result to eager's layout, and an
-ATen consumer's operand to the layout it expects, as for any other buffer).
+cuBLAS picks its fast Hopper kernels only when the problem is aligned; an
+output with 50257 bf16 columns (GPT-2's LM head) runs in a ``cutlass ... align1``
+kernel seven times slower (an H100: 3.3 ms against 0.45 ms for Inductor). A
+larger row stride for the output alone is not enough: the width N itself must
+be a multiple of 8 (bf16), as Inductor's ``pad_mm`` makes it. So, for
+``C[M, N] = A[M, K] @ B[K, N]`` (and ``bmm``, ``addmm``, ``baddbmm`` with
+default ``beta``/``alpha``), the extern computes
+``A @ constant_pad_nd(B, [0, P])`` (the bias padded likewise) into
+``[M, N + P]`` and its readers see the ``[M, N]`` view with row stride
+``N + P``; ``bufferize`` copies a returned result to eager's layout, and an
+ATen consumer's operand to the layout it expects, as for any buffer.
 
-Applies to ``mm``, ``bmm``, ``addmm`` and ``baddbmm`` (default ``beta``/``alpha``)
-on CUDA in f16, bf16 and f32 whose static row width is misaligned.
+The pad copies ``K x N`` elements of B per call: it pays when the product is
+large against it, so padding needs M >= ``MIN_ROWS`` (a symbolic M counts as
+``loop_cost.SIZE_HINT``). CUDA only, f16/bf16/f32, static N.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from coil.dialects import buffer as B
-from coil.dialects.aten import OperandRefAttr, OperatorOp, TensorType
+from coil.dialects.aten import TensorType, op_class_named
 from coil.dialects.symbolic import contiguous_strides, to_expr
-from coil.transforms.loop_cost import element_bytes
+from coil.transforms.loop_cost import element_bytes, estimate
 
 ALIGN_BYTES = 16
-OUT_VARIANTS = {
-    "aten.mm.default": "aten::mm.out",
-    "aten.bmm.default": "aten::bmm.out",
-    "aten.addmm.default": "aten::addmm.out",
-    "aten.baddbmm.default": "aten::baddbmm.out",
+MIN_ROWS = 512
+"""Output rows below which the pad of B costs more than the aligned kernel saves."""
+
+# The product's operands by schema name: (bias, the right-hand matrix).
+GEMMS = {
+    "aten.mm.default": (None, "mat2"),
+    "aten.bmm.default": (None, "mat2"),
+    "aten.addmm.default": ("self", "mat2"),
+    "aten.baddbmm.default": ("self", "batch2"),
 }
 _FLOATS = ("f16", "bf16", "f32")
 
 
 @dataclass
 class GemmPadding:
-    aten: Operation  # the mm/bmm/addmm/baddbmm op in the extern's region
-    padded_shape: list  # the allocation: [.., M, N_pad]
-    view: B.BufferType  # the [.., M, N] output view of it
+    aten: Operation  # the product in the extern's region
+    pad: int  # columns added to N
 
 
 def plan(op: B.ExternOp) -> GemmPadding | None:
-    """How to pad the output of ``op`` (an extern at the tensor level), if it is a
-    GEMM worth padding."""
+    """Whether and how to pad the product ``op`` (an extern at the tensor level) calls."""
     inner = [o for o in op.body.block.ops if not isinstance(o, B.YieldOp)]
-    if len(inner) != 1 or inner[0].name not in OUT_VARIANTS or len(op.res) != 1:
+    if len(inner) != 1 or inner[0].name not in GEMMS or len(op.res) != 1:
         return None
     aten = inner[0]
-    # beta/alpha (and anything else non-tensor) are printed only when not the
-    # default: the out variant below passes tensors alone.
-    if any(k not in ("operandSegmentSizes",) for k in aten.properties):
-        return None
+    if any(k != "operandSegmentSizes" for k in aten.properties):
+        return None  # beta/alpha given (printed only when not the default)
     t = aten.results[0].type
     if not isinstance(t, TensorType) or not t.device_attr.data.startswith("cuda"):
         return None
     if str(t.element_type) not in _FLOATS:
         return None
     shape = list(t.shape_attr.data)
-    n = to_expr(shape[-1])
+    n, m = to_expr(shape[-1]), to_expr(shape[-2])
     if not n.is_Integer or list(t.strides_attr.data) != list(contiguous_strides(shape)):
         return None
-    size = element_bytes(t.element_type)
-    per_row = ALIGN_BYTES // size
+    per_row = ALIGN_BYTES // element_bytes(t.element_type)
     n = int(n)
-    if n < per_row or (n * size) % ALIGN_BYTES == 0:
+    if n < per_row or n % per_row == 0 or estimate(m) < MIN_ROWS:
         return None
-    padded = shape[:-1] + [-(-n // per_row) * per_row]
-    view = B.BufferType(shape, t.element_type, contiguous_strides(padded), 0, t.device_attr.data)
-    return GemmPadding(aten, padded, view)
+    return GemmPadding(aten, -(-n // per_row) * per_row - n)
 
 
-def rewrite(
-    op: B.ExternOp,
-    padding: GemmPadding,
-    alloc: Callable[[Sequence, Attribute, str | None], SSAValue],
-) -> SSAValue:
-    """Give ``op`` (about to be rebuilt on buffers) an ``out`` operand: a view of a
-    padded allocation, which the region's out variant writes. Returns the view
-    (the extern's new operand, appended to its arguments)."""
-    t = padding.view
-    base = alloc(padding.padded_shape, t.element_type, op.res[0].name_hint)
-    view = B.ViewOp(base, t)
-    Rewriter.insert_op(view, InsertPoint.before(op))
-    view.result.name_hint = op.res[0].name_hint
-    block = op.body.block
-    out_arg = block.insert_arg(
-        TensorType(t.shape_attr.data, t.element_type, t.strides_attr.data, t.device_attr.data),
-        len(block.args),
-    )
-    out_arg.name_hint = "out"
+def rewrite(op: B.ExternOp, padding: GemmPadding) -> tuple[B.BufferType, B.BufferType]:
+    """Rewrite ``op``'s region to compute the padded product. Returns the buffer
+    type of the padded result and of the ``[.., M, N]`` view its readers use."""
     aten = padding.aten
-    inputs = [*aten.operands, out_arg]
-    call = OperatorOp(
-        OUT_VARIANTS[aten.name],
-        ArrayAttr([OperandRefAttr(k) for k in range(len(aten.operands))]),
-        DictionaryAttr({"out": OperandRefAttr(len(aten.operands))}),
-        inputs,
-        [out_arg.type],
+    bias_name, right_name = GEMMS[aten.name]
+    groups = aten.operand_groups()
+    n = int(to_expr(aten.results[0].type.shape_attr.data[-1]))
+    pad_cls = op_class_named("aten.constant_pad_nd.default")
+    assert pad_cls is not None
+
+    def padded(value: SSAValue) -> SSAValue:
+        t = value.type
+        shape = list(t.shape_attr.data)
+        if to_expr(shape[-1]) != n:
+            return value  # a bias broadcast along N
+        shape[-1] = n + padding.pad
+        new = pad_cls.build_from(
+            {"self": value},
+            {"pad": [0, padding.pad]},
+            [TensorType(shape, t.element_type, None, t.device_attr.data)],
+        )
+        new.location = aten.location
+        Rewriter.insert_op(new, InsertPoint.before(aten))
+        new.results[0].name_hint = f"{value.name_hint or 'mat'}_padded"
+        return new.results[0]
+
+    tensors = {name: values[0] for name, values in groups.items()}
+    tensors[right_name] = padded(tensors[right_name])
+    if bias_name is not None:
+        tensors[bias_name] = padded(tensors[bias_name])
+    t = aten.results[0].type
+    shape = list(t.shape_attr.data)
+    wide = shape[:-1] + [n + padding.pad]
+    new = type(aten).build_from(
+        tensors, {}, [TensorType(wide, t.element_type, None, t.device_attr.data)]
     )
-    call.location = aten.location
-    Rewriter.replace_op(aten, call)
-    call.results[0].name_hint = aten.results[0].name_hint
-    return view.result
+    new.location = aten.location
+    Rewriter.replace_op(aten, new)
+    new.results[0].name_hint = aten.results[0].name_hint
+    device = t.device_attr.data
+    full = B.BufferType(wide, t.element_type, None, 0, device)
+    view = B.BufferType(shape, t.element_type, contiguous_strides(wide), 0, device)
+    return full, view

@@ -59,8 +59,16 @@ def check_input(
         )
     if t.dtype != dtype:
         raise CoilInputError(f"input {name}: expected dtype {dtype}, got {t.dtype}")
-    if _device_key(t.device) != _device_key(device):
+    if _device_key(t.device) != _device_key(device) and not _cpu_scalar_for_cuda(t, device):
         raise CoilInputError(f"input {name}: expected device {device}, got {t.device}")
+
+
+def _cpu_scalar_for_cuda(t: torch.Tensor, device: str) -> bool:
+    """A 0-d CPU tensor where a CUDA one was traced: torch mixes those freely, and
+    some kernels return them where their fake (meta) version says CUDA (the
+    philox seed and offset of cuDNN attention, saved for the backward). The
+    wrapper moves such an input to the device it was compiled for."""
+    return t.dim() == 0 and t.device.type == "cpu" and str(device).startswith("cuda")
 
 
 class InputGuard:

@@ -542,6 +542,10 @@ class CppPrinter:
                     f"{self.exprs(t.shape_attr.data)}, {self.exprs(t.strides_attr.data)}, "
                     f"{cpp_scalar_type(t.dtype)}, {cpp_device(t.device)});"
                 )
+                if not t.shape_attr.data and t.device_attr.data != "cpu":
+                    # check_input lets a 0-d CPU tensor stand for a CUDA scalar.
+                    name = self.name(arg)
+                    self.emit(f"{name} = {name}.to({cpp_device(t.device)});")
         if self.guard_device is not None:
             # Kernels load into, and launch on, the current device's context.
             self.emit(f"c10::DeviceGuard device_guard({cpp_device(self.guard_device)});")

@@ -61,7 +61,14 @@ from xdsl.utils.target import Target
 
 from coil.dialects import dtypes, tt
 from coil.dialects import host as H
-from coil.dialects.aten import AtenOp, ConstantOp, OperandRefAttr, OperatorOp, TensorConstantOp
+from coil.dialects.aten import (
+    AtenOp,
+    ConstantOp,
+    OperandRefAttr,
+    OperatorOp,
+    TensorConstantOp,
+    TensorType,
+)
 from coil.dialects.aten_schema import Kind, argument_kinds, parse_enum
 from coil.dialects.buffer import BufferType
 from coil.dialects.symbolic import ExprAttr, ShapeAttr, SymbolicSyntaxError, format_expr, to_expr
@@ -421,6 +428,12 @@ class HostPrinter:
                     2,
                 )
             self.emit(f"_inputs.learn({key}, {names})", 2)
+        for arg in tensors:
+            t = arg.type
+            if not t.shape_attr.data and t.device_attr.data != "cpu":
+                # check_input lets a 0-d CPU tensor stand for a CUDA scalar.
+                name = self.name(arg)
+                self.emit(f'{name} = {name}.to("{t.device_attr.data}")')
         # A tensor input's name is deleted after its last use (as Inductor's
         # wrapper does): with AOTAutograd's boxed calling convention the caller
         # has cleared its list, so the storage (a saved activation in a
@@ -614,6 +627,15 @@ class HostPrinter:
         for inner in block.ops:
             if inner is not term:
                 self.print_aten(inner)
+        # Temporaries of the region (a padded operand, say) die with the call.
+        temps = [
+            self.names[r]
+            for inner in block.ops
+            for r in inner.results
+            if r not in term.values and r in self.names and isinstance(r.type, TensorType)
+        ]
+        if temps:
+            self.emit(f"del {', '.join(temps)}")
         taken: set[SSAValue] = set()
         for r, v in zip(op.res, term.values):
             if v in block.args or v in taken:

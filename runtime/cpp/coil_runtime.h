@@ -147,7 +147,10 @@ inline void check_input(const char* name, const at::Tensor& t, c10::IntArrayRef 
     throw InputError(cat("input ", name, ": expected dtype ", dtype, ", got ", t.scalar_type()));
   }
   auto index = [](at::Device d) { return d.has_index() ? d.index() : 0; };
-  if (t.device().type() != device.type() || index(t.device()) != index(device)) {
+  // A 0-d CPU tensor may stand for a CUDA scalar (torch mixes them; cuDNN
+  // attention returns its philox seed/offset so): the wrapper moves it.
+  bool cpu_scalar = t.dim() == 0 && t.device().is_cpu() && device.is_cuda();
+  if (!cpu_scalar && (t.device().type() != device.type() || index(t.device()) != index(device))) {
     throw InputError(cat("input ", name, ": expected device ", device, ", got ", t.device()));
   }
 }

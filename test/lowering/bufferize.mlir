@@ -303,35 +303,35 @@ func.func @reshape_contiguous(%x: !buffer.buffer<[3, 4, 2], f32>) -> (!loop.tens
 
 // -----
 
-// A CUDA matrix product whose rows (50 f32 = 200 bytes) are not a multiple of
-// 16 bytes writes a padded [8, 52] allocation through aten::mm.out, so cuBLAS
-// runs its aligned kernels; the nest reads the view through its strides, and
-// the returned product is copied to eager's row-major layout.
+// A large CUDA matrix product whose width (50 f32 = 200 bytes) is not a
+// multiple of 16 bytes runs on B padded to 52 columns (Inductor's pad_mm), so
+// cuBLAS runs its aligned kernels; readers see the [1024, 50] view with row
+// stride 52, and the returned product is copied to eager's row-major layout.
 // CHECK-LABEL: func.func @padded_gemm
-// CHECK:      %[[P:.*]] = buffer.alloc : !buffer.buffer<[8, 52], f32, device "cuda:0">
-// CHECK-NEXT: %[[V:.*]] = buffer.view %[[P]] : {{.*}} -> !buffer.buffer<[8, 50], f32, strides [52, 1], device "cuda:0">
-// CHECK-NEXT: %[[MM:.*]] = buffer.extern "aten.mm.out" (%x, %w, %[[V]])
-// CHECK:      aten.operator "aten::mm.out"(%{{.*}}, %{{.*}}, out = %out) : !aten.tensor<[8, 50], f32, strides [52, 1], device "cuda:0">
-// CHECK:      loop.load %[[MM]][i0, i1] : !buffer.buffer<[8, 50], f32, strides [52, 1], device "cuda:0">
-// CHECK:      %[[C:.*]] = buffer.alloc : !buffer.buffer<[8, 50], f32, device "cuda:0">
-// CHECK-NEXT: loop.pointwise [8, 50] outs(%[[C]]
+// CHECK:      %[[P:.*]] = buffer.extern "aten.mm.default" (%x, %w) : {{.*}} -> (!buffer.buffer<[1024, 52], f32, device "cuda:0">)
+// CHECK:      %[[WP:.*]] = aten.constant_pad_nd.default(%{{.*}}, pad = [0, 2]) : !aten.tensor<[64, 52], f32, device "cuda:0">
+// CHECK-NEXT: aten.mm.default(%{{.*}}, %[[WP]]) : !aten.tensor<[1024, 52], f32, device "cuda:0">
+// CHECK:      %[[MM:.*]] = buffer.view %[[P]] : {{.*}} -> !buffer.buffer<[1024, 50], f32, strides [52, 1], device "cuda:0">
+// CHECK:      loop.load %[[MM]][i0, i1] : !buffer.buffer<[1024, 50], f32, strides [52, 1], device "cuda:0">
+// CHECK:      %[[C:.*]] = buffer.alloc : !buffer.buffer<[1024, 50], f32, device "cuda:0">
+// CHECK-NEXT: loop.pointwise [1024, 50] outs(%[[C]]
 // CHECK:      func.return %{{.*}}, %[[C]]
 // NOPAD-LABEL: func.func @padded_gemm
-// NOPAD-NOT:  aten::mm.out
+// NOPAD-NOT:  constant_pad_nd
 // NOPAD:      buffer.extern "aten.mm.default"
-func.func @padded_gemm(%x: !buffer.buffer<[8, 64], f32, device "cuda:0">, %w: !buffer.buffer<[64, 50], f32, device "cuda:0">) -> (!loop.tensor<[8, 50], f32>, !loop.tensor<[8, 50], f32>) attributes {coil.result_types = [!aten.tensor<[8, 50], f32, device "cuda:0">, !aten.tensor<[8, 50], f32, device "cuda:0">]} {
-  %mm = buffer.extern "aten.mm.default" (%x, %w) : (!buffer.buffer<[8, 64], f32, device "cuda:0">, !buffer.buffer<[64, 50], f32, device "cuda:0">) -> (!loop.tensor<[8, 50], f32>) {
-  ^bb0(%xa: !aten.tensor<[8, 64], f32, device "cuda:0">, %wa: !aten.tensor<[64, 50], f32, device "cuda:0">):
-    %m = aten.mm.default(%xa, %wa) : !aten.tensor<[8, 50], f32, device "cuda:0">
-    buffer.yield %m : !aten.tensor<[8, 50], f32, device "cuda:0">
+func.func @padded_gemm(%x: !buffer.buffer<[1024, 64], f32, device "cuda:0">, %w: !buffer.buffer<[64, 50], f32, device "cuda:0">) -> (!loop.tensor<[1024, 50], f32>, !loop.tensor<[1024, 50], f32>) attributes {coil.result_types = [!aten.tensor<[1024, 50], f32, device "cuda:0">, !aten.tensor<[1024, 50], f32, device "cuda:0">]} {
+  %mm = buffer.extern "aten.mm.default" (%x, %w) : (!buffer.buffer<[1024, 64], f32, device "cuda:0">, !buffer.buffer<[64, 50], f32, device "cuda:0">) -> (!loop.tensor<[1024, 50], f32>) {
+  ^bb0(%xa: !aten.tensor<[1024, 64], f32, device "cuda:0">, %wa: !aten.tensor<[64, 50], f32, device "cuda:0">):
+    %m = aten.mm.default(%xa, %wa) : !aten.tensor<[1024, 50], f32, device "cuda:0">
+    buffer.yield %m : !aten.tensor<[1024, 50], f32, device "cuda:0">
   }
-  %r = loop.pointwise [8, 50] : !loop.tensor<[8, 50], f32> {
+  %r = loop.pointwise [1024, 50] : !loop.tensor<[1024, 50], f32> {
   ^bb0(%i0: index, %i1: index):
-    %0 = loop.load %mm[i0, i1] : !loop.tensor<[8, 50], f32>
+    %0 = loop.load %mm[i0, i1] : !loop.tensor<[1024, 50], f32>
     %1 = math.exp %0 : f32
     loop.yield %1 : f32
   }
-  func.return %r, %mm : !loop.tensor<[8, 50], f32>, !loop.tensor<[8, 50], f32>
+  func.return %r, %mm : !loop.tensor<[1024, 50], f32>, !loop.tensor<[1024, 50], f32>
 }
 
 // -----

@@ -1,6 +1,6 @@
-"""Matrix products with misaligned rows write a padded allocation through their
-out= variant (lowering/gemm_alignment.py); results match eager and keep eager's
-strides. The IR form is in test/lowering/bufferize.mlir."""
+"""Large matrix products of a misaligned width run on a padded operand
+(lowering/gemm_alignment.py); results match eager and keep eager's strides.
+The IR form is in test/lowering/bufferize.mlir."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ pytestmark = [
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 @pytest.mark.parametrize("bias", [False, True])
-def test_lm_head_with_an_odd_vocabulary(dtype, bias):
+def test_lm_head_with_an_odd_vocabulary(dtype, bias, tmp_path):
     torch.manual_seed(0)
     head = torch.nn.Linear(64, 1003, bias=bias).to("cuda", dtype)
 
@@ -25,18 +25,20 @@ def test_lm_head_with_an_odd_vocabulary(dtype, bias):
         logits = head(x)
         return logits, torch.log_softmax(logits.float(), -1)
 
-    x = torch.randn(4, 7, 64, device="cuda", dtype=dtype)
+    x = torch.randn(4, 160, 64, device="cuda", dtype=dtype)  # 640 rows: padded
     torch._dynamo.reset()
-    compiled = torch.compile(f, backend="coil")
+    compiled = torch.compile(f, backend="coil", options={"dump_dir": str(tmp_path)})
     with torch.no_grad():
         got, want = compiled(x), f(x)
+    (wrapper,) = tmp_path.glob("*/wrapper.py")
+    assert "constant_pad_nd" in wrapper.read_text()
     assert_close_to_eager(got, want)
     assert got[0].stride() == want[0].stride()  # eager's layout, not the padded one
 
 
 def test_batched_product_with_odd_columns():
     torch.manual_seed(0)
-    a = torch.randn(3, 16, 32, device="cuda", dtype=torch.bfloat16)
+    a = torch.randn(3, 600, 32, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(3, 32, 45, device="cuda", dtype=torch.bfloat16)
     torch._dynamo.reset()
     compiled = torch.compile(lambda a, b: torch.relu(a @ b), backend="coil")

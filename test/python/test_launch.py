@@ -185,3 +185,14 @@ def test_cudagraphs_record_per_input_size_and_skip_host_random(caplog):
         a, b = compiled(x), compiled(x)
     assert not torch.equal(a, b)  # fresh random numbers on every call
     assert any("random" in r.getMessage() for r in caplog.records)
+
+
+def test_a_cpu_scalar_may_stand_for_a_cuda_one():
+    """torch mixes 0-d CPU tensors with CUDA ones, and cuDNN attention returns its
+    philox seed/offset on the CPU where its meta function says CUDA: the input
+    check accepts them (the wrapper moves them); anything larger must match."""
+    from coil.runtime.wrapper import check_input
+
+    check_input("seed", torch.tensor(3), (), (), torch.int64, "cuda:0")
+    with pytest.raises(CoilInputError, match="device"):
+        check_input("x", torch.zeros(2), (2,), (1,), torch.float32, "cuda:0")
