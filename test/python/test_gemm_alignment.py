@@ -32,7 +32,13 @@ def test_lm_head_with_an_odd_vocabulary(dtype, bias, tmp_path):
         got, want = compiled(x), f(x)
     (wrapper,) = tmp_path.glob("*/wrapper.py")
     assert "constant_pad_nd" in wrapper.read_text()
-    assert_close_to_eager(got, want)
+    assert_close_to_eager(got[0], want[0])
+    # log_softmax in f32 of bf16 logits: a 1-ulp bf16 difference between two
+    # cuBLAS kernels shows at bf16's tolerance, not f32's.
+    if dtype == torch.bfloat16:
+        torch.testing.assert_close(got[1], want[1], rtol=1e-2, atol=1e-2)
+    else:
+        assert_close_to_eager(got[1], want[1])
     assert got[0].stride() == want[0].stride()  # eager's layout, not the padded one
 
 
