@@ -7,6 +7,7 @@
 #   BENCH=1   benchmarks/bench.py (kernels against eager and Inductor);
 #   MODELS="gpt2 bert ..."   benchmarks/models.py on those models;
 #   OVERHEAD="mlp20_b1 ..."  benchmarks/overhead.py (host overhead per call);
+#   MEMORY="vit_hf ..."      benchmarks/memory_probe.py (planned vs measured peak);
 #   BEFORE="gpt2 ..."        the same with the coil of .whl/coil_before.tar
 #                            (a `git archive` of an earlier commit), for
 #                            before/after numbers on one machine.
@@ -45,6 +46,10 @@ if [ -n "${OVERHEAD:-}" ]; then
   # shellcheck disable=SC2086
   python3 benchmarks/overhead.py $OVERHEAD 2>&1 | tee -a "$OUT/overhead.log"
   status=$(( status | PIPESTATUS[0] ))
+fi
+if [ -n "${MEMORY:-}" ]; then
+  # shellcheck disable=SC2086
+  python3 benchmarks/memory_probe.py $MEMORY 2>&1 | tee -a "$OUT/memory.log"
 fi
 if [ -n "${BEFORE:-}" ] && [ -f .whl/coil_before.tar ]; then
   rm -rf /tmp/before && mkdir -p /tmp/before && tar -xf .whl/coil_before.tar -C /tmp/before

@@ -1,0 +1,106 @@
+"""Where a compiled call's peak GPU memory goes: coil's static plan against
+what the CUDA allocator saw.
+
+For each model of ``benchmarks/models.py`` named (bf16 inference): compile with
+coil (dumping the IR), run once to warm up, then record one call with
+``torch.cuda.memory._record_memory_history`` and report:
+
+* the planned peak (``coil.peak_bytes`` of the buffer-level IR) and the measured
+  one (``max_memory_allocated`` above what was allocated before the call);
+* the blocks alive at the measured peak, largest first, each with the frame of
+  the generated wrapper (or ATen call) that allocated it.
+
+Run on the GPU machine: ``python benchmarks/memory_probe.py vit_hf resnet50``;
+the report also goes to ``$OUT/memory-<model>.txt``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+from models import MODELS
+
+
+def planned_peak(dump: Path) -> int:
+    """The largest coil.peak_bytes among the dumped graphs (memory-plan's output)."""
+    peaks = []
+    for f in dump.glob("*/*memory-plan.mlir"):
+        peaks += [int(v) for v in re.findall(r"coil.peak_bytes = #coil.expr<(\d+)>", f.read_text())]
+    return max(peaks, default=0)
+
+
+def live_at_peak(snapshot: dict) -> list[tuple[int, str]]:
+    """Replay the allocator trace; return the blocks alive at the highest point."""
+    live: dict[int, tuple[int, str]] = {}
+    best: tuple[int, dict] = (0, {})
+    total = 0
+    for trace in snapshot["device_traces"]:
+        for e in trace:
+            if e["action"] == "alloc":
+                frames = e.get("frames") or []
+                # The generated wrapper's line (in coil's cache) says what it is.
+                where = next(
+                    (
+                        f"{Path(f['filename']).name}:{f['line']} {f['name']}"
+                        for f in frames
+                        if "coil" in f["filename"]
+                    ),
+                    frames[0]["filename"] if frames else "?",
+                )
+                live[e["addr"]] = (e["size"], where)
+                total += e["size"]
+                if total > best[0]:
+                    best = (total, dict(live))
+            elif e["action"] == "free_requested" and e["addr"] in live:
+                total -= live.pop(e["addr"])[0]
+    return sorted(best[1].values(), reverse=True)
+
+
+def probe(name: str) -> str:
+    module, inputs = MODELS[name].build()
+    module = module.cuda().eval().to(torch.bfloat16)
+    args = tuple((x.to(torch.bfloat16) if x.is_floating_point() else x).cuda() for x in inputs)
+    dump = Path(tempfile.mkdtemp(prefix=f"coil-{name}-"))
+    torch._dynamo.reset()
+    f = torch.compile(module, backend="coil", options={"dump_dir": str(dump)})
+    with torch.no_grad():
+        f(*args)
+        torch.cuda.synchronize()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        torch.cuda.memory._record_memory_history(max_entries=200000)
+        out = f(*args)
+        torch.cuda.synchronize()
+        snapshot = torch.cuda.memory._snapshot()
+        torch.cuda.memory._record_memory_history(enabled=None)
+        measured = torch.cuda.max_memory_allocated() - base
+        del out
+    lines = [
+        f"== {name}: planned peak {planned_peak(dump) / 2**20:.1f} MB, "
+        f"measured {measured / 2**20:.1f} MB above the inputs"
+    ]
+    blocks = live_at_peak(snapshot)
+    lines.append(f"  {len(blocks)} blocks alive at the traced peak, largest:")
+    for size, where in blocks[:15]:
+        lines.append(f"  {size / 2**20:8.1f} MB  {where}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    for name in sys.argv[1:] or ["vit_hf"]:
+        report = probe(name)
+        print(report, flush=True)
+        if os.environ.get("OUT"):
+            Path(os.environ["OUT"], f"memory-{name}.txt").write_text(report + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
