@@ -16,6 +16,7 @@ the report also goes to ``$OUT/memory-<model>.txt``.
 
 from __future__ import annotations
 
+import linecache
 import os
 import re
 import sys
@@ -48,7 +49,7 @@ def live_at_peak(snapshot: dict) -> list[tuple[int, str]]:
                 # The generated wrapper's line (in coil's cache) says what it is.
                 where = next(
                     (
-                        f"{Path(f['filename']).name}:{f['line']} {f['name']}"
+                        f"line {f['line']}: {linecache.getline(f['filename'], f['line']).strip()}"
                         for f in frames
                         if "coil" in f["filename"]
                     ),
