@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import sympy
 from xdsl.dialects.builtin import StringAttr
-from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -302,15 +302,8 @@ class ExternBase(IRDLOperation):
 
     @property
     def kernel_name(self) -> str:
-        """The overload called ("aten.mm.default"), for logs and generated code: the
-        op that makes the first result (a region may prepare its operands, e.g. pad
-        them), else the first op called."""
-        term = self.body.block.last_op
-        ops = list(self.body.block.ops)
-        if isinstance(term, self.YIELD) and term.operands:
-            owner = term.operands[0].owner
-            if isinstance(owner, Operation) and owner in ops:
-                ops = [owner] + ops
+        """The overload called ("aten.mm.default"), for logs and generated code."""
+        ops = self.body.block.ops
         for op in ops:
             if isinstance(op, self.YIELD):
                 continue

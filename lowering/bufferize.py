@@ -274,7 +274,7 @@ class _Bufferizer:
             )
             op.operands[k] = buf
         padding = gemm_alignment.plan(op) if self.align_gemms else None
-        view_type = gemm_alignment.rewrite(op, padding)[1] if padding is not None else None
+        view_type = gemm_alignment.rewrite(op, padding) if padding is not None else None
         term = op.body.block.last_op
         types = [
             B.BufferType(y.type.shape, y.type.element_type, y.type.strides, 0, y.type.device)

@@ -7,11 +7,11 @@ kernel seven times slower (an H100: 3.3 ms against 0.45 ms for Inductor). A
 larger row stride for the output alone is not enough: the width N itself must
 be a multiple of 8 (bf16), as Inductor's ``pad_mm`` makes it. So, for
 ``C[M, N] = A[M, K] @ B[K, N]`` (and ``bmm``, ``addmm``, ``baddbmm`` with
-default ``beta``/``alpha``), the extern computes
-``A @ constant_pad_nd(B, [0, P])`` (the bias padded likewise) into
-``[M, N + P]`` and its readers see the ``[M, N]`` view with row stride
-``N + P``; ``bufferize`` copies a returned result to eager's layout, and an
-ATen consumer's operand to the layout it expects, as for any buffer.
+default ``beta``/``alpha``), an extern ``constant_pad_nd(B, [0, P])`` (the bias
+padded likewise) feeds the product, which writes ``[M, N + P]``; its readers
+see the ``[M, N]`` view with row stride ``N + P``; ``bufferize`` copies a
+returned result to eager's layout, and an ATen consumer's operand to the
+layout it expects, as for any buffer.
 
 The pad copies ``K x N`` elements of B per call: it pays when the product is
 large against it, so padding needs M >= ``MIN_ROWS`` (a symbolic M counts as
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, Region
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from coil.dialects import buffer as B
@@ -74,46 +74,53 @@ def plan(op: B.ExternOp) -> GemmPadding | None:
     return GemmPadding(aten, -(-n // per_row) * per_row - n)
 
 
-def rewrite(op: B.ExternOp, padding: GemmPadding) -> tuple[B.BufferType, B.BufferType]:
-    """Rewrite ``op``'s region to compute the padded product. Returns the buffer
-    type of the padded result and of the ``[.., M, N]`` view its readers use."""
+def rewrite(op: B.ExternOp, padding: GemmPadding) -> B.BufferType:
+    """Pad the right-hand matrix (and a bias over N) of ``op`` (an extern whose
+    operands are buffers) by a ``buffer.extern`` of ``aten.constant_pad_nd``
+    placed before it, and widen the product in its region to ``[.., M, N+P]``.
+    Returns the buffer type of the ``[.., M, N]`` view its readers use."""
     aten = padding.aten
     bias_name, right_name = GEMMS[aten.name]
     groups = aten.operand_groups()
     n = int(to_expr(aten.results[0].type.shape_attr.data[-1]))
-    pad_cls = op_class_named("aten.constant_pad_nd.default")
-    assert pad_cls is not None
-
-    def padded(value: SSAValue) -> SSAValue:
-        t = value.type
-        shape = list(t.shape_attr.data)
-        if to_expr(shape[-1]) != n:
-            return value  # a bias broadcast along N
-        shape[-1] = n + padding.pad
-        new = pad_cls.build_from(
-            {"self": value},
-            {"pad": [0, padding.pad]},
-            [TensorType(shape, t.element_type, None, t.device_attr.data)],
-        )
-        new.location = aten.location
-        Rewriter.insert_op(new, InsertPoint.before(aten))
-        new.results[0].name_hint = f"{value.name_hint or 'mat'}_padded"
-        return new.results[0]
-
-    tensors = {name: values[0] for name, values in groups.items()}
-    tensors[right_name] = padded(tensors[right_name])
-    if bias_name is not None:
-        tensors[bias_name] = padded(tensors[bias_name])
+    for name in (right_name, bias_name):
+        if name is None:
+            continue
+        (value,) = groups[name]
+        if isinstance(value, BlockArgument) and to_expr(value.type.shape_attr.data[-1]) == n:
+            _pad_operand(op, value, n + padding.pad)
     t = aten.results[0].type
     shape = list(t.shape_attr.data)
     wide = shape[:-1] + [n + padding.pad]
-    new = type(aten).build_from(
-        tensors, {}, [TensorType(wide, t.element_type, None, t.device_attr.data)]
-    )
-    new.location = aten.location
-    Rewriter.replace_op(aten, new)
-    new.results[0].name_hint = aten.results[0].name_hint
     device = t.device_attr.data
-    full = B.BufferType(wide, t.element_type, None, 0, device)
-    view = B.BufferType(shape, t.element_type, contiguous_strides(wide), 0, device)
-    return full, view
+    Rewriter.replace_value_with_new_type(
+        aten.results[0], TensorType(wide, t.element_type, None, device)
+    )
+    return B.BufferType(shape, t.element_type, contiguous_strides(wide), 0, device)
+
+
+def _pad_operand(op: B.ExternOp, arg: BlockArgument, width: int) -> None:
+    """``op``'s operand for region argument ``arg``, padded with zero columns to
+    ``width`` by its own extern (freed after the product by the memory plan)."""
+    t = arg.type
+    shape = list(t.shape_attr.data)
+    padded = TensorType(shape[:-1] + [width], t.element_type, None, t.device_attr.data)
+    pad_cls = op_class_named("aten.constant_pad_nd.default")
+    assert pad_cls is not None
+    block = Block(arg_types=[t])
+    call = pad_cls.build_from(
+        {"self": block.args[0]}, {"pad": [0, width - int(to_expr(shape[-1]))]}, [padded]
+    )
+    call.location = op.location
+    block.add_ops([call, B.YieldOp(call.results[0])])
+    source = op.args[arg.index]
+    pad = B.ExternOp(
+        [source],
+        [B.BufferType(padded.shape_attr.data, t.element_type, None, 0, t.device_attr.data)],
+        Region(block),
+    )
+    pad.location = op.location
+    pad.res[0].name_hint = f"{source.name_hint or 'mat'}_padded"
+    Rewriter.insert_op(pad, InsertPoint.before(op))
+    op.operands[arg.index] = pad.res[0]
+    Rewriter.replace_value_with_new_type(arg, padded)

@@ -549,8 +549,23 @@ class CppPrinter:
         if self.guard_device is not None:
             # Kernels load into, and launch on, the current device's context.
             self.emit(f"c10::DeviceGuard device_guard({cpp_device(self.guard_device)});")
-        for op in fn.body.block.ops:
+        # A buffer whose storage a later one takes over (memory-plan's reuse is a
+        # host.reinterpret of a dead buffer) is released there, or its handle
+        # would keep the storage alive to the end of the call.
+        ops = list(fn.body.block.ops)
+        last_read: dict[SSAValue, int] = {}
+        for i, op in enumerate(ops):
+            for inner in op.walk():
+                for v in inner.operands:
+                    last_read[v] = i
+        for i, op in enumerate(ops):
             self.print_op(op)
+            if (
+                isinstance(op, H.ReinterpretOp)
+                and op.source not in fn.args
+                and last_read.get(op.source) == i
+            ):
+                self.emit(f"{self.name(op.source)}.reset();")
         self.lines.append("}")
 
     # ---- ops -------------------------------------------------------------------

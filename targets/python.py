@@ -446,8 +446,19 @@ class HostPrinter:
                     if v in last_use:
                         last_use[v] = i
         self.print_dels([a for a, j in last_use.items() if j == -1])
+        # A buffer whose storage a later one takes over (memory-plan's reuse is a
+        # host.reinterpret of a dead buffer) loses its name there, or the name
+        # would keep the storage alive to the end of the call.
+        last_read: dict[SSAValue, int] = {}
+        for i, op in enumerate(ops):
+            for inner in op.walk():
+                for v in inner.operands:
+                    last_read[v] = i
         for i, op in enumerate(ops):
             self.print_op(op)
+            if isinstance(op, H.ReinterpretOp) and op.source not in last_use:
+                if last_read.get(op.source) == i:
+                    self.print_dels([op.source])
             if not isinstance(op, H.ReturnOp):
                 self.print_dels([a for a, j in last_use.items() if j == i])
 

@@ -304,13 +304,15 @@ func.func @reshape_contiguous(%x: !buffer.buffer<[3, 4, 2], f32>) -> (!loop.tens
 // -----
 
 // A large CUDA matrix product whose width (50 f32 = 200 bytes) is not a
-// multiple of 16 bytes runs on B padded to 52 columns (Inductor's pad_mm), so
+// multiple of 16 bytes runs on B padded to 52 columns by an extern of its own
+// (Inductor's pad_mm), so
 // cuBLAS runs its aligned kernels; readers see the [1024, 50] view with row
 // stride 52, and the returned product is copied to eager's row-major layout.
 // CHECK-LABEL: func.func @padded_gemm
-// CHECK:      %[[P:.*]] = buffer.extern "aten.mm.default" (%x, %w) : {{.*}} -> (!buffer.buffer<[1024, 52], f32, device "cuda:0">)
-// CHECK:      %[[WP:.*]] = aten.constant_pad_nd.default(%{{.*}}, pad = [0, 2]) : !aten.tensor<[64, 52], f32, device "cuda:0">
-// CHECK-NEXT: aten.mm.default(%{{.*}}, %[[WP]]) : !aten.tensor<[1024, 52], f32, device "cuda:0">
+// CHECK:      %[[WP:.*]] = buffer.extern "aten.constant_pad_nd.default" (%w) : {{.*}} -> (!buffer.buffer<[64, 52], f32, device "cuda:0">)
+// CHECK:      aten.constant_pad_nd.default(%{{.*}}, pad = [0, 2]) : !aten.tensor<[64, 52], f32, device "cuda:0">
+// CHECK:      %[[P:.*]] = buffer.extern "aten.mm.default" (%x, %[[WP]]) : {{.*}} -> (!buffer.buffer<[1024, 52], f32, device "cuda:0">)
+// CHECK:      aten.mm.default(%{{.*}}, %{{.*}}) : !aten.tensor<[1024, 52], f32, device "cuda:0">
 // CHECK:      %[[MM:.*]] = buffer.view %[[P]] : {{.*}} -> !buffer.buffer<[1024, 50], f32, strides [52, 1], device "cuda:0">
 // CHECK:      loop.load %[[MM]][i0, i1] : !buffer.buffer<[1024, 50], f32, strides [52, 1], device "cuda:0">
 // CHECK:      %[[C:.*]] = buffer.alloc : !buffer.buffer<[1024, 50], f32, device "cuda:0">

@@ -5,7 +5,8 @@
 // keyword-only arguments, enums as torch objects, floats with inf/nan,
 // scalar constants inlined, multi-result ops unpacked, a one-tensor list
 // result unpacked to the tensor, aten.operator by its overload. A yielded
-// value takes the name of the extern result.
+// value takes the name of the extern result; the region's temporaries are
+// deleted right after it.
 
 // CHECK-LABEL: def call(args):
 // CHECK:      addmm = torch.ops.aten.addmm.default(b, x, w, beta=0.5, alpha=2.0)
@@ -15,6 +16,7 @@
 // CHECK-NEXT: values, i = torch.ops.aten.sort.default(mul, 1, True)
 // CHECK-NEXT: chunk, = torch.ops.aten.split_with_sizes.default(values, [3], 1)
 // CHECK-NEXT: n = torch.ops.aten.linalg_vector_norm.default(chunk, 2.0, [1], False)
+// CHECK-NEXT: del addmm, full, mul, values, chunk
 // CHECK-NEXT: del x, w, b
 // CHECK-NEXT: return (c, i, n)
 
