@@ -34,9 +34,11 @@ import torch.fx
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 
+from coil import config
 from coil.frontend.capture import aot_backend
 from coil.frontend.fx_importer import constant_inputs, import_graph
 from coil.pipeline import PIPELINES, available_passes
+from coil.timing import CompileTrace, next_graph_label
 
 log = logging.getLogger("coil")
 
@@ -48,20 +50,34 @@ OPTIONS = {
     "dump_dir": "write every stage's IR, the kernels, the wrapper and repro.sh here",
     "fallback": "'extern' (default: an op with no lowering calls ATen, logged once) "
     "or 'error' (compilation fails naming the op)",
+    "cache": "False: compile every graph, bypassing the graph cache (default True; "
+    "COIL_DISABLE_CACHE=1 does the same)",
+    "progress": "False: no progress lines on long compiles; a number: report stages "
+    "after that many seconds (default 5, COIL_PROGRESS)",
 }
 
 
-def run_pipeline(module, pipeline: str, observe: Observer | None = None) -> None:
+def run_pipeline(
+    module, pipeline: str, observe: Observer | None = None, trace: CompileTrace | None = None
+) -> None:
     """Apply a pass-pipeline string (the same syntax as ``fx-opt -p``), calling
-    ``observe(pass spec, module)`` after each pass."""
+    ``observe(pass spec, module)`` after each pass; ``trace`` times each pass."""
     from coil.ir import coil_context
 
-    def callback(done, module, _next) -> None:
+    def callback(done, module, next_pass) -> None:
+        if trace is not None:
+            trace.end()
         if done is not None and observe is not None:
             observe(str(done.pipeline_pass_spec()), module)
+        if trace is not None and next_pass is not None:
+            trace.begin(str(next_pass.pipeline_pass_spec()))
 
     PassPipeline.parse_spec(available_passes(), pipeline, callback).apply(coil_context(), module)
+    if trace is not None:
+        trace.begin("verify")
     module.verify()
+    if trace is not None:
+        trace.end()
 
 
 def emit_python(module: ModuleOp) -> str:
@@ -162,12 +178,68 @@ def compile_graph(
     pipeline: str | None = None,
     observe: Observer | None = None,
     dump_dir: str | os.PathLike | None = None,
+    cache: bool | None = None,
+    options: dict[str, Any] | None = None,
+    progress: bool | float | None = None,
+    label: str | None = None,
 ) -> Callable[..., Any]:
-    """Compile one aten-level FX graph; returns a callable taking the graph's inputs."""
-    from coil.runtime.codecache import load_module
+    """Compile one aten-level FX graph; returns a callable taking the graph's inputs.
 
+    The graph cache (:mod:`coil.runtime.graphcache`) is used unless ``cache`` is
+    False, ``COIL_DISABLE_CACHE`` is set (when ``cache`` is None), or a dump or
+    ``observe`` needs every stage; ``options`` (the backend's) enter its key.
+    ``progress`` is the backend option of that name (:func:`coil.config.progress_after`);
+    ``label`` names the graph in timing and progress lines."""
     pipeline = pipeline or PIPELINES["default"]
     dump_dir = dump_dir or os.environ.get("COIL_DUMP_DIR") or None
+    trace = CompileTrace(
+        label or next_graph_label(),
+        timing=config.log_timing(),
+        progress_after=config.progress_after(progress),
+    )
+    with trace:
+        return _compile(gm, example_inputs, pipeline, observe, dump_dir, cache, options, trace)
+
+
+def _compile(
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    pipeline: str,
+    observe: Observer | None,
+    dump_dir: str | os.PathLike | None,
+    cache: bool | None,
+    options: dict[str, Any] | None,
+    trace: CompileTrace,
+) -> Callable[..., Any]:
+    from coil.runtime import graphcache
+    from coil.runtime.codecache import load_module
+
+    with trace.stage("import"):
+        module = import_graph(gm, example_inputs)
+        constants = constant_inputs(module, gm)
+
+    key = None
+    bypass = graphcache.bypass_reason(cache, dump_dir=dump_dir, observed=observe is not None)
+    if bypass is not None:
+        graphcache.report(trace.label, "bypass", bypass)
+        trace.outcome = f"cache bypass ({bypass})"
+    else:
+        with trace.stage("cache-lookup"):
+            key = graphcache.graph_key(module, pipeline, options)
+            hit, reason = graphcache.read_entry(key)
+        if hit is not None:
+            try:
+                with trace.stage("load"):
+                    call = load_module(hit.source, interpret=hit.interpret).call
+            except Exception as error:  # an entry that no longer loads is rebuilt
+                reason = f"the cached module failed to load ({type(error).__name__}: {error})"
+            else:
+                graphcache.report(trace.label, "hit", reason, key)
+                trace.outcome = "cache hit"
+                return _runner(call, constants, hit.source)
+        graphcache.report(trace.label, "miss", reason, key)
+        trace.outcome = f"cache miss ({reason})"
+
     dump = _Dump(dump_dir) if dump_dir else None
 
     def stage(name: str, module: ModuleOp) -> None:
@@ -176,17 +248,24 @@ def compile_graph(
         if observe is not None:
             observe(name, module)
 
-    module = import_graph(gm, example_inputs)
-    constants = constant_inputs(module, gm)
     stage("import", module)
-    run_pipeline(module, pipeline, stage)
+    run_pipeline(module, pipeline, stage, trace)
     if not _at_host_level(module):
         return _reference(module, constants, pipeline)
-    source = emit_python(module)
+    with trace.stage("emit"):
+        source = emit_python(module)
     if dump is not None:
         dump.code(module, source, pipeline)
-    call = load_module(source, interpret=not _on_gpu(module)).call
+    interpret = not _on_gpu(module)
+    with trace.stage("load"):
+        call = load_module(source, interpret=interpret).call
+    if key is not None:
+        with trace.stage("cache-store"):
+            graphcache.write_entry(key, graphcache.CachedGraph(source, interpret))
+    return _runner(call, constants, source)
 
+
+def _runner(call: Callable[[list[Any]], Any], constants: list[Any], source: str):
     def run(*args: Any) -> Any:
         return call([*args, *constants])
 
@@ -234,7 +313,19 @@ def coil(
     )
     dump_dir = options.get("dump_dir")
 
-    def compile_fw(fw_gm: torch.fx.GraphModule, fw_inputs: list[Any]) -> Callable[..., Any]:
-        return compile_graph(fw_gm, fw_inputs, pipeline=pipeline, dump_dir=dump_dir)
+    def compiler(kind: str) -> Callable[..., Callable[..., Any]]:
+        def compile_one(graph: torch.fx.GraphModule, inputs: list[Any]) -> Callable[..., Any]:
+            return compile_graph(
+                graph,
+                inputs,
+                pipeline=pipeline,
+                dump_dir=dump_dir,
+                cache=options.get("cache"),
+                options=options,
+                progress=options.get("progress"),
+                label=next_graph_label(kind),
+            )
 
-    return aot_backend(compile_fw)(gm, example_inputs)
+        return compile_one
+
+    return aot_backend(compiler("forward"), compiler("backward"))(gm, example_inputs)

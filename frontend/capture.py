@@ -24,11 +24,17 @@ class CapturedGraph:
     example_inputs: list[Any]  # FakeTensors / SymInts, as AOTAutograd passed them
 
 
-def aot_backend(compile_fn: Callable[[torch.fx.GraphModule, list[Any]], Callable]):
+Compiler = Callable[[torch.fx.GraphModule, list[Any]], Callable]
+
+
+def aot_backend(compile_fn: Compiler, backward_fn: Compiler | None = None):
     """A dynamo backend: AOTAutograd with coil's decompositions, ``compile_fn`` for
-    every graph it produces (the forward, and in training the backward)."""
+    every graph it produces (the forward, and in training the backward, which
+    ``backward_fn`` compiles instead when given)."""
     return aot_autograd(
-        fw_compiler=compile_fn, bw_compiler=compile_fn, decompositions=decomposition_table()
+        fw_compiler=compile_fn,
+        bw_compiler=backward_fn or compile_fn,
+        decompositions=decomposition_table(),
     )
 
 
