@@ -9,6 +9,10 @@ module (``-t python``), loads it through the code cache and returns its
 ``call``. On a GPU the kernels compile through Triton; on the CPU the same
 kernels run under Triton's interpreter (correct, not fast).
 
+Each graph goes through the graph cache (:mod:`coil.runtime.graphcache`): a
+hit skips the pipeline and the emitter. ``COIL_LOG=timing`` prints each
+stage's seconds, and a long compile reports its stages (:mod:`coil.timing`).
+
 ``COIL_DUMP_DIR=dir`` (or ``options={"dump_dir": dir}``) writes, per graph, the
 IR after import and after every pass (one ``.mlir`` file each), the kernels
 (``kernels.py``), their static costs (``costs.txt``: bytes read and written,
