@@ -22,13 +22,15 @@ loads, ops), the wrapper module (``wrapper.py``) and ``repro.sh``, the
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import io
 import logging
 import os
 import re
 import shlex
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import count
 from pathlib import Path
 from typing import Any
@@ -201,8 +203,29 @@ def compile_graph(
         timing=config.log_timing(),
         progress_after=config.progress_after(progress),
     )
-    with trace:
+    with trace, _collect_only_new_objects():
         return _compile(gm, example_inputs, pipeline, observe, dump_dir, cache, options, trace)
+
+
+@contextlib.contextmanager
+def _collect_only_new_objects() -> Iterator[None]:
+    """Keep the garbage collector off the objects that existed before the compile.
+
+    A compile allocates millions of small objects (xDSL ops, attributes, sympy
+    expressions); each allocation-triggered collection of the oldest generation
+    then walks the whole heap -- torch, the model, every earlier graph. That was
+    30-40% of the passes' time on GPT-2. ``gc.freeze`` moves what exists now
+    out of the collector's sight (the compile's own garbage is still
+    collected) and ``gc.unfreeze`` hands it back. A process that froze objects
+    itself (a pre-fork server) is left alone."""
+    if not gc.isenabled() or gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _compile(

@@ -6,7 +6,8 @@ top-level ``loop.pointwise``/``loop.reduction``/``loop.fused`` with ``outs``, an
 nest, placed before its function, and the nest replaced in place by
 ``host.launch @kernel grid [...] (buffers..., seeds...) scalars [sizes...]``.
 Guarantees: no loop nest or copy is left at the top level of a function (the
-pass fails naming the one it could not lower), and the module verifies.
+pass fails naming the one it could not lower), and the module verifies (checked by
+the driver: fx-opt after each pass, the backend after the pipeline).
 The tiling and the ABI are described in ``loop_to_tt/kernel.py``.
 """
 
@@ -105,7 +106,9 @@ class ConvertLoopToTtPass(ModulePass):
                         f"convert-loop-to-tt: {left.name} is left in @{f.sym_name.data}"
                         f"{' — ' + what if what else ''}; run bufferize first"
                     )
-        op.verify()
+        # No module.verify() here: fx-opt verifies after every pass and the
+        # backend after the pipeline, and on a large graph (thousands of kernel
+        # ops) a second whole-module verify was a tenth of the compile.
 
     def _lower(self, nest: L.LoopOp, f: func.FuncOp, options: Options, counter: int) -> None:
         name = kernel_name(nest, counter)
