@@ -5,6 +5,8 @@
 #   TESTS=1   the tests marked `gpu` (Triton kernels compiled for the GPU);
 #   BENCH=1   benchmarks/bench.py (kernels against eager and Inductor);
 #   MODELS="gpt2 bert ..."   benchmarks/models.py on those models;
+#   COMPILE="gpt2 bert ..."  benchmarks/compile_time.py on those models (cold and
+#                            warm first calls, coil and Inductor, new processes);
 #   BEFORE="gpt2 ..."        the same with the coil of .whl/coil_before.tar
 #                            (a `git archive` of an earlier commit), for
 #                            before/after numbers on one machine.
@@ -37,6 +39,11 @@ if [ -n "${MODELS:-}" ]; then
   python3 benchmarks/models.py $MODELS 2>&1 | tee -a "$OUT/models.log"
   status=$(( status | PIPESTATUS[0] ))
 fi
+if [ -n "${COMPILE:-}" ]; then
+  # shellcheck disable=SC2086
+  python3 benchmarks/compile_time.py $COMPILE 2>&1 | tee -a "$OUT/compile_time.out"
+  status=$(( status | PIPESTATUS[0] ))
+fi
 if [ -n "${BEFORE:-}" ] && [ -f .whl/coil_before.tar ]; then
   rm -rf /tmp/before && mkdir -p /tmp/before && tar -xf .whl/coil_before.tar -C /tmp/before
   python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /tmp/site_before \
@@ -52,4 +59,5 @@ cat "$OUT/device.txt"
 [ -f "$OUT/bench.log" ] && tail -n 6 "$OUT/bench.log"
 [ -f "$OUT/models.log" ] && grep -h '^| ' "$OUT/models.log" | grep -v -- '---'
 [ -f "$OUT/models-before.log" ] && grep -h '^| before' "$OUT/models-before.log"
+[ -f "$OUT/compile_time.md" ] && grep -h '^| ' "$OUT/compile_time.md"
 exit "$status"
