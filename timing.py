@@ -135,13 +135,14 @@ class CompileTrace:
         return "\n".join(lines) + "\n"
 
     def _announce_current(self) -> None:
+        # Written under the lock: the watchdog and the compiling thread never
+        # print one stage twice or two stages out of order.
         with self._lock:
             index = len(self.stages)
             if self._done or self._current is None or index in self._announced:
                 return
             self._announced.add(index)
-            name = self._current
-        self._write(f"coil: {self.label}: {name} ({self.elapsed:.1f} s so far)\n")
+            self._write(f"coil: {self.label}: {self._current} ({self.elapsed:.1f} s so far)\n")
 
     def _write(self, text: str) -> None:
         stream = self.stream or sys.stderr
