@@ -203,29 +203,32 @@ def compile_graph(
         timing=config.log_timing(),
         progress_after=config.progress_after(progress),
     )
-    with trace, _collect_only_new_objects():
+    with trace, collector_paused():
         return _compile(gm, example_inputs, pipeline, observe, dump_dir, cache, options, trace)
 
 
 @contextlib.contextmanager
-def _collect_only_new_objects() -> Iterator[None]:
-    """Keep the garbage collector off the objects that existed before the compile.
+def collector_paused() -> Iterator[None]:
+    """Keep Python's cyclic garbage collector off while a graph compiles.
 
-    A compile allocates millions of small objects (xDSL ops, attributes, sympy
-    expressions); each allocation-triggered collection of the oldest generation
-    then walks the whole heap -- torch, the model, every earlier graph. That was
-    30-40% of the passes' time on GPT-2. ``gc.freeze`` moves what exists now
-    out of the collector's sight (the compile's own garbage is still
-    collected) and ``gc.unfreeze`` hands it back. A process that froze objects
-    itself (a pre-fork server) is left alone."""
-    if not gc.isenabled() or gc.get_freeze_count():
+    A compile allocates millions of small objects (xDSL ops and attributes,
+    sympy expressions), and allocation-triggered collections then walk them
+    and everything else alive -- torch, the model, earlier graphs -- again and
+    again: 30-40% of the passes' time on GPT-2. Most of what a compile builds
+    stays alive until it ends, so its cyclic garbage is small next to the
+    process (a 48-layer GPT-2 compile peaked at the same RSS with and without
+    it); the collector finds it after the compile. Measured against
+    ``gc.freeze`` of what existed before the compile (which lets the collector
+    run on the compile's own objects): 4.8 s against 5.7 s for that model. A
+    process that turned the collector off itself is left as it is."""
+    if not gc.isenabled():
         yield
         return
-    gc.freeze()
+    gc.disable()
     try:
         yield
     finally:
-        gc.unfreeze()
+        gc.enable()
 
 
 def _compile(
