@@ -91,12 +91,20 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+COMPILER_PACKAGES = ("dialects", "frontend", "transforms", "lowering", "targets", "runtime")
+"""The folders of coil whose sources can change what it generates (with the top level)."""
+
+
 @functools.cache
 def coil_source_hash() -> str:
     """sha256 over coil's own Python sources (the compiler, not its tests)."""
-    root = Path(__file__).resolve().parent.parent
+    return source_hash(Path(__file__).resolve().parent.parent)
+
+
+def source_hash(root: Path) -> str:
+    """sha256 over the ``.py`` files at ``root``'s top level and in its compiler folders."""
     files = sorted(root.glob("*.py"))
-    for package in ("dialects", "frontend", "transforms", "lowering", "targets", "runtime"):
+    for package in COMPILER_PACKAGES:
         files += sorted((root / package).rglob("*.py"))
     digest = hashlib.sha256()
     for path in files:

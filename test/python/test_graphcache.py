@@ -263,21 +263,24 @@ def test_miss_on_other_versions(caplog, monkeypatch, changed):
     _miss_then_hit(caplog, lambda: _compile(_f, _inputs()))
 
 
-def test_coil_source_hash_covers_the_compiler():
-    import coil.lowering.convert_loop_to_tt as module
+def test_source_hash_covers_the_compiler_not_the_tests(tmp_path):
+    import shutil
 
-    graphcache.coil_source_hash.cache_clear()
-    before = graphcache.coil_source_hash()
-    path = Path(module.__file__)
-    text = path.read_text()
-    try:
-        path.write_text(text + "\n# an edit\n")
-        graphcache.coil_source_hash.cache_clear()
-        assert graphcache.coil_source_hash() != before
-    finally:
-        path.write_text(text)
-        graphcache.coil_source_hash.cache_clear()
-    assert graphcache.coil_source_hash() == before
+    root = Path(graphcache.__file__).resolve().parent.parent
+    copy = tmp_path / "coil"
+    for package in ("", *graphcache.COMPILER_PACKAGES):
+        for path in (root / package).glob("*.py" if not package else "**/*.py"):
+            target = copy / path.relative_to(root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+    before = graphcache.source_hash(copy)
+    assert before == graphcache.coil_source_hash()
+    (copy / "test").mkdir()
+    (copy / "test" / "test_x.py").write_text("x = 1\n")
+    assert graphcache.source_hash(copy) == before
+    pass_file = copy / "lowering" / "convert_loop_to_tt.py"
+    pass_file.write_text(pass_file.read_text() + "\n# an edit\n")
+    assert graphcache.source_hash(copy) != before
 
 
 # --------------------------------------------------------------------------
