@@ -3,15 +3,31 @@
 Options are functions rather than module constants so a test (or a user) can
 change the environment after ``import coil`` and be heard.
 
-* ``COIL_CACHE_DIR`` -- where compiled modules are written
-  (:mod:`coil.runtime.codecache`). Default: ``$XDG_CACHE_HOME/coil``, else
-  ``~/.cache/coil``.
+* ``COIL_CACHE_DIR`` -- where compiled modules and the graph cache are written
+  (:mod:`coil.runtime.codecache`, :mod:`coil.runtime.graphcache`). Default:
+  ``$XDG_CACHE_HOME/coil``, else ``~/.cache/coil``.
+* ``COIL_DISABLE_CACHE=1`` -- compile every graph, neither reading nor writing
+  the graph cache (the backend option ``cache=False`` does the same for one
+  ``torch.compile``). Generated modules still load through the code cache.
+* ``COIL_LOG=timing`` -- after each graph, print the seconds of every stage
+  (import, each pass, emit, load, the cache's lookup and store) on stderr
+  (:mod:`coil.timing`). A comma-separated list of topics; ``timing`` is the one
+  there is.
+* ``COIL_PROGRESS=<seconds>`` -- a compile running longer than this (default 5)
+  says on stderr which stage it is in, once per stage; ``0`` turns it off (so
+  does the backend option ``progress=False``).
+* ``COIL_DUMP_DIR=dir`` -- write every stage's IR and the generated code per
+  graph (see :mod:`coil.backend`); compiles with a dump bypass the graph cache.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+DEFAULT_PROGRESS_SECONDS = 5.0
+
+_FALSE = ("", "0", "false", "no", "off")
 
 
 def cache_dir() -> Path:
@@ -20,3 +36,43 @@ def cache_dir() -> Path:
         return Path(explicit).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
     return Path(base).expanduser() / "coil"
+
+
+def cache_disabled() -> bool:
+    """``COIL_DISABLE_CACHE`` set to anything but 0/false/no/off."""
+    return os.environ.get("COIL_DISABLE_CACHE", "").strip().lower() not in _FALSE
+
+
+def log_topics() -> set[str]:
+    """The comma-separated topics of ``COIL_LOG`` (lower case)."""
+    return {t.strip().lower() for t in os.environ.get("COIL_LOG", "").split(",") if t.strip()}
+
+
+def log_timing() -> bool:
+    """``COIL_LOG`` names ``timing``: print per-stage compile times on stderr."""
+    return "timing" in log_topics()
+
+
+def progress_after(option: bool | float | None = None) -> float | None:
+    """Seconds after which a compile reports its stages, or ``None`` (off).
+
+    ``option`` is the backend option ``progress`` (``False``/``0``: off,
+    ``True``: the default, a number: that many seconds); without it
+    ``COIL_PROGRESS`` decides, then :data:`DEFAULT_PROGRESS_SECONDS`."""
+    if option is None:
+        text = os.environ.get("COIL_PROGRESS", "").strip().lower()
+        if not text:
+            return DEFAULT_PROGRESS_SECONDS
+        if text in _FALSE:
+            return None
+        try:
+            option = float(text)
+        except ValueError:
+            raise ValueError(
+                f"COIL_PROGRESS must be a number of seconds or 0 (off), not {text!r}"
+            ) from None
+    if option is True:
+        return DEFAULT_PROGRESS_SECONDS
+    if option is False or option <= 0:
+        return None
+    return float(option)

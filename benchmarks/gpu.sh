@@ -8,6 +8,8 @@
 #   MODELS="gpt2 bert ..."   benchmarks/models.py on those models;
 #   OVERHEAD="mlp20_b1 ..."  benchmarks/overhead.py (host overhead per call);
 #   MEMORY="vit_hf ..."      benchmarks/memory_probe.py (planned vs measured peak);
+#   COMPILE="gpt2 bert ..."  benchmarks/compile_time.py on those models (cold and
+#                            warm first calls, coil and Inductor, new processes);
 #   BEFORE="gpt2 ..."        the same with the coil of .whl/coil_before.tar
 #                            (a `git archive` of an earlier commit), for
 #                            before/after numbers on one machine.
@@ -51,6 +53,11 @@ if [ -n "${MEMORY:-}" ]; then
   # shellcheck disable=SC2086
   python3 benchmarks/memory_probe.py $MEMORY 2>&1 | tee -a "$OUT/memory.log"
 fi
+if [ -n "${COMPILE:-}" ]; then
+  # shellcheck disable=SC2086
+  python3 benchmarks/compile_time.py $COMPILE 2>&1 | tee -a "$OUT/compile_time.out"
+  status=$(( status | PIPESTATUS[0] ))
+fi
 if [ -n "${BEFORE:-}" ] && [ -f .whl/coil_before.tar ]; then
   rm -rf /tmp/before && mkdir -p /tmp/before && tar -xf .whl/coil_before.tar -C /tmp/before
   python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /tmp/site_before \
@@ -67,4 +74,5 @@ cat "$OUT/device.txt"
 [ -f "$OUT/models.log" ] && grep -h '^| ' "$OUT/models.log" | grep -v -- '---'
 [ -f "$OUT/models-before.log" ] && grep -h '^| before' "$OUT/models-before.log"
 [ -f "$OUT/overhead.log" ] && grep -h -e '^| ' -e 'per launch' "$OUT/overhead.log" | grep -v -e '---'
+[ -f "$OUT/compile_time.md" ] && grep -h '^| ' "$OUT/compile_time.md"
 exit "$status"

@@ -23,7 +23,14 @@ from xdsl.dialects.arith import (
     FastMathFlagsAttr,
     SelectHasCanonicalizationPatterns,
 )
-from xdsl.dialects.builtin import AnyFloat, IntegerAttr, IntegerType, TensorType, i1
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    DenseIntOrFPElementsAttr,
+    IntegerAttr,
+    IntegerType,
+    TensorType,
+    i1,
+)
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
     AnyAttr,
@@ -51,6 +58,22 @@ def like(template: Attribute, element: Attribute) -> Attribute:
     if isinstance(template, TensorType):
         return TensorType(element, template.get_shape())
     return element
+
+
+def splat_value(attr: DenseIntOrFPElementsAttr) -> int | float | None:
+    """The one value of a dense attribute whose elements are all the same, else None.
+
+    Compares the elements' bytes, never unpacking them: block constants
+    (``dense<0.0> : tensor<1024xf32>``) hold every element, and unpacking each
+    one was most of the time ``-t triton`` took on a large graph."""
+    data = attr.data.data
+    count = len(attr)
+    if count == 0 or len(data) % count:
+        return None
+    size = len(data) // count
+    if data != data[:size] * count:
+        return None
+    return attr.get_element_type().unpack(data[:size], 1)[0]
 
 
 def _same_shape(op: Operation, a: Attribute, b: Attribute) -> None:

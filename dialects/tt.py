@@ -27,6 +27,7 @@ shape and element-type rules Triton's verifiers check, with sentences.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -115,7 +116,14 @@ def element_of(t: Attribute) -> Attribute:
 
 def block_of(element: Attribute, shape: Sequence[int]) -> Attribute:
     """``tensor<shape x element>``, or ``element`` itself for the empty shape."""
-    return TensorType(element, list(shape)) if shape else element
+    return _block_type(element, tuple(shape)) if shape else element
+
+
+@functools.lru_cache(maxsize=4096)
+def _block_type(element: Attribute, shape: tuple[int, ...]) -> TensorType:
+    # Attributes are immutable values: one per (element, shape) saves building
+    # and verifying the same type thousands of times in a large graph.
+    return TensorType(element, list(shape))
 
 
 def _require(cond: bool, op: Operation, message: str) -> None:

@@ -190,7 +190,10 @@ class ConvertBufferToHostPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         _check_no_loop_nests(op)
-        PatternRewriteWalker(
+        # Only the functions' bodies: the kernels (most of a large module's ops)
+        # hold nothing to lower, and walking them took most of this pass.
+        functions = [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]
+        walker = PatternRewriteWalker(
             GreedyRewritePatternApplier(
                 [
                     LowerAllocOp(),
@@ -205,7 +208,10 @@ class ConvertBufferToHostPass(ModulePass):
             ),
             apply_recursively=False,
             walk_regions_first=True,
-        ).rewrite_module(op)
+        )
+        for f in functions:
+            walker.rewrite_region(f.body)
         # Functions last: the body is moved, not rewalked.
-        PatternRewriteWalker(LowerFuncOp(), apply_recursively=False).rewrite_module(op)
+        for f in functions:
+            LowerFuncOp().match_and_rewrite(f, PatternRewriter(f))
         _check_lowered(op)

@@ -11,7 +11,8 @@ them, as Inductor's kernel cache does; kernels are then numbered in order of
 first use (``@coil_var_mean_0``, ``@coil_add_1`` ...), one number per distinct
 kernel, not per nest.
 Guarantees: no loop nest or copy is left at the top level of a function (the
-pass fails naming the one it could not lower), and the module verifies.
+pass fails naming the one it could not lower), and the module verifies (checked by
+the driver: fx-opt after each pass, the backend after the pipeline).
 The tiling and the ABI are described in ``loop_to_tt/kernel.py``.
 """
 
@@ -122,7 +123,9 @@ class ConvertLoopToTtPass(ModulePass):
                     )
         if self.dedupe:
             _dedupe_kernels(op)
-        op.verify()
+        # No module.verify() here: fx-opt verifies after every pass and the
+        # backend after the pipeline, and on a large graph (thousands of kernel
+        # ops) a second whole-module verify was a tenth of the compile.
 
     def _lower(self, nest: L.LoopOp, f: func.FuncOp, options: Options, counter: int) -> None:
         name = kernel_name(nest, counter)

@@ -56,17 +56,25 @@ The environment and ``JITFunction.__call__`` are process-wide: another thread
 *decorating* kernels while a module loads, or calling a ``JITFunction`` outside
 a kernel during an interpreted launch, would see them.
 
+An unwritable cache directory (read-only, on a full disk, a path through a
+file) does not fail a compile: an entry that is already there and intact is
+still imported from it; one that must be written goes to a private temporary
+directory of this process instead, and :func:`warn_unwritable` says so once
+per directory (the graph cache shares that one warning).
+
 Module state (kept here rather than in ``config``, being caches, not
 options): the in-process memo ``(key, interpret)`` -> module, which like
 Inductor's ``PyCodeCache.modules`` only saves re-executing a loaded module
 (an interpreted load is named ``coil_generated_<key>_interpret`` so both
 flavours of one source coexist in ``sys.modules``); and the interpreter
 scope's depth counter and its ``InterpretedFunction`` wrappers of library
-functions.
+functions; the directories already warned about as unwritable and the
+temporary directory that stands in for them.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import hashlib
@@ -74,6 +82,7 @@ import importlib.util
 import linecache
 import logging
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -89,6 +98,8 @@ log = logging.getLogger(__name__)
 _TRAILER = "# coil-checksum: "
 _modules: dict[tuple[str, bool], ModuleType] = {}
 _lock = threading.RLock()
+_unwritable: set[str] = set()
+_fallback_root: Path | None = None
 
 
 def cache_dir() -> Path:
@@ -124,15 +135,15 @@ def entry_text(source: str) -> str:
     return f"{source}{newline}{_TRAILER}{checksum}\n"
 
 
-def write_atomic(path: Path | str, text: str) -> None:
-    """Write ``text`` (utf-8) to ``path`` so readers see the whole file or none."""
+def write_atomic(path: Path | str, text: str | bytes) -> None:
+    """Write ``text`` (utf-8, or bytes) to ``path`` so readers see the whole file or none."""
     path = Path(path)
     tmp = tempfile.NamedTemporaryFile(
         dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
     )
     try:
         with tmp:
-            tmp.write(text.encode())
+            tmp.write(text if isinstance(text, bytes) else text.encode())
             tmp.flush()
             os.fsync(tmp.fileno())
         os.replace(tmp.name, path)
@@ -142,21 +153,57 @@ def write_atomic(path: Path | str, text: str) -> None:
 
 
 def entry_path(key: str) -> Path:
-    """Where the entry for ``key`` lives (the directory is not created here)."""
-    return cache_dir() / key[:2] / f"{key}.py"
+    """Where the entry for ``key`` lives (no directory is created here)."""
+    return config.cache_dir() / key[:2] / f"{key}.py"
 
 
-def _ensure_entry(path: Path, text: str) -> None:
+def warn_unwritable(root: Path, error: OSError) -> None:
+    """Warn once per process and directory that the cache at ``root`` cannot be written."""
+    with _lock:
+        if str(root) in _unwritable:
+            return
+        _unwritable.add(str(root))
+    logging.getLogger("coil").warning(
+        "coil: the cache directory %s is not writable (%s: %s); compiling anyway: "
+        "compiled graphs are not cached and generated modules go to a temporary directory",
+        root,
+        type(error).__name__,
+        error,
+    )
+
+
+def _temporary_root() -> Path:
+    global _fallback_root
+    with _lock:
+        if _fallback_root is None:
+            _fallback_root = Path(tempfile.mkdtemp(prefix="coil-cache-"))
+            atexit.register(shutil.rmtree, _fallback_root, True)
+        return _fallback_root
+
+
+def _ensure_entry(path: Path, text: str) -> Path:
+    """Make ``path`` hold exactly ``text``; returns where the entry is (``path``,
+    or the same name in the temporary directory when ``path`` cannot be written)."""
+    data = text.encode()
     try:
         current = path.read_bytes()
-    except FileNotFoundError:
+    except OSError:  # missing, or its directory is unreadable or not a directory
         current = None
-    if current == text.encode():
-        return
+    if current == data:
+        return path
     if current is not None:
         log.debug("rewriting bad cache entry %s (%d bytes)", path, len(current))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, text)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, text)
+        return path
+    except OSError as error:
+        warn_unwritable(path.parent.parent, error)
+    fallback = _temporary_root() / path.parent.name / path.name
+    fallback.parent.mkdir(parents=True, exist_ok=True)
+    if not fallback.is_file() or fallback.read_bytes() != data:
+        write_atomic(fallback, text)
+    return fallback
 
 
 @contextlib.contextmanager
@@ -334,9 +381,8 @@ def load_module(source: str, *, interpret: bool = False) -> ModuleType:
         module = _modules.get((key, interpret))
         if module is not None:
             return module
-        path = entry_path(key)
         text = entry_text(source)
-        _ensure_entry(path, text)
+        path = _ensure_entry(entry_path(key), text)
         name = f"coil_generated_{key}" + ("_interpret" if interpret else "")
         module = _execute(path, text, name, interpret)
         module.key = key  # type: ignore[attr-defined]

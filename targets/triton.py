@@ -59,6 +59,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.target import Target
 
 from coil.dialects import host, tt
+from coil.dialects.arith import splat_value
 from coil.dialects.tt import element_of, shape_of
 from coil.ir import short_lines
 
@@ -617,12 +618,10 @@ class KernelPrinter:
         if isinstance(t, TensorType):
             if not isinstance(value, DenseIntOrFPElementsAttr):
                 _fail(f"-t triton: cannot print the constant {value}")
-            values = value.get_values()
-            if any(v != values[0] for v in values if not _is_nan(v)) or (
-                _is_nan(values[0]) != all(_is_nan(v) for v in values)
-            ):
+            splat = splat_value(value)
+            if splat is None:
                 _fail("-t triton prints only splat tensor constants (dense<v>)")
-            lit = _scalar_literal(values[0], element_of(t))
+            lit = _scalar_literal(splat, element_of(t))
             self.assign(op, f"tl.full({_shape(t)}, {lit}, {dtype(t)})")
             return
         if not isinstance(value, IntegerAttr | FloatAttr):
@@ -885,10 +884,6 @@ def _is_i64(t: Attribute) -> bool:
     return isinstance(t, IndexType) or (isinstance(t, IntegerType) and t.width.data == 64)
 
 
-def _is_nan(v: object) -> bool:
-    return isinstance(v, float) and pymath.isnan(v)
-
-
 def _fp_bits(t: Attribute) -> int:
     return t.bitwidth if hasattr(t, "bitwidth") else 0
 
@@ -911,10 +906,10 @@ def _splat_literal(value: SSAValue) -> str | None:
     ):
         return None
     elem = element_of(value.type)
-    values = const.value.get_values()
-    if not _literal_is_exact(elem) or not values or any(v != values[0] for v in values):
+    splat = splat_value(const.value) if _literal_is_exact(elem) else None
+    if splat is None:
         return None
-    literal = _scalar_literal(values[0], elem)
+    literal = _scalar_literal(splat, elem)
     return None if "float(" in literal else literal
 
 

@@ -23,6 +23,7 @@ replaced by one that would alias an input or another output.
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any
 
 from xdsl.dialects import func
@@ -67,23 +68,63 @@ def writes_in_place(op: Operation) -> bool:
     return False
 
 
-def _function_writes_in_place(op: Operation) -> bool:
+# The in-place writer found in each function (None: there is none), per
+# PatternRewriter -- one per sweep of a canonicalize run, so an entry never
+# outlives the run. Walking the whole function for every forwarding candidate
+# made canonicalize quadratic in the graph's size. Within a run the patterns
+# here create only views and constants, never a writer, so "none" stays true;
+# a found writer is re-checked (a pattern may have erased it).
+# (Keyed by id: a PatternRewriter is unhashable; the weak reference drops the
+# entry with the rewriter and tells a reused id apart.)
+_writers: dict[int, tuple[weakref.ref, dict[Operation, Operation | None]]] = {}
+
+
+def _writers_of(rewriter: PatternRewriter) -> dict[Operation, Operation | None]:
+    key = id(rewriter)
+    entry = _writers.get(key)
+    if entry is None or entry[0]() is not rewriter:
+        ref = weakref.ref(rewriter, lambda _: _writers.pop(key, None))
+        entry = _writers[key] = (ref, {})
+    return entry[1]
+
+
+def _enclosing_function(op: Operation) -> Operation:
     fn = op.parent_op()
     while fn is not None and not isinstance(fn, func.FuncOp):
         fn = fn.parent_op()
-    scope = fn if fn is not None else op
-    return any(writes_in_place(o) for o in scope.walk())
+    return fn if fn is not None else op
 
 
-def can_forward(op: Operation, source: SSAValue, *, fresh: bool) -> bool:
+def _first_writer(scope: Operation) -> Operation | None:
+    return next((o for o in scope.walk() if writes_in_place(o)), None)
+
+
+def _function_writes_in_place(op: Operation, rewriter: PatternRewriter | None = None) -> bool:
+    scope = _enclosing_function(op)
+    if rewriter is None:
+        return _first_writer(scope) is not None
+    known = _writers_of(rewriter)
+    if scope in known:
+        writer = known[scope]
+        if writer is None or scope.is_ancestor(writer):
+            return writer is not None
+    writer = known[scope] = _first_writer(scope)
+    return writer is not None
+
+
+def can_forward(
+    op: Operation, source: SSAValue, *, fresh: bool, rewriter: PatternRewriter | None = None
+) -> bool:
     """Whether uses of ``op``'s result may read ``source`` instead.
 
     ``fresh``: in eager, the result is a new tensor (clone, x * 1), not an alias.
+    ``rewriter``: the pattern rewriter of the running canonicalization, which
+    scopes a memo of the function's in-place writers.
     """
     # Any in-place write in the function may reach the source's storage
     # through a view; AOTAutograd graphs write only at their end (copy_ into
     # mutated inputs), so being conservative here costs little.
-    if _function_writes_in_place(op):
+    if _function_writes_in_place(op, rewriter):
         return False
     # A fresh function result must stay fresh: forwarding would return an input,
     # or the same tensor twice, to a caller that may write into it.
@@ -93,7 +134,9 @@ def can_forward(op: Operation, source: SSAValue, *, fresh: bool) -> bool:
 
 
 def _forward(rewriter: PatternRewriter, op: Operation, source: SSAValue, *, fresh: bool) -> None:
-    if op.results[0].type != source.type or not can_forward(op, source, fresh=fresh):
+    if op.results[0].type != source.type or not can_forward(
+        op, source, fresh=fresh, rewriter=rewriter
+    ):
         return
     rewriter.replace(op, [], [source])
 

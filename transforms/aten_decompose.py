@@ -20,6 +20,7 @@ adds a guard) is left as it is, never decomposed for one size only.
 from __future__ import annotations
 
 import logging
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -68,19 +69,85 @@ class DecompositionFailed(Exception):
     """torch's decomposition could not be traced for this op (it stays as it is)."""
 
 
-def decompose_op(op: AtenOp) -> tuple[list[Operation], list[SSAValue]]:
+def decompose_op(
+    op: AtenOp, templates: dict[Hashable, Any] | None = None
+) -> tuple[list[Operation], list[SSAValue]]:
     """Trace torch's decomposition of ``op``; return the new ops and the values
     replacing ``op``'s results (the new ops are not inserted). Any failure is a
-    :class:`DecompositionFailed`, and leaves the IR untouched."""
+    :class:`DecompositionFailed`, and leaves the IR untouched.
+
+    ``templates`` memoizes traces by the op's signature (name, operand types,
+    constant operands, properties): a decomposition depends on nothing else, so
+    the twelfth identical layer norm of a model is a copy of the first, not a
+    twelfth trace through make_fx."""
     try:
-        return _decompose(op)
+        key, operands = _signature(op)
+        template = templates.get(key) if templates is not None else None
+        if template is None:
+            try:
+                template = _trace(op)
+            except DecompositionFailed as e:
+                template = e
+            if templates is not None:
+                templates[key] = template
+        if isinstance(template, DecompositionFailed):
+            raise template
+        return template.instantiate(op, operands)
     except DecompositionFailed:
         raise
     except Exception as e:  # fake tensors, tracing, import: the op stays
         raise DecompositionFailed(f"{op.name}: {type(e).__name__}: {e}") from e
 
 
-def _decompose(op: AtenOp) -> tuple[list[Operation], list[SSAValue]]:
+def _signature(op: AtenOp) -> tuple[Hashable, list[SSAValue]]:
+    """What a decomposition of ``op`` depends on, and ``op``'s tensor operands in
+    the order the trace takes them."""
+    groups = op.operand_groups()
+    key: list[Hashable] = [op.name]
+    operands: list[SSAValue] = []
+    for spec in op.schema().args:
+        if not spec.is_operand:
+            key.append(repr(op.arg(spec.name)))
+            continue
+        items: list[Hashable] = []
+        for v in groups[spec.name]:
+            if v is None:
+                items.append(None)
+            elif isinstance(v.type, TensorType):
+                operands.append(v)
+                items.append(v.type)
+            elif isinstance(v.owner, ConstantOp):
+                items.append(("constant", repr(v.owner.python_value)))
+            else:
+                raise DecompositionFailed("a runtime scalar operand")
+        key.append(tuple(items))
+    return tuple(key), operands
+
+
+@dataclass
+class _Template:
+    """A traced and imported decomposition: its function's arguments (one per
+    tensor operand), body ops and returned values, kept unmodified to be copied."""
+
+    module: builtin.ModuleOp
+    args: list[SSAValue]
+    ops: list[Operation]
+    results: list[SSAValue]
+
+    def instantiate(
+        self, op: AtenOp, operands: list[SSAValue]
+    ) -> tuple[list[Operation], list[SSAValue]]:
+        if [r.type for r in op.results] != [r.type for r in self.results]:
+            raise DecompositionFailed(f"decomposition of {op.name} changes a result type")
+        # A decomposition may return one of its inputs (dropout in eval mode).
+        mapper: dict[SSAValue, SSAValue] = dict(zip(self.args, operands, strict=True))
+        new_ops = [o.clone(value_mapper=mapper) for o in self.ops]
+        for o in new_ops:
+            o.location = op.location
+        return new_ops, [mapper.get(r, r) for r in self.results]
+
+
+def _trace(op: AtenOp) -> _Template:
     # torch is imported here, when an op of the set is present, not with the
     # pass: fx-opt on IR with nothing to decompose never loads torch.
     import torch
@@ -98,7 +165,6 @@ def _decompose(op: AtenOp) -> tuple[list[Operation], list[SSAValue]]:
         raise DecompositionFailed(f"torch has no decomposition of {op.name}")
     schema = op.schema()
     env = FakeEnv()
-    operands: list[SSAValue] = []
     fakes: list[torch.Tensor] = []
     # Template of the call: each tensor argument is a _Slot indexing `fakes`.
     call_args: list[Any] = []
@@ -112,7 +178,6 @@ def _decompose(op: AtenOp) -> tuple[list[Operation], list[SSAValue]]:
                 if v is None:
                     converted.append(None)
                 elif isinstance(v.type, TensorType):
-                    operands.append(v)
                     fakes.append(env.fake_tensor(v.type))
                     converted.append(_Slot(len(fakes) - 1))
                 elif isinstance(v.owner, ConstantOp):
@@ -162,7 +227,6 @@ def _decompose(op: AtenOp) -> tuple[list[Operation], list[SSAValue]]:
     assert isinstance(ret, func.ReturnOp)
     results = list(ret.arguments)
     new_ops = [o for o in block.ops if o is not ret]
-    # Validate before touching the IR (uses of the op's operands included).
     if any(o.name == op.name for o in new_ops):
         raise DecompositionFailed(f"the decomposition of {op.name} calls {op.name} again")
     if len(results) != len(op.results):
@@ -174,18 +238,9 @@ def _decompose(op: AtenOp) -> tuple[list[Operation], list[SSAValue]]:
             raise DecompositionFailed(
                 f"decomposition of {op.name} changes a result type: {old.type} -> {new.type}"
             )
-    # A decomposition may return one of its inputs (dropout in eval mode).
-    by_arg = dict(zip(block.args, operands, strict=True))
-    results = [by_arg.get(r, r) for r in results]
-    for arg, value in by_arg.items():
-        arg.replace_all_uses_with(value)
-    ret.detach()
-    ret.drop_all_references()  # the orphan return must not stay a user of the results
-    for o in new_ops:
-        o.detach()
-    for o in new_ops:
-        o.location = op.location
-    return new_ops, results
+    if len(block.args) != len(fakes):
+        raise DecompositionFailed(f"the trace of {op.name} has other inputs than the op")
+    return _Template(module, list(block.args), new_ops, results)
 
 
 @dataclass(frozen=True)
@@ -197,12 +252,14 @@ class DecomposeOp(RewritePattern):
     def __init__(self, ops: frozenset[str], failures: list[str]):
         self.ops = ops
         self.failures = failures
+        # Traces by op signature, for this application of the pass only.
+        self.templates: dict[Hashable, Any] = {}
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if not isinstance(op, AtenOp) or op.name not in self.ops:
             return
         try:
-            new_ops, results = decompose_op(op)
+            new_ops, results = decompose_op(op, self.templates)
         except DecompositionFailed as e:
             self.failures.append(str(e))
             return

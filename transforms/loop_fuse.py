@@ -17,6 +17,7 @@ used outside it. Pointwise-only code is left alone (``loop-inline`` merges it).
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 import sympy
@@ -91,24 +92,111 @@ class LoopFusePass(ModulePass):
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         for block in function_blocks(op):
+            index = _BlockIndex(block)
             for reduction in [o for o in block.ops if isinstance(o, L.ReductionOp)]:
                 if reduction.parent_block() is block and not reduction.is_bufferized:
-                    _Group(self, block, reduction).build()
+                    _Group(self, index, reduction).build()
+
+
+def _shape_key(op: Operation) -> tuple | None:
+    """What a group's member must match, for a nest that could be one."""
+    if isinstance(op, L.ReductionOp):
+        return ("reduction", _squeezed(op.ranges.data), op.reduction_ranges.data)
+    if isinstance(op, L.PointwiseOp):
+        return ("pointwise", _squeezed(op.ranges.data))
+    return None
+
+
+class _BlockIndex:
+    """What every group of one function block asks, computed once for the pass.
+
+    Without it each reduction scanned (and walked) every later op of the
+    function, which grew with the square of the model's depth. Kept valid
+    across groups: nests are found by shape (a group visits only the nests it
+    could take, in order), captured values are cached per op (and dropped for
+    ops whose operands a group rewrites), and each op's *fence* -- the last
+    op it depends on, through movable ops only, that cannot move itself -- is
+    memoized. A fence after the root rules a nest out before any walk: the
+    nest could only join by moving above it. Ops that cannot move are never
+    moved by the pass, so fences stay true as groups form."""
+
+    def __init__(self, block: Block):
+        self.block = block
+        self.nests: dict[tuple, list[Operation]] = {}
+        self.barriers: list[Operation] = []
+        self._captured: dict[Operation, set[SSAValue]] = {}
+        self._fence: dict[Operation, Operation | None] = {}
+        self._order: dict[Operation, int] = {}
+        for k, op in enumerate(block.ops):
+            if (key := _shape_key(op)) is not None and not op.is_bufferized:  # type: ignore[attr-defined]
+                self.nests.setdefault(key, []).append(op)
+            if _barrier(op):
+                self.barriers.append(op)
+            if not _movable(op):
+                self._order[op] = k
+            self.fence(op)  # in order: every producer is memoized first
+
+    def captured(self, op: Operation) -> set[SSAValue]:
+        found = self._captured.get(op)
+        if found is None:
+            found = self._captured[op] = captured_values(op)
+        return found
+
+    def forget(self, op: Operation) -> None:
+        """``op``'s operands changed: recompute what depends on them when asked."""
+        self._captured.pop(op, None)
+        self._fence.pop(op, None)
+
+    def fence(self, op: Operation) -> Operation | None:
+        """The last unmovable op ``op`` depends on through movable ops (``op``
+        itself when it cannot move), or None."""
+        if op in self._fence:
+            return self._fence[op]
+        if not _movable(op):
+            self._fence[op] = op
+            return op
+        last: Operation | None = None
+        for v in self.captured(op):
+            owner = v.owner
+            if not isinstance(owner, Operation):
+                continue  # a function argument
+            top = ancestor_in(owner, self.block)
+            if top is None or top is op:
+                continue
+            f = self.fence(top)
+            # Any such op after a root rules the nest out; the latest one does so
+            # for the most roots.
+            order = self._order
+            if f is not None and (last is None or order.get(f, -1) > order.get(last, -1)):
+                last = f
+        self._fence[op] = last
+        return last
 
 
 class _Group:
-    def __init__(self, options: LoopFusePass, block: Block, root: L.ReductionOp):
+    def __init__(self, options: LoopFusePass, index: _BlockIndex, root: L.ReductionOp):
         self.options = options
-        self.block = block
+        self.index = index
+        self.block = index.block
         self.root = root
         # Compared without size-1 ranges (keepdim reductions): members are squeezed
         # when the group is built.
         self.outer = _squeezed(root.ranges.data)
         self.inner = root.reduction_ranges.data
         self.members: list[L.LoopOp] = [root]
-        self.member_values: set[SSAValue] = set(root.res)
+        self.member_values: set[SSAValue] = set()
+        self.member_readers: set[Operation] = set()  # top-level ops reading a member
         self.hoisted: list[Operation] = []
+        self.hoisted_set: set[Operation] = set()
         self.size = body_size(root)
+        self._add_values(root)
+
+    def _add_values(self, member: Operation) -> None:
+        self.member_values.update(member.results)
+        for v in member.results:
+            for use in v.uses:
+                if (top := ancestor_in(use.operation, self.block)) is not None:
+                    self.member_readers.add(top)
 
     # ---- membership ----
 
@@ -121,7 +209,7 @@ class _Group:
         return False
 
     def _reads_member(self, op: Operation) -> bool:
-        return bool(captured_values(op) & self.member_values)
+        return op in self.member_readers
 
     def _coordinates(self, op: L.LoopOp) -> tuple[list[sympy.Expr], list[sympy.Expr]]:
         """The symbols of ``op``'s body that run over the group's outer and
@@ -139,6 +227,8 @@ class _Group:
         computes at the same point: a member's result row ``i`` exists only in the
         kernel instance for row ``i`` (a transposed or flipped read would need
         another row's result)."""
+        if op not in self.member_readers:
+            return True  # no load of a member to misread
         outer, inner = self._coordinates(op)
         for load in op.walk():
             if not isinstance(load, L.LoadOp) or load.source not in self.member_values:
@@ -170,15 +260,22 @@ class _Group:
         limit = self.options.max_body_ops
         return not limit or self.size + body_size(op) <= limit
 
-    def _hoist_plan(self, op: Operation, pos: dict[Operation, int]) -> list[Operation] | None:
+    def _hoist_plan(
+        self, op: Operation, pos: dict[Operation, int], barriers: list[int]
+    ) -> list[Operation] | None:
         """Ops defined between the root and ``op`` that ``op`` needs and that must move
-        above the group with it, or None when ``op`` cannot join."""
+        above the group with it, or None when ``op`` cannot join. ``barriers``:
+        the sorted positions of the ops nothing may move across."""
         root_pos = pos[self.root]
+        # Moving up past ops between the root and op: none may be a barrier.
+        first = bisect.bisect_right(barriers, root_pos)
+        if first < len(barriers) and barriers[first] < pos[op]:
+            return None
         plan: list[Operation] = []
         seen: set[Operation] = set()
 
         def need(o: Operation, first: bool) -> bool:
-            for v in captured_values(o):
+            for v in self.index.captured(o):
                 if v in self.member_values:
                     if not first:  # a hoisted op may not read the group
                         return False
@@ -189,7 +286,7 @@ class _Group:
                 top = ancestor_in(owner, self.block)
                 if top is None or top in seen or pos.get(top, -1) < root_pos:
                     continue
-                if top in self.hoisted or top in self.members:
+                if top in self.hoisted_set or top in self.members:
                     continue
                 if not _movable(top) or not need(top, False):
                     return False
@@ -199,28 +296,50 @@ class _Group:
 
         if not need(op, True):
             return None
-        # Moving up past ops between the root and op: none may be a barrier.
-        for other in self.block.ops:
-            p = pos[other]
-            if root_pos < p < pos[op] and _barrier(other):
-                return None
         return sorted(plan, key=lambda o: pos[o])
+
+    def _candidates(self, pos: dict[Operation, int]) -> list[Operation]:
+        """The nests after the root, in order, whose shape lets them join."""
+        keys = [("reduction", self.outer, self.inner), ("pointwise", self.outer)]
+        if self.inner:
+            keys.append(("pointwise", self.outer + self.inner))
+        root_pos = pos[self.root]
+        found = [
+            op
+            for key in keys
+            for op in self.index.nests.get(key, ())
+            if pos.get(op, -1) > root_pos and not op.is_bufferized  # type: ignore[attr-defined]
+        ]
+        return sorted(found, key=pos.__getitem__)
+
+    def _fenced_off(self, op: Operation, pos: dict[Operation, int]) -> bool:
+        """``op`` reads no member and depends, through movable ops, on an op after
+        the root that cannot move: it could never move up to the group."""
+        if op in self.member_readers:
+            return False
+        fence = self.index.fence(op)
+        return fence is not None and pos.get(fence, -1) > pos[self.root]
 
     # ---- rewriting ----
 
     def build(self) -> None:
         pos = {o: k for k, o in enumerate(self.block.ops)}
-        cursor = self.root.next_op
-        while cursor is not None and len(self.members) < self.options.max_members:
-            nxt = cursor.next_op
-            if cursor not in self.hoisted and self._wanted(cursor) and self._fits(cursor):
-                plan = self._hoist_plan(cursor, pos)
+        barriers = sorted(pos[b] for b in self.index.barriers if b in pos)
+        for cursor in self._candidates(pos):
+            if len(self.members) >= self.options.max_members:
+                break
+            if cursor in self.hoisted_set or self._fenced_off(cursor, pos):
+                continue
+            if self._wanted(cursor) and self._fits(cursor):
+                plan = self._hoist_plan(cursor, pos, barriers)
                 if plan is not None:
                     self.size += body_size(cursor)
-                    self.hoisted.extend(o for o in plan if o not in self.hoisted)
+                    for o in plan:
+                        if o not in self.hoisted_set:
+                            self.hoisted.append(o)
+                            self.hoisted_set.add(o)
                     self.members.append(cursor)  # type: ignore[arg-type]
-                    self.member_values.update(cursor.results)
-            cursor = nxt
+                    self._add_values(cursor)
         if len(self.members) < 2:
             return
         self._rewrite(pos)
@@ -256,6 +375,10 @@ class _Group:
         body.add_op(L.YieldOp(*leaving))
         for old, new in zip(leaving, group.res):
             new.name_hint = old.name_hint
+            for use in list(old.uses):
+                top = ancestor_in(use.operation, self.block)
+                if top is not group and top is not None:
+                    self.index.forget(top)
             old.replace_uses_with_if(
                 new, lambda u: ancestor_in(u.operation, self.block) is not group
             )

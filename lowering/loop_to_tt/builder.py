@@ -13,6 +13,7 @@ ops of the kernel's index type, once per expression and scope.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -55,9 +56,19 @@ def const_value(v: SSAValue) -> int | float | None:
     attr = op.value
     if isinstance(attr, IntegerAttr | FloatAttr):
         return attr.value.data
-    if isinstance(attr, DenseIntOrFPElementsAttr) and attr.is_splat():
-        return next(iter(attr.iter_values()))
+    if isinstance(attr, DenseIntOrFPElementsAttr):
+        return A.splat_value(attr)
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _splat_attr(
+    key: str, value: int | float, element: Attribute, shape: tuple[int, ...]
+) -> DenseIntOrFPElementsAttr:
+    # A block constant holds every element; building (and verifying) the same
+    # one per use was a visible part of the pass on large graphs. ``key`` is
+    # repr(value), so 0.0 and -0.0 (equal, and equal hashes) stay apart.
+    return DenseIntOrFPElementsAttr.from_list(TensorType(element, list(shape)), [value])
 
 
 def broadcast_shapes(shapes: Sequence[Shape]) -> Shape:
@@ -145,7 +156,7 @@ class KernelBuilder:
 
         def make() -> SSAValue:
             if shape:
-                attr = DenseIntOrFPElementsAttr.from_list(TensorType(element, list(shape)), [value])
+                attr = _splat_attr(repr(value), value, element, tuple(shape))
             elif isinstance(element, AnyFloat):
                 attr = FloatAttr(value, element)
             else:

@@ -1,12 +1,17 @@
-"""Shared fixtures: deterministic seeds, quiet warnings, the GPU marker."""
+"""Shared fixtures: deterministic seeds, quiet warnings, a fresh cache directory,
+the GPU marker."""
 
 import os
+import tempfile
 import warnings
 
 import pytest
 import torch
 
 os.environ.setdefault("PYTHONWARNINGS", "ignore")
+# One fresh cache per run: no test sees another run's compiled graphs (tests
+# that exercise the caches set their own directory).
+os.environ.setdefault("COIL_CACHE_DIR", tempfile.mkdtemp(prefix="coil-test-cache-"))
 
 
 @pytest.fixture(autouse=True)
