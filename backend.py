@@ -33,6 +33,8 @@ import torch
 import torch.fx
 from xdsl.dialects.builtin import ModuleOp
 
+from coil import config
+from coil.config import FALLBACKS
 from coil.frontend.capture import aot_backend
 from coil.frontend.fx_importer import constant_inputs, import_graph
 from coil.pipeline import PIPELINES, available_passes, parse_pipeline
@@ -45,8 +47,11 @@ Observer = Callable[[str, ModuleOp], None]
 OPTIONS = {
     "pipeline": "a pass-pipeline string replacing the default one",
     "dump_dir": "write every stage's IR, the kernels, the wrapper and repro.sh here",
-    "fallback": "'extern' (default: an op with no lowering calls ATen, logged once) "
-    "or 'error' (compilation fails naming the op)",
+    "fallback": "how far coil may fall back, most lenient first: 'eager' (default; an op "
+    "with no lowering calls ATen, and a graph coil fails to compile runs in eager PyTorch "
+    "after one warning naming the cause), 'extern' (an op with no lowering calls ATen; a "
+    "failed compilation raises) or 'error' (nothing falls back: an op with no lowering "
+    "fails compilation, naming it); COIL_FALLBACK sets the default",
     "cudagraphs": "True: replay each compiled graph from a CUDA graph per input layout "
     "(what mode='reduce-overhead' turns on; runtime/cudagraphs.py)",
     "wrapper": "'python' (default) or 'cpp': the host wrapper as a compiled C++ library "
@@ -295,12 +300,46 @@ def _reference(module: ModuleOp, constants: list[Any], pipeline: str) -> Callabl
 
 
 def _with_fallback(pipeline: str, fallback: str) -> str:
-    if fallback == "extern":
-        return pipeline
+    """The pipeline with the per-op part of the policy: under 'error' an op with no
+    lowering fails ``convert-aten-to-loop`` instead of becoming an extern."""
+    if fallback not in FALLBACKS:
+        raise ValueError(
+            f"coil: option fallback must be one of {', '.join(map(repr, FALLBACKS))}, "
+            f"not {fallback!r}"
+        )
     if fallback != "error":
-        raise ValueError(f"coil: option fallback must be 'extern' or 'error', not {fallback!r}")
+        return pipeline
     return re.sub(
         r"convert-aten-to-loop(?![{\w-])", "convert-aten-to-loop{fallback=error}", pipeline
+    )
+
+
+def _or_eager(compile_one: Callable[..., Any], what: str) -> Callable[..., Any]:
+    """``compile_one``, running its graph in eager PyTorch (after one warning naming
+    the cause) when compiling it fails: the 'eager' fallback policy.
+
+    AOTAutograd's graph is itself a callable of the same inputs (aten ops, run by
+    eager PyTorch: what ``aot_eager`` runs), so only the graph that failed falls
+    back; a training step whose backward compiles keeps its compiled backward."""
+
+    def compile_or_eager(gm: torch.fx.GraphModule, inputs: list[Any]) -> Callable[..., Any]:
+        try:
+            return compile_one(gm, inputs)
+        except Exception as e:
+            _warn_eager(what, e)
+            return gm
+
+    return compile_or_eager
+
+
+def _warn_eager(what: str, e: BaseException) -> None:
+    lines = str(e).strip().splitlines()
+    cause = f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
+    log.debug("coil: compiling %s failed", what, exc_info=e)
+    warnings.warn(
+        f"coil: could not compile {what} ({cause}); it runs in eager PyTorch instead "
+        "(options={'fallback': 'extern'} raises the error)",
+        stacklevel=2,
     )
 
 
@@ -338,9 +377,8 @@ def coil(
     if unknown:
         known = "; ".join(f"{k}: {v}" for k, v in OPTIONS.items())
         raise ValueError(f"coil: unknown option(s) {', '.join(unknown)} (known: {known})")
-    pipeline = _with_fallback(
-        options.get("pipeline") or PIPELINES["default"], options.get("fallback", "extern")
-    )
+    fallback = options.get("fallback") or config.fallback()
+    pipeline = _with_fallback(options.get("pipeline") or PIPELINES["default"], fallback)
     dump_dir = options.get("dump_dir")
     cudagraphs = bool(options.get("cudagraphs", mode == "reduce-overhead"))
     wrapper = options.get("wrapper", "python")
@@ -359,4 +397,12 @@ def coil(
             return _with_cudagraphs(run, (), "the backward graph")
         return run
 
-    return aot_backend(compile_fw, compile_bw)(gm, example_inputs)
+    if fallback != "eager":
+        return aot_backend(compile_fw, compile_bw)(gm, example_inputs)
+    try:
+        return aot_backend(
+            _or_eager(compile_fw, "the forward graph"), _or_eager(compile_bw, "the backward graph")
+        )(gm, example_inputs)
+    except Exception as e:  # AOTAutograd itself failed (tracing, decompositions)
+        _warn_eager("the graph", e)
+        return gm
