@@ -374,11 +374,13 @@ class KernelPrinter:
         cost = attrs.get("coil.cost")
         if isinstance(cost, StringAttr):
             header.append(f"# cost: {cost.data}")
+        jit_args = []
         if public and scalars:
             quoted = ", ".join(f'"{n}"' for n in scalars)
-            header.append(f"@triton.jit(do_not_specialize=[{quoted}])")
-        else:
-            header.append("@triton.jit")
+            jit_args.append(f"do_not_specialize=[{quoted}]")
+        if tt.has_device_asserts(func):
+            jit_args.append("debug=True")  # tl.device_assert is a no-op otherwise
+        header.append(f"@triton.jit({', '.join(jit_args)})" if jit_args else "@triton.jit")
         header.append(f"def {self.kernel}({', '.join(args)}):")
         if public:
             # Triton passes small ints as i32: widen size symbols before any arithmetic.
