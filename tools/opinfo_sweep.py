@@ -87,16 +87,6 @@ _WORST_FIRST = ("mismatch", "error", "pass", "skip")
 
 EXPECTATIONS = Path(__file__).resolve().parents[1] / "test/python/opinfo_expectations.txt"
 
-TOLERANCES = {
-    torch.float32: (1.3e-5, 1e-5),
-    torch.float64: (1e-7, 1e-7),
-    torch.float16: (1e-2, 1e-2),
-    torch.bfloat16: (1.6e-2, 1e-2),
-    torch.complex64: (1.3e-5, 1e-5),
-}
-"""(rtol, atol) per floating dtype: float32's as Inductor's check_model,
-reduced precision as torch.testing's bfloat16 rtol with a 1e-2 atol."""
-
 
 @dataclass(frozen=True)
 class Case:
@@ -180,62 +170,11 @@ def _float64(x: Any) -> Any:
     return x
 
 
-def _compare(actual: Any, expected: Any, reference: Any | None) -> str | None:
-    """None when ``actual`` matches ``expected`` (eager), else what differs.
-    ``reference``: the same computation in float64 (or None)."""
-    import torch.utils._pytree as pytree
-
-    a_leaves, a_spec = pytree.tree_flatten(actual)
-    e_leaves, e_spec = pytree.tree_flatten(expected)
-    if a_spec != e_spec:
-        return f"output structure differs: {a_spec} vs {e_spec}"
-    r_leaves = pytree.tree_leaves(reference) if reference is not None else None
-    if r_leaves is not None and len(r_leaves) != len(e_leaves):
-        r_leaves = None
-    for k, (a, e) in enumerate(zip(a_leaves, e_leaves)):
-        if not isinstance(e, torch.Tensor):
-            if isinstance(a, torch.Tensor) or a != e:
-                if not (isinstance(e, float) and isinstance(a, float) and a != a and e != e):
-                    return f"output {k}: {a!r} != {e!r}"
-            continue
-        if not isinstance(a, torch.Tensor):
-            return f"output {k}: a {type(a).__name__}, not a tensor"
-        if a.shape != e.shape:
-            return f"output {k}: shape {tuple(a.shape)} != {tuple(e.shape)}"
-        if a.dtype != e.dtype:
-            return f"output {k}: dtype {a.dtype} != {e.dtype}"
-        if a.device != e.device:
-            return f"output {k}: device {a.device} != {e.device}"
-        if not (e.is_floating_point() or e.is_complex()):
-            if not torch.equal(a, e):
-                bad = int((a != e).sum())
-                return f"output {k}: {bad} of {e.numel()} elements differ"
-            continue
-        rtol, atol = TOLERANCES.get(e.dtype, (1e-5, 1e-5))
-        if torch.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True):
-            continue
-        r = r_leaves[k] if r_leaves is not None else None
-        if isinstance(r, torch.Tensor) and r.shape == e.shape and e.is_floating_point():
-            # coil may round differently from eager (fused ops round once):
-            # what counts is the distance from the exact answer.
-            a64, e64, r64 = a.double(), e.double(), r.double()
-            allowed = (e64 - r64).abs() + atol + rtol * r64.abs()
-            close = ((a64 - r64).abs() <= allowed) | (a64.isnan() & r64.isnan())
-            close |= a64 == r64
-            if bool(close.all()):
-                continue
-        diff = (a.to(torch.complex128 if e.is_complex() else torch.float64) - e).abs()
-        diff = diff[~diff.isnan()]
-        worst = float(diff.max()) if diff.numel() else float("nan")
-        return f"output {k}: values differ (max abs diff {worst:.3g}, dtype {e.dtype})"
-    return None
-
-
 def run_sample(op: Any, sample: Any) -> tuple[str, str]:
     """(outcome, detail) of one sample input (see the module docstring)."""
     import torch.utils._pytree as pytree
 
-    from coil.testing import sample_as_function
+    from coil.testing import difference, sample_as_function
 
     call, tensors = sample_as_function(op.op, sample)
     if any(t.layout != torch.strided for t in tensors):
@@ -268,7 +207,7 @@ def run_sample(op: Any, sample: Any) -> tuple[str, str]:
         torch._dynamo.reset()
     if backend.graphs == 0:
         return "skip", "dynamo gave coil no graph"
-    problem = _compare(actual, expected, reference)
+    problem = difference(actual, expected, reference)
     return ("mismatch", problem) if problem else ("pass", "")
 
 
