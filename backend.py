@@ -197,12 +197,13 @@ def compile_graph(
 
     module = import_graph(gm, example_inputs)
     constants = constant_inputs(module, gm)
+    tokens = effect_tokens(gm)
     stage("import", module)
     run_pipeline(module, pipeline, stage)
     if not _at_host_level(module):
         return _reference(module, constants, pipeline)
     if wrapper == "cpp" and (run_cpp := _cpp_wrapper(module, constants, dump)) is not None:
-        return run_cpp
+        return _with_tokens(run_cpp, tokens)
     source = emit_python(module)
     if dump is not None:
         _debug_output("the code", lambda: dump.code(module, source, pipeline))
@@ -215,6 +216,13 @@ def compile_graph(
 
         compile_all(loaded)
     call = loaded.call
+    if tokens:
+        module_call = call
+
+        def call(inputs: list[Any]) -> Any:
+            for k, token in tokens.items():
+                inputs[k] = token
+            return module_call(inputs)
 
     def run(*args: Any) -> Any:
         return call([*args, *constants])
@@ -231,6 +239,38 @@ def compile_graph(
     run.coil_source = source  # type: ignore[attr-defined]  (for tests and debugging)
     run.coil_host_rng = _draws_host_seed(module)  # type: ignore[attr-defined]
     return run
+
+
+def effect_tokens(gm: torch.fx.GraphModule) -> dict[int, torch.Tensor]:
+    """Input position -> a stand-in tensor, for each effect token of the graph (the
+    first argument of a ``with_effects`` node). AOTAutograd passes None for a
+    token at run time; the compiled module takes the empty tensor its trace saw
+    (a token carries no data: the importer returns it unchanged)."""
+    from coil.frontend.fx_importer import is_effect_token
+
+    tokens = {}
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for k, node in enumerate(placeholders):
+        val = node.meta.get("val")
+        if is_effect_token(node) and isinstance(val, torch.Tensor):
+            tokens[k] = torch.empty(val.shape, dtype=val.dtype, device=val.device)
+    return tokens
+
+
+def _with_tokens(run: Callable[..., Any], tokens: dict[int, torch.Tensor]) -> Callable[..., Any]:
+    if not tokens:
+        return run
+
+    def run_with_tokens(*args: Any) -> Any:
+        inputs = list(args)
+        for k, token in tokens.items():
+            inputs[k] = token
+        return run(*inputs)
+
+    for name in ("coil_source", "coil_wrapper", "coil_cpp", "coil_constants", "coil_host_rng"):
+        if hasattr(run, name):
+            setattr(run_with_tokens, name, getattr(run, name))
+    return run_with_tokens
 
 
 def _draws_host_seed(module: ModuleOp) -> bool:

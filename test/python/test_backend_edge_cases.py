@@ -300,3 +300,20 @@ def test_argmax_of_bool_raises_like_eager(name):
     with pytest.raises(RuntimeError, match="does not support bool"):
         _compile(fn)(x)
     _matches_eager(lambda x: (torch.max(x, 1), torch.min(x, 0)), x)
+
+
+def test_effectful_op_runs_and_raises_like_eager():
+    """linalg.inv's error check reaches the backend wrapped in with_effects (an
+    effect token AOTAutograd passes as None at run time): compiled, it checks
+    its input and raises eager's error on a singular matrix."""
+
+    def fn(x):
+        return torch.linalg.inv(x) * 2
+
+    compiled = _compile(fn)
+    x = torch.randn(4, 4) + 4 * torch.eye(4)
+    _check(compiled(x), fn(x))
+    with pytest.raises(RuntimeError, match="singular"):
+        fn(torch.zeros(4, 4))
+    with pytest.raises(RuntimeError, match="singular"):
+        compiled(torch.zeros(4, 4))
