@@ -413,11 +413,20 @@ def check(program: Program) -> str | None:
         compiled = torch.compile(program.gm, backend=backend, dynamic=program.dynamic)
         actual = compiled(*clones())
     except Exception as e:
-        lines = str(e).strip().splitlines()
-        return f"error: {type(e).__name__}: {lines[0] if lines else ''}"
+        return f"error: {error_line(e)}"
     finally:
         torch._dynamo.reset()
     return difference(actual, expected, reference)
+
+
+def error_line(e: BaseException) -> str:
+    """``Type: first line`` of an error; for dynamo's BackendCompilerFailed, the
+    backend's own error (the line after "raised:")."""
+    text = str(e).strip()
+    if "raised:" in text:
+        text = text.split("raised:", 1)[1].strip()
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return f"{type(e).__name__}: {line}"[:400]
 
 
 def _same_layout(t: torch.Tensor) -> torch.Tensor:

@@ -155,15 +155,6 @@ class _Counting:
         return coil(gm, example_inputs, options={"fallback": "extern"})
 
 
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    # dynamo wraps the backend's error: keep the backend's own message.
-    if "raised:" in text:
-        text = text.split("raised:", 1)[1].strip()
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    return f"{type(e).__name__}: {line}"[:300]
-
-
 def _float64(x: Any) -> Any:
     if isinstance(x, torch.Tensor) and x.is_floating_point():
         return x.double()
@@ -175,6 +166,7 @@ def run_sample(op: Any, sample: Any) -> tuple[str, str]:
     import torch.utils._pytree as pytree
 
     from coil.testing import difference, sample_as_function
+    from coil.tools.fuzz import error_line
 
     call, tensors = sample_as_function(op.op, sample)
     if any(t.layout != torch.strided for t in tensors):
@@ -183,7 +175,7 @@ def run_sample(op: Any, sample: Any) -> tuple[str, str]:
         torch.manual_seed(0)
         expected = call(*[t.clone() for t in tensors])
     except Exception as e:
-        return "skip", f"eager raises ({_first_line(e)})"
+        return "skip", f"eager raises ({error_line(e)})"
     if any(
         isinstance(x, torch.Tensor) and x.layout != torch.strided
         for x in pytree.tree_leaves(expected)
@@ -202,7 +194,7 @@ def run_sample(op: Any, sample: Any) -> tuple[str, str]:
         torch.manual_seed(0)
         actual = compiled(*[t.clone() for t in tensors])
     except Exception as e:
-        return "error", _first_line(e)
+        return "error", error_line(e)
     finally:
         torch._dynamo.reset()
     if backend.graphs == 0:
@@ -226,7 +218,9 @@ def run_case(case: Case, ops: dict[str, Any] | None = None) -> Result:
                     break
                 outcomes.append(run_sample(op, sample))
         except Exception as e:  # OpInfo's own sample generation failed
-            outcomes.append(("skip", f"no samples ({_first_line(e)})"))
+            from coil.tools.fuzz import error_line
+
+            outcomes.append(("skip", f"no samples ({error_line(e)})"))
     if not outcomes:
         return Result(case, "skip", "no samples")
     outcome, detail = min(outcomes, key=lambda o: _WORST_FIRST.index(o[0]))

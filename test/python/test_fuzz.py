@@ -95,3 +95,39 @@ def test_random_program_matches_eager(seed, dynamic):
 def test_random_fx_graph_matches_eager(program: Program):
     problem = check(program)
     assert problem is None, f"{problem}\n{program.describe()}"
+
+
+# ---- graphs the fuzzer failed on ----------------------------------------------------------
+
+
+def _square_reshaped(x):
+    # A dynamic [s0, s0] input viewed as [256]: FakeTensor says s0*s0, the view
+    # says 256 (s0 == 16 is a guard); the aten verifier rejected the import.
+    r = x.reshape((256,))
+    t = torch.tanh(r)
+    return r.sum(0), t, t.select(0, -53)
+
+
+def _strided_half_reshaped(x):
+    # Same cause: [s0, 7, 1] flipped and reshaped to [1, 112] (s0 == 16).
+    a = torch.abs(x)
+    r = a.flip(0).reshape((1, 112))
+    return torch.cumsum(x.mean(0, keepdim=True), 2), r + 2, torch.cat([a, a], 2), r
+
+
+FOUND = {
+    "square_reshaped": (_square_reshaped, lambda: [torch.randn(16, 16)]),
+    "strided_half_reshaped": (
+        _strided_half_reshaped,
+        lambda: [torch.randn(16, 14, 1, dtype=torch.float16)[:, ::2]],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(FOUND))
+def test_fuzzer_finding(name):
+    fn, inputs = FOUND[name]
+    args = inputs()
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend=coil_backend, dynamic=True)
+    assert_close_to_eager(compiled(*[a.clone() for a in args]), fn(*args))
