@@ -56,10 +56,15 @@ The environment and ``JITFunction.__call__`` are process-wide: another thread
 *decorating* kernels while a module loads, or calling a ``JITFunction`` outside
 a kernel during an interpreted launch, would see them.
 
+Cache not writable (a read-only or full disk, ``COIL_CACHE_DIR`` naming a
+file): after one warning, entries go to a temporary directory of the process
+(removed at exit); the cache is not touched, and a valid entry already there
+is still used.
+
 Module state (kept here rather than in ``config``, being caches, not
-options): the in-process memo ``(key, interpret)`` -> module, which like
-Inductor's ``PyCodeCache.modules`` only saves re-executing a loaded module
-(an interpreted load is named ``coil_generated_<key>_interpret`` so both
+options): the directory taken when the cache is not writable; the
+in-process memo ``(key, interpret)`` -> module, which like Inductor's
+``PyCodeCache.modules`` only saves re-executing a loaded module (an interpreted load is named ``coil_generated_<key>_interpret`` so both
 flavours of one source coexist in ``sys.modules``); and the interpreter
 scope's depth counter and its ``InterpretedFunction`` wrappers of library
 functions.
@@ -97,6 +102,30 @@ def cache_dir() -> Path:
     path = config.cache_dir()
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+_fallback_dir: Path | None = None
+
+
+def _private_dir(problem: OSError) -> Path:
+    """A directory of this process's own for entries the cache cannot take (the
+    cache root is not writable): after one warning naming the cause, compiling
+    goes on there, and the cache itself is left as it was. Removed at exit."""
+    global _fallback_dir
+    if _fallback_dir is None:
+        import atexit
+        import shutil
+        import warnings
+
+        _fallback_dir = Path(tempfile.mkdtemp(prefix="coil-cache-"))
+        atexit.register(shutil.rmtree, _fallback_dir, ignore_errors=True)
+        warnings.warn(
+            f"coil: the code cache {config.cache_dir()} is not writable "
+            f"({type(problem).__name__}: {problem}); compiled modules go to "
+            f"{_fallback_dir} for this process (set COIL_CACHE_DIR to a writable directory)",
+            stacklevel=4,
+        )
+    return _fallback_dir
 
 
 @functools.cache
@@ -377,9 +406,13 @@ def load_module(source: str, *, interpret: bool = False) -> ModuleType:
         module = _modules.get((key, interpret))
         if module is not None:
             return module
-        path = entry_path(key)
         text = entry_text(source)
-        _ensure_entry(path, text)
+        try:
+            path = entry_path(key)
+            _ensure_entry(path, text)
+        except OSError as problem:  # no cache: the module still needs a real file
+            path = _private_dir(problem) / f"{key}.py"
+            path.write_text(text)  # the process's own directory: no other writer
         name = f"coil_generated_{key}" + ("_interpret" if interpret else "")
         module = _execute(path, text, name, interpret)
         module.key = key  # type: ignore[attr-defined]

@@ -93,6 +93,74 @@ def test_a_damaged_entry_is_rebuilt_not_imported(damage):
     assert path.read_text() == codecache.entry_text(source)
 
 
+def _caught_coil_warnings(run) -> list[str]:
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run()
+    return [str(w.message) for w in caught if str(w.message).startswith("coil:")]
+
+
+def test_a_cache_dir_that_cannot_exist_still_compiles(tmp_path, monkeypatch):
+    """COIL_CACHE_DIR under a regular file: one warning naming the problem, the
+    module loads from a directory of the process's own, the file is untouched."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("precious")
+    monkeypatch.setenv("COIL_CACHE_DIR", str(blocker / "cache"))
+    monkeypatch.setattr(codecache, "_fallback_dir", None)
+    loaded = []
+    warned = _caught_coil_warnings(
+        lambda: loaded.extend(codecache.load_module(_source(k)) for k in (6, 7))
+    )
+    assert [m.call([0]) for m in loaded] == [(6,), (7,)]
+    assert len(warned) == 1 and "is not writable" in warned[0]
+    assert str(blocker / "cache") in warned[0]
+    assert blocker.read_text() == "precious"
+    assert Path(loaded[0].__file__).is_relative_to(codecache._fallback_dir)
+
+
+def test_a_read_only_cache_keeps_its_entries_and_still_compiles(monkeypatch):
+    """A cache that cannot be written (read-only disk): an entry it holds is
+    still used, as it is; a new source compiles elsewhere after one warning."""
+    old = _source(8)
+    codecache.load_module(old)
+    entry = _entry(old)
+    before = entry.read_bytes()
+
+    def read_only(path, text):
+        raise OSError(30, "Read-only file system", str(path))
+
+    monkeypatch.setattr(codecache, "write_atomic", read_only)
+    monkeypatch.setattr(codecache, "_fallback_dir", None)
+    codecache._modules.clear()
+    loaded = []
+    warned = _caught_coil_warnings(
+        lambda: loaded.extend(codecache.load_module(s) for s in (old, _source(9)))
+    )
+    assert [m.call([0]) for m in loaded] == [(8,), (9,)]
+    assert Path(loaded[0].__file__) == entry and entry.read_bytes() == before
+    assert len(warned) == 1 and "Read-only file system" in warned[0]
+    assert not _entry(_source(9)).exists()
+
+
+def test_the_backend_compiles_with_an_unwritable_cache(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("COIL_CACHE_DIR", str(blocker))
+    monkeypatch.setattr(codecache, "_fallback_dir", None)
+
+    def fn(x):
+        return torch.softmax(x, -1) * 2
+
+    x = torch.randn(3, 9)
+    torch._dynamo.reset()
+    out = []
+    warned = _caught_coil_warnings(lambda: out.append(torch.compile(fn, backend="coil")(x)))
+    torch.testing.assert_close(out[0], fn(x))
+    assert len(warned) == 1 and "not writable" in warned[0]
+
+
 def test_leftover_temp_files_do_not_matter():
     source = _source(5)
     path = _entry(source)
