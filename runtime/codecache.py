@@ -64,10 +64,10 @@ is still used.
 Module state (kept here rather than in ``config``, being caches, not
 options): the directory taken when the cache is not writable; the
 in-process memo ``(key, interpret)`` -> module, which like Inductor's
-``PyCodeCache.modules`` only saves re-executing a loaded module (an interpreted load is named ``coil_generated_<key>_interpret`` so both
-flavours of one source coexist in ``sys.modules``); and the interpreter
-scope's depth counter and its ``InterpretedFunction`` wrappers of library
-functions.
+``PyCodeCache.modules`` only saves re-executing a loaded module (an
+interpreted load is named ``coil_generated_<key>_interpret`` so both flavours
+of one source coexist in ``sys.modules``); and the interpreter scope's depth
+counter and its ``InterpretedFunction`` wrappers of library functions.
 """
 
 from __future__ import annotations
