@@ -130,7 +130,7 @@ def all_cases(ops: dict[str, Any] | None = None) -> list[Case]:
     return cases
 
 
-def ci_subset(cases: Sequence[Case], every: int = 20) -> list[Case]:
+def ci_subset(cases: Sequence[Case], every: int = 30) -> list[Case]:
     """A fixed representative subset: every ``every``-th case of each dtype (the
     order is op_db's, so ops of every family and each dtype are in it)."""
     by_dtype: dict[str, list[Case]] = {}
