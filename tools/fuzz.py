@@ -44,6 +44,10 @@ SIZES = (1, 1, 2, 3, 4, 5, 7, 8, 13, 16, 33)
 """Dimension sizes to draw from: size 1 (broadcast, specialization) and odd
 sizes (masks) are over-represented."""
 
+LONG = (0, 300, 1025, 5000)
+"""Sizes one dimension sometimes takes instead: empty, and rows longer than a
+block or than the persistent-reduction threshold (4096: looped reductions)."""
+
 FLOAT = (torch.float32, torch.float16, torch.bfloat16)
 
 
@@ -115,7 +119,9 @@ class _Builder:
             return a
 
         try:
-            if kind == "call_method":
+            if kind == "call_method" and target.endswith("_"):  # in place: on a copy
+                value = getattr(real(args[0]).clone(), target)(*real(args[1:]), **kwargs)
+            elif kind == "call_method":
                 value = getattr(real(args[0]), target)(*real(args[1:]), **kwargs)
             else:
                 value = target(*real(args), **kwargs)
@@ -123,7 +129,7 @@ class _Builder:
             raise _Reject(str(e)) from e
         if not isinstance(value, torch.Tensor):
             raise _Reject("not a tensor")
-        if value.numel() > 4096 or value.dim() > 5:
+        if value.numel() > 20000 or value.dim() > 5:
             raise _Reject("too big")
         if value.is_floating_point() and not bool(value.isfinite().all()):
             raise _Reject("inf/nan: differences there say little")
@@ -209,6 +215,7 @@ def _step(draw, b: _Builder) -> None:
             + ["reduce"] * 2
             + ["view"] * 3
             + ["cast", "compare", "where", "softmax", "cumsum", "cat", "gather", "scalar"]
+            + ["integer", "clamp", "masked_fill", "matmul", "stack"]
         )
     )
     if kind == "unary":
@@ -238,6 +245,41 @@ def _step(draw, b: _Builder) -> None:
         j = _pick(draw, b, fits)
         fn = draw(st.sampled_from(BINARY))
         b.call("call_function", fn, [_Ref(k), _Ref(j)])
+    elif kind == "integer":  # integer-only arithmetic: floor division, remainder, bits
+        k = _pick(draw, b, lambda v: v.dtype in (torch.int64, torch.int32, torch.bool))
+        v = b.values[k]
+        if v.dtype == torch.bool:
+            j = _pick(draw, b, lambda w: w.dtype == torch.bool and _broadcasts(v, w))
+            fn = draw(st.sampled_from([operator.and_, operator.or_, operator.xor]))
+            b.call("call_function", fn, [_Ref(k), _Ref(j)])
+        else:
+            fn = draw(st.sampled_from([operator.floordiv, operator.mod, operator.and_]))
+            c = draw(st.sampled_from([3, -2, 5]))
+            b.call("call_function", fn, [_Ref(k), c])
+    elif kind == "clamp":
+        k = _pick(draw, b, lambda v: v.dtype != torch.bool)
+        lo = draw(st.sampled_from([None, -1, 0]))
+        b.call("call_function", torch.clamp, [_Ref(k), lo, 1 if lo is None else 2])
+    elif kind == "masked_fill":
+        k = _pick(draw, b, lambda v: v.dtype != torch.bool)
+        m = _pick(draw, b, lambda w: w.dtype == torch.bool and _broadcasts(b.values[k], w))
+        if torch.broadcast_shapes(b.values[k].shape, b.values[m].shape) != b.values[k].shape:
+            raise _Reject("mask broadcasts the value")
+        b.call("call_method", "masked_fill", [_Ref(k), _Ref(m), -3])
+    elif kind == "matmul":  # an extern between coil's kernels
+        k = _pick(draw, b, lambda v: v.dim() == 2 and v.is_floating_point())
+        j = _pick(
+            draw,
+            b,
+            lambda w: (
+                w.dim() == 2 and w.dtype == b.values[k].dtype and w.shape[0] == b.values[k].shape[1]
+            ),
+        )
+        b.call("call_function", torch.mm, [_Ref(k), _Ref(j)])
+    elif kind == "stack":
+        k = _pick(draw, b)
+        j = _pick(draw, b, lambda w: w.shape == b.values[k].shape)
+        b.call("call_function", torch.stack, [[_Ref(k), _Ref(j)], draw(st.integers(0, 1))])
     elif kind == "compare":
         k = _pick(draw, b, lambda v: v.dtype != torch.bool)
         fn = draw(st.sampled_from(COMPARE))
@@ -303,6 +345,43 @@ def _step(draw, b: _Builder) -> None:
         _view(draw, b)
 
 
+def _mutate_input(draw, b: _Builder) -> None:
+    """``in<k>.add_(v)`` or ``in<k>.mul_(2)``: the graph writes one of its inputs
+    (functionalized into a copy back to the input)."""
+    writable = [
+        k
+        for k, v in enumerate(b.values)
+        if b.nodes[k].op == "placeholder"
+        and v.is_floating_point()
+        and not any(st == 0 and n > 1 for st, n in zip(v.stride(), v.shape))
+    ]
+    if not writable:
+        raise _Reject("no writable input")
+    k = draw(st.sampled_from(writable))
+    target = b.values[k]
+
+    def fits(w: torch.Tensor) -> bool:
+        return (
+            w.dtype != torch.bool
+            and _broadcasts(target, w)
+            and torch.broadcast_shapes(target.shape, w.shape) == target.shape
+        )
+
+    if draw(st.booleans()):
+        j = _pick(draw, b, fits)
+        b.call("call_method", "add_", [_Ref(k), _Ref(j)])
+    else:
+        b.call("call_method", "mul_", [_Ref(k), 2])
+
+
+def _broadcasts(v: torch.Tensor, w: torch.Tensor) -> bool:
+    try:
+        torch.broadcast_shapes(v.shape, w.shape)
+    except RuntimeError:
+        return False
+    return True
+
+
 def _view(draw, b: _Builder) -> None:
     k = _pick(draw, b)
     v = b.values[k]
@@ -355,7 +434,12 @@ def graphs(draw, max_steps: int = 8) -> Program:
     gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31 - 1)))
     b = _Builder(gen)
     rank = draw(st.integers(1, 4))
-    shape = tuple(draw(st.sampled_from(SIZES)) for _ in range(rank))
+    shape = [draw(st.sampled_from(SIZES)) for _ in range(rank)]
+    if draw(st.integers(0, 7)) == 0:  # sometimes one long (or empty) dimension
+        shape[draw(st.integers(0, rank - 1))] = draw(st.sampled_from(LONG))
+        if math.prod(shape) > 20000:
+            shape = [s if s in LONG else 1 for s in shape]
+    shape = tuple(shape)
     for _ in range(draw(st.integers(1, 3))):
         # Inputs broadcast against the first: some dims 1, maybe fewer dims.
         mine = tuple(s if draw(st.integers(0, 3)) else 1 for s in shape)
@@ -376,6 +460,11 @@ def graphs(draw, max_steps: int = 8) -> Program:
         from hypothesis import reject
 
         reject()
+    if draw(st.integers(0, 4)) == 0:  # sometimes an input is updated in place
+        try:
+            _mutate_input(draw, b)
+        except _Reject:
+            pass
     # Every value nothing reads is an output (no dead code; at most four, the
     # latest), and sometimes one that is also read.
     computed = [n for n in b.nodes if n.op != "placeholder"]
@@ -397,7 +486,8 @@ def check(program: Program) -> str | None:
     def clones() -> list[torch.Tensor]:
         return [t.clone() if t.is_contiguous() else _same_layout(t) for t in program.inputs]
 
-    expected = program.gm(*clones())
+    eager_inputs = clones()
+    expected = program.gm(*eager_inputs)
     reference = None
     if any(t.is_floating_point() for t in program.inputs):
         try:
@@ -411,12 +501,17 @@ def check(program: Program) -> str | None:
     torch._dynamo.reset()
     try:
         compiled = torch.compile(program.gm, backend=backend, dynamic=program.dynamic)
-        actual = compiled(*clones())
+        coil_inputs = clones()
+        actual = compiled(*coil_inputs)
     except Exception as e:
         return f"error: {error_line(e)}"
     finally:
         torch._dynamo.reset()
-    return difference(actual, expected, reference)
+    problem = difference(actual, expected, reference)
+    if problem is None:  # inputs the graph writes must end up as eager leaves them
+        mutated = difference(coil_inputs, eager_inputs)
+        problem = f"inputs after the call: {mutated}" if mutated else None
+    return problem
 
 
 def error_line(e: BaseException) -> str:
