@@ -40,6 +40,7 @@ import torch.fx
 from xdsl.dialects.builtin import ModuleOp
 
 from coil import config
+from coil.config import FALLBACKS
 from coil.frontend.capture import aot_backend
 from coil.frontend.fx_importer import constant_inputs, import_graph
 from coil.pipeline import PIPELINES, available_passes, parse_pipeline
@@ -53,8 +54,11 @@ Observer = Callable[[str, ModuleOp], None]
 OPTIONS = {
     "pipeline": "a pass-pipeline string replacing the default one",
     "dump_dir": "write every stage's IR, the kernels, the wrapper and repro.sh here",
-    "fallback": "'extern' (default: an op with no lowering calls ATen, logged once) "
-    "or 'error' (compilation fails naming the op)",
+    "fallback": "how far coil may fall back, most lenient first: 'eager' (default; an op "
+    "with no lowering calls ATen, and a graph coil fails to compile runs in eager PyTorch "
+    "after one warning naming the cause), 'extern' (an op with no lowering calls ATen; a "
+    "failed compilation raises) or 'error' (nothing falls back: an op with no lowering "
+    "fails compilation, naming it); COIL_FALLBACK sets the default",
     "cache": "False: compile every graph, bypassing the graph cache (default True; "
     "COIL_DISABLE_CACHE=1 does the same)",
     "progress": "False: no progress lines on long compiles; a number: report stages "
@@ -257,6 +261,7 @@ def _compile(
     with trace.stage("import"):
         module = import_graph(gm, example_inputs)
         constants = constant_inputs(module, gm)
+        tokens = effect_tokens(gm)
 
     key = None
     bypass = graphcache.bypass_reason(cache, dump_dir=dump_dir, observed=observe is not None)
@@ -281,7 +286,7 @@ def _compile(
             else:
                 graphcache.report(trace.label, "hit", reason, key)
                 trace.outcome = "cache hit"
-                return _runner(call, constants, hit.source)
+                return _runner(call, constants, hit.source, tokens)
         graphcache.report(trace.label, "miss", reason, key)
         trace.outcome = f"cache miss ({reason})"
 
@@ -305,7 +310,7 @@ def _compile(
     if not _at_host_level(module):
         return _reference(module, constants, pipeline)
     if wrapper == "cpp" and (run_cpp := _cpp_wrapper(module, constants, dump)) is not None:
-        return run_cpp
+        return _with_tokens(run_cpp, tokens)
     with trace.stage("emit"):
         source = emit_python(module)
     if dump is not None:
@@ -320,7 +325,7 @@ def _compile(
     if key is not None:
         with trace.stage("cache-store"):
             graphcache.write_entry(key, graphcache.CachedGraph(source, interpret))
-    return _runner(call, constants, source)
+    return _runner(call, constants, source, tokens)
 
 
 def _compile_kernels(loaded: Any) -> None:
@@ -342,7 +347,20 @@ _HOST_SEED = "= int(torch.randint(2**31 - 1"
 """How -t python draws a call's random seed on the host (``host.seed``)."""
 
 
-def _runner(call: Callable[[list[Any]], Any], constants: list[Any], source: str):
+def _runner(
+    call: Callable[[list[Any]], Any],
+    constants: list[Any],
+    source: str,
+    tokens: dict[int, torch.Tensor],
+):
+    if tokens:  # AOTAutograd passes None for an effect token: feed the stand-in
+        module_call = call
+
+        def call(inputs: list[Any]) -> Any:
+            for k, token in tokens.items():
+                inputs[k] = token
+            return module_call(inputs)
+
     def run(*args: Any) -> Any:
         return call([*args, *constants])
 
@@ -358,6 +376,38 @@ def _runner(call: Callable[[list[Any]], Any], constants: list[Any], source: str)
     run.coil_source = source  # type: ignore[attr-defined]  (for tests and debugging)
     run.coil_host_rng = _HOST_SEED in source  # type: ignore[attr-defined]
     return run
+
+
+def effect_tokens(gm: torch.fx.GraphModule) -> dict[int, torch.Tensor]:
+    """Input position -> a stand-in tensor, for each effect token of the graph (the
+    first argument of a ``with_effects`` node). AOTAutograd passes None for a
+    token at run time; the compiled module takes the empty tensor its trace saw
+    (a token carries no data: the importer returns it unchanged)."""
+    from coil.frontend.fx_importer import is_effect_token
+
+    tokens = {}
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for k, node in enumerate(placeholders):
+        val = node.meta.get("val")
+        if is_effect_token(node) and isinstance(val, torch.Tensor):
+            tokens[k] = torch.empty(val.shape, dtype=val.dtype, device=val.device)
+    return tokens
+
+
+def _with_tokens(run: Callable[..., Any], tokens: dict[int, torch.Tensor]) -> Callable[..., Any]:
+    if not tokens:
+        return run
+
+    def run_with_tokens(*args: Any) -> Any:
+        inputs = list(args)
+        for k, token in tokens.items():
+            inputs[k] = token
+        return run(*inputs)
+
+    for name in ("coil_source", "coil_wrapper", "coil_cpp", "coil_constants", "coil_host_rng"):
+        if hasattr(run, name):
+            setattr(run_with_tokens, name, getattr(run, name))
+    return run_with_tokens
 
 
 def _debug_output(what: str, write: Callable[[], None]) -> None:
@@ -422,12 +472,46 @@ def _reference(module: ModuleOp, constants: list[Any], pipeline: str) -> Callabl
 
 
 def _with_fallback(pipeline: str, fallback: str) -> str:
-    if fallback == "extern":
-        return pipeline
+    """The pipeline with the per-op part of the policy: under 'error' an op with no
+    lowering fails ``convert-aten-to-loop`` instead of becoming an extern."""
+    if fallback not in FALLBACKS:
+        raise ValueError(
+            f"coil: option fallback must be one of {', '.join(map(repr, FALLBACKS))}, "
+            f"not {fallback!r}"
+        )
     if fallback != "error":
-        raise ValueError(f"coil: option fallback must be 'extern' or 'error', not {fallback!r}")
+        return pipeline
     return re.sub(
         r"convert-aten-to-loop(?![{\w-])", "convert-aten-to-loop{fallback=error}", pipeline
+    )
+
+
+def _or_eager(compile_one: Callable[..., Any], what: str) -> Callable[..., Any]:
+    """``compile_one``, running its graph in eager PyTorch (after one warning naming
+    the cause) when compiling it fails: the 'eager' fallback policy.
+
+    AOTAutograd's graph is itself a callable of the same inputs (aten ops, run by
+    eager PyTorch: what ``aot_eager`` runs), so only the graph that failed falls
+    back; a training step whose backward compiles keeps its compiled backward."""
+
+    def compile_or_eager(gm: torch.fx.GraphModule, inputs: list[Any]) -> Callable[..., Any]:
+        try:
+            return compile_one(gm, inputs)
+        except Exception as e:
+            _warn_eager(what, e)
+            return gm
+
+    return compile_or_eager
+
+
+def _warn_eager(what: str, e: BaseException) -> None:
+    lines = str(e).strip().splitlines()
+    cause = f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
+    log.debug("coil: compiling %s failed", what, exc_info=e)
+    warnings.warn(
+        f"coil: could not compile {what} ({cause}); it runs in eager PyTorch instead "
+        "(options={'fallback': 'extern'} raises the error)",
+        stacklevel=2,
     )
 
 
@@ -465,9 +549,8 @@ def coil(
     if unknown:
         known = "; ".join(f"{k}: {v}" for k, v in OPTIONS.items())
         raise ValueError(f"coil: unknown option(s) {', '.join(unknown)} (known: {known})")
-    pipeline = _with_fallback(
-        options.get("pipeline") or PIPELINES["default"], options.get("fallback", "extern")
-    )
+    fallback = options.get("fallback") or config.fallback()
+    pipeline = _with_fallback(options.get("pipeline") or PIPELINES["default"], fallback)
     dump_dir = options.get("dump_dir")
     cudagraphs = bool(options.get("cudagraphs", mode == "reduce-overhead"))
     wrapper = options.get("wrapper", "python")
@@ -495,4 +578,13 @@ def coil(
 
         return compile_one
 
-    return aot_backend(compiler("forward"), compiler("backward"))(gm, example_inputs)
+    fw, bw = compiler("forward"), compiler("backward")
+    if fallback != "eager":
+        return aot_backend(fw, bw)(gm, example_inputs)
+    try:
+        return aot_backend(_or_eager(fw, "the forward graph"), _or_eager(bw, "the backward graph"))(
+            gm, example_inputs
+        )
+    except Exception as e:  # AOTAutograd itself failed (tracing, decompositions)
+        _warn_eager("the graph", e)
+        return gm

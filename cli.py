@@ -69,6 +69,12 @@ class FxOptMain(xDSLOptMain):
             elif action.dest == "target":
                 action.help = "output: mlir (default) or a target listed below"
         arg_parser.add_argument(
+            "--pass-plugin",
+            action="append",
+            metavar="FILE.py",
+            help="register the ModulePass classes FILE.py defines, for -p (repeatable)",
+        )
+        arg_parser.add_argument(
             "--help-all",
             nargs=0,
             action=_HelpAll,
@@ -80,6 +86,12 @@ class FxOptMain(xDSLOptMain):
         # xDSL's, with every pass option checked (type, range, power of two):
         # the error names the pass, the option and the values it allows.
         from coil.pipeline import parse_pipeline
+
+        for plugin in self.args.pass_plugin or []:  # passes under development
+            from coil.tools.bisect import load_pass_plugin
+
+            for name, factory in load_pass_plugin(plugin).items():
+                self.available_passes[name] = factory
 
         parse_pipeline(self.args.passes, self.available_passes)
         super().setup_pipeline()
@@ -110,7 +122,11 @@ class FxOptMain(xDSLOptMain):
                     f"offset {e.start} is not UTF-8); fx-opt reads MLIR text, and .pt2 "
                     "archives by their extension"
                 ) from None
-            return parse_mlir(BytesIO(data))
+            if self.args.verify_diagnostics:  # xDSL's own report, as the lit tests expect
+                return parse_mlir(BytesIO(data))
+            return parse_located(
+                self.ctx, data.decode(), self.get_input_name(), not self.args.no_implicit_module
+            )
 
         self.available_frontends["mlir"] = parse_text
 
@@ -120,6 +136,49 @@ class FxOptMain(xDSLOptMain):
             return load_exported_program(io)
 
         self.available_frontends["pt2"] = load_pt2
+
+
+def parse_located(ctx, text: str, name: str, implicit_module: bool = True):
+    """Parse and verify ``text``; an op that does not verify is a located error
+    (``file:line:col``, the line, a caret) like a parse error, rather than
+    xDSL's message with no position (``func.return`` typed unlike its function)."""
+    from xdsl.parser import Parser
+    from xdsl.utils.exceptions import VerifyException
+
+    class LocatingParser(Parser):
+        """Remembers where each op's text starts."""
+
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            self.spans: dict = {}
+
+        def parse_operation(self):
+            span = self._current_token.span
+            op = super().parse_operation()
+            self.spans[op] = span
+            return op
+
+    parser = LocatingParser(ctx, text, name)
+    module = parser.parse_module(implicit_module)
+
+    def verify(op) -> None:  # nested ops first, as Operation.verify checks them
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.ops:
+                    verify(inner)
+        try:
+            op.verify(verify_nested_ops=False)
+        except VerifyException as e:
+            span = parser.spans.get(op)
+            if span is None:
+                raise
+            message = str(e)
+            if not message.startswith(op.name):
+                message = f"{op.name}: {message}"
+            raise ParseError(span, message) from None
+
+    verify(module)
+    return module
 
 
 def _table(rows: dict[str, str]) -> str:
@@ -195,7 +254,11 @@ def fx_opt_main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except FileNotFoundError as e:
-        return _fail(f"fx-opt: {e.filename}: no such file")
+        return _fail(f"fx-opt: {e.filename}: no such file or directory")
+    except IsADirectoryError as e:
+        return _fail(f"fx-opt: {e.filename}: is a directory, not a file")
+    except PermissionError as e:
+        return _fail(f"fx-opt: {e.filename}: permission denied")
     except ValueError as e:  # e.g. unknown file extension, unknown pass name
         return _fail(f"fx-opt: {e}")
     except Exception as e:  # never a raw traceback for the user
@@ -235,6 +298,53 @@ def _cmd_pipeline(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_bisect(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from coil.frontend.loader import load_model_file
+    from coil.tools.bisect import bisect, load_pass_plugin, write_culprit
+
+    passes = {}
+    for plugin in args.pass_plugin or []:
+        passes.update(load_pass_plugin(plugin))
+    model, inputs, dynamic = load_model_file(args.file)
+    reports = bisect(model, inputs, args.pipeline, dynamic=dynamic or args.dynamic, passes=passes)
+    if not reports:
+        print("coil bisect: torch.compile made no graph of this model")
+        return 0
+    found = False
+    for report in reports:
+        print(report.render())
+        if report.culprit is not None:
+            found = True
+            for line in write_culprit(report, Path(args.out), args.pass_plugin or []):
+                print(line)
+    return 1 if found else 0
+
+
+def _cmd_reduce(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from coil.tools.reduce import command_words, reduce_file
+
+    if not args.command_words:
+        return _fail("coil reduce: error: give the command that fails, e.g. fx-opt -p PASSES")
+    before = Path(args.file).read_text()
+
+    def log(line: str) -> None:
+        if not args.quiet:
+            print(f"coil reduce: {line}", file=sys.stderr)
+
+    reduced, _ = reduce_file(args.file, command_words(args.command_words), args.match, log)
+    reduced = reduced if reduced.endswith("\n") else reduced + "\n"
+    if args.output:
+        Path(args.output).write_text(reduced)
+    else:
+        sys.stdout.write(reduced)
+    log(f"{len(before.splitlines())} lines -> {len(reduced.splitlines())}")
+    return 0
+
+
 def coil_main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``coil``."""
     parser = argparse.ArgumentParser(
@@ -258,6 +368,46 @@ def coil_main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("pipeline", help="print a named pass pipeline (for fx-opt -p)")
     p.add_argument("name", nargs="?", default="default", choices=sorted(PIPELINES))
     p.set_defaults(run=_cmd_pipeline)
+
+    p = sub.add_parser(
+        "bisect",
+        help="run a model through the pipeline pass by pass; name the first pass whose "
+        "output differs from eager",
+    )
+    p.add_argument("file", help="a .py defining `model` and `example_inputs`")
+    p.add_argument("-p", "--pipeline", help="the passes to bisect (default: coil pipeline)")
+    p.add_argument("--dynamic", action="store_true", help="trace with symbolic sizes")
+    p.add_argument(
+        "--pass-plugin",
+        action="append",
+        metavar="FILE.py",
+        help="register the ModulePass classes FILE.py defines (repeatable)",
+    )
+    p.add_argument(
+        "-o", "--out", default="coil-bisect", help="where the culprit's IR goes (coil-bisect/)"
+    )
+    p.set_defaults(run=_cmd_bisect)
+
+    p = sub.add_parser(
+        "reduce",
+        help="shrink a .mlir input to a small one that still fails a command",
+        description="Delta reduction at the IR level: cut functions, returned values and "
+        "ops (their results read later become function arguments) while the command still "
+        "fails the same way. Options go before FILE; the command after it gets the "
+        "candidate's path appended (or in place of {}).",
+    )
+    p.add_argument("-o", "--output", help="write the reduced IR here (default: stdout)")
+    p.add_argument(
+        "--match",
+        help="a regular expression the failing output must match (default: its last line, "
+        "numbers and SSA names as wildcards)",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("file", help="the .mlir input that fails")
+    p.add_argument(
+        "command_words", nargs=argparse.REMAINDER, metavar="COMMAND", help="e.g. fx-opt -p PASSES"
+    )
+    p.set_defaults(run=_cmd_reduce)
 
     args = parser.parse_args(argv)
     try:

@@ -18,6 +18,10 @@ change the environment after ``import coil`` and be heard.
   does the backend option ``progress=False``).
 * ``COIL_DUMP_DIR=dir`` -- write every stage's IR and the generated code per
   graph (see :mod:`coil.backend`); compiles with a dump bypass the graph cache.
+* ``COIL_FALLBACK`` -- the backend's fallback policy when ``options`` names none
+  (``eager``, ``extern`` or ``error``; see ``coil.backend.OPTIONS``). Default:
+  ``eager``. The test suite sets ``extern`` so that a graph coil fails to
+  compile fails its test instead of passing through eager PyTorch.
 """
 
 from __future__ import annotations
@@ -76,3 +80,18 @@ def progress_after(option: bool | float | None = None) -> float | None:
     if option is False or option <= 0:
         return None
     return float(option)
+
+
+FALLBACKS = ("eager", "extern", "error")
+"""The fallback policies, most lenient first (``coil.backend.OPTIONS`` says what
+each allows)."""
+
+
+def fallback() -> str:
+    """The default fallback policy (``COIL_FALLBACK``, else ``eager``)."""
+    value = os.environ.get("COIL_FALLBACK") or "eager"
+    if value not in FALLBACKS:
+        raise ValueError(
+            f"coil: COIL_FALLBACK must be one of {', '.join(FALLBACKS)}, not {value!r}"
+        )
+    return value

@@ -5,7 +5,9 @@
   prints it, parses the text back, and runs the parsed module through the
   reference executor: ``torch.compile(m, backend=coil.testing.reference_backend)``
   checks the importer, the syntax and the executor at once against eager.
-* :func:`assert_close_to_eager` -- Inductor-like tolerances per dtype.
+* :func:`assert_close_to_eager` -- Inductor-like tolerances per dtype;
+  :func:`difference` says what differs, forgiving a float result that is
+  closer to a float64 reference than eager's.
 * :func:`check_pipeline_per_pass` -- differential testing: run the IR before and
   after each pass of a pipeline on the same inputs; name the first pass that
   changes the result.
@@ -28,6 +30,7 @@ __all__ = [
     "ExecutionError",
     "assert_close_to_eager",
     "check_pipeline_per_pass",
+    "difference",
     "reference_backend",
     "run_module",
     "tolerances",
@@ -56,7 +59,7 @@ def tolerances(dtype: torch.dtype) -> dict[str, float]:
     """rtol/atol like Inductor's check_model (looser for reduced precision)."""
     if dtype in (torch.float16, torch.bfloat16):
         return {"rtol": 1e-2, "atol": 1e-2}
-    if dtype == torch.float32:
+    if dtype in (torch.float32, torch.complex64):
         return {"rtol": 1.3e-5, "atol": 1e-5}
     return {"rtol": 1e-7, "atol": 1e-7}
 
@@ -73,6 +76,65 @@ def assert_close_to_eager(actual: Any, expected: Any) -> None:
             torch.testing.assert_close(a, e, **tolerances(e.dtype), equal_nan=True)
         else:
             assert a == e, f"{a} != {e}"
+
+
+def difference(actual: Any, expected: Any, reference: Any = None) -> str | None:
+    """None when ``actual`` matches ``expected`` (eager's outputs), else a sentence
+    saying what differs: the structure, a shape, dtype or device, an integer or
+    bool element, or a floating value beyond :func:`tolerances`.
+
+    ``reference``: the same computation in float64 (or None). A floating output
+    that differs from eager's but is, elementwise, no farther from the
+    reference than eager's plus the tolerance is not a difference: coil may
+    round differently from eager (a fused kernel rounds once) and be closer to
+    the exact answer."""
+    import torch.utils._pytree as pytree
+
+    a_leaves, a_spec = pytree.tree_flatten(actual)
+    e_leaves, e_spec = pytree.tree_flatten(expected)
+    if a_spec != e_spec:
+        return f"output structure differs: {a_spec} vs {e_spec}"
+    r_leaves = pytree.tree_leaves(reference) if reference is not None else None
+    if r_leaves is not None and len(r_leaves) != len(e_leaves):
+        r_leaves = None
+    for k, (a, e) in enumerate(zip(a_leaves, e_leaves)):
+        if not isinstance(e, torch.Tensor):
+            if isinstance(a, torch.Tensor) or a != e:
+                if not (isinstance(e, float) and isinstance(a, float) and a != a and e != e):
+                    return f"output {k}: {a!r} != {e!r}"
+            continue
+        if not isinstance(a, torch.Tensor):
+            return f"output {k}: a {type(a).__name__}, not a tensor"
+        if a.shape != e.shape:
+            return f"output {k}: shape {tuple(a.shape)} != {tuple(e.shape)}"
+        if a.dtype != e.dtype:
+            return f"output {k}: dtype {a.dtype} != {e.dtype}"
+        if a.device != e.device:
+            return f"output {k}: device {a.device} != {e.device}"
+        if not (e.is_floating_point() or e.is_complex()):
+            if not torch.equal(a, e):
+                bad = int((a != e).sum())
+                return f"output {k}: {bad} of {e.numel()} elements differ"
+            continue
+        tol = tolerances(e.dtype)
+        rtol, atol = tol["rtol"], tol["atol"]
+        if torch.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True):
+            continue
+        r = r_leaves[k] if r_leaves is not None else None
+        if isinstance(r, torch.Tensor) and r.shape == e.shape and e.is_floating_point():
+            # coil may round differently from eager (fused ops round once):
+            # what counts is the distance from the exact answer.
+            a64, e64, r64 = a.double(), e.double(), r.double()
+            allowed = (e64 - r64).abs() + atol + rtol * r64.abs()
+            close = ((a64 - r64).abs() <= allowed) | (a64.isnan() & r64.isnan())
+            close |= a64 == r64
+            if bool(close.all()):
+                continue
+        diff = (a.to(torch.complex128 if e.is_complex() else torch.float64) - e).abs()
+        diff = diff[~diff.isnan()]
+        worst = float(diff.max()) if diff.numel() else float("nan")
+        return f"output {k}: values differ (max abs diff {worst:.3g}, dtype {e.dtype})"
+    return None
 
 
 def print_imported(

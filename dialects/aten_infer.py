@@ -72,8 +72,20 @@ class Inferred:
         if self.shape is None:
             return True
         return len(shape) == len(self.shape) and all(
-            want is None or same_size(want, got) for want, got in zip(self.shape, shape)
+            want is None or _may_be_equal(want, got) for want, got in zip(self.shape, shape)
         )
+
+
+def _may_be_equal(want: SymInt, got: SymInt) -> bool:
+    """Sizes a result type may have: provably equal, or a number against an
+    expression that is not provably different from it. The tracer may know an
+    expression's value from a guard without substituting it (a [s0, s0] input
+    viewed as [256] has FakeTensor size s0**2 once s0 == 16 is guarded), so only
+    two different numbers or two different expressions are a contradiction."""
+    if same_size(want, got):
+        return True
+    mixed = to_expr(want).is_number != to_expr(got).is_number
+    return mixed and not _known_different(want, got)
 
 
 def _dim_text(d: Dim) -> str:

@@ -873,6 +873,12 @@ class AssertOp(IRDLOperation):
         _require(element_of(self.condition.type) == i1, self, "condition must be i1")
 
 
+def has_device_asserts(fn: FuncOp) -> bool:
+    """Whether ``fn`` holds a ``tt.assert``: such a kernel is compiled in Triton's
+    debug mode, without which ``tl.device_assert`` compiles to nothing."""
+    return any(isinstance(op, AssertOp) for op in fn.walk())
+
+
 TT = Dialect(
     "tt",
     [

@@ -68,6 +68,9 @@ from coil.dialects.symbolic import ExprAttr, canonicalize_symbols, to_symint
 INLINE_CONSTANT_MAX_NUMEL = 64
 """get_attr tensors up to this many elements are inlined as dense literals."""
 
+_WITH_EFFECTS = getattr(getattr(torch.ops, "higher_order", None), "with_effects", None)
+"""AOTAutograd's effect-token wrapper (see ``_Importer._import_with_effects``)."""
+
 
 class GraphImportError(RuntimeError):
     """A graph node coil cannot represent; the message names the node and user line.
@@ -301,31 +304,67 @@ class _Importer:
         if scalar and (not isinstance(target, torch._ops.OpOverload) or _is_size_query(target)):
             self.values[node] = self._fold_symbolic(val)
             return
+        if target is _WITH_EFFECTS:
+            self._import_with_effects(node)
+            return
         if not isinstance(target, torch._ops.OpOverload):
             raise GraphImportError(
                 f"cannot import a call of {_target_name(target)}: only OpOverloads "
-                "(torch.ops.<ns>.<op>.<overload>) and getitem are supported"
+                "(torch.ops.<ns>.<op>.<overload>), getitem and with_effects are supported"
             )
-        result_types = self._result_types(node, val)
-        cls = op_class_for(target)
-        op = None
-        if cls is not None:
-            try:
-                op = self._build_generated(cls, target, node, result_types)
-            except (TypeError, ValueError):
-                op = None  # a value the typed form cannot hold: keep the generic form
-        if op is None:
-            op = self._build_operator(target, node, result_types)
-        self._insert(op, node)
-        results = list(op.results)
-        for r in results:
-            r.name_hint = _hint(node.name)
+        results = self._build_call(
+            target, self._bind(target, node.args, node.kwargs), node, self._result_types(node, val)
+        )
         if isinstance(val, tuple | list):
             self.values[node] = tuple(results)  # getitem i -> result i
         elif len(results) == 1:
             self.values[node] = results[0]
         else:
             self.values[node] = tuple(results)
+
+    def _build_call(
+        self,
+        target: torch._ops.OpOverload,
+        bound: dict[str, Any],
+        node: torch.fx.Node,
+        result_types: list[Attribute],
+    ) -> list[SSAValue]:
+        """The op calling ``target`` with ``bound`` arguments, inserted; its results."""
+        cls = op_class_for(target)
+        op = None
+        if cls is not None:
+            try:
+                op = self._build_generated(cls, target, bound, node, result_types)
+            except (TypeError, ValueError):
+                op = None  # a value the typed form cannot hold: keep the generic form
+        if op is None:
+            op = self._build_operator(target, bound, node, result_types)
+        self._insert(op, node)
+        results = list(op.results)
+        for r in results:
+            r.name_hint = _hint(node.name)
+        return results
+
+    def _import_with_effects(self, node: torch.fx.Node) -> None:
+        """``with_effects(token, op, *args)``: AOTAutograd threads an effect token
+        through an op with side effects (``aten._linalg_check_errors`` raising on a
+        singular matrix, ``aten._print``) to keep it ordered and alive. The op is
+        imported as a call (an extern: it runs in program order and, having no
+        results to be dead, is never dropped); the token carries no data, so the
+        token it returns is the one it was given."""
+        token, target, *args = node.args
+        if not isinstance(target, torch._ops.OpOverload):
+            raise GraphImportError(f"with_effects of {_target_name(target)}: not an OpOverload")
+        val = node.meta.get("val")
+        vals = list(val[1:]) if isinstance(val, tuple | list) else []
+        if not target._schema.returns:
+            result_types: list[Attribute] = []
+        else:
+            result_types = [value_type(v, self.rename) for v in vals]
+        results = self._build_call(
+            target, self._bind(target, tuple(args), node.kwargs), node, result_types
+        )
+        self.values[node] = (self.values[token], *results)
 
     def _fold_symbolic(self, val: Any) -> Any:
         """A size computation: keep its value (an int or an expression over known symbols)."""
@@ -350,16 +389,18 @@ class _Importer:
 
     # ---- arguments -------------------------------------------------------------
 
-    def _bind(self, target: torch._ops.OpOverload, node: torch.fx.Node) -> dict[str, Any]:
+    def _bind(
+        self, target: torch._ops.OpOverload, args: Sequence[Any], kwargs: dict[str, Any]
+    ) -> dict[str, Any]:
         """Schema argument name -> FX argument (positional and keyword)."""
         schema = target._schema
         bound: dict[str, Any] = {}
         positional = [a for a in schema.arguments if not a.kwarg_only]
-        if len(node.args) > len(positional):
+        if len(args) > len(positional):
             raise GraphImportError(f"too many positional arguments for {schema.name}")
-        for arg, value in zip(positional, node.args):
+        for arg, value in zip(positional, args):
             bound[arg.name] = value
-        for name, value in node.kwargs.items():
+        for name, value in kwargs.items():
             bound[name] = value
         return bound
 
@@ -389,9 +430,8 @@ class _Importer:
             return sym_expr(value, self.rename)
         return value
 
-    def _build_generated(self, cls, target, node, result_types) -> Operation:
+    def _build_generated(self, cls, target, bound, node, result_types) -> Operation:
         schema = op_schema(target)
-        bound = self._bind(target, node)
         tensors: dict[str, Any] = {}
         values: dict[str, Any] = {}
         for spec in schema.args:
@@ -410,7 +450,7 @@ class _Importer:
                 values[spec.name] = self._python_value(value)
         return cls.build_from(tensors, values, result_types)
 
-    def _build_operator(self, target, node, result_types) -> OperatorOp:
+    def _build_operator(self, target, bound, node, result_types) -> OperatorOp:
         inputs: list[SSAValue] = []
         kinds = argument_kinds(target)
 
@@ -433,7 +473,6 @@ class _Importer:
                 kind = _infer_kind(value)
             return to_attr(normalize(value, kind), kind)
 
-        bound = self._bind(target, node)
         args, kwargs = [], {}
         for arg in target._schema.arguments:
             if arg.name not in bound:
@@ -568,6 +607,14 @@ def _dense_attr(value: torch.Tensor) -> DenseIntOrFPElementsAttr:
 # --------------------------------------------------------------------------
 # Public API
 # --------------------------------------------------------------------------
+
+
+def is_effect_token(node: torch.fx.Node) -> bool:
+    """Whether ``node`` (a placeholder) is an effect token: the first argument of a
+    ``with_effects`` call."""
+    return _WITH_EFFECTS is not None and any(
+        user.target is _WITH_EFFECTS and user.args and user.args[0] is node for user in node.users
+    )
 
 
 def ensure_meta(gm: torch.fx.GraphModule, example_inputs: Sequence[Any] | None) -> None:

@@ -93,6 +93,10 @@ class ConvertLoopToTtPass(ModulePass):
     autotune: int = 0
     dedupe: bool = True
     """Emit kernels with identical bodies once (launched from each place)."""
+    bounds_check: bool = True
+    """Assert on the device that indirect indices (gather, embedding, index) are in
+    range: eager raises on an out-of-range index where an unchecked load reads
+    whatever lies there. Kernels with the check compile in Triton's debug mode."""
 
     def __post_init__(self) -> None:
         from coil.pipeline import check_options
@@ -101,7 +105,12 @@ class ConvertLoopToTtPass(ModulePass):
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         options = Options(
-            self.xblock, self.rblock, self.num_warps, self.num_stages, self.persistent_threshold
+            self.xblock,
+            self.rblock,
+            self.num_warps,
+            self.num_stages,
+            self.persistent_threshold,
+            self.bounds_check,
         )
         counter = 0
         for f in list(op.body.block.ops):

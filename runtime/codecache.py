@@ -269,6 +269,37 @@ def _restore_language(snapshot: list[tuple[Any, dict[str, Any]]]) -> None:
 _MISSING = object()
 
 
+def _interpreter_debug() -> Callable[[], None]:
+    """Turn on device assertions in Triton's interpreter; returns the undo.
+
+    ``tl.device_assert`` is a no-op unless the kernel is compiled in debug mode,
+    and the interpreter's builder has ``debug=False`` for every kernel (it
+    ignores ``@triton.jit(debug=True)``). Coil's kernels assert only what must
+    hold (indirect indices in range, as they are compiled with ``debug=True`` on
+    the GPU), so interpreted kernels check them too. Triton's integer-overflow
+    sanitizer, which debug mode would also turn on, stays off (as Inductor
+    compiles: coil's index arithmetic is sized not to overflow)."""
+    import dataclasses
+
+    try:
+        from triton.runtime import interpreter
+    except ImportError:
+        return lambda: None
+    builder = getattr(interpreter, "interpreter_builder", None)
+    options = getattr(builder, "options", None)
+    if not dataclasses.is_dataclass(options) or not hasattr(options, "debug"):
+        return lambda: None
+    changes = {"debug": True}
+    if hasattr(options, "sanitize_overflow"):
+        changes["sanitize_overflow"] = False
+    builder.options = dataclasses.replace(options, **changes)
+
+    def undo() -> None:
+        builder.options = options
+
+    return undo
+
+
 @contextlib.contextmanager
 def interpreter_scope() -> Iterator[None]:
     """Run Triton's interpreter as if triton had been imported under
@@ -286,6 +317,7 @@ def interpreter_scope() -> Iterator[None]:
             saved_call = JITFunction.__dict__.get("__call__")
             JITFunction.__call__ = _call_library_interpreted
             snapshot = _snapshot_language()
+            restore_options = _interpreter_debug()
 
             def undo() -> None:
                 if had_call:
@@ -293,6 +325,7 @@ def interpreter_scope() -> Iterator[None]:
                 else:
                     del JITFunction.__call__
                 _restore_language(snapshot)
+                restore_options()
                 env.__exit__(None, None, None)
 
             _scope_undo.append(undo)
@@ -326,7 +359,17 @@ class InterpretedKernel:
             # and masked lanes are never stored.
             with numpy.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 with interpreter_scope():
-                    return launch(*args, **kwargs)
+                    try:
+                        return launch(*args, **kwargs)
+                    except Exception as e:
+                        # A failed bounds check reads as eager's error (on a GPU
+                        # it is a device-side assert, as with Inductor).
+                        cause = e.__cause__
+                        if isinstance(cause, AssertionError) and str(cause).startswith(
+                            "index out of bounds"
+                        ):
+                            raise IndexError(f"coil: {cause}") from e
+                        raise
 
         return run
 

@@ -258,7 +258,10 @@ def compile_kernels(module: ModuleOp, kernel_source: str, arch: int) -> dict[str
         name = op.sym_name.data
         fn = getattr(jit_module, name)
         src = triton.compiler.ASTSource(fn, signature=kernel_signature(op), constexprs={})
-        compiled[name] = triton.compile(src, target=target, options=options.get(name, {}))
+        opts = dict(options.get(name, {}))
+        if tt.has_device_asserts(op):  # as the -t triton source's @triton.jit(debug=True)
+            opts.update(debug=True, sanitize_overflow=False)
+        compiled[name] = triton.compile(src, target=target, options=opts)
     return compiled
 
 

@@ -110,9 +110,10 @@ class Launcher:
         kernel = self.scope[self.name]
         jit = _jit_function(kernel)
         warps, stages = self.num_warps, self.num_stages
+        extra = debug_options(jit)
 
         def specializing(gx: int, gy: int, gz: int, stream: Any, *args: Any) -> None:
-            kernel[(gx, gy, gz)](*args, num_warps=warps, num_stages=stages)
+            kernel[(gx, gy, gz)](*args, num_warps=warps, num_stages=stages, **extra)
 
         if jit is None:  # interpreted (CPU): Triton's own launch
             self.run = specializing
@@ -140,7 +141,11 @@ class Launcher:
         try:
             with torch.cuda.device(index):
                 compiled = jit.warmup(
-                    *args, grid=(1,), num_warps=self.num_warps, num_stages=self.num_stages
+                    *args,
+                    grid=(1,),
+                    num_warps=self.num_warps,
+                    num_stages=self.num_stages,
+                    **debug_options(jit),
                 )
                 if hasattr(compiled, "result"):  # Triton's async compile mode
                     compiled = compiled.result()
@@ -180,6 +185,14 @@ class Launcher:
             run(gx, gy, gz, stream, function, metadata, None, None, None, *args)
 
         return launch_via_launcher
+
+
+def debug_options(jit: Any) -> dict[str, Any]:
+    """Compile options of a kernel emitted with ``@triton.jit(debug=True)`` (it has
+    device assertions, see ``tt.has_device_asserts``): Triton's integer-overflow
+    sanitizer, which debug mode turns on as well, stays off, as Inductor compiles
+    its kernels with ``assert_indirect_indexing``."""
+    return {"sanitize_overflow": False} if getattr(jit, "debug", False) else {}
 
 
 def _c_entry(launcher: Any) -> tuple[Callable[..., None], bool, bool] | None:

@@ -378,11 +378,13 @@ class KernelPrinter:
         cost = attrs.get("coil.cost")
         if isinstance(cost, StringAttr):
             header.append(f"# cost: {cost.data}")
+        jit_args = []
         if public and scalars:
             quoted = ", ".join(f'"{n}"' for n in scalars)
-            header.append(f"@triton.jit(do_not_specialize=[{quoted}])")
-        else:
-            header.append("@triton.jit")
+            jit_args.append(f"do_not_specialize=[{quoted}]")
+        if tt.has_device_asserts(func):
+            jit_args.append("debug=True")  # tl.device_assert is a no-op otherwise
+        header.append(f"@triton.jit({', '.join(jit_args)})" if jit_args else "@triton.jit")
         header.append(f"def {self.kernel}({', '.join(args)}):")
         if public:
             # Triton passes small ints as i32: widen size symbols before any arithmetic.
@@ -750,32 +752,35 @@ class KernelPrinter:
     )
     def _(self, op: Operation) -> None:
         src = op.operands[0]
-        if isinstance(op, arith.TruncFOp) and isinstance(element_of(op.result.type), BFloat16Type):
-            self._to_bf16(op)
+        to_bf16 = isinstance(element_of(op.result.type), BFloat16Type)
+        if isinstance(op, arith.TruncFOp) and to_bf16:
+            self.assign(op, self._bf16(self.tval(src), element_of(src.type).bitwidth))
             return
         if isinstance(op, arith.SIToFPOp) and _width(src.type) == 1:
             # sitofp of i1 true is -1.0; Triton converts i1 as unsigned.
-            self.assign(op, f"(0 - {self.tval(src)}.to(tl.int32)).to({dtype(op.result.type)})")
+            value = f"(0 - {self.tval(src)}.to(tl.int32))"
+        else:
+            value = self.tval(src)
+        if isinstance(op, arith.SIToFPOp) and to_bf16:
+            # Integers reach bfloat16 through f32, as eager converts them (and
+            # the interpreter's direct int -> bf16 yields garbage bits).
+            self.assign(op, self._bf16(f"{value}.to(tl.float32)", 32))
             return
-        self.assign(op, f"{self.tval(src)}.to({dtype(op.result.type)})")
+        self.assign(op, f"{value}.to({dtype(op.result.type)})")
 
-    def _to_bf16(self, op: Operation) -> None:
-        """Round to bfloat16 to nearest-even. A CUDA kernel's f32 -> bf16 cast
-        already does (``cvt.rn``); Triton's interpreter truncates, so kernels for
-        the CPU (and f64 sources, which a cast would round twice) say it in
-        integer arithmetic."""
-        x = self.tval(op.operands[0])
-        if self.on_gpu and element_of(op.operands[0].type).bitwidth == 32:
-            self.assign(op, f"{x}.to(tl.bfloat16)")
-            return
-        if element_of(op.operands[0].type).bitwidth == 64:
+    def _bf16(self, x: str, bitwidth: int) -> str:
+        """``x`` (a float of ``bitwidth`` bits) rounded to bfloat16 to nearest-even.
+        A CUDA kernel's f32 -> bf16 cast already does (``cvt.rn``); Triton's
+        interpreter truncates, so kernels for the CPU say it in integer
+        arithmetic. Other widths go through f32 (eager's double -> bfloat16 also
+        goes through float)."""
+        if self.on_gpu and bitwidth == 32:
+            return f"{x}.to(tl.bfloat16)"
+        if bitwidth != 32:
             x = f"{x}.to(tl.float32)"
         bits = f"{x}.to(tl.uint32, bitcast=True)"
         rounded = f"((({bits} + 0x7FFF + (({bits} >> 16) & 1)) >> 16) << 16)"
-        self.assign(
-            op,
-            f"tl.where({x} != {x}, {x}, {rounded}.to(tl.float32, bitcast=True)).to(tl.bfloat16)",
-        )
+        return f"tl.where({x} != {x}, {x}, {rounded}.to(tl.float32, bitcast=True)).to(tl.bfloat16)"
 
     @emit.register
     def _(self, op: arith.ExtSIOp) -> None:
@@ -796,7 +801,11 @@ class KernelPrinter:
 
     @emit.register
     def _(self, op: arith.UIToFPOp) -> None:
-        self.assign(op, f"{self.unsigned(op.operands[0])}.to({dtype(op.result.type)})")
+        value = self.unsigned(op.operands[0])
+        if isinstance(element_of(op.result.type), BFloat16Type):  # as sitofp
+            self.assign(op, self._bf16(f"{value}.to(tl.float32)", 32))
+            return
+        self.assign(op, f"{value}.to({dtype(op.result.type)})")
 
     @emit.register
     def _(self, op: arith.FPToUIOp) -> None:

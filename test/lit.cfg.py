@@ -22,6 +22,8 @@ for var in ("HOME", "TMPDIR", "PYTHONPATH", "TORCHINDUCTOR_CACHE_DIR", "XDG_CACH
     if var in os.environ:
         config.environment[var] = os.environ[var]
 config.environment["PYTHONWARNINGS"] = "ignore"
+# A graph the backend fails to compile must fail the test, not run in eager.
+config.environment["COIL_FALLBACK"] = "extern"
 
 config.substitutions.append(("%python", sys.executable))
 # As xDSL's XDSL_ROUNDTRIP: generic form must parse back to the same custom form.

@@ -232,6 +232,9 @@ def _register_extremum(name: str) -> None:
     def lower_argmax(lw: Lowerer, op: AtenOp):
         # dim=None: the position in the flattened tensor (row-major over all dims).
         x = op.operands[0]
+        if dtype_of(x) == dtypes.i1:
+            # Eager refuses bool input (max.dim takes it); ATen raises that error.
+            raise CannotLower(f"arg{kind} of a bool tensor, which eager rejects")
         dims = reduced_dims(x, op.arg("dim"), empty_is_all=False)
         result = _arg_extremum(lw, x, dims, bool(op.arg("keepdim")), f"arg{kind}")
         _check_shape(op, result)

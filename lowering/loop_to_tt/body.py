@@ -14,14 +14,15 @@ from dataclasses import dataclass, field
 
 import sympy
 from xdsl.dialects import arith as xarith
-from xdsl.dialects.builtin import IndexType, IntegerType, f32, i32, i64
+from xdsl.dialects.builtin import IndexType, IntegerType, f32, i1, i32, i64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from coil.dialects import arith as A
 from coil.dialects import loop as L
 from coil.dialects import tt
 from coil.dialects.buffer import BufferType
-from coil.dialects.tt import block_of, element_of
+from coil.dialects.tt import block_of, element_of, shape_of
+from coil.ir import source_line, source_op
 from coil.lowering.loop_to_tt.builder import KernelBuilder, LoweringError, Shape
 
 _WIDENED = {op.name: op for op in A.WIDENED}
@@ -55,6 +56,8 @@ class BodyEmitter:
     member_value: Callable[[SSAValue, Tile], SSAValue | None]
     seed: Callable[[SSAValue], SSAValue]
     n_indirect: int = 0
+    bounds_check: bool = True
+    """Assert on the device that every indirect index is in range (see ``check_bounds``)."""
 
     def emit(self, block: Block, tile: Tile) -> list[SSAValue]:
         """The values the body yields, as blocks of ``tile.shape``."""
@@ -161,11 +164,13 @@ class BodyEmitter:
                 "nor a member of the nest's group; run bufferize first"
             )
         subs = dict(tile.subs)
+        raw: dict[sympy.Expr, SSAValue] = {}
         for k, t in enumerate(op.indirect):
             # t<k> is this load's own operand: bind it under a name no other load uses.
             self.n_indirect += 1
             fresh = sympy.Symbol(f"_indirect{self.n_indirect}", integer=True)
-            b.bind(fresh, self._get(vals, t, tile))
+            raw[fresh] = self._get(vals, t, tile)
+            b.bind(fresh, raw[fresh])
             subs[L.indirect_symbol(k)] = fresh
         inner = Tile(tile.shape, tile.mask, subs)
         offset = self.address(src.type, op.index.data, inner)
@@ -173,11 +178,55 @@ class BodyEmitter:
         mask = tile.mask
         if op.mask is not None:
             mask = b.and_(b.broadcast_to(self._get(vals, op.mask, tile), tile.shape), mask)
+        if op.indirect and self.bounds_check:
+            self.check_bounds(op, inner, mask, raw)
         if mask is None:
             return b.emit(tt.LoadOp(p))
         mask = b.broadcast_to(mask, tile.shape)
         other = b.const(0, element_of(src.type.element_type), tile.shape)
         return b.emit(tt.LoadOp(p, mask, other))
+
+    def check_bounds(
+        self,
+        op: L.LoadOp,
+        tile: Tile,
+        mask: SSAValue | None,
+        raw: Mapping[sympy.Expr, SSAValue],
+    ) -> None:
+        """``tt.assert`` that each dimension an indirect index reaches is in range,
+        on the lanes that load (Inductor's ``assert_indirect_indexing``): eager
+        raises on an out-of-range index, where an unchecked load would read
+        whatever lies there. Negative indices have been wrapped by then (the
+        lowering of aten.index adds the size), so the range is ``[0, size)``.
+        An index that is an indirect operand itself is compared as loaded (i64),
+        before its cast to a 32-bit index type could wrap it into range."""
+        b = self.b
+        ok = None
+        bounds = []
+        for d, size in checked_dims(op):
+            e = tile.index(op.index.data[d])
+            if e in raw and isinstance(element_of(raw[e].type), IntegerType):
+                it = i64
+                v = b.cast_int(raw[e], i64)
+            else:
+                it = b.index_type
+                v = b.emit_index(e)
+            v = b.broadcast_to(v, tile.shape)
+            n = b.cast_int(b.emit_index(tile.index(size)), it)
+            inside = b.and_(b.cmpi(v, b.const(0, it), "sge"), b.cmpi(v, n, "slt"))
+            ok = b.and_(ok, inside)
+            bounds.append(f"0 <= index < {size} (dim {d})")
+        if ok is None:
+            return
+        ok = b.broadcast_to(ok, tile.shape)
+        if mask is not None:  # lanes that load nothing may hold any index
+            not_loaded = b.binary(xarith.XOrIOp, mask, b.const(1, i1, shape_of(mask.type)))
+            ok = b.binary(xarith.OrIOp, ok, b.broadcast_to(not_loaded, tile.shape))
+        where = [w for w in (source_op(op.location), source_line(op.location)) if w]
+        message = f"index out of bounds: {', '.join(bounds)}"
+        if where:
+            message += f" in {' at '.join(where)}"
+        b.insert(tt.AssertOp(ok, message))
 
     def _member_load(self, op: L.LoadOp, member: SSAValue, tile: Tile) -> SSAValue:
         if op.indirect or op.mask is not None:
@@ -210,6 +259,18 @@ class BodyEmitter:
         if want != f32:
             v = b.to_float(v, want)
         return v
+
+
+def checked_dims(op: L.LoadOp) -> list[tuple[int, sympy.Expr]]:
+    """(dimension, size) of the source of ``op`` for each dimension whose index
+    depends on an indirect operand: what the bounds check compares."""
+    indirect = {L.indirect_symbol(k) for k in range(len(op.indirect))}
+    shape = op.source.type.shape_attr.data if isinstance(op.source.type, BufferType) else ()
+    return [
+        (d, sympy.sympify(size))
+        for d, (e, size) in enumerate(zip(op.index.data, shape))
+        if sympy.sympify(e).free_symbols & indirect
+    ]
 
 
 def is_integer(t: Attribute) -> bool:

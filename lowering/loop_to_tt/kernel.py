@@ -43,7 +43,7 @@ from coil.dialects.symbolic import index_symbols, is_index_symbol, symbol
 from coil.dialects.tt import element_of
 from coil.ir import source_line, source_op
 from coil.lowering.loop_to_tt import reductions as R
-from coil.lowering.loop_to_tt.body import BodyEmitter, Tile
+from coil.lowering.loop_to_tt.body import BodyEmitter, Tile, checked_dims
 from coil.lowering.loop_to_tt.builder import KernelBuilder, LoweringError
 from coil.transforms.loop_cost import nest_cost
 
@@ -60,6 +60,7 @@ class Options:
     num_warps: int = 0
     num_stages: int = 0
     persistent_threshold: int = 4096
+    bounds_check: bool = True
 
 
 @dataclass
@@ -242,6 +243,8 @@ class KernelLowering:
         for op in nest.walk():
             if isinstance(op, L.LoadOp):
                 exprs += list(op.index.data)
+                if op.indirect and self.options.bounds_check:
+                    exprs += [size for _, size in checked_dims(op)]
                 if op.source in self.member_results:
                     continue
                 if not isinstance(op.source.type, BufferType):
@@ -284,7 +287,11 @@ class KernelLowering:
         )
         self.device = str(outs[0].type.device_attr.data) if outs else "cpu"
         # Index type: i32 when everything is static and fits.
-        static = not self.scalars
+        # A buffer of dynamic size read at static indices (an indirect load from a
+        # table of s0 rows) still needs i64: its extent is unknown.
+        static = not self.scalars and all(
+            sympy.sympify(buf.type.storage_numel()).is_Integer for buf in buffers
+        )
         big = False
         if static:
             total = int(_prod(nest.ranges.data)) * int(_prod(self._rranges()))
@@ -321,7 +328,14 @@ class KernelLowering:
         self.b = KernelBuilder(block, self.index_type)
         for sym, arg in zip(self.scalars, block.args[n_ptr + len(self.seeds) :]):
             self.b.bind(sym, arg)
-        self.body = BodyEmitter(self.b, self.device, self._pointer, self._member_value, self._seed)
+        self.body = BodyEmitter(
+            self.b,
+            self.device,
+            self._pointer,
+            self._member_value,
+            self._seed,
+            bounds_check=self.options.bounds_check,
+        )
         if isinstance(self.nest, L.PointwiseOp):
             grid, warps = self._pointwise()
         else:

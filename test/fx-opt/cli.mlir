@@ -32,7 +32,7 @@
 // HELPALL: arm-asm
 // VERSION: fx-opt (coil {{[0-9.]+}}) on xDSL 0.74
 // PIPELINE: {{^}}[[PIPE]]{{$}}
-// COIL: {import,demo,pipeline}
+// COIL: {import,demo,pipeline,bisect,reduce}
 
 func.func @f(%x: !aten.tensor<[4, 8], f32>) -> !aten.tensor<[4, 8], f32> {
   %a = aten.clone.default(%x) : !aten.tensor<[4, 8], f32>

@@ -17,7 +17,7 @@ func.func @f(%x: !aten.tensor<[4], f32>) {
   func.return
 }
 
-// MISSING: fx-opt: {{.*}}does-not-exist.mlir: no such file
+// MISSING: fx-opt: {{.*}}does-not-exist.mlir: no such file or directory
 // VERIFY: verify-error.mlir:4:{{[0-9]+}}
 // VERIFY: aten.add.Tensor: result must be a tensor, got i64
 // VERIFY-NOT: Traceback

@@ -12,6 +12,9 @@ os.environ.setdefault("PYTHONWARNINGS", "ignore")
 # One fresh cache per run: no test sees another run's compiled graphs (tests
 # that exercise the caches set their own directory).
 os.environ.setdefault("COIL_CACHE_DIR", tempfile.mkdtemp(prefix="coil-test-cache-"))
+# A graph coil fails to compile must fail its test, not pass through eager
+# PyTorch (the backend's default policy); tests of that policy name it.
+os.environ["COIL_FALLBACK"] = "extern"
 
 
 @pytest.fixture(autouse=True)

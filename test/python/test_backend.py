@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -91,10 +92,21 @@ def test_input_mismatch_is_a_clear_error():
     model, inputs = build("softmax")
     (graph,) = capture_graphs(model, inputs)
     run = compile_graph(graph.gm, graph.example_inputs)
-    with pytest.raises(CoilInputError, match="size"):
+    (x,) = inputs
+    name = r"input arg\w*:"  # the compiled graph's argument, by name
+    size = re.escape(str(tuple(x.shape)))
+    with pytest.raises(CoilInputError, match=f"{name} expected size {size}, got"):
         run(torch.randn(3, 5))
-    with pytest.raises(CoilInputError, match="dtype"):
-        run(inputs[0].double())
+    with pytest.raises(CoilInputError, match=f"{name} expected dtype torch.float32, got"):
+        run(x.double())
+    with pytest.raises(CoilInputError, match=f"{name} expected device cpu, got meta"):
+        run(torch.empty_like(x, device="meta"))
+    with pytest.raises(CoilInputError, match=f"{name} expected strides"):
+        run(torch.randn(x.shape[::-1]).t())
+    with pytest.raises(CoilInputError, match=f"{name} expected a tensor, got float"):
+        run(1.0)
+    with pytest.raises(CoilInputError, match="call takes 1 inputs, got 2"):
+        run(x, x)
 
 
 def test_dump_dir_and_repro(tmp_path):

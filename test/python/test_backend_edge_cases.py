@@ -259,3 +259,61 @@ def test_masked_lanes_under_the_interpreter_raise_no_numpy_warnings():
         torch.testing.assert_close(torch.compile(softmax, backend="coil")(x), softmax(x))
         out = torch.compile(div, backend="coil")(a, b)
     torch.testing.assert_close(out, a / b, equal_nan=True)  # inf, -inf, nan kept
+
+
+# --- errors eager raises ---------------------------------------------------------------------
+
+_INDEXING = {  # fn, an out-of-range index, an in-range one (negative where allowed)
+    "index": (lambda x, i: x[i] * 2, [1, 10, 2], [1, 9, -10]),
+    "index_negative": (lambda x, i: x[i] * 2, [-11, 0], [-1, 0]),
+    # 2**32 + 1 is 1 once cast to a 32-bit index: compared before the cast.
+    "index_wraps_in_i32": (lambda x, i: x[i] + 1, [2**32 + 1], [1]),
+    "index_select": (lambda x, i: x.index_select(0, i), [0, 12], [0, 9]),
+    "embedding": (lambda x, i: F.embedding(i, x).sum(-1), [[3, 10]], [[3, 9]]),
+    "gather": (lambda x, i: torch.gather(x, 1, i), [[0, 3], [1, 2]], [[0, 2], [1, 2]]),
+}
+
+
+@pytest.mark.parametrize("case", list(_INDEXING))
+def test_out_of_range_index_raises_like_eager(case):
+    """An indirect load is bounds-checked on the device (tl.device_assert): an
+    out-of-range index raises, as in eager, instead of reading whatever lies
+    there. Under the interpreter the failed assertion is an IndexError; an
+    in-range index (negative ones wrapped) passes the check."""
+    fn, bad, good = _INDEXING[case]
+    x = torch.randn(10, 3)
+    with pytest.raises((IndexError, RuntimeError)):
+        fn(x, torch.tensor(bad))
+    with pytest.raises(IndexError, match="index out of bounds: 0 <= index < (10|3)"):
+        _compile(fn)(x, torch.tensor(bad))
+    _matches_eager(fn, x, torch.tensor(good))
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_argmax_of_bool_raises_like_eager(name):
+    """argmax/argmin refuse bool input in eager (max.dim takes it): coil calls
+    ATen for them, which raises the same error, instead of computing an answer."""
+    fn = getattr(torch, name)
+    x = torch.tensor([[True, False], [False, True]])
+    with pytest.raises(RuntimeError, match="does not support bool"):
+        fn(x)
+    with pytest.raises(RuntimeError, match="does not support bool"):
+        _compile(fn)(x)
+    _matches_eager(lambda x: (torch.max(x, 1), torch.min(x, 0)), x)
+
+
+def test_effectful_op_runs_and_raises_like_eager():
+    """linalg.inv's error check reaches the backend wrapped in with_effects (an
+    effect token AOTAutograd passes as None at run time): compiled, it checks
+    its input and raises eager's error on a singular matrix."""
+
+    def fn(x):
+        return torch.linalg.inv(x) * 2
+
+    compiled = _compile(fn)
+    x = torch.randn(4, 4) + 4 * torch.eye(4)
+    _check(compiled(x), fn(x))
+    with pytest.raises(RuntimeError, match="singular"):
+        fn(torch.zeros(4, 4))
+    with pytest.raises(RuntimeError, match="singular"):
+        compiled(torch.zeros(4, 4))

@@ -1,6 +1,12 @@
 """Fuzzed random graphs through the backend's whole pipeline, against eager.
 
-Each seed builds a small random program from ops that stress fusion and
+Hypothesis-drawn FX graphs (``coil/tools/fuzz.py``: pointwise chains,
+reductions, views, broadcasts, casts, size-1 and odd sizes, non-contiguous
+inputs): CI draws a fixed-seed set (``derandomize``), and a failure shrinks to
+a minimal graph; ``python -m coil.tools.fuzz --graphs 2000`` is the longer run.
+Graphs the fuzzer once failed on are kept below as regression tests.
+
+Seeded random programs: each seed builds a small random program from ops that stress fusion and
 bufferization together: pointwise chains, reductions broadcast back
 (keepdim), softmax over a random dim, transposes, reshape round trips,
 rotations by slice + cat, flips and pads. It is compiled with
@@ -13,9 +19,11 @@ import random
 import pytest
 import torch
 import torch.nn.functional as F
+from hypothesis import HealthCheck, given, settings
 
 from coil.backend import coil as coil_backend
 from coil.testing import assert_close_to_eager
+from coil.tools.fuzz import Program, check, graphs
 
 UNARY = (torch.exp, torch.tanh, torch.relu, torch.sigmoid, torch.neg, torch.abs)
 STEPS = ("unary", "binary", "reduce", "softmax", "transpose", "reshape", "rotate", "cat")
@@ -74,3 +82,52 @@ def test_random_program_matches_eager(seed, dynamic):
     torch._dynamo.reset()
     compiled = torch.compile(fn, backend=coil_backend, dynamic=dynamic, fullgraph=True)
     assert_close_to_eager(compiled(x.clone(), y.clone()), fn(x, y))
+
+
+@settings(
+    max_examples=30,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
+@given(graphs())
+def test_random_fx_graph_matches_eager(program: Program):
+    problem = check(program)
+    assert problem is None, f"{problem}\n{program.describe()}"
+
+
+# ---- graphs the fuzzer failed on ----------------------------------------------------------
+
+
+def _square_reshaped(x):
+    # A dynamic [s0, s0] input viewed as [256]: FakeTensor says s0*s0, the view
+    # says 256 (s0 == 16 is a guard); the aten verifier rejected the import.
+    r = x.reshape((256,))
+    t = torch.tanh(r)
+    return r.sum(0), t, t.select(0, -53)
+
+
+def _strided_half_reshaped(x):
+    # Same cause: [s0, 7, 1] flipped and reshaped to [1, 112] (s0 == 16).
+    a = torch.abs(x)
+    r = a.flip(0).reshape((1, 112))
+    return torch.cumsum(x.mean(0, keepdim=True), 2), r + 2, torch.cat([a, a], 2), r
+
+
+FOUND = {
+    "square_reshaped": (_square_reshaped, lambda: [torch.randn(16, 16)]),
+    "strided_half_reshaped": (
+        _strided_half_reshaped,
+        lambda: [torch.randn(16, 14, 1, dtype=torch.float16)[:, ::2]],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(FOUND))
+def test_fuzzer_finding(name):
+    fn, inputs = FOUND[name]
+    args = inputs()
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend=coil_backend, dynamic=True)
+    assert_close_to_eager(compiled(*[a.clone() for a in args]), fn(*args))

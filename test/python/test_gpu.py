@@ -5,6 +5,9 @@ eager. Runs where there is a GPU (marker gpu)."""
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -80,3 +83,36 @@ def test_gpu_kernels_are_compiled_not_interpreted():
     out = run(x.cuda())[0]
     assert out.is_cuda
     assert_close_to_eager(out, torch.softmax(x.cuda(), -1))
+
+
+_OUT_OF_RANGE = """
+import torch
+from coil.backend import coil
+fn = lambda x, i: x[i] * 2
+x = torch.randn(10, 3, device="cuda")
+compiled = torch.compile(fn, backend=coil)
+good = torch.tensor([1, -10], device="cuda")
+torch.testing.assert_close(compiled(x, good), fn(x, good))
+print("in range: ok", flush=True)
+compiled(x, torch.tensor([1, 10], device="cuda"))
+torch.cuda.synchronize()
+print("out of range: no error", flush=True)
+"""
+
+
+def test_out_of_range_index_asserts_on_cuda():
+    """The bounds check of indirect loads is compiled in (the kernel is built in
+    Triton's debug mode): an out-of-range index is a device-side assert, not a
+    read of whatever lies there. In a child process: the assert leaves the CUDA
+    context unusable."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _OUT_OF_RANGE],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "COIL_FALLBACK": "extern"},
+    )
+    assert "in range: ok" in proc.stdout, proc.stderr[-3000:]
+    assert "no error" not in proc.stdout
+    assert proc.returncode != 0
+    assert "device-side assert" in proc.stderr or "index out of bounds" in proc.stderr

@@ -5,6 +5,7 @@ so they cannot drift from the tools.
   project (the torch pin, the test extra, the test folders; `coil demo` runs in
   test_cli_and_backend.py); every line of the fx-opt block runs in a scratch
   folder and must exit 0 (1 where its comment says so, with a located message);
+  so does every line of the block marked ``<!-- readme-check: run -->``;
 * every ```mlir listing is preceded by ``<!-- readme-check: ... -->``: either
   ``round-trip`` (fx-opt prints the listing back unchanged) or the command whose
   output it shows (a line ``...`` stands for any number of left-out lines);
@@ -63,6 +64,7 @@ def scratch(tmp_path_factory) -> Path:
 
     model, inputs = build("layernorm")
     torch.export.save(torch.export.export(model, tuple(inputs)), str(d / "model.pt2"))
+    (d / "big.mlir").write_text((ROOT / "test/fx-opt/Inputs/reduce-input.mlir").read_text())
     (d / "bad.mlir").write_text(
         "func.func @f(%x: !aten.tensor<[4], f32>) -> !aten.tensor<[4], f32> {\n"
         "  %y = aten.relu.default(%x, %x) : !aten.tensor<[4], f32>\n"
@@ -106,6 +108,23 @@ def test_fx_opt_block_commands_run(scratch, command, comment):
     else:
         assert done.returncode == 0, done.stderr
         assert done.stdout or "> " in command
+
+
+def _run_block() -> list[tuple[str, str]]:
+    (body,) = [b for marker, b in fences("bash") if marker == "run"]
+    return _commands(body)
+
+
+@pytest.mark.parametrize("command, comment", _run_block(), ids=lambda v: v[:40] if v else "")
+def test_debugging_block_commands_run(scratch, command, comment):
+    """The conformance and debugging commands, on the scratch folder (big.mlir
+    fails convert-aten-to-loop{fallback=error} in one of its ops)."""
+    done = _bash(command, scratch)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr
+    if command.startswith("coil reduce"):
+        small = (scratch / "small.mlir").read_text()
+        assert small.count(" = aten.") == 1 and "aten.cumsum.default" in small
 
 
 def _unwrap(printed: str) -> str:

@@ -254,3 +254,13 @@ func.func @reduction_keepdim(%x: !aten.tensor<[s0, 8], i32>) {
   func.return
 }
 // CHECK: aten.sum.dim_IntList: result type !aten.tensor<[s0], i64> does not match the type inferred from its operands: !aten.tensor<[s0, 1], i64>
+
+// -----
+
+// A number against an expression that cannot equal it (backed sizes are >= 2:
+// torch specializes 0 and 1).
+func.func @impossible_size(%x: !aten.tensor<[s0, s0], f32>) {
+  %0 = aten.relu.default(%x) : !aten.tensor<[1, s0], f32>
+  func.return
+}
+// CHECK: aten.relu.default: result type !aten.tensor<[1, s0], f32> does not match the type inferred from its operands: !aten.tensor<[s0, s0], f32>

@@ -93,3 +93,14 @@ func.func @constants_and_generic(%a: !aten.tensor<[3, 3], f32>, %n: index {coil.
   %o = aten.operator "mylib::scale"(%a, [1, s0], 2.0e-07, "mode", f16) : !aten.tensor<[3, 3], f32>
   func.return
 }
+
+// A size the tracer knows from a guard: a [s0, s0] input viewed as [256] has the
+// FakeTensor size s0*s0 (s0 == 16 is a guard, not a substitution). A number
+// against an expression is a contradiction only when provably different (the
+// fuzzer's reshape of a dynamic square input failed to import).
+// CHECK-LABEL: func.func @guarded_size
+// CHECK-NEXT: %v = aten.view.default(%x, size = [256]) : !aten.tensor<[s0*s0], f32>
+func.func @guarded_size(%x: !aten.tensor<[s0, s0], f32>) {
+  %v = aten.view.default(%x, size = [256]) : !aten.tensor<[s0*s0], f32>
+  func.return
+}
