@@ -393,8 +393,18 @@ class AtenOp(IRDLOperation):
         printer.print_string("(")
         _print_items(printer, items)
         printer.print_string(")")
+        self.print_clauses(printer)
         _print_attributes(printer, self)
         _print_result_types(printer, self)
+
+    def print_clauses(self, printer: Printer) -> None:
+        """Syntax after the argument list for what is not a schema argument
+        (a collective's ``ranks [0, 1]``); none by default."""
+
+    @classmethod
+    def parse_clauses(cls, parser: Parser) -> dict[str, Attribute]:
+        """Parse what :meth:`print_clauses` prints: properties by name."""
+        return {}
 
     @classmethod
     def parse(cls, parser: Parser) -> AtenOp:
@@ -435,6 +445,7 @@ class AtenOp(IRDLOperation):
         parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse_item)
         if operand_specs:
             parser.raise_error(f"{cls.OVERLOAD} expects tensor argument '{operand_specs[0].name}'")
+        clauses = cls.parse_clauses(parser)
         attributes = parser.parse_optional_attr_dict()
         types_at = parser.pos
         result_types = _parse_result_types(parser)
@@ -452,6 +463,7 @@ class AtenOp(IRDLOperation):
             op = cls.build_from_attrs(tensors, attrs, result_types)
         except (ValueError, TypeError, IndexError, RuntimeError) as e:  # e.g. a bad device
             parser.raise_error(f"{cls.OVERLOAD}: {e}", start)
+        op.properties.update(clauses)
         op.attributes.update(attributes)
         return verified_at(parser, start, op)
 

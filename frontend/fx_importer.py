@@ -10,7 +10,8 @@ FakeTensors. The output is a ``builtin.module`` holding one ``func.func``:
 * ``get_attr`` constants become ``aten.tensor_constant`` when small, else extra
   trailing arguments named by ``{coil.constant = "<attr>"}``;
 * each ``call_function`` on an OpOverload becomes its generated op, or
-  ``aten.operator`` when the generated set lacks it; SymInt arithmetic
+  ``aten.operator`` when the generated set lacks it (a collective also records
+  its group's ranks, resolved in this process); SymInt arithmetic
   (``sym_size``, ``operator.mul`` on sizes ...) folds into sympy expressions;
 * the output structure becomes ``func.return`` (the shape, when not a flat
   tuple, is kept in ``coil.output_tree``).
@@ -63,6 +64,7 @@ from coil.dialects.aten_schema import (
     op_schema,
     to_attr,
 )
+from coil.dialects.c10d import CollectiveOp
 from coil.dialects.symbolic import ExprAttr, canonicalize_symbols, to_symint
 
 INLINE_CONSTANT_MAX_NUMEL = 64
@@ -316,6 +318,8 @@ class _Importer:
                 op = None  # a value the typed form cannot hold: keep the generic form
         if op is None:
             op = self._build_operator(target, node, result_types)
+        if isinstance(op, CollectiveOp):
+            op.set_group_ranks(group_ranks(op.arg("group_name")))
         self._insert(op, node)
         results = list(op.results)
         for r in results:
@@ -501,6 +505,21 @@ def decode_output_tree(tree: str, values: Sequence[Any]) -> Any:
         return node
 
     return rebuild(ast.literal_eval(tree))
+
+
+def group_ranks(group_name: str) -> list[int] | None:
+    """The global ranks of the process group named ``group_name`` in this process,
+    in group-rank order; None without a process group or for a name it does not know."""
+    import torch.distributed as dist
+
+    if not dist.is_available() or not dist.is_initialized():
+        return None
+    from torch.distributed.distributed_c10d import _resolve_process_group
+
+    try:
+        return dist.get_process_group_ranks(_resolve_process_group(group_name))
+    except (ValueError, RuntimeError, LookupError):
+        return None
 
 
 def _is_size_query(target: torch._ops.OpOverload) -> bool:
