@@ -17,6 +17,7 @@ from xdsl.ir import Dialect
 from coil.dialects.aten_base import (
     AtenOp,
     ConstantOp,
+    OpaqueType,
     OperandRefAttr,
     OperatorOp,
     TensorConstantOp,
@@ -33,7 +34,9 @@ if TYPE_CHECKING:
     import torch
 
 Aten = Dialect(
-    "aten", [*ATEN_OPS, ConstantOp, TensorConstantOp, OperatorOp], [TensorType, OperandRefAttr]
+    "aten",
+    [*ATEN_OPS, ConstantOp, TensorConstantOp, OperatorOp],
+    [TensorType, OpaqueType, OperandRefAttr],
 )
 Prims = Dialect("prims", list(PRIMS_OPS), [])
 C10dFunctional = Dialect("_c10d_functional", list(C10D_FUNCTIONAL_OPS), [])
@@ -69,6 +72,7 @@ __all__ = [
     "C10dFunctional",
     "C10dFunctionalAutograd",
     "ConstantOp",
+    "OpaqueType",
     "OperandRefAttr",
     "OperatorOp",
     "Prims",

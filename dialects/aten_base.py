@@ -168,6 +168,33 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
         )
 
 
+@irdl_attr_definition
+class OpaqueType(ParametrizedAttribute, TypeAttribute):
+    """An object the graph passes along but never computes with (torch's opaque
+    objects: a DTensor's ``DeviceMesh`` is one input of a graph over DTensors),
+    named by its class::
+
+        !aten.opaque<"torch.distributed.device_mesh.DeviceMesh">
+    """
+
+    name = "aten.opaque"
+
+    class_name: StringAttr
+
+    def __init__(self, class_name: str):
+        super().__init__(StringAttr(class_name))
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            return (StringAttr(parser.parse_str_literal("the object's class name")),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<")
+        printer.print_string_literal(self.class_name.data)
+        printer.print_string(">")
+
+
 SCALAR_TYPES = (IntegerType, IndexType, builtin.Float64Type)
 
 

@@ -6,7 +6,8 @@ FakeTensors. The output is a ``builtin.module`` holding one ``func.func``:
 
 * placeholders become function arguments: tensors typed ``!aten.tensor`` with
   their real strides, SymInts ``index`` arguments carrying the symbol they bind
-  (``{coil.symbol = #coil.expr<s0>}``), None ``none``;
+  (``{coil.symbol = #coil.expr<s0>}``), None ``none``, torch opaque objects
+  (a DTensor's DeviceMesh) ``!aten.opaque<"class">``, passed along untouched;
 * ``get_attr`` constants become ``aten.tensor_constant`` when small, else extra
   trailing arguments named by ``{coil.constant = "<attr>"}``;
 * each ``call_function`` on an OpOverload becomes its generated op, or
@@ -50,6 +51,7 @@ from xdsl.rewriter import InsertPoint
 from coil.dialects import dtypes
 from coil.dialects.aten import (
     ConstantOp,
+    OpaqueType,
     OperandRefAttr,
     OperatorOp,
     TensorConstantOp,
@@ -128,7 +130,22 @@ def value_type(val: Any, rename: Rename = None) -> Attribute:
         return builtin.f64
     if val is None:
         return builtin.NoneType()
+    if (name := opaque_class_name(val)) is not None:
+        return OpaqueType(name)
     raise TypeError(f"no IR type for a value of type {type(val).__name__}")
+
+
+def opaque_class_name(val: Any) -> str | None:
+    """The class name of a torch opaque object (a DeviceMesh among the inputs of
+    a graph over DTensors: FakeScriptObject at trace time), else None."""
+    from torch._library.fake_class_registry import FakeScriptObject
+    from torch._library.opaque_object import get_opaque_type_name, is_opaque_value
+
+    if isinstance(val, FakeScriptObject):
+        return val.script_class_name
+    if is_opaque_value(val):
+        return get_opaque_type_name(type(val))
+    return None
 
 
 def location_of(node: torch.fx.Node) -> FileLineColLoc | None:
