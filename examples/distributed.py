@@ -34,6 +34,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import torch
 import torch.distributed as dist
@@ -129,7 +130,7 @@ class GPT(nn.Module):
     12, 12, 1024)``; the tests use a tiny one."""
 
     def __init__(
-        self, vocab: int = 64, dim: int = 16, heads: int = 4, layers: int = 2, seq: int = 8
+        self, vocab: int = 64, dim: int = 16, heads: int = 4, layers: int = 1, seq: int = 8
     ):
         super().__init__()
         self.wte = nn.Embedding(vocab, dim)
@@ -251,11 +252,14 @@ def functional_collectives(rank: int, world: int, device: str, dump_dir: str) ->
     import torch.distributed._functional_collectives as funcol
 
     group = dist.group.WORLD
+    # torch 2.13's names (the older ones are deprecated there, the only ones before).
+    gather = getattr(funcol, "all_gather_single", None) or funcol.all_gather_tensor
+    scatter = getattr(funcol, "reduce_scatter_single", None) or funcol.reduce_scatter_tensor
 
     def f(x: torch.Tensor, y: torch.Tensor):
         a = funcol.all_reduce(x * 2, "sum", group)
-        g = funcol.all_gather_single(x + 1, 0, group)
-        r = funcol.reduce_scatter_single(g.cos() * 3, "sum", 0, group)
+        g = gather(x + 1, 0, group)
+        r = scatter(g.cos() * 3, "sum", 0, group)
         t = funcol.all_to_all_single(y * x.sum(), None, None, group)
         # No gradient through broadcast: eager's has one, the traced op none.
         b = funcol.broadcast(y[:, :3].sin(), 0, group)
@@ -287,15 +291,15 @@ def tensor_parallel(rank: int, world: int, device: str, dump_dir: str) -> dict[s
     )
 
     mesh = init_device_mesh(device, (world,))
+    ref = tiny_gpt(device)
     plan = {
         f"blocks.{i}.{name}": style
-        for i in range(2)
+        for i in range(len(ref.blocks))
         for name, style in [
             *((w, ColwiseParallel()) for w in ("wq", "wk", "wv", "fc")),
             *((w, RowwiseParallel()) for w in ("wo", "proj")),
         ]
     }
-    ref = tiny_gpt(device)
     model = copy.deepcopy(ref)
     parallelize_module(ref, mesh, plan)
     parallelize_module(model, mesh, plan)
@@ -365,6 +369,42 @@ def fully_shard_blocks(rank: int, world: int, device: str, dump_dir: str) -> dic
     }
 
 
+def in_flight_buffer(
+    rank: int, world: int, device: str, dump_dir: str, numel: int, hold: bool = True
+) -> dict[str, Any]:
+    """The race the memory plan prevents: ``m`` is handed to an all-gather, and
+    a kernel writes ``t``, of ``m``'s size, before the all-gather's wait (where
+    ``aten-reorder-collectives`` puts it). coil holds ``m`` until the wait, so
+    ``t`` gets storage of its own; with ``hold=False`` the plan forgets that
+    (``collective_waits`` finds no collective), ``t`` takes over ``m``'s storage
+    and the kernel overwrites what NCCL may still be sending. Returns whether
+    the results equal eager's, and the wrappers."""
+    import torch.distributed._functional_collectives as funcol
+
+    group = dist.group.WORLD
+
+    gather = getattr(funcol, "all_gather_single", None) or funcol.all_gather_tensor
+
+    def f(x: torch.Tensor, y: torch.Tensor):
+        m = x * 2
+        g = gather(m, 0, group)
+        t = y.sin() + 1  # needs nothing from the all-gather: runs while it is in flight
+        return g, t
+
+    x = torch.full((numel,), float(rank + 1), device=device)
+    y = torch.randn(numel, device=device)
+    dump = Path(dump_dir, f"rank{rank}")
+    torch._dynamo.reset()
+    forget = mock.patch("coil.transforms.memory_plan.collective_waits", lambda ops: {})
+    with contextlib.nullcontext() if hold else forget:
+        g, t = torch.compile(f, **coil_options(dump))(x, y)
+    g_ref, t_ref = f(x, y)
+    return {
+        "match": bool(torch.equal(g, g_ref) and torch.allclose(t, t_ref, rtol=1.3e-6, atol=1e-5)),
+        "wrappers": wrappers(dump),
+    }
+
+
 PROGRAMS = {
     "functional_collectives": functional_collectives,
     "tensor_parallel": tensor_parallel,
@@ -374,8 +414,13 @@ PROGRAMS = {
 
 
 def all_programs(rank: int, world: int, device: str, dump_dir: str) -> dict[str, Any]:
-    """Every program in turn, in one process group (one start-up for all)."""
-    return {
-        name: program(rank, world, device, Path(dump_dir, name))
-        for name, program in PROGRAMS.items()
+    """Every program in turn, in one process group (one start-up for all), then
+    :func:`in_flight_buffer` with and without the plan's hold (small on the CPU)."""
+    results = {
+        name: run(rank, world, device, Path(dump_dir, name)) for name, run in PROGRAMS.items()
     }
+    numel = 1 << 12 if device == "cpu" else 1 << 25
+    for hold in (True, False):
+        where = Path(dump_dir, f"in_flight_{hold}")
+        results[f"in_flight_{hold}"] = in_flight_buffer(rank, world, device, where, numel, hold)
+    return results

@@ -139,13 +139,14 @@ def opaque_class_name(val: Any) -> str | None:
     """The class name of a torch opaque object (a DeviceMesh among the inputs of
     a graph over DTensors: FakeScriptObject at trace time), else None."""
     from torch._library.fake_class_registry import FakeScriptObject
-    from torch._library.opaque_object import get_opaque_type_name, is_opaque_value
 
     if isinstance(val, FakeScriptObject):
         return val.script_class_name
-    if is_opaque_value(val):
-        return get_opaque_type_name(type(val))
-    return None
+    try:  # torch >= 2.10
+        from torch._library.opaque_object import get_opaque_type_name, is_opaque_value
+    except ImportError:
+        return None
+    return get_opaque_type_name(type(val)) if is_opaque_value(val) else None
 
 
 def location_of(node: torch.fx.Node) -> FileLineColLoc | None:

@@ -19,8 +19,9 @@ collectives hold.
 Input: aten-level functions. Output: the same ops, reordered. Guarantees: every
 op still follows the ops it uses; the collectives keep their relative order
 (every rank must issue them in the same order); an op with side effects other
-than a collective or a wait (a mutation, a random op, an unknown custom op)
-is a barrier nothing moves across. The memory plan then keeps a collective's
+than a collective or a wait (a mutation, a random op, a custom op that writes
+an argument or that torch.fx keeps for its side effects) is a barrier nothing
+moves across. The memory plan then keeps a collective's
 inputs alive until its wait (``memory-plan``).
 """
 
@@ -37,7 +38,29 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.traits import is_side_effect_free
 
+from coil.dialects.aten import OperatorOp
 from coil.dialects.c10d import WAIT_TENSOR, C10dOp, is_collective_call
+
+
+def is_barrier(op: Operation) -> bool:
+    """Whether ``op`` has side effects other than a collective's or a wait's: a
+    mutation, a random op, an ``aten.operator`` whose schema writes an argument,
+    draws random numbers or that torch.fx keeps as side-effecting (or that this
+    process cannot resolve)."""
+    if isinstance(op, C10dOp) or is_collective_call(op) or is_side_effect_free(op):
+        return False
+    if not isinstance(op, OperatorOp):
+        return True
+    overload = op.resolve()
+    if overload is None:
+        return True
+    import torch.fx
+
+    return (
+        any(a.alias_info is not None and a.alias_info.is_write for a in overload._schema.arguments)
+        or torch.Tag.nondeterministic_seeded in overload.tags
+        or overload in torch.fx.node._side_effectful_functions
+    )
 
 
 def schedule(
@@ -53,11 +76,7 @@ def schedule(
                 preds[k].add(j)
         if barrier >= 0:
             preds[k].add(barrier)
-        if (
-            not isinstance(op, C10dOp)
-            and not is_collective_call(op)
-            and not is_side_effect_free(op)
-        ):
+        if is_barrier(op):
             preds[k].update(range(barrier + 1, k))
             barrier = k
     collectives = [k for k, op in enumerate(ops) if is_collective_call(op)]

@@ -128,6 +128,21 @@ func.func @barrier(%x: !aten.tensor<[4], f32>) -> (!aten.tensor<[4], f32>, !aten
 
 // -----
 
+// A custom op is a barrier only when its schema says it has effects: a
+// functional one (resolved in this process) lets the wait move past it.
+// CHECK-LABEL: func.func @functional_operator
+// CHECK-NEXT:    %r = _c10d_functional.all_reduce.default(%x
+// CHECK-NEXT:    %n = aten.operator "aten::linalg_vector_norm"(%x
+// CHECK-NEXT:    %w = _c10d_functional.wait_tensor.default(%r)
+func.func @functional_operator(%x: !aten.tensor<[4], f32>) -> (!aten.tensor<[4], f32>, !aten.tensor<[], f32>) {
+  %r = _c10d_functional.all_reduce.default(%x, reduce_op = "sum", group_name = "0") : !aten.tensor<[4], f32>
+  %w = _c10d_functional.wait_tensor.default(%r) : !aten.tensor<[4], f32>
+  %n = aten.operator "aten::linalg_vector_norm"(%x, 2.0, [0], false) : !aten.tensor<[], f32>
+  func.return %w, %n : !aten.tensor<[4], f32>, !aten.tensor<[], f32>
+}
+
+// -----
+
 // No collective: the function is left as it is.
 // CHECK-LABEL: func.func @none
 // CHECK-NEXT:    %a = aten.sin.default(%x)
