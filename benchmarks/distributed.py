@@ -73,7 +73,7 @@ def run_mode(mode: str, rank: int, device: str, args: dict[str, Any]) -> dict[st
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
     vocab, seq = model.wte.num_embeddings, model.wpe.num_embeddings
 
-    def step(k: int) -> float:
+    def step(k: int) -> torch.Tensor:
         loss = lm_loss(model, batch(k, rank, vocab, seq - 1, device, args["batch"]))
         loss.backward()
         opt.step()
@@ -95,7 +95,8 @@ def run_mode(mode: str, rank: int, device: str, args: dict[str, Any]) -> dict[st
         loss = step(k)
         sync(device)
         times.append(time.perf_counter() - start)
-    profile = profile_steps(step, device, args) if rank == 0 and args["out"] else None
+    # Every rank runs the profiled steps (FSDP's collectives need them all).
+    profile = profile_steps(step, device, args) if args["out"] else None
     peak = torch.cuda.max_memory_allocated() / 2**30 if device == "cuda" else float("nan")
     ms = statistics.median(times) * 1e3
     return {

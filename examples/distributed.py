@@ -17,7 +17,10 @@ check besides (the losses, the wrapper modules coil wrote, coil's warnings).
 * :func:`fully_shard_blocks` -- FSDP2 (``fully_shard``) over blocks compiled
   with coil. torch 2.13 cannot trace FSDP2's own collectives (its hooks are
   ``torch._dynamo.disable``d; see the README): they run eagerly between the
-  compiled blocks.
+  compiled blocks;
+* :func:`traced_sharding` -- FSDP's sharding with the collectives traced
+  (:func:`shard_parameters`: parameters as DTensor shards, gathered at each
+  use, as torchtitan's SimpleFSDP) under coil, against uncompiled FSDP2.
 
 Every process started here, and every process it starts, has
 ``NCCL_NVLS_ENABLE=0`` and ``TORCH_SYMM_MEM_DISABLE_MULTICAST=1`` (:data:`ENV`).
@@ -139,6 +142,11 @@ class GPT(nn.Module):
         self.ln_f = nn.LayerNorm(dim)
         self.head = nn.Linear(dim, vocab, bias=False)
         self.head.weight = self.wte.weight
+        for m in self.modules():  # GPT-2's initialization
+            if isinstance(m, nn.Linear | nn.Embedding):
+                nn.init.normal_(m.weight, std=0.02)
+            if isinstance(m, nn.Linear) and m.bias is not None:
+                nn.init.zeros_(m.bias)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         x = self.wte(ids) + self.wpe(torch.arange(ids.shape[1], device=ids.device))
@@ -369,6 +377,57 @@ def fully_shard_blocks(rank: int, world: int, device: str, dump_dir: str) -> dic
     }
 
 
+class GatherShards(nn.Module):
+    """A parametrization: the whole parameter from its shards (an all-gather in
+    the forward; its gradient averaged over the ranks and scattered back to the
+    shards, a reduce-scatter, in the backward)."""
+
+    def forward(self, shard: torch.Tensor) -> torch.Tensor:
+        from torch.distributed.tensor import Partial, Replicate
+
+        return shard.redistribute(placements=[Replicate()]).to_local(
+            grad_placements=[Partial("avg")]
+        )
+
+
+def shard_parameters(model: nn.Module, mesh: Any) -> nn.Module:
+    """Data-parallel sharding that Dynamo traces (torchtitan's SimpleFSDP): every
+    parameter becomes a DTensor sharded on dim 0 over ``mesh`` (FSDP2's layout),
+    and every use of it gathers it through :class:`GatherShards`, so the
+    all-gathers and reduce-scatters are ops of the compiled graphs."""
+    import torch.nn.utils.parametrize as parametrize
+    from torch.distributed.tensor import Shard, distribute_tensor
+
+    sharded: dict[nn.Parameter, nn.Parameter] = {}  # tied parameters stay tied
+    for module in list(model.modules()):
+        for name, param in list(module.named_parameters(recurse=False)):
+            if param not in sharded:
+                sharded[param] = nn.Parameter(distribute_tensor(param.data, mesh, [Shard(0)]))
+            module.register_parameter(name, sharded[param])
+            parametrize.register_parametrization(module, name, GatherShards(), unsafe=True)
+    return model
+
+
+def traced_sharding(rank: int, world: int, device: str, dump_dir: str) -> dict[str, Any]:
+    """FSDP's collectives in coil's graphs: :func:`shard_parameters` under coil
+    against FSDP2 (``fully_shard``, uncompiled) from the same weights: the
+    same sharding, the same averaged gradients."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    mesh = init_device_mesh(device, (world,))
+    ref = fully_shard(tiny_gpt(device), mesh=mesh)
+    model = shard_parameters(tiny_gpt(device), mesh)
+    run = torch.compile(model, **coil_options(Path(dump_dir, f"rank{rank}")))
+    with coil_warnings() as warned:
+        losses = train_both(ref, model, run, lambda s: batch(s, rank, 64, 8, device), "sharded")
+    return {
+        "losses": losses,
+        "wrappers": wrappers(Path(dump_dir, f"rank{rank}")),
+        "warnings": warned,
+    }
+
+
 def in_flight_buffer(
     rank: int, world: int, device: str, dump_dir: str, numel: int, hold: bool = True
 ) -> dict[str, Any]:
@@ -410,6 +469,7 @@ PROGRAMS = {
     "tensor_parallel": tensor_parallel,
     "data_parallel": data_parallel,
     "fully_shard_blocks": fully_shard_blocks,
+    "traced_sharding": traced_sharding,
 }
 
 

@@ -18,10 +18,10 @@ collectives hold.
 
 Input: aten-level functions. Output: the same ops, reordered. Guarantees: every
 op still follows the ops it uses; the collectives keep their relative order
-(every rank must issue them in the same order); an op with side effects other
-than a collective or a wait (a mutation, a random op, a custom op that writes
-an argument or that torch.fx keeps for its side effects) is a barrier nothing
-moves across. The memory plan then keeps a collective's
+(every rank must issue them in the same order), and so do the random ops (the
+same draws); any other op with side effects (a mutation, a custom op that
+writes an argument or that torch.fx keeps for its side effects) is a barrier
+nothing moves across. The memory plan then keeps a collective's
 inputs alive until its wait (``memory-plan``).
 """
 
@@ -38,29 +38,31 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.traits import is_side_effect_free
 
-from coil.dialects.aten import OperatorOp
+from coil.dialects.aten import AtenOp, OperatorOp
 from coil.dialects.c10d import WAIT_TENSOR, C10dOp, is_collective_call
 
 
-def is_barrier(op: Operation) -> bool:
-    """Whether ``op`` has side effects other than a collective's or a wait's: a
-    mutation, a random op, an ``aten.operator`` whose schema writes an argument,
-    draws random numbers or that torch.fx keeps as side-effecting (or that this
-    process cannot resolve)."""
+def side_effect(op: Operation) -> str | None:
+    """What ``op`` does besides computing its results, for the schedule: None
+    (nothing, or a collective or wait: what this pass moves), ``"random"`` (it
+    draws from torch's generator: random ops keep their order among
+    themselves) or ``"barrier"`` (it writes an argument, torch.fx keeps it for
+    its side effects, or its effects are unknown: nothing moves across it)."""
     if isinstance(op, C10dOp) or is_collective_call(op) or is_side_effect_free(op):
-        return False
-    if not isinstance(op, OperatorOp):
-        return True
-    overload = op.resolve()
+        return None
+    if isinstance(op, AtenOp):  # generated: not Pure when it mutates or draws
+        return "barrier" if op.schema().mutates else "random"
+    overload = op.resolve() if isinstance(op, OperatorOp) else None
     if overload is None:
-        return True
+        return "barrier"
     import torch.fx
 
-    return (
-        any(a.alias_info is not None and a.alias_info.is_write for a in overload._schema.arguments)
-        or torch.Tag.nondeterministic_seeded in overload.tags
-        or overload in torch.fx.node._side_effectful_functions
-    )
+    schema = overload._schema
+    if any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments):
+        return "barrier"
+    if overload in torch.fx.node._side_effectful_functions:
+        return "barrier"
+    return "random" if torch.Tag.nondeterministic_seeded in overload.tags else None
 
 
 def schedule(
@@ -70,15 +72,21 @@ def schedule(
     index = {op: k for k, op in enumerate(ops)}
     preds: list[set[int]] = [set() for _ in ops]
     barrier = -1  # the last barrier so far: every later op follows it
+    draw = -1  # the last random op so far: the next one follows it
     for k, op in enumerate(ops):
         for v in op.operands:
             if (j := index.get(v.owner)) is not None:  # type: ignore[arg-type]
                 preds[k].add(j)
         if barrier >= 0:
             preds[k].add(barrier)
-        if is_barrier(op):
+        effect = side_effect(op)
+        if effect == "barrier":
             preds[k].update(range(barrier + 1, k))
             barrier = k
+        elif effect == "random":
+            if draw > barrier:
+                preds[k].add(draw)
+            draw = k
     collectives = [k for k, op in enumerate(ops) if is_collective_call(op)]
     rank = [sys.maxsize] * len(ops)
     if raise_collectives:

@@ -92,25 +92,45 @@ def check_fully_shard_blocks(ranks: list[dict]) -> None:
         assert not any("_c10d_functional" in w for w in result["wrappers"])
 
 
+def check_traced_sharding(ranks: list[dict]) -> None:
+    for rank in ranks:
+        result = rank["traced_sharding"]
+        assert len(result["losses"]) == STEPS
+        forward, backward = result["wrappers"]
+        n = calls(forward, "all_gather_into_tensor")
+        assert n >= 10, "one all-gather per use of a parameter"
+        assert calls(backward, "reduce_scatter_tensor") >= n - 1  # the tied weight: one
+        # aten-reorder-collectives: the parameters' all-gathers all start before
+        # the first wait (FSDP's prefetch, here of the whole model).
+        last_gather = forward.rindex("_c10d_functional.all_gather_into_tensor.default(")
+        assert last_gather < forward.index("_c10d_functional.wait_tensor.default(")
+        # The gradients' reduce-scatters start while the backward still computes.
+        first_scatter = backward.index("_c10d_functional.reduce_scatter_tensor.default(")
+        assert first_scatter < backward.rindex("torch.ops.aten.mm.default(")
+        no_c10d_fallback(result)
+
+
 def check_memory_plan_hold(ranks: list[dict]) -> None:
     for rank in ranks:
         held = rank["in_flight_True"]
         assert held["match"]
         (source,) = held["wrappers"]
-        m, t = handed_and_written(source)
-        assert re.search(rf"\n    {t} = torch\.empty_strided\(", source), source
+        assert made_in_flight(source) == "torch.empty_strided(", source
         (forgot,) = rank["in_flight_False"]["wrappers"]
-        m, t = handed_and_written(forgot)
-        assert re.search(rf"\n    {t} = {m}\.as_strided\(", forgot), forgot
+        handed = re.search(r"all_gather_into_tensor\.default\((\w+),", forgot).group(1)
+        assert made_in_flight(forgot) == f"{handed}.as_strided(", forgot
 
 
-def handed_and_written(source: str) -> tuple[str, str]:
-    """In the wrapper of :func:`in_flight_buffer`: the buffer handed to the
-    all-gather, and the one the kernel between the all-gather and its wait writes."""
-    m = re.search(r"all_gather_into_tensor\.default\((\w+),", source).group(1)
-    start, wait = source.index("all_gather_into_tensor.default("), source.index("wait_tensor")
-    t = re.search(r"_launch\.run\(.*, (\w+)\)\n", source[start:wait]).group(1)
-    return m, t
+def made_in_flight(source: str) -> str:
+    """How the wrapper of :func:`in_flight_buffer` makes the buffer the kernel
+    between the all-gather and its wait writes: fresh storage, or a dead
+    buffer's (``m.as_strided(``)."""
+    start = source.index("all_gather_into_tensor.default(")
+    end = source.index("wait_tensor.default(")
+    (made,) = re.findall(
+        r"\n    \w+ = (torch\.empty_strided\(|\w+\.as_strided\()", source[start:end]
+    )
+    return made
 
 
 def test_functional_collectives(ranks):
@@ -133,6 +153,13 @@ def test_fully_shard_blocks(ranks):
     """FSDP2 over coil-compiled blocks matches uncompiled FSDP2; its collectives
     run in FSDP's hooks, outside the graphs (torch 2.13 cannot trace them)."""
     check_fully_shard_blocks(ranks)
+
+
+def test_traced_sharding(ranks):
+    """FSDP's sharding with its collectives traced (parameters as DTensor shards,
+    gathered at each use) under coil matches uncompiled FSDP2; the all-gathers
+    and reduce-scatters are in coil's graphs, overlapped with compute."""
+    check_traced_sharding(ranks)
 
 
 def test_memory_plan_holds_a_collective_input(ranks):
@@ -160,6 +187,7 @@ def test_programs_on_nccl(tmp_path):
     check_tensor_parallel(ranks)
     check_data_parallel(ranks)
     check_fully_shard_blocks(ranks)
+    check_traced_sharding(ranks)
     check_memory_plan_hold(ranks)
 
 

@@ -143,6 +143,26 @@ func.func @functional_operator(%x: !aten.tensor<[4], f32>) -> (!aten.tensor<[4],
 
 // -----
 
+// Random ops keep their order (the same draws as traced) but are no barrier:
+// raising the all-reduce of the second draw raises the first draw too, and
+// the sine of the first runs while the all-reduce is in flight.
+// CHECK-LABEL: func.func @random
+// CHECK-NEXT:    %a = aten.rand_like.default(%x)
+// CHECK-NEXT:    %b = aten.rand_like.default(%x)
+// CHECK-NEXT:    %r = _c10d_functional.all_reduce.default(%b
+// CHECK-NEXT:    %s = aten.sin.default(%a)
+// CHECK-NEXT:    %w = _c10d_functional.wait_tensor.default(%r)
+func.func @random(%x: !aten.tensor<[4], f32>) -> (!aten.tensor<[4], f32>, !aten.tensor<[4], f32>) {
+  %a = aten.rand_like.default(%x) : !aten.tensor<[4], f32>
+  %s = aten.sin.default(%a) : !aten.tensor<[4], f32>
+  %b = aten.rand_like.default(%x) : !aten.tensor<[4], f32>
+  %r = _c10d_functional.all_reduce.default(%b, reduce_op = "sum", group_name = "0") : !aten.tensor<[4], f32>
+  %w = _c10d_functional.wait_tensor.default(%r) : !aten.tensor<[4], f32>
+  func.return %s, %w : !aten.tensor<[4], f32>, !aten.tensor<[4], f32>
+}
+
+// -----
+
 // No collective: the function is left as it is.
 // CHECK-LABEL: func.func @none
 // CHECK-NEXT:    %a = aten.sin.default(%x)
