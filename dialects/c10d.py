@@ -36,6 +36,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from coil.dialects.aten_base import AtenOp
+from coil.dialects.buffer import ExternBase
 from coil.dialects.symbolic import ExprAttr
 
 NAMESPACES = ("_c10d_functional", "_c10d_functional_autograd")
@@ -126,7 +127,7 @@ def collective_waits(ops: Sequence[Operation]) -> dict[int, int]:
     starts: dict[SSAValue, int] = {}
     spans: dict[int, int] = {}
     for k, op in enumerate(ops):
-        called = _called(op)
+        called = op.callee if isinstance(op, ExternBase) else None
         if called is None:
             continue
         if called.name == WAIT_TENSOR:
@@ -137,16 +138,6 @@ def collective_waits(ops: Sequence[Operation]) -> dict[int, int]:
             spans[k] = -1
             starts.update(dict.fromkeys(op.results, k))
     return {k: w if w >= 0 else len(ops) - 1 for k, w in spans.items()}
-
-
-def _called(op: Operation) -> Operation | None:
-    """The aten op an extern (``buffer.extern``, ``host.extern``) calls, or None."""
-    if not op.name.endswith(".extern") or not op.regions:
-        return None
-    for inner in op.regions[0].block.ops:
-        if inner.name not in ("aten.constant", "aten.tensor_constant"):
-            return inner
-    return None
 
 
 __all__ = [

@@ -167,18 +167,18 @@ def _plan(fn: func.FuncOp, reuse: bool) -> None:
     holders = [o.result for o in ops if isinstance(o, B.AllocOp)]
     first_use: dict[SSAValue, int] = {}
     last_use: dict[SSAValue, int] = {h: pos[h.owner] for h in holders}
+    used: list[set[SSAValue]] = []  # the storage roots each top-level op uses
     for k, top in enumerate(ops):
-        for o in top.walk():
-            for operand in o.operands:
-                for root in storage_roots(operand):
-                    if root in last_use:
-                        last_use[root] = max(last_use[root], k)
-                        first_use.setdefault(root, k)
+        used.append({r for o in top.walk() for v in o.operands for r in storage_roots(v)})
+        for root in used[k]:
+            if root in last_use:
+                last_use[root] = max(last_use[root], k)
+                first_use.setdefault(root, k)
     protected = set().union(set(), *(storage_roots(v) for v in ret.operands))
     # A collective reads its inputs until its wait: they stay alive until then
     # (to the end, when a result is never waited).
     for k, wait in collective_waits(ops).items():
-        _check_in_flight(ops, k, wait)
+        _check_in_flight(ops, used, k, wait)
         for root in set().union(*(storage_roots(v) for v in ops[k].operands)) & last_use.keys():
             last_use[root] = max(last_use[root], wait)
             if ops[wait] is ret:
@@ -246,10 +246,12 @@ def _written(op: Operation) -> set[SSAValue]:
     return set().union(set(), *(storage_roots(v) for v in values))
 
 
-def _check_in_flight(ops: list[Operation], start: int, wait: int) -> None:
+def _check_in_flight(
+    ops: list[Operation], used: list[set[SSAValue]], start: int, wait: int
+) -> None:
     """No op between a collective (``ops[start]``) and its wait writes a buffer the
-    collective reads, or reads what it writes (its results; the operands of an
-    in-place collective)."""
+    collective reads, or uses what it writes (its results; the operands of an
+    in-place collective). ``used[k]``: the storage roots ``ops[k]`` uses."""
     coll = ops[start]
     mutated = extern_mutated_operands(coll) if isinstance(coll, B.ExternOp) else set()
     read = set().union(set(), *(storage_roots(v) for v in coll.operands))
@@ -258,11 +260,11 @@ def _check_in_flight(ops: list[Operation], start: int, wait: int) -> None:
         *(storage_roots(coll.operands[k]) for k in mutated),
     )
     name = coll.kernel_name if isinstance(coll, B.ExternOp) else coll.name
-    for op in ops[start + 1 : wait]:
-        what = None
+    for j in range(start + 1, wait):
+        op, what = ops[j], None
         if _written(op) & read:
             what = "writes a buffer it reads"
-        elif any(storage_roots(v) & busy for o in op.walk() for v in o.operands):
+        elif used[j] & busy:
             is_wait = isinstance(op, B.ExternOp) and op.kernel_name == WAIT_TENSOR
             what = None if is_wait else "reads a buffer it writes"
         if what is not None:
