@@ -15,13 +15,14 @@ from typing import Any
 from xdsl.passes import ModulePass, PassPipeline, PassPipelineCallbackType
 
 ATEN_CLEANUP = "canonicalize,cse,dce"
-ATEN = f"canonicalize,aten-decompose,{ATEN_CLEANUP}"
+ATEN = f"canonicalize,aten-decompose,{ATEN_CLEANUP},aten-reorder-collectives"
 LOOP = "convert-aten-to-loop,loop-inline,loop-fuse,loop-simplify-indexing,cse,dce"
 BUFFER = "bufferize,memory-plan"
 BACKEND = "convert-loop-to-tt,convert-buffer-to-host"
 
 PIPELINES: dict[str, str] = {
-    # aten: fold no-ops and view chains, decompose composites, clean up;
+    # aten: fold no-ops and view chains, decompose composites, clean up, and
+    # schedule collectives early and their waits late (overlap);
     # loop: lower to loop nests, fuse, simplify index math, clean up bodies;
     # buffer: give what must exist in memory a buffer, plan reuse;
     # backend: each nest becomes a Triton kernel (tt), the rest the wrapper (host).
@@ -37,7 +38,7 @@ PIPELINES: dict[str, str] = {
 
 SUMMARIES: dict[str, str] = {
     "default": "what the torch.compile backend runs: aten, loop, buffer, then tt + host",
-    "aten": "fold no-ops and view chains, decompose composites, clean up",
+    "aten": "fold no-ops and view chains, decompose composites, clean up, overlap collectives",
     "aten-cleanup": "canonicalize, cse, dce",
     "loop": "aten, then lower to loop nests, fuse, simplify index math",
     "buffer": "loop, then bufferize and plan memory (the middle end)",
@@ -126,6 +127,9 @@ OPTION_RULES: dict[str, dict[str, OptionRule]] = {
         "max_reads": int_range(0),
         "max_uses": int_range(0),
         "max_body_ops": OptionRule("0 (no limit) or an integer >= 1", lambda v: v >= 0),
+    },
+    "aten-reorder-collectives": {
+        "max_in_flight": OptionRule("0 (no limit) or an integer >= 1", lambda v: v >= 0)
     },
     "loop-fuse": {
         "max_members": int_range(2),

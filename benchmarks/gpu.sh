@@ -12,13 +12,18 @@
 #                            warm first calls, coil and Inductor, new processes);
 #   BEFORE="gpt2 ..."        the same with the coil of .whl/coil_before.tar
 #                            (a `git archive` of an earlier commit), for
-#                            before/after numbers on one machine.
+#                            before/after numbers on one machine;
+#   DIST=1   (2 GPUs) the distributed tests marked `gpu` (NCCL) and
+#            benchmarks/distributed.py (FSDP2, GPT-2 small: eager, Inductor,
+#            coil); DIST=tests or DIST=bench runs one of the two.
 # Full logs under $OUT, a summary last. From the repo root on the device:
 #   TESTS=1 BENCH=1 MODELS="gpt2 bert" bash benchmarks/gpu.sh
 set -uo pipefail
 OUT=${OUT:-/tmp/coil-gpu}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
+# No NVLink multicast, in this process and every one it starts.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \
   $(ls .whl/*.whl | grep -v timm) || exit 1
 python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /tmp/site . || exit 1
@@ -58,6 +63,15 @@ if [ -n "${COMPILE:-}" ]; then
   python3 benchmarks/compile_time.py $COMPILE 2>&1 | tee -a "$OUT/compile_time.out"
   status=$(( status | PIPESTATUS[0] ))
 fi
+if [ "${DIST:-0}" = 1 ] || [ "${DIST:-0}" = tests ]; then
+  python3 -m pytest test/python/test_distributed.py -m gpu -p no:cacheprovider -q -rs 2>&1 \
+    | tee "$OUT/pytest-distributed.log"
+  status=$(( status | PIPESTATUS[0] ))
+fi
+if [ "${DIST:-0}" = 1 ] || [ "${DIST:-0}" = bench ]; then
+  python3 benchmarks/distributed.py 2>&1 | tee "$OUT/distributed.log"
+  status=$(( status | PIPESTATUS[0] ))
+fi
 if [ -n "${BEFORE:-}" ] && [ -f .whl/coil_before.tar ]; then
   rm -rf /tmp/before && mkdir -p /tmp/before && tar -xf .whl/coil_before.tar -C /tmp/before
   python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /tmp/site_before \
@@ -73,6 +87,8 @@ cat "$OUT/device.txt"
 [ -f "$OUT/bench.log" ] && tail -n 6 "$OUT/bench.log"
 [ -f "$OUT/models.log" ] && grep -h '^| ' "$OUT/models.log" | grep -v -- '---'
 [ -f "$OUT/models-before.log" ] && grep -h '^| before' "$OUT/models-before.log"
+[ -f "$OUT/pytest-distributed.log" ] && tail -n 1 "$OUT/pytest-distributed.log"
+[ -f "$OUT/distributed.md" ] && cat "$OUT/distributed.md"
 [ -f "$OUT/overhead.log" ] && grep -h -e '^| ' -e 'per launch' "$OUT/overhead.log" | grep -v -e '---'
 [ -f "$OUT/compile_time.md" ] && grep -h '^| ' "$OUT/compile_time.md"
 exit "$status"

@@ -17,6 +17,16 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Prims
 
+    def c10d_functional() -> Dialect:
+        from coil.dialects.aten import C10dFunctional
+
+        return C10dFunctional
+
+    def c10d_functional_autograd() -> Dialect:
+        from coil.dialects.aten import C10dFunctionalAutograd
+
+        return C10dFunctionalAutograd
+
     def coil() -> Dialect:
         from coil.dialects.symbolic import Coil
 
@@ -53,6 +63,8 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
         "arith": arith,
         "aten": aten,
         "prims": prims,
+        "_c10d_functional": c10d_functional,
+        "_c10d_functional_autograd": c10d_functional_autograd,
         "coil": coil,
         "loop": loop,
         "buffer": buffer,

@@ -1,6 +1,8 @@
-"""The aten and prims dialects: value-semantic tensor ops, one per ATen overload.
+"""The aten-level dialects: value-semantic tensor ops, one per ATen overload.
 
-The op classes are generated from torch's schemas (``aten_ops.py``, by
+``aten`` and ``prims``, and the c10d functional collectives
+(``_c10d_functional``, ``_c10d_functional_autograd``; see ``c10d.py``). The op
+classes are generated from torch's schemas (``aten_ops.py``, by
 ``python -m coil.tools.gen_aten``); the tensor type, the shared syntax and the
 non-ATen ops (``aten.constant``, ``aten.tensor_constant``, ``aten.operator``)
 are in ``aten_base.py``. :func:`op_class_for` maps an OpOverload to its class.
@@ -15,22 +17,37 @@ from xdsl.ir import Dialect
 from coil.dialects.aten_base import (
     AtenOp,
     ConstantOp,
+    OpaqueType,
     OperandRefAttr,
     OperatorOp,
     TensorConstantOp,
     TensorType,
 )
-from coil.dialects.aten_ops import ATEN_OPS, PRIMS_OPS
+from coil.dialects.aten_ops import (
+    ATEN_OPS,
+    C10D_FUNCTIONAL_AUTOGRAD_OPS,
+    C10D_FUNCTIONAL_OPS,
+    PRIMS_OPS,
+)
 
 if TYPE_CHECKING:
     import torch
 
 Aten = Dialect(
-    "aten", [*ATEN_OPS, ConstantOp, TensorConstantOp, OperatorOp], [TensorType, OperandRefAttr]
+    "aten",
+    [*ATEN_OPS, ConstantOp, TensorConstantOp, OperatorOp],
+    [TensorType, OpaqueType, OperandRefAttr],
 )
 Prims = Dialect("prims", list(PRIMS_OPS), [])
+C10dFunctional = Dialect("_c10d_functional", list(C10D_FUNCTIONAL_OPS), [])
+C10dFunctionalAutograd = Dialect(
+    "_c10d_functional_autograd", list(C10D_FUNCTIONAL_AUTOGRAD_OPS), []
+)
 
-_BY_NAME: dict[str, type[AtenOp]] = {cls.OVERLOAD: cls for cls in [*ATEN_OPS, *PRIMS_OPS]}
+_BY_NAME: dict[str, type[AtenOp]] = {
+    cls.OVERLOAD: cls
+    for cls in [*ATEN_OPS, *PRIMS_OPS, *C10D_FUNCTIONAL_OPS, *C10D_FUNCTIONAL_AUTOGRAD_OPS]
+}
 
 
 def overload_name(overload: torch._ops.OpOverload) -> str:
@@ -52,7 +69,10 @@ def op_class_for(overload: torch._ops.OpOverload) -> type[AtenOp] | None:
 __all__ = [
     "Aten",
     "AtenOp",
+    "C10dFunctional",
+    "C10dFunctionalAutograd",
     "ConstantOp",
+    "OpaqueType",
     "OperandRefAttr",
     "OperatorOp",
     "Prims",

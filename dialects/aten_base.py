@@ -168,6 +168,33 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
         )
 
 
+@irdl_attr_definition
+class OpaqueType(ParametrizedAttribute, TypeAttribute):
+    """An object the graph passes along but never computes with (torch's opaque
+    objects: a DTensor's ``DeviceMesh`` is one input of a graph over DTensors),
+    named by its class::
+
+        !aten.opaque<"torch.distributed.device_mesh.DeviceMesh">
+    """
+
+    name = "aten.opaque"
+
+    class_name: StringAttr
+
+    def __init__(self, class_name: str):
+        super().__init__(StringAttr(class_name))
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            return (StringAttr(parser.parse_str_literal("the object's class name")),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<")
+        printer.print_string_literal(self.class_name.data)
+        printer.print_string(">")
+
+
 SCALAR_TYPES = (IntegerType, IndexType, builtin.Float64Type)
 
 
@@ -393,8 +420,18 @@ class AtenOp(IRDLOperation):
         printer.print_string("(")
         _print_items(printer, items)
         printer.print_string(")")
+        self.print_clauses(printer)
         _print_attributes(printer, self)
         _print_result_types(printer, self)
+
+    def print_clauses(self, printer: Printer) -> None:
+        """Syntax after the argument list for what is not a schema argument
+        (a collective's ``ranks [0, 1]``); none by default."""
+
+    @classmethod
+    def parse_clauses(cls, parser: Parser) -> dict[str, Attribute]:
+        """Parse what :meth:`print_clauses` prints: properties by name."""
+        return {}
 
     @classmethod
     def parse(cls, parser: Parser) -> AtenOp:
@@ -435,6 +472,7 @@ class AtenOp(IRDLOperation):
         parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse_item)
         if operand_specs:
             parser.raise_error(f"{cls.OVERLOAD} expects tensor argument '{operand_specs[0].name}'")
+        clauses = cls.parse_clauses(parser)
         attributes = parser.parse_optional_attr_dict()
         types_at = parser.pos
         result_types = _parse_result_types(parser)
@@ -452,6 +490,7 @@ class AtenOp(IRDLOperation):
             op = cls.build_from_attrs(tensors, attrs, result_types)
         except (ValueError, TypeError, IndexError, RuntimeError) as e:  # e.g. a bad device
             parser.raise_error(f"{cls.OVERLOAD}: {e}", start)
+        op.properties.update(clauses)
         op.attributes.update(attributes)
         return verified_at(parser, start, op)
 

@@ -16,7 +16,10 @@ verification stays cheap and needs no torch import:
   integers accumulate in int64, ``argmax`` gives int64, ``any``/``all`` bool;
 * views and copies: ``view``/``reshape`` (``-1`` resolved, the element count
   kept), ``permute``, ``t``/``transpose``, ``unsqueeze``, ``squeeze``,
-  ``expand``, ``select``, ``_to_copy``/``clone``.
+  ``expand``, ``select``, ``_to_copy``/``clone``;
+* collectives (c10d functional): the input's type, dim 0 times ``group_size``
+  for an all-gather, divided by it for a reduce-scatter, the sum of the output
+  splits for an all-to-all.
 
 Only sizes and the element type are compared (strides and devices are
 eager's layout choices, which the importer records). An op with no rule, an
@@ -630,6 +633,76 @@ def _to_copy(call: Call) -> list[Inferred] | None:
     if not _is_tensor(x):
         return None
     return [Inferred(tuple(x.shape), call.dtype_arg("dtype") or x.element_type)]  # type: ignore[union-attr]
+
+
+# --------------------------------------------------------------------------
+# Collectives (c10d functional): the input's dtype, dim 0 gathered or scattered
+# --------------------------------------------------------------------------
+
+
+def _collectives(packet: str) -> tuple[str, ...]:
+    """The overload names of a c10d packet, in both namespaces that have it."""
+    names = [f"_c10d_functional.{packet}.default"]
+    if packet in ("all_gather_into_tensor", "reduce_scatter_tensor", "all_to_all_single"):
+        names.append(f"_c10d_functional_autograd.{packet}.default")
+    return tuple(names)
+
+
+def _first_dim(call: Call, size: Callable[[SymInt], Dim]) -> list[Inferred] | None:
+    """The input's type with dim 0 resized by ``size`` (a 0-d input is kept)."""
+    x = call.tensor("input") if "input" in call.operands else call.tensor("tensor")
+    if not _is_tensor(x):
+        return None
+    shape: list[Dim] = list(x.shape)  # type: ignore[union-attr]
+    if shape:
+        shape[0] = size(shape[0])  # type: ignore[arg-type]
+    return [Inferred(tuple(shape), x.element_type)]  # type: ignore[union-attr]
+
+
+@rule(
+    *_collectives("all_reduce"),
+    *_collectives("broadcast"),
+    *_collectives("wait_tensor"),
+    *_collectives("_wrap_tensor_autograd"),
+)
+def _same_as_input(call: Call) -> list[Inferred] | None:
+    return _first_dim(call, lambda n: n)
+
+
+@rule(*_collectives("all_gather_into_tensor"))
+def _all_gather(call: Call) -> list[Inferred] | None:
+    size = call.int_arg("group_size")
+    if size is None:
+        return None
+    return _first_dim(call, lambda n: to_symint(sympy.expand(to_expr(n) * to_expr(size))))
+
+
+@rule(*_collectives("reduce_scatter_tensor"))
+def _reduce_scatter(call: Call) -> list[Inferred] | None:
+    size = call.int_arg("group_size")
+    if size is None:
+        return None
+
+    def scattered(n: SymInt) -> Dim:
+        q = _exact_quotient(to_expr(n), to_expr(size))
+        if q is None and to_expr(n).is_Integer and to_expr(size).is_Integer:
+            raise IncompatibleOperands(
+                f"{call.name}: dim 0 ({n}) is not divisible by group_size ({size})"
+            )
+        return q
+
+    return _first_dim(call, scattered)
+
+
+@rule(*_collectives("all_to_all_single"))
+def _all_to_all(call: Call) -> list[Inferred] | None:
+    splits = call.ints_arg("output_split_sizes")
+    if splits is None:
+        return None
+    if not splits:
+        return _first_dim(call, lambda n: n)
+    total = to_symint(sympy.expand(sum((to_expr(d) for d in splits), sympy.Integer(0))))
+    return _first_dim(call, lambda n: total)
 
 
 # --------------------------------------------------------------------------

@@ -210,6 +210,17 @@ _RETURN_KINDS = {
 }
 
 
+# torch 2.13 types the process group of the c10d functional collectives ``Any``
+# (a group's name, or the ProcessGroup object); traced graphs carry the name,
+# which the dialect keeps as a string. torchgen's schema model has no ``Any``.
+_GROUP_NAME_ANY = re.compile(r"\bAny group_name\b")
+
+
+def _parse_schema(text: str) -> FunctionSchema:
+    """torchgen's parse of a schema without its namespace (``add.Tensor(...) -> ...``)."""
+    return FunctionSchema.parse(_GROUP_NAME_ANY.sub("str group_name", text))
+
+
 @functools.cache
 def op_schema(overload: torch._ops.OpOverload) -> OpSchema:
     """Describe ``overload`` (raises UnsupportedSchema when it has no op form)."""
@@ -228,7 +239,7 @@ def schema_info(schema_text: str, inplace_view: bool = False) -> OpSchema:
     torchgen's schema model (pure Python), so no torch import is needed."""
     ns, _, text = schema_text.partition("::")
     try:
-        parsed = FunctionSchema.parse(text)
+        parsed = _parse_schema(text)
     except (RuntimeError, AssertionError, KeyError) as e:  # types torchgen does not model
         raise UnsupportedSchema(str(e)) from None
     kwarg_only = {a.name for a in parsed.arguments.flat_kwarg_only}
@@ -289,7 +300,7 @@ def argument_kinds(overload: torch._ops.OpOverload) -> dict[str, Kind]:
     """Kinds of the arguments of any overload (for ops outside the generated set);
     arguments of kinds coil does not model, or of unparseable schemas, are left out."""
     try:
-        parsed = FunctionSchema.parse(str(overload._schema).split("::", 1)[1])
+        parsed = _parse_schema(str(overload._schema).split("::", 1)[1])
     except (RuntimeError, AssertionError, KeyError):  # types torchgen does not model
         return {}
     kinds = {}

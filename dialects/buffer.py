@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import sympy
 from xdsl.dialects.builtin import StringAttr
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -301,17 +301,25 @@ class ExternBase(IRDLOperation):
         super().__init__(operands=[list(args)], result_types=[list(result_types)], regions=[body])
 
     @property
+    def callee(self) -> Operation | None:
+        """The aten op the region calls (None for a region that only yields)."""
+        for op in self.body.block.ops:
+            if not isinstance(op, self.YIELD) and op.name not in (
+                "aten.constant",
+                "aten.tensor_constant",
+            ):
+                return op
+        return None
+
+    @property
     def kernel_name(self) -> str:
         """The overload called ("aten.mm.default"), for logs and generated code."""
-        ops = self.body.block.ops
-        for op in ops:
-            if isinstance(op, self.YIELD):
-                continue
-            if op.name == "aten.operator":
-                return op.overload_name.data.replace("::", ".")
-            if op.name not in ("aten.constant", "aten.tensor_constant"):
-                return op.name
-        return "extern"
+        op = self.callee
+        if op is None:
+            return "extern"
+        if op.name == "aten.operator":
+            return op.overload_name.data.replace("::", ".")
+        return op.name
 
     def verify(self, verify_nested_ops: bool = True) -> None:
         # Checked before the region's ops: xDSL's own check would blame the aten

@@ -6,11 +6,13 @@ FakeTensors. The output is a ``builtin.module`` holding one ``func.func``:
 
 * placeholders become function arguments: tensors typed ``!aten.tensor`` with
   their real strides, SymInts ``index`` arguments carrying the symbol they bind
-  (``{coil.symbol = #coil.expr<s0>}``), None ``none``;
+  (``{coil.symbol = #coil.expr<s0>}``), None ``none``, torch opaque objects
+  (a DTensor's DeviceMesh) ``!aten.opaque<"class">``, passed along untouched;
 * ``get_attr`` constants become ``aten.tensor_constant`` when small, else extra
   trailing arguments named by ``{coil.constant = "<attr>"}``;
 * each ``call_function`` on an OpOverload becomes its generated op, or
-  ``aten.operator`` when the generated set lacks it; SymInt arithmetic
+  ``aten.operator`` when the generated set lacks it (a collective also records
+  its group's ranks, resolved in this process); SymInt arithmetic
   (``sym_size``, ``operator.mul`` on sizes ...) folds into sympy expressions;
 * the output structure becomes ``func.return`` (the shape, when not a flat
   tuple, is kept in ``coil.output_tree``).
@@ -49,6 +51,7 @@ from xdsl.rewriter import InsertPoint
 from coil.dialects import dtypes
 from coil.dialects.aten import (
     ConstantOp,
+    OpaqueType,
     OperandRefAttr,
     OperatorOp,
     TensorConstantOp,
@@ -63,6 +66,7 @@ from coil.dialects.aten_schema import (
     op_schema,
     to_attr,
 )
+from coil.dialects.c10d import CollectiveOp
 from coil.dialects.symbolic import ExprAttr, canonicalize_symbols, to_symint
 
 INLINE_CONSTANT_MAX_NUMEL = 64
@@ -129,7 +133,23 @@ def value_type(val: Any, rename: Rename = None) -> Attribute:
         return builtin.f64
     if val is None:
         return builtin.NoneType()
+    if (name := opaque_class_name(val)) is not None:
+        return OpaqueType(name)
     raise TypeError(f"no IR type for a value of type {type(val).__name__}")
+
+
+def opaque_class_name(val: Any) -> str | None:
+    """The class name of a torch opaque object (a DeviceMesh among the inputs of
+    a graph over DTensors: FakeScriptObject at trace time), else None."""
+    from torch._library.fake_class_registry import FakeScriptObject
+
+    if isinstance(val, FakeScriptObject):
+        return val.script_class_name
+    try:  # torch >= 2.10
+        from torch._library.opaque_object import get_opaque_type_name, is_opaque_value
+    except ImportError:
+        return None
+    return get_opaque_type_name(type(val)) if is_opaque_value(val) else None
 
 
 def location_of(node: torch.fx.Node) -> FileLineColLoc | None:
@@ -339,6 +359,8 @@ class _Importer:
                 op = None  # a value the typed form cannot hold: keep the generic form
         if op is None:
             op = self._build_operator(target, bound, node, result_types)
+        if isinstance(op, CollectiveOp):
+            op.set_group_ranks(group_ranks(op.arg("group_name")))
         self._insert(op, node)
         results = list(op.results)
         for r in results:
@@ -540,6 +562,21 @@ def decode_output_tree(tree: str, values: Sequence[Any]) -> Any:
         return node
 
     return rebuild(ast.literal_eval(tree))
+
+
+def group_ranks(group_name: str) -> list[int] | None:
+    """The global ranks of the process group named ``group_name`` in this process,
+    in group-rank order; None without a process group or for a name it does not know."""
+    import torch.distributed as dist
+
+    if not dist.is_available() or not dist.is_initialized():
+        return None
+    from torch.distributed.distributed_c10d import _resolve_process_group
+
+    try:
+        return dist.get_process_group_ranks(_resolve_process_group(group_name))
+    except (ValueError, RuntimeError, LookupError):
+        return None
 
 
 def _is_size_query(target: torch._ops.OpOverload) -> bool:

@@ -10,7 +10,9 @@ Input: functions at the aten level (after the aten pipeline). Output:
 * every other op -- mm, convolution, custom ops, anything with no lowering or
   with operands a lowering declines (unsupported dtypes, data-dependent
   scalars) -- becomes a ``buffer.extern`` call of the same aten op. Nothing
-  fails for want of a lowering; each op sent to ATen is logged once;
+  fails for want of a lowering; each op sent to ATen is logged once (a warning,
+  except for the ops called by design: matmuls, convolutions, the c10d
+  collectives and their waits);
 * random ops draw from one ``loop.seed`` per function; ``copy_`` into a graph
   input becomes ``loop.copy``;
 * the function's results are loop values; the layouts eager returns are kept
@@ -60,6 +62,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from coil.dialects import buffer as B
 from coil.dialects import loop as L
 from coil.dialects.aten import AtenOp, ConstantOp, OperatorOp, TensorConstantOp, TensorType
+from coil.dialects.c10d import NAMESPACES as C10D_NAMESPACES
 from coil.dialects.symbolic import ExprAttr, SymInt, to_expr
 from coil.lowering.body_builder import (
     BodyBuilder,
@@ -86,6 +89,15 @@ EXTERN_BY_DESIGN = frozenset(
     }
 )
 """Ops ATen (cuBLAS, cuDNN) does better: called by design, logged at debug level."""
+
+
+def extern_by_design(name: str) -> bool:
+    """Whether op ``name`` is an ATen call by design (no fallback warning): the ops
+    above and every c10d collective and wait (``_c10d_functional...``, as a
+    generated op or an ``aten.operator`` "ns::op"): torch's c10d does the
+    communication, coil schedules the calls (``dialects/c10d.py``)."""
+    return name in EXTERN_BY_DESIGN or name.split("::")[0].split(".")[0] in C10D_NAMESPACES
+
 
 _reported: set[str] = set()
 
@@ -282,7 +294,7 @@ def report_fallback(name: str, reason: str) -> None:
     if name in _reported:
         return
     _reported.add(name)
-    if name in EXTERN_BY_DESIGN:
+    if extern_by_design(name):
         log.debug("coil: %s is called through ATen (extern kernel)", name)
     else:
         log.warning("coil: no loop lowering for %s (%s); calling ATen for it", name, reason)
@@ -338,7 +350,7 @@ def _lower_function(fn: func.FuncOp, fallback: str = "extern") -> None:
 
 
 def _fall_back(lowerer: Lowerer, op: Operation, name: str, reason: str, fallback: str):
-    if fallback == "error" and name not in EXTERN_BY_DESIGN:
+    if fallback == "error" and not extern_by_design(name):
         raise DiagnosticException(
             f"convert-aten-to-loop: no loop lowering for {name} ({reason}) and the "
             f"fallback policy is 'error'{_where(op)}"

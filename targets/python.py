@@ -71,6 +71,7 @@ from coil.dialects.aten import (
 )
 from coil.dialects.aten_schema import Kind, argument_kinds, parse_enum
 from coil.dialects.buffer import BufferType
+from coil.dialects.c10d import collective_waits
 from coil.dialects.symbolic import ExprAttr, ShapeAttr, SymbolicSyntaxError, format_expr, to_expr
 from coil.ir import short_lines, source_line
 
@@ -438,6 +439,7 @@ class HostPrinter:
         # wrapper does): with AOTAutograd's boxed calling convention the caller
         # has cleared its list, so the storage (a saved activation in a
         # backward) can be freed mid-call.
+        # An input handed to a collective is held until the collective's wait.
         ops = list(fn.body.block.ops)
         last_use: dict[SSAValue, int] = {a: -1 for a in args if isinstance(a.type, BufferType)}
         for i, op in enumerate(ops):
@@ -445,6 +447,10 @@ class HostPrinter:
                 for v in inner.operands:
                     if v in last_use:
                         last_use[v] = i
+        for start, wait in collective_waits(ops).items():
+            for v in ops[start].operands:
+                if v in last_use:
+                    last_use[v] = max(last_use[v], wait)
         self.print_dels([a for a, j in last_use.items() if j == -1])
         # A buffer whose storage a later one takes over (memory-plan's reuse is a
         # host.reinterpret of a dead buffer) loses its name there, or the name

@@ -11,6 +11,7 @@ SUMMARIES: dict[str, str] = {
     "loop-fuse": "group a reduction with its sibling/dependent reductions and epilogues",
     "loop-simplify-indexing": "simplify index expressions with the ranges of their nest",
     "memory-plan": "free buffers at their last use, reuse dead ones, record the peak",
+    "aten-reorder-collectives": "issue collectives early and wait late, so they overlap compute",
     "loop-cost-report": "print each top-level nest's bytes read/written, loads and ops (stderr)",
 }
 """One line per pass, for ``fx-opt --help`` (which must not import the passes)."""
@@ -42,6 +43,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LoopCostReportPass
 
+    def aten_reorder_collectives() -> type[ModulePass]:
+        from coil.transforms.aten_reorder_collectives import AtenReorderCollectivesPass
+
+        return AtenReorderCollectivesPass
+
     def memory_plan() -> type[ModulePass]:
         from coil.transforms.memory_plan import MemoryPlanPass
 
@@ -54,4 +60,5 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "loop-simplify-indexing": loop_simplify_indexing,
         "loop-cost-report": loop_cost_report,
         "memory-plan": memory_plan,
+        "aten-reorder-collectives": aten_reorder_collectives,
     }

@@ -21,8 +21,17 @@ Output:
   any point (inputs and ATen's workspaces excluded), ``max(...)`` where sizes
   are symbolic and not comparable.
 
+Collectives (``dialects/c10d.py``) run in the background from the extern that
+starts one to the ``wait_tensor`` of its result: every buffer a collective
+reads counts as used at that wait, so it is neither freed nor reused while the
+communication may still read it (Inductor's out-of-place collective safety).
+The pass checks that no op in between writes such a buffer, or reads the
+collective's result (or a buffer an in-place collective writes), and fails
+naming both ops otherwise.
+
 Guarantees: no storage is freed or reused while any alias of it may still be
-read or written, or while a function result refers to it.
+read or written (by a kernel, ATen or a collective in flight), or while a
+function result refers to it.
 """
 
 from __future__ import annotations
@@ -35,13 +44,17 @@ import sympy
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp
-from xdsl.ir import BlockArgument, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import DiagnosticException
 
 from coil.dialects import buffer as B
+from coil.dialects import loop as L
 from coil.dialects.aten import AtenOp, OperandRefAttr, OperatorOp
+from coil.dialects.c10d import WAIT_TENSOR, collective_waits
 from coil.dialects.symbolic import ExprAttr, sym_eq, torch_sympy
+from coil.ir import source_line
 
 if TYPE_CHECKING:
     import torch
@@ -64,7 +77,10 @@ def _schema(name: str) -> torch.FunctionSchema | None:
 
 def extern_results_alias(op: B.ExternOp) -> bool:
     """Whether the extern's results may share storage with its operands (a view
-    op sent to ATen); True when unknown."""
+    op sent to ATen); True when unknown. ``wait_tensor`` returns the very tensor
+    it waits for, though its schema does not say so."""
+    if op.kernel_name == WAIT_TENSOR:
+        return True
     schema = _schema(op.kernel_name)
     if schema is None:
         return True
@@ -165,14 +181,23 @@ def _plan(fn: func.FuncOp, reuse: bool) -> None:
     ]
     first_use: dict[SSAValue, int] = {}
     last_use: dict[SSAValue, int] = {h: pos[h.owner] for h in holders}
+    used: list[set[SSAValue]] = []  # the storage roots each top-level op uses
     for k, top in enumerate(ops):
-        for o in top.walk():
-            for operand in o.operands:
-                for root in storage_roots(operand):
-                    if root in last_use:
-                        last_use[root] = max(last_use[root], k)
-                        first_use.setdefault(root, k)
-    protected = set().union(*(storage_roots(v) for v in ret.operands)) if ret.operands else set()
+        used.append({r for o in top.walk() for v in o.operands for r in storage_roots(v)})
+        for root in used[k]:
+            if root in last_use:
+                last_use[root] = max(last_use[root], k)
+                first_use.setdefault(root, k)
+    protected = set().union(set(), *(storage_roots(v) for v in ret.operands))
+    # A collective reads its inputs, and writes its results, until its wait:
+    # they stay alive until then (to the end, when a result is never waited).
+    for k, wait in collective_waits(ops).items():
+        _check_in_flight(ops, used, k, wait)
+        values = [*ops[k].operands, *ops[k].results]
+        for root in set().union(*(storage_roots(v) for v in values)) & last_use.keys():
+            last_use[root] = max(last_use[root], wait)
+            if ops[wait] is ret:
+                protected.add(root)
 
     # Phase 1: which allocation takes over which dead one (simulated in order).
     dies_at: dict[int, list[SSAValue]] = {}
@@ -227,6 +252,51 @@ def _plan(fn: func.FuncOp, reuse: bool) -> None:
         elif isinstance(o, B.DeallocOp):
             live -= _holder_bytes(o.buffer)
     fn.attributes["coil.peak_bytes"] = ExprAttr(peak(points))
+
+
+def _written(op: Operation) -> set[SSAValue]:
+    """The storage roots a top-level op writes: a nest's ``outs``, the operands an
+    extern's aten op mutates."""
+    if isinstance(op, L.LoopOp):
+        values = list(op.outs)
+    elif isinstance(op, B.ExternOp):
+        values = [op.args[k] for k in extern_mutated_operands(op)]
+    else:
+        return set()
+    return set().union(set(), *(storage_roots(v) for v in values))
+
+
+def _check_in_flight(
+    ops: list[Operation], used: list[set[SSAValue]], start: int, wait: int
+) -> None:
+    """No op between a collective (``ops[start]``) and its wait writes a buffer the
+    collective reads, or uses what it writes (its results; the operands of an
+    in-place collective). ``used[k]``: the storage roots ``ops[k]`` uses."""
+    coll = ops[start]
+    mutated = extern_mutated_operands(coll) if isinstance(coll, B.ExternOp) else set()
+    read = set().union(set(), *(storage_roots(v) for v in coll.operands))
+    busy = set().union(
+        *(storage_roots(r) for r in coll.results),
+        *(storage_roots(coll.operands[k]) for k in mutated),
+    )
+    name = coll.kernel_name if isinstance(coll, B.ExternOp) else coll.name
+    for j in range(start + 1, wait):
+        op, what = ops[j], None
+        if _written(op) & read:
+            what = "writes a buffer it reads"
+        elif used[j] & busy:
+            is_wait = isinstance(op, B.ExternOp) and op.kernel_name == WAIT_TENSOR
+            what = None if is_wait else "reads a buffer it writes"
+        if what is not None:
+            raise DiagnosticException(
+                f"memory-plan: {op.name}{_at(op)} {what} while {name}{_at(coll)} is in "
+                "flight (between the collective and its wait_tensor)"
+            )
+
+
+def _at(op: Operation) -> str:
+    line = source_line(op.location)
+    return f" ({line})" if line is not None else ""
 
 
 @dataclass(frozen=True)

@@ -432,6 +432,7 @@ def _fill(lw: Lowerer, op: AtenOp, value: object) -> list[SSAValue]:
     "aten.empty_like.default",
     "aten.empty_strided.default",
     "aten.new_empty.default",
+    "aten.new_empty_strided.default",
     "prims.empty.default",
     "prims.empty_permuted.default",
     "prims.empty_strided.default",

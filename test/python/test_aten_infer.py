@@ -180,3 +180,25 @@ def test_infer_result_types_for_passes():
     )
     assert out.shape == (3,) and out.dtype == I64
     assert infer_result_types("aten.convolution.default", {}) is None  # no rule: unknown
+
+
+def test_collectives():
+    """The c10d collectives' rules against their meta functions (no process group)."""
+    group = {"group_name": builtin.StringAttr("0")}
+    two = {"group_size": ExprAttr(2), **group}
+    total = {"reduce_op": builtin.StringAttr("sum")}
+    for ns in ("_c10d_functional", "_c10d_functional_autograd"):
+        assert check(f"{ns}.all_gather_into_tensor.default", {"input": T([3, 5])}, two)
+        assert check(f"{ns}.all_gather_into_tensor.default", {"input": T([s0, 2], F16)}, two)
+        assert check(f"{ns}.reduce_scatter_tensor.default", {"input": T([4, 5])}, two | total)
+        splits = {
+            "output_split_sizes": ShapeAttr([1, 5]),
+            "input_split_sizes": ShapeAttr([2, 2]),
+            **group,
+        }
+        assert check(f"{ns}.all_to_all_single.default", {"input": T([4, 3])}, splits)
+    assert check("_c10d_functional.all_reduce.default", {"input": T([s0, 3], I64)}, group | total)
+    assert check(
+        "_c10d_functional.broadcast.default", {"input": T([2])}, {"src": ExprAttr(1)} | group
+    )
+    assert check("_c10d_functional.wait_tensor.default", {"tensor": T([2, s1], BF16)})
