@@ -5,6 +5,9 @@
 #   TESTS=1   the tests marked `gpu` (Triton kernels compiled for the GPU);
 #             TEST_FILES="test/python/test_x.py ..." limits them to those files;
 #   BENCH=1   benchmarks/bench.py (kernels against eager and Inductor);
+#   ROOFLINE="softmax sum_ ..."  benchmarks/roofline.py on the workloads whose
+#            names contain one (ROOFLINE=all: every one; ROOFLINE_ARGS adds
+#            options, e.g. --no-inductor);
 #   MODELS="gpt2 bert ..."   benchmarks/models.py on those models;
 #   OVERHEAD="mlp20_b1 ..."  benchmarks/overhead.py (host overhead per call);
 #   MEMORY="vit_hf ..."      benchmarks/memory_probe.py (planned vs measured peak);
@@ -42,6 +45,13 @@ if [ "${TESTS:-0}" = 1 ]; then
 fi
 if [ "${BENCH:-0}" = 1 ]; then
   python3 benchmarks/bench.py 2>&1 | tee "$OUT/bench.log"
+  status=$(( status | PIPESTATUS[0] ))
+fi
+if [ -n "${ROOFLINE:-}" ]; then
+  names=$ROOFLINE
+  [ "$names" = all ] && names=
+  # shellcheck disable=SC2086
+  python3 benchmarks/roofline.py ${ROOFLINE_ARGS:-} $names 2>&1 | tee -a "$OUT/roofline.log"
   status=$(( status | PIPESTATUS[0] ))
 fi
 if [ -n "${MODELS:-}" ]; then
@@ -85,6 +95,7 @@ echo "== summary =="
 cat "$OUT/device.txt"
 [ -f "$OUT/pytest-gpu.log" ] && tail -n 1 "$OUT/pytest-gpu.log"
 [ -f "$OUT/bench.log" ] && tail -n 6 "$OUT/bench.log"
+[ -f "$OUT/roofline.md" ] && cat "$OUT/roofline.md"
 [ -f "$OUT/models.log" ] && grep -h '^| ' "$OUT/models.log" | grep -v -- '---'
 [ -f "$OUT/models-before.log" ] && grep -h '^| before' "$OUT/models-before.log"
 [ -f "$OUT/pytest-distributed.log" ] && tail -n 1 "$OUT/pytest-distributed.log"

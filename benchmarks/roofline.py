@@ -1,0 +1,401 @@
+"""Memory-bound workloads against the copy roofline: eager, Inductor and coil in
+one process.
+
+Each workload's outputs are checked against eager first (a mismatch is a
+failure, printed and counted in the exit status), then eager,
+``torch.compile(backend="inductor")`` and ``torch.compile(backend="coil")``
+are timed with ``triton.testing.do_bench`` (medians, ms). The bandwidth
+column is coil's share of the copy bandwidth measured in the same run
+(``y.copy_(x)`` of 1 GiB): the minimum bytes a workload must move (each input
+read once, each output written once) over coil's time, against the bytes per
+millisecond of that copy.
+
+    python benchmarks/roofline.py                 # every workload
+    python benchmarks/roofline.py softmax sum_    # those whose name contains one
+    python benchmarks/roofline.py --smoke         # tiny sizes, also on the CPU
+
+The table goes to stdout and, where OUT is set, to ``$OUT/roofline.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+BF16, F32 = torch.bfloat16, torch.float32
+
+
+@dataclass
+class Workload:
+    name: str
+    fn: Callable[..., torch.Tensor | tuple[torch.Tensor, ...]]
+    make: Callable[[], tuple]
+    atol: float = 1e-2
+    rtol: float = 1e-2
+
+
+# ---- the functions -------------------------------------------------------
+
+
+def pointwise_chain(x, bias):
+    a = x * torch.sigmoid(x) + bias
+    b = torch.where(a > 0, torch.tanh(a), a.abs().sqrt())
+    return b * 0.5
+
+
+def transpose_add_relu(x, y):
+    return (x.t() + y).relu().t().contiguous()
+
+
+def permute_nchw_to_nhwc(x):
+    return x.permute(0, 2, 3, 1).contiguous()
+
+
+def permute_nhwc_to_nchw(x):
+    return (x * 2).permute(0, 3, 1, 2).contiguous()
+
+
+def row_softmax(x):
+    return torch.softmax(x, dim=-1)
+
+
+def row_log_softmax(x):
+    return torch.log_softmax(x, dim=-1)
+
+
+def col_softmax(x):
+    return torch.softmax(x, dim=0)
+
+
+def layer_norm(x, w, b):
+    return F.layer_norm(x, (x.shape[-1],), w, b)
+
+
+def rms_norm(x, w):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)).to(x.dtype) * w
+
+
+def sum_dim0(x):
+    return x.sum(0)
+
+
+def sum_dim1(x):
+    return x.sum(1)
+
+
+def amax_dim1(x):
+    return x.amax(1)
+
+
+def var_dim1(x):
+    return x.var(1)
+
+
+def var_dim0(x):
+    return x.var(0)
+
+
+def mean_all(x):
+    return x.mean()
+
+
+def amax_all(x):
+    return x.amax()
+
+
+def argmax_dim0(x):
+    return x.argmax(0)
+
+
+def mixed_reductions(x):
+    return x.sum(0), x.amax(1), x.var(1), x.mean()
+
+
+def cross_entropy(logits, target):
+    return F.cross_entropy(logits, target)
+
+
+def embedding_gelu(table, idx, pos):
+    return F.gelu(F.embedding(idx, table) + pos)
+
+
+# ---- the suite -----------------------------------------------------------
+
+
+def workloads(device: str, smoke: bool) -> list[Workload]:
+    # Rows: enough to fill an H100 (132 SMs) many times over; --smoke: tiny.
+    rows = 64 if smoke else 32768
+    wide = 96 if smoke else 4096
+    half = 48 if smoke else 2048
+    vocab = 200 if smoke else 32000
+    ce_rows = 32 if smoke else 16384
+
+    def rand(*shape, dtype=F32):
+        return torch.randn(*shape, device=device, dtype=dtype)
+
+    out: list[Workload] = []
+    for dtype in (BF16, F32):
+        t = "bf16" if dtype is BF16 else "f32"
+        out += [
+            Workload(
+                f"pointwise_chain {t} {rows}x{wide}",
+                pointwise_chain,
+                lambda d=dtype: (rand(rows, wide, dtype=d), rand(wide, dtype=d)),
+            ),
+            Workload(
+                f"transpose_add_relu {t} {half}x{half * 2}",
+                transpose_add_relu,
+                lambda d=dtype: (rand(half, half * 2, dtype=d), rand(half * 2, half, dtype=d)),
+            ),
+            Workload(
+                f"nchw_to_nhwc {t} 64x256x28x28" if not smoke else f"nchw_to_nhwc {t}",
+                permute_nchw_to_nhwc,
+                lambda d=dtype: (rand(*((2, 8, 5, 7) if smoke else (64, 256, 28, 28)), dtype=d),),
+            ),
+            Workload(
+                f"nhwc_to_nchw {t} 64x28x28x256" if not smoke else f"nhwc_to_nchw {t}",
+                permute_nhwc_to_nchw,
+                lambda d=dtype: (rand(*((2, 5, 7, 8) if smoke else (64, 28, 28, 256)), dtype=d),),
+            ),
+            Workload(
+                f"row_softmax {t} {rows}x{wide}",
+                row_softmax,
+                lambda d=dtype: (rand(rows, wide, dtype=d),),
+            ),
+            Workload(
+                f"row_log_softmax {t} {rows}x{wide}",
+                row_log_softmax,
+                lambda d=dtype: (rand(rows, wide, dtype=d),),
+            ),
+            Workload(
+                f"col_softmax {t} {rows // 4}x{wide}",
+                col_softmax,
+                lambda d=dtype: (rand(rows // 4, wide, dtype=d),),
+            ),
+            Workload(
+                f"layer_norm {t} {rows}x{wide}",
+                layer_norm,
+                lambda d=dtype: (
+                    rand(rows, wide, dtype=d),
+                    rand(wide, dtype=d),
+                    rand(wide, dtype=d),
+                ),
+            ),
+            Workload(
+                f"rms_norm {t} {rows}x{wide}",
+                rms_norm,
+                lambda d=dtype: (rand(rows, wide, dtype=d), rand(wide, dtype=d)),
+            ),
+        ]
+    for dtype in (F32, BF16):
+        t = "bf16" if dtype is BF16 else "f32"
+        for name, fn in (
+            ("sum_dim0", sum_dim0),
+            ("sum_dim1", sum_dim1),
+            ("amax_dim1", amax_dim1),
+            ("var_dim0", var_dim0),
+            ("var_dim1", var_dim1),
+            ("mean_all", mean_all),
+            ("amax_all", amax_all),
+            ("argmax_dim0", argmax_dim0),
+        ):
+            out.append(
+                Workload(
+                    f"{name} {t} {rows}x{half}",
+                    fn,
+                    lambda d=dtype: (rand(rows, half, dtype=d),),
+                    atol=5e-2 if dtype is BF16 else 1e-3,
+                )
+            )
+    out += [
+        Workload(
+            f"sum0+amax1+var1+mean f32 {rows}x{half}",
+            mixed_reductions,
+            lambda: (rand(rows, half),),
+            atol=1e-3,
+        ),
+        Workload(
+            f"cross_entropy f32 {ce_rows}x{vocab}",
+            cross_entropy,
+            lambda: (
+                rand(ce_rows, vocab),
+                torch.randint(0, vocab, (ce_rows,), device=device),
+            ),
+            atol=1e-4,
+            rtol=1e-4,
+        ),
+        Workload(
+            f"cross_entropy bf16 {ce_rows}x{vocab}",
+            cross_entropy,
+            lambda: (
+                rand(ce_rows, vocab, dtype=BF16),
+                torch.randint(0, vocab, (ce_rows,), device=device),
+            ),
+        ),
+        Workload(
+            f"embedding+pos+gelu bf16 {rows // 4}x1024",
+            embedding_gelu,
+            lambda: (
+                rand(vocab, 1024 if not smoke else 64, dtype=BF16),
+                torch.randint(0, vocab, (rows // 4,), device=device),
+                rand(rows // 4, 1024 if not smoke else 64, dtype=BF16),
+            ),
+        ),
+    ]
+    return out
+
+
+# ---- measuring -----------------------------------------------------------
+
+
+def _tensors(value) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, tuple | list):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+def min_bytes(args: tuple, outputs) -> int:
+    """Each distinct input read once, each output written once. An embedding
+    table counts only the rows gathered (the idea of 'read once' for a gather)."""
+    total = 0
+    for a in _tensors(args):
+        total += a.numel() * a.element_size()
+    for o in _tensors(outputs):
+        total += o.numel() * o.element_size()
+    return total
+
+
+def embedding_bytes(args: tuple, outputs) -> int:
+    table, idx, pos = args
+    gathered = idx.numel() * table.shape[1] * table.element_size()
+    return gathered + idx.numel() * idx.element_size() + min_bytes((pos,), outputs)
+
+
+def copy_bandwidth(device: str, bench: Callable) -> float:
+    """Bytes per ms of ``y.copy_(x)`` on 1 GiB (read + write)."""
+    x = torch.empty(1 << 28, device=device, dtype=F32).normal_()
+    y = torch.empty_like(x)
+    ms = bench(lambda: y.copy_(x))
+    return 2 * x.numel() * x.element_size() / ms
+
+
+def _close(got, want, w: Workload) -> str | None:
+    for g, e in zip(_tensors(got), _tensors(want)):
+        if g.shape != e.shape or g.dtype != e.dtype:
+            return f"shape/dtype {tuple(g.shape)} {g.dtype} vs {tuple(e.shape)} {e.dtype}"
+        if not torch.allclose(g.float(), e.float(), atol=w.atol, rtol=w.rtol, equal_nan=True):
+            return f"max abs error {(g.float() - e.float()).abs().max().item():.3e}"
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="run the workloads whose name contains one")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes (also on the CPU)")
+    parser.add_argument("--no-inductor", action="store_true", help="eager and coil only")
+    args = parser.parse_args(argv)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu" and not args.smoke:
+        print("roofline: no GPU; use --smoke for a CPU check", file=sys.stderr)
+        return 1
+    if device == "cuda":
+        import triton.testing
+
+        def bench(f):
+            return triton.testing.do_bench(f, return_mode="median")
+    else:
+        import time
+
+        def bench(f):
+            f()
+            start = time.perf_counter()
+            f()
+            return (time.perf_counter() - start) * 1e3
+
+    torch.manual_seed(0)
+    copy = copy_bandwidth(device, bench) if device == "cuda" else float("nan")
+    backends = ["eager", "coil"] if args.no_inductor else ["eager", "inductor", "coil"]
+    rows, failures = [], 0
+    for w in workloads(device, args.smoke):
+        if args.names and not any(n in w.name for n in args.names):
+            continue
+        inputs = w.make()
+        torch._dynamo.reset()
+        fns = {"eager": w.fn}
+        for b in backends[1:]:
+            fns[b] = torch.compile(w.fn, backend=b)
+        times: dict[str, float] = {}
+        with torch.no_grad():
+            want = w.fn(*inputs)
+            problem = None
+            for b in backends[1:]:
+                try:
+                    got = fns[b](*inputs)
+                except Exception as e:  # a backend that fails is a row, not a crash
+                    problem = f"{b} failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
+                    break
+                if (err := _close(got, want, w)) is not None:
+                    problem = f"{b} differs from eager: {err}"
+                    break
+            if problem is not None:
+                print(f"roofline: {w.name}: {problem}", flush=True)
+                failures += 1
+                rows.append((w.name, None, problem))
+                continue
+            for b in backends:
+                times[b] = bench(lambda f=fns[b]: f(*inputs))
+        moved = (embedding_bytes if w.fn is embedding_gelu else min_bytes)(inputs, want)
+        rows.append((w.name, times, moved))
+        print(f"roofline: {w.name}: " + ", ".join(f"{b} {t:.4f} ms" for b, t in times.items()))
+    lines = []
+    if device == "cuda":
+        lines.append(
+            f"device: {torch.cuda.get_device_name()}, copy bandwidth {copy / 1e9:.0f} GB/s "
+            f"(1 GiB y.copy_(x)); torch {torch.__version__}"
+        )
+        lines.append("")
+    lines.append(
+        "| workload | eager ms | inductor ms | coil ms | coil / inductor | coil % copy bw |"
+    )
+    lines.append("|---|---|---|---|---|---|")
+    ratios = []
+    for name, times, moved in rows:
+        if times is None:
+            lines.append(f"| {name} | | | FAILED | {moved} | |")
+            continue
+        ind = times.get("inductor", float("nan"))
+        ratio = ind / times["coil"]  # > 1: coil faster
+        if not math.isnan(ratio):
+            ratios.append(ratio)
+        pct = 100 * (moved / times["coil"]) / copy
+        lines.append(
+            f"| {name} | {times['eager']:.4f} | {ind:.4f} | {times['coil']:.4f} | "
+            f"{ratio:.2f}x | {pct:.0f} |"
+        )
+    if ratios:
+        geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        lines.append("")
+        lines.append(
+            f"coil speed vs Inductor (inductor ms / coil ms): geomean {geo:.2f}x, "
+            f"min {min(ratios):.2f}x over {len(ratios)} workloads"
+        )
+    table = "\n".join(lines)
+    print(table)
+    if os.environ.get("OUT"):
+        with open(os.path.join(os.environ["OUT"], "roofline.md"), "w") as f:
+            f.write(table + "\n")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
