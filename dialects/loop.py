@@ -61,7 +61,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
-from xdsl.traits import IsTerminator, Pure
+from xdsl.traits import IsTerminator, MemoryReadEffect, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from coil.dialects import dtypes
@@ -193,6 +193,11 @@ class LoadOp(IRDLOperation):
     result = result_def()
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    # Only reads: nothing inside a nest body writes (a nest writes its outs when
+    # its body yields), so `cse` merges two loads of one element in one body
+    # (the copies loop-inline makes of a producer used twice), and `dce` drops
+    # an unused one.
+    traits = traits_def(MemoryReadEffect())
 
     def __init__(
         self,

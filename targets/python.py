@@ -34,6 +34,7 @@ the code cache may key on its hash.
 from __future__ import annotations
 
 import ast
+import hashlib
 import keyword
 import math
 import re
@@ -594,7 +595,18 @@ class HostPrinter:
         self.emit(f'autotune("{op.key.data}", {sizes}, [')
         for launch in launches:
             self.emit(f"lambda: {self.launch_call(launch)},", 2)
-        self.emit(f'], device="{device}")')
+        self.emit(f'], device="{device}", digest="{self.autotune_digest(op)}")')
+
+    def autotune_digest(self, op: H.AutotuneOp) -> str:
+        """What the candidates are, for the on-disk choice cache: a hash of the
+        candidate launches (grids, configs) and the kernels they launch, as IR.
+        The runtime adds the sizes, the GPU and the Triton version."""
+        digest = hashlib.sha256(str(op).encode())
+        kernels = {launch.kernel_name for launch in op.launches}
+        for func in self.module.ops:
+            if isinstance(func, tt.FuncOp) and func.sym_name.data in kernels:
+                digest.update(str(func).encode())
+        return digest.hexdigest()[:32]
 
     def launch_call(self, op: H.LaunchOp) -> str:
         """``kernel[(grid)](args..., num_warps=..)``: one launch through Triton's own

@@ -16,6 +16,7 @@ import re
 
 import pytest
 import torch
+from torch.fx.experimental.proxy_tensor import make_fx
 
 from coil.backend import coil as coil_backend
 from coil.backend import compile_graph
@@ -137,6 +138,69 @@ def test_runtime_measures_once_per_key_and_runs_the_choice_last(monkeypatch):
         log.clear()
         tuner.run("k", (3, 4), candidates, device="cuda:0")
     assert log == [2] and tuner.force is None  # past the end: the last one
+
+
+def _disk_tuner(monkeypatch, measured: list) -> Autotuner:
+    """A tuner as a new process has it, measuring through ``measured`` and naming
+    a GPU without asking CUDA."""
+    tuner = Autotuner()
+
+    def measure(key, candidates):
+        measured.append(key)
+        tuner.timings[key] = [2.0, 1.0, 3.0][: len(candidates)]
+        return 1
+
+    monkeypatch.setattr(tuner, "_measure", measure)
+    monkeypatch.setattr(Autotuner, "_entry", staticmethod(lambda key: f"{key[1]}|H100|t"))
+    return tuner
+
+
+def test_choices_persist_on_disk_for_the_next_process(monkeypatch, tmp_path):
+    monkeypatch.setenv("COIL_CACHE_DIR", str(tmp_path))
+    log, measured = [], []
+    candidates = [_recorder(log, 0), _recorder(log, 1), _recorder(log, 2)]
+    _disk_tuner(monkeypatch, measured).run("k", (3,), candidates, "cuda:0", digest="d1")
+    [stored] = (tmp_path / "autotune").glob("*.json")
+    assert stored.name == "d1.json" and '"choice": 1' in stored.read_text()
+    # A new process: the choice is read, nothing is measured.
+    log.clear()
+    second = _disk_tuner(monkeypatch, measured)
+    second.run("k", (3,), candidates, "cuda:0", digest="d1")
+    assert log == [1] and len(measured) == 1
+    # Other sizes or other kernels (another digest) are measured.
+    second.run("k", (4,), candidates, "cuda:0", digest="d1")
+    second.run("k", (3,), candidates, "cuda:0", digest="d2")
+    assert len(measured) == 3
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"(3,)|H100|t": {"choice": 9}}', "[1, 2]"])
+def test_a_damaged_or_stale_choice_file_is_measured_again(monkeypatch, tmp_path, text):
+    monkeypatch.setenv("COIL_CACHE_DIR", str(tmp_path))
+    (tmp_path / "autotune").mkdir()
+    (tmp_path / "autotune" / "d.json").write_text(text)
+    log, measured = [], []
+    candidates = [_recorder(log, 0), _recorder(log, 1)]
+    _disk_tuner(monkeypatch, measured).run("k", (3,), candidates, "cuda:0", digest="d")
+    assert log == [1] and len(measured) == 1
+    assert '"choice": 1' in (tmp_path / "autotune" / "d.json").read_text()  # rewritten
+
+
+def test_an_unwritable_cache_still_tunes(monkeypatch, tmp_path, caplog):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("COIL_CACHE_DIR", str(blocker))
+    log, measured = [], []
+    candidates = [_recorder(log, 0), _recorder(log, 1)]
+    _disk_tuner(monkeypatch, measured).run("k", (3,), candidates, "cuda:0", digest="d")
+    assert log == [1] and blocker.read_text() == ""
+
+
+def test_the_python_target_passes_a_digest_of_the_candidates():
+    model, (x,) = build("softmax")
+    gm = torch.fx.symbolic_trace(model)
+    source = compile_graph(make_fx(gm)(x), [x], pipeline=AUTOTUNE_PIPELINE, cache=False).coil_source
+    digests = re.findall(r'digest="([0-9a-f]{32})"\)', source)
+    assert digests and len(set(digests)) == len(digests)
 
 
 @pytest.mark.gpu

@@ -2,7 +2,8 @@
 
 // host.autotune: one runtime call with the key (the base kernel name and the
 // launches' size symbols, evaluated), one lambda per candidate launch (the
-// heuristic first) and the device; the runtime runs exactly one of them.
+// heuristic first), the device and a digest of the candidates (launches and
+// kernels, for the on-disk choice cache); the runtime runs exactly one of them.
 
 // CHECK:      from coil.runtime.wrapper import cdiv, check_input, CoilInputError
 // CHECK-NEXT: from coil.runtime.autotune import autotune
@@ -13,7 +14,7 @@
 // CHECK-NEXT:     autotune("coil_sum_0", (s0, s1), [
 // CHECK-NEXT:         lambda: coil_sum_0_c0[((s0 + 31) // 32, 1, 1)](x, total, s0, s1, num_warps=4, num_stages=1),
 // CHECK-NEXT:         lambda: coil_sum_0_c1[(s0, 1, 1)](x, total, s0, s1, num_warps=8, num_stages=1),
-// CHECK-NEXT:     ], device="cpu")
+// CHECK-NEXT:     ], device="cpu", digest="{{[0-9a-f]+}}")
 // CHECK-NEXT:     del x
 // CHECK-NEXT:     return (total,)
 
@@ -44,7 +45,7 @@ builtin.module {
 // CHECK:          autotune("coil_exp_0", (), [
 // CHECK-NEXT:         lambda: coil_exp_0_c0[(4, 1, 1)](x, exp, num_warps=4, num_stages=1),
 // CHECK-NEXT:         lambda: coil_exp_0_c1[(8, 1, 1)](x, exp, num_warps=4, num_stages=1),
-// CHECK-NEXT:     ], device="cuda:0")
+// CHECK-NEXT:     ], device="cuda:0", digest="{{[0-9a-f]+}}")
 
 !y = !buffer.buffer<[4096], f32, device "cuda:0">
 builtin.module {
