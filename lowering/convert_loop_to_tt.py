@@ -73,7 +73,8 @@ class ConvertLoopToTtPass(ModulePass):
     Options (0 = heuristic): ``xblock``, ``rblock`` (tile sizes, powers of two),
     ``num-warps``, ``num-stages`` (launch config), ``persistent-threshold`` (the
     longest static reduction row kept whole in registers; longer or dynamic
-    rows loop over ``RBLOCK`` chunks).
+    rows loop over ``RBLOCK`` chunks); ``online-softmax`` (default on: a looped
+    softmax denominator accumulates next to its max, see ``online_softmax_pairs``).
 
     ``autotune=N`` (0 = off) builds up to ``N`` kernels per nest
     (``@coil_softmax_0_c0``, ``_c1``...: the heuristic config first, then
@@ -97,6 +98,9 @@ class ConvertLoopToTtPass(ModulePass):
     """Assert on the device that indirect indices (gather, embedding, index) are in
     range: eager raises on an out-of-range index where an unchecked load reads
     whatever lies there. Kernels with the check compile in Triton's debug mode."""
+    online_softmax: bool = True
+    """A looped row's sum of exp(x - max) shares the max's loop, rescaled as the max
+    grows (the online softmax): one read of the row instead of two."""
 
     def __post_init__(self) -> None:
         from coil.pipeline import check_options
@@ -111,6 +115,7 @@ class ConvertLoopToTtPass(ModulePass):
             self.num_stages,
             self.persistent_threshold,
             self.bounds_check,
+            self.online_softmax,
         )
         counter = 0
         for f in list(op.body.block.ops):

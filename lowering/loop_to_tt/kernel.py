@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import sympy
 from torch.utils._sympy.functions import FloorDiv, PythonMod
 from xdsl.dialects import arith as xarith
+from xdsl.dialects import math as xmath
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -61,6 +62,7 @@ class Options:
     num_stages: int = 0
     persistent_threshold: int = 4096
     bounds_check: bool = True
+    online_softmax: bool = True
 
 
 @dataclass
@@ -207,12 +209,60 @@ def _members(nest: L.LoopOp) -> list[Member]:
                 d = by_result[op.source]
                 if d not in m.deps:
                     m.deps.append(d)
+    _schedule(members)
+    return members
+
+
+def _schedule(members: list[Member], joined: dict[int, Member] | None = None) -> None:
+    """Each member's phase (the loop a reduction accumulates in) and avail (the
+    first loop that may read its value), in program order. ``joined``: id of a
+    reduction -> the one whose loop it shares (an online softmax sum with its max)."""
+    joined = joined or {}
+    for m in members:
+        if id(m) in joined:
+            m.phase, m.avail = joined[id(m)].phase, joined[id(m)].avail
+            continue
         a = max((d.avail for d in m.deps), default=0)
         if m.kind == "R":
             m.phase, m.avail = a, a + 1
         else:
             m.avail = a
-    return members
+
+
+def online_softmax_pairs(members: list[Member]) -> dict[int, Member]:
+    """Sum reductions that can share their max's loop: id(sum) -> the max member.
+
+    A sum whose body yields ``exp(a - m)``, ``m`` the row's max (another member of
+    the group, read once, there) and ``a`` free of ``m``, is a softmax
+    denominator. Accumulated next to the running max and rescaled whenever the
+    max grows (``s * exp(m_old - m_new) + exp(a - m_new)``, the online softmax),
+    it needs no loop of its own: one read of the row instead of two."""
+    pairs: dict[int, Member] = {}
+    reds = {r: m for m in members if m.kind == "R" for r in m.op.results}
+    for m in members:
+        if m.kind != "R" or m.op.kind.data != "sum" or len(m.deps) != 1:
+            continue
+        top = m.deps[0]
+        if top.kind != "R" or top.op.kind.data != "max":
+            continue
+        block = m.op.body.block
+        (value,) = block.last_op.values
+        exp = value.owner
+        if not (isinstance(exp, Operation) and exp.name == "math.exp"):
+            continue
+        sub = exp.operands[0].owner
+        if not (isinstance(sub, xarith.SubfOp) and isinstance(sub.rhs.owner, L.LoadOp)):
+            continue
+        load = sub.rhs.owner
+        if reds.get(load.source) is not top or load.result.uses.get_length() != 1:
+            continue
+        (top_value,) = top.op.body.block.last_op.values
+        if sub.result.uses.get_length() != 1 or value.type != top_value.type:
+            continue
+        if any(isinstance(o, L.LoadOp) and o.source in reds and o is not load for o in m.op.walk()):
+            continue
+        pairs[id(m)] = top
+    return pairs
 
 
 # --------------------------------------------------------------------------
@@ -427,14 +477,22 @@ class KernelLowering:
         xnumel, rnumel = _prod(ranges), _prod(rranges)
         opts = self.options
         persistent = rnumel.is_Integer and int(rnumel) <= opts.persistent_threshold
+        # A long looped row read along its contiguous dim: one row per program,
+        # 2048 wide (Inductor's inner-reduction config), so that a tall input
+        # launches a program per row, enough to keep every SM's loads in flight.
+        inner = not persistent and not opts.xblock and self._reads_rows_contiguously()
         if persistent:
             rblock = next_pow2(int(rnumel))
         elif opts.rblock:
             rblock = next_pow2(opts.rblock)
+        elif inner:
+            rblock = 2048 if not rnumel.is_Integer else min(2048, next_pow2(int(rnumel)))
         else:
             rblock = 64 if not rnumel.is_Integer else min(64, next_pow2(int(rnumel)))
         if opts.xblock:
             xblock = next_pow2(opts.xblock)
+        elif inner and rblock >= 256:
+            xblock = 1
         else:
             budget = 4096 if persistent else 2048
             xblock = 1 << (max(1, min(64, budget // rblock)).bit_length() - 1)
@@ -460,7 +518,33 @@ class KernelLowering:
         # A whole 4096-wide row in one program wants all of a CTA's warps
         # (8 values per thread per live tile), as Inductor's persistent configs do.
         warps = 16 if rblock >= 4096 else 8 if xblock * rblock >= 4096 else 4
+        if inner and xblock * rblock >= 2048:
+            warps = 8
         return [cdiv(xnumel, xblock), sympy.Integer(1), sympy.Integer(1)], warps
+
+    def _reads_rows_contiguously(self) -> bool:
+        """Whether the reductions' loads walk memory along the innermost reduction
+        index (stride 1): rows, not columns. A load of a member's result, an
+        indirect one or none at all says nothing."""
+        rranges = self._rranges()
+        if not rranges:
+            return False
+        last = index_symbols(len(self.nest.ranges.data), len(rranges))[-1]
+        reductions = [self.nest] if isinstance(self.nest, L.ReductionOp) else []
+        if isinstance(self.nest, L.FusedOp):
+            reductions = [m for m in self.nest.members() if isinstance(m, L.ReductionOp)]
+        votes = []
+        for red in reductions:
+            for op in red.body.walk():
+                if not isinstance(op, L.LoadOp) or op.indirect:
+                    continue
+                t = op.source.type
+                if not isinstance(t, BufferType):
+                    continue
+                terms = zip(op.index.data, t.strides)
+                offset = sum((sympy.sympify(i) * sympy.sympify(st) for i, st in terms), 0)
+                votes.append(sympy.expand(offset).coeff(last) == 1)
+        return bool(votes) and all(votes)
 
     def _collect_outputs(self) -> None:
         nest = self.nest
@@ -579,6 +663,9 @@ class KernelLowering:
 
     def _looped(self, rbase: SSAValue, rnumel: sympy.Expr, rblock: int) -> None:
         b, it = self.b, self.index_type
+        online = online_softmax_pairs(self.members) if self.options.online_softmax else {}
+        if online:
+            _schedule(self.members, online)
         reds = [m for m in self.members if m.kind == "R"]
         p2_out = [m for m in self.members if m.kind == "P2" and (id(m.op), 0) in self.outputs]
         n_loops = max([m.phase + 1 for m in reds] + [m.avail + 1 for m in p2_out] + [1])
@@ -601,10 +688,15 @@ class KernelLowering:
                 self._rtile(rindex, rnumel, rblock)
                 accs = list(body.args[1:])
                 new: list[SSAValue] = []
+                steps: dict[int, tuple[SSAValue, SSAValue]] = {}  # id -> (old, new)
                 for m in here:
                     n_acc = len(self._acc_init_kinds(m))
                     mine, accs = accs[:n_acc], accs[n_acc:]
+                    if id(m) in online:
+                        new += self._online_update(m, online[id(m)], mine, steps)
+                        continue
                     new += self._acc_update(m, mine)
+                    steps[id(m)] = (mine[0], new[-1])
                 for m in p2_out:
                     if m.avail == k:
                         vals = b.lookup(("member", m.op.results[0]))
@@ -614,9 +706,16 @@ class KernelLowering:
             loop = scf.ForOp(lb, ub, step, inits, Region(body))
             b.insert(loop)
             results = list(loop.res)
+            finals: dict[int, SSAValue] = {}  # id -> the per-lane accumulator of a max
             for m in here:
                 n_acc = len(self._acc_init_kinds(m))
                 mine, results = results[:n_acc], results[n_acc:]
+                if id(m) in online:
+                    top = online[id(m)]
+                    total = self._online_final(mine[0], finals[id(top)], top)
+                    self._set_results(m, [total])
+                    continue
+                finals[id(m)] = mine[0]
                 self._set_results(m, self._acc_final(m, mine))
         for m in pending_p1:
             self._set_results(m, self._compute_pointwise(m))
@@ -655,6 +754,46 @@ class KernelLowering:
         if mask is not None:
             new = [b.select(mask, x, a) for x, a in zip(new, acc)]
         return new
+
+    # online softmax: a sum of exp(a - max) next to its max (online_softmax_pairs)
+
+    def _online_update(
+        self,
+        m: Member,
+        top: Member,
+        acc: list[SSAValue],
+        steps: dict[int, tuple[SSAValue, SSAValue]],
+    ) -> list[SSAValue]:
+        """``s * exp(m_old - m_new) + exp(a - m_new)`` per lane: the max's update
+        (``steps``) came first in this loop body. Where the max did not change the
+        scale is 1 (also for lanes still at -inf, where exp(-inf - -inf) is NaN)."""
+        b = self.b
+        m_old, m_new = steps[id(top)]
+        b.remember(("member", top.op.results[0]), m_new)  # the body's max is the running one
+        (term,) = self.body.emit(m.op.body.block, self.tile2)
+        elem = element_of(term.type)
+        same = b.cmpf(m_old, m_new, "oeq")
+        scale = self._exp(b.binary(xarith.SubfOp, m_old, m_new))
+        scale = b.select(same, b.const(1.0, elem, self.tile2.shape), scale)
+        (s,) = acc
+        new = b.binary(xarith.AddfOp, b.binary(xarith.MulfOp, s, scale), term)
+        mask = self.tile2.mask
+        if mask is not None:
+            new = b.select(mask, new, s)
+        return [new]
+
+    def _online_final(self, s: SSAValue, lanes: SSAValue, top: Member) -> SSAValue:
+        """The row's sum from per-lane (s, max) pairs: each lane rescaled to the
+        row's max (read back from the max member's result)."""
+        b = self.b
+        row = b.broadcast_to(b.lookup(("member", top.op.results[0])), self.tile2.shape)
+        same = b.cmpf(lanes, row, "oeq")
+        scale = self._exp(b.binary(xarith.SubfOp, lanes, row))
+        scaled = b.select(same, s, b.binary(xarith.MulfOp, s, scale))
+        return self._expand(R.reduce(b, "sum", [scaled])[0])
+
+    def _exp(self, x: SSAValue) -> SSAValue:
+        return self.b.emit(xmath.ExpOp(x))
 
     def _acc_final(self, m: Member, acc: list[SSAValue]) -> list[SSAValue]:
         b = self.b

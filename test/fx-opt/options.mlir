@@ -15,7 +15,7 @@
 // TYPE: fx-opt: convert-loop-to-tt: option 'xblock' must be an integer: 0 (heuristic) or a power of two from 1 to 65536; got abc
 // RANGE: fx-opt: convert-loop-to-tt: option 'num-warps' must be 0 (heuristic) or a power of two from 1 to 32; got -1
 // POW2: fx-opt: convert-loop-to-tt: option 'xblock' must be 0 (heuristic) or a power of two from 1 to 65536; got 3
-// UNKNOWN: fx-opt: convert-loop-to-tt: unknown option 'xblok' (options: autotune, bounds-check, dedupe, num-stages, num-warps, persistent-threshold, rblock, xblock)
+// UNKNOWN: fx-opt: convert-loop-to-tt: unknown option 'xblok' (options: autotune, bounds-check, dedupe, num-stages, num-warps, online-softmax, persistent-threshold, rblock, xblock)
 // BOOL: fx-opt: memory-plan: option 'reuse' must be true or false; got 3
 // INLINE: fx-opt: loop-inline: option 'max-uses' must be an integer >= 0; got -1
 // FUSE: fx-opt: loop-fuse: option 'max-members' must be an integer >= 2; got 1

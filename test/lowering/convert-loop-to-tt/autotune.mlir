@@ -88,13 +88,14 @@ func.func @softmax(%x: !buffer.buffer<[8, 64], f32>) -> !buffer.buffer<[8, 64], 
 
 // -----
 
-// Dynamic rows: looped only (RBLOCK 64 heuristic, then 1024 and 256); the key
-// is the base name, the scalars are the size symbols.
+// Dynamic rows: looped only (the heuristic's row per program, RBLOCK 2048 and
+// 8 warps, then 1024 and 256); the key is the base name, the scalars are the
+// size symbols.
 
 // CHECK-LABEL: func.func @dynamic_sum
 // CHECK:         host.autotune "coil_sum_0" {
-// CHECK-NEXT:      host.launch @coil_sum_0_c0 grid [(s0 + 31) floordiv 32, 1, 1] ({{.*}}) scalars [s0, s1]
-// CHECK-NEXT:      host.launch @coil_sum_0_c1 grid [s0, 1, 1] ({{.*}}) scalars [s0, s1]
+// CHECK-NEXT:      host.launch @coil_sum_0_c0 grid [s0, 1, 1] ({{.*}}) scalars [s0, s1] {num_warps = 8
+// CHECK-NEXT:      host.launch @coil_sum_0_c1 grid [s0, 1, 1] ({{.*}}) scalars [s0, s1] {num_warps = 4
 // CHECK-NEXT:      host.launch @coil_sum_0_c2 grid [(s0 + 3) floordiv 4, 1, 1] ({{.*}}) scalars [s0, s1]
 // CHECK-NEXT:    }
 func.func @dynamic_sum(%x: !buffer.buffer<[s0, s1], f32>) -> !buffer.buffer<[s0], f32> {

@@ -1,10 +1,14 @@
 // RUN: fx-opt %s -p convert-loop-to-tt --split-input-file | filecheck %s
 // RUN: fx-opt %s -p "convert-loop-to-tt{persistent-threshold=0 rblock=16}" --split-input-file | filecheck %s --check-prefix=LOOP
+// RUN: fx-opt %s -p "convert-loop-to-tt{persistent-threshold=0 rblock=16 online-softmax=false}" --split-input-file | filecheck %s --check-prefix=PHASES
 // RUN: not fx-opt %S/Inputs/value-semantic.mlir -p convert-loop-to-tt 2>&1 | filecheck %s --check-prefix=ERR
 
 // Softmax as a fused group. Persistent (a 64-wide row in registers): max, then
 // the sum of exp, then the stores, each reduction a tt.reduce over axis 1.
-// Looped: one scf.for per phase (max; sum; the stores).
+// Looped: the sum of exp(x - max) accumulates in the max's loop, rescaled by
+// exp(m_old - m_new) where the running max grows (the online softmax), then a
+// loop of stores: two reads of the row. online-softmax=false: one scf.for per
+// phase (max; sum; the stores).
 
 // CHECK-LABEL: tt.func public @coil_amax_sum_div_0(%in_ptr0: !tt.ptr<f32>, %out_ptr0: !tt.ptr<f32>)
 // CHECK-SAME:    coil.kind = "fused"
@@ -19,8 +23,24 @@
 // CHECK:       host.launch @coil_amax_sum_div_0 grid [1, 1, 1]
 
 // LOOP-LABEL: tt.func public @coil_amax_sum_div_0
-// LOOP-COUNT-3: scf.for
-// LOOP-NOT:    scf.for
+// LOOP:         scf.for
+// LOOP:           %[[MAX:.*]] = arith.maximumf %[[OLD:[^ ,]*]],
+// LOOP:           math.exp
+// LOOP:           arith.cmpf oeq, %[[OLD]], %[[MAX]]
+// LOOP:           %[[D:.*]] = arith.subf %[[OLD]], %[[MAX]]
+// LOOP:           math.exp %[[D]]
+// LOOP:           scf.yield
+// LOOP:         "tt.reduce"
+// LOOP:         arith.cmpf oeq
+// LOOP:         "tt.reduce"
+// LOOP:         scf.for
+// LOOP-NOT:     scf.for
+// LOOP:         tt.return
+
+// PHASES-LABEL: tt.func public @coil_amax_sum_div_0
+// PHASES-COUNT-3: scf.for
+// PHASES-NOT:    scf.for
+// PHASES:        tt.return
 func.func @softmax(%arg0: !buffer.buffer<[8, 64], f32>) -> !buffer.buffer<[8, 64], f32> {
   %div = buffer.alloc : !buffer.buffer<[8, 64], f32>
   loop.fused [8] [64] outs(%div : !buffer.buffer<[8, 64], f32>) {
