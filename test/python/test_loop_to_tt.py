@@ -183,7 +183,7 @@ def test_looped_reductions(kind):
     looped = PIPELINES["buffer"] + ",convert-loop-to-tt{persistent-threshold=16 rblock=16}"
     if kind == "softmax":
         module = check(_softmax, [torch.randn(5, 64)], pipeline=looped)
-        assert str(module).count("scf.for") == 3  # max, sum, then the stores
+        assert str(module).count("scf.for") == 2  # max with sum (online softmax), the stores
     elif kind == "layernorm":
         check(_layernorm, [torch.randn(3, 64), torch.randn(64), torch.randn(64)], pipeline=looped)
     else:
