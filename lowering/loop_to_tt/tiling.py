@@ -185,8 +185,9 @@ def choose_split(ranges: Sequence[sympy.Expr], accesses: Sequence[Access]) -> in
 def block_sizes(
     ynumel: sympy.Expr, xnumel: sympy.Expr, yblock: int = 0, xblock: int = 0
 ) -> tuple[int, int]:
-    """Inductor's ``triton_config(size_hints, 32, 32)`` for static extents; 32 x 32
-    (or the blocks given) for dynamic ones."""
+    """(YBLOCK, XBLOCK): Inductor's ``triton_config(size_hints, 32, 32)`` for static
+    extents, 32 x 32 for dynamic ones; a block given (non-zero) is only capped by
+    its static extent."""
     yhint = int(ynumel) if ynumel.is_Integer else None
     xhint = int(xnumel) if xnumel.is_Integer else None
     x = xblock or 32
@@ -194,9 +195,10 @@ def block_sizes(
     target = TILE
     if yhint is not None and xhint is not None and yhint * xhint < target:
         target //= 8
-    if xhint is not None and not xblock:
+    # Shrunk to the extents (a block the user gave too: lanes past them do nothing).
+    if xhint is not None:
         x = min(x, _pow2(xhint))
-    if yhint is not None and not yblock:
+    if yhint is not None:
         y = min(y, _pow2(yhint))
     if not xblock:
         xcap = min(_pow2(xhint), MAX_XBLOCK) if xhint is not None else 32

@@ -249,3 +249,39 @@ def test_outer_tile_shape():
     default = PIPELINES["buffer"] + ",convert-loop-to-tt"
     assert tiles(default) == [(16, 32)]
     assert tiles(PIPELINES["buffer"] + ",convert-loop-to-tt{outer-reduction=false}") == [(4, 1024)]
+
+
+# ---- autotuning ----
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_every_autotune_candidate_matches_eager(dynamic, poisoned):
+    """``autotune=8`` on a transpose: the 2-D candidates (Inductor's 2-D set) and
+    then 1-D ones, each run (forced) against eager."""
+    from coil.backend import compile_graph
+    from coil.frontend.capture import aot_backend
+    from coil.pipeline import PIPELINES
+    from coil.runtime.autotune import AUTOTUNER
+
+    pipeline = PIPELINES["default"].replace("convert-loop-to-tt", "convert-loop-to-tt{autotune=8}")
+    sources: list[str] = []
+
+    def compile_fw(gm, example_inputs):
+        run = compile_graph(gm, example_inputs, pipeline=pipeline)
+        sources.append(run.coil_source)
+        return run
+
+    def f(x, y):
+        return (x.t() + y).relu().t().contiguous() - 0.5
+
+    x, y = _randn(37, 53), _randn(53, 37)
+    compiled = torch.compile(f, backend=aot_backend(compile_fw), dynamic=dynamic)
+    want = f(x, y)
+    compiled(x, y)
+    source = "\n".join(sources)
+    assert "tl.program_id(1)" in source or "pid_y = pid // " in source
+    lambdas = max(call.count("lambda:") for call in source.split("autotune(")[1:])
+    assert lambdas == 8
+    for k in range(lambdas):
+        with AUTOTUNER.forced(k):
+            _compare(compiled(x, y), want)
