@@ -4,6 +4,10 @@ Tiling follows Inductor's TritonKernel:
 
 * pointwise: a 1-D tile of ``XBLOCK`` points of the flattened ``ranges``
   (``xindex = pid * XBLOCK + arange``, ``i_k = xindex // stride_k % d_k``);
+  where the loads and the store disagree on the contiguous loop index
+  (transposes, permutes), a 2-D tile ``[YBLOCK, XBLOCK]``: ``yindex``
+  (``[YBLOCK, 1]``) over ``ranges[:split]``, ``xindex`` (``[1, XBLOCK]``) over
+  ``ranges[split:]`` (``tiling.py`` chooses the split and the blocks);
 * reductions and fused groups: a 2-D tile ``[XBLOCK, RBLOCK]``, rows ``xindex``
   as ``[XBLOCK, 1]`` and reduction lanes ``rindex`` as ``[1, RBLOCK]``. A short
   static row is *persistent* (all of it in registers, each reduction a
@@ -12,6 +16,8 @@ Tiling follows Inductor's TritonKernel:
   *phase*: a member that needs a reduction of the group starts a later loop
   (softmax: max, then sum of exp, then the stores). Pointwise members over
   ``ranges ++ reduction_ranges`` are recomputed in every phase that reads them.
+  An outer reduction (loads contiguous along the output index) takes a wide
+  ``XBLOCK`` and a short looped ``RBLOCK`` (``tiling.py``).
 
 Launch ABI (brief §1): pointer arguments for the buffers read then written
 (deduplicated), i64 arguments for seeds, then one i64 per size symbol.
