@@ -525,12 +525,12 @@ class KernelLowering:
         rows; an outer reduction (loads contiguous along the last output index, see
         ``tiling.py``) gets wide XBLOCK and a short looped RBLOCK."""
         opts = self.options
-        outer = opts.outer_reduction and T.is_outer_reduction(self.nest)
+        outer = T.is_outer_reduction(self.nest) if opts.outer_reduction else 0
         threshold = opts.persistent_threshold
         if outer:
             threshold = min(threshold, T.OUTER_PERSISTENT)
         persistent = rnumel.is_Integer and int(rnumel) <= threshold
-        outer_x, outer_r = T.outer_reduction_tile(xnumel, rnumel)
+        outer_x, outer_r = T.outer_reduction_tile(xnumel, rnumel, outer)
         if persistent:
             rblock = next_pow2(int(rnumel))
         elif opts.rblock:

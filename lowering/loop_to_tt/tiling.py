@@ -35,11 +35,11 @@ CUDA's 65535 limit on grid y, the grid is flattened to ``[x tiles * y tiles,
 
 Reductions whose loads are contiguous along the last *output* index rather than
 the reduction index (``x.sum(0)`` of a row-major matrix, an outer reduction)
-keep the ``[XBLOCK, RBLOCK]`` tile but take Inductor's outer-reduction shape
-(``outer_config_opt``): a wide ``XBLOCK`` over contiguous columns and a short
-looped ``RBLOCK`` (a whole row in registers only up to 64), where the inner
-heuristic would keep one or a few columns per program and read them with a
-stride.
+keep the ``[XBLOCK, RBLOCK]`` tile but take the shape of Inductor's outer
+reductions (``outer_config_opt``): a wide ``XBLOCK`` over contiguous columns
+(at least a 32-byte sector of each row) and a short looped ``RBLOCK`` (a whole
+row in registers only up to 64), where the inner heuristic would keep one or a
+few whole columns per program and read them with a stride.
 """
 
 from __future__ import annotations
@@ -253,40 +253,47 @@ def reduction_loads(nest: Operation, n: int, m: int) -> list[Access]:
     return out
 
 
-def is_outer_reduction(nest: Operation) -> bool:
+def is_outer_reduction(nest: Operation) -> int:
     """Whether the nest's reductions read more bytes contiguously along the last
-    output index than along the last reduction index (``x.sum(0)``)."""
+    output index than along the last reduction index (``x.sum(0)``): the
+    smallest element size (bytes) of those loads, or 0 when it is not."""
     ranges = [sympy.sympify(d) for d in nest.ranges.data]
     rranges = [sympy.sympify(d) for d in nest.reduction_ranges.data]
     n = len(ranges)
     xdims = _nontrivial(ranges)
     rdims = [n + k for k in _nontrivial(rranges)]
     if not xdims or not rdims:
-        return False
+        return 0
     outer = inner = 0
+    sizes = []
     for a in reduction_loads(nest, n, len(rranges)):
         c = contiguous_dim(a, ranges + rranges)
         if c == xdims[-1]:
             outer += a.weight
+            sizes.append(a.weight)
         elif c == rdims[-1]:
             inner += a.weight
-    return outer > inner
+    return min(sizes) if outer > inner else 0
 
 
-def outer_reduction_tile(xnumel: sympy.Expr, rnumel: sympy.Expr) -> tuple[int, int]:
-    """(XBLOCK, RBLOCK) of a looped outer reduction (Inductor's ``outer_config_opt``
-    without its load-count and dynamic-size refinements)."""
-    if xnumel.is_Integer and int(xnumel) <= 1024:
-        xblock = max(min(int(xnumel) // 128, 8), 2)
-        rblock = 64
-    elif xnumel.is_Integer and int(xnumel) // 4096 <= 8:
-        xblock, rblock = 16, 32
-    else:
-        xblock, rblock = 64, 8
+def outer_reduction_tile(
+    xnumel: sympy.Expr, rnumel: sympy.Expr, element_bytes: int = 4
+) -> tuple[int, int]:
+    """(XBLOCK, RBLOCK) of a looped outer reduction, after Inductor's
+    ``outer_config_opt``: 64 x 8 for many columns, narrower (down to a 32-byte
+    sector of each row) while that keeps fewer than 256 programs, RBLOCK
+    growing to keep about 512 points a step. Inductor narrows to 2 columns for
+    fewer than 1024 columns because it splits such reductions; here a row read
+    stays at least a whole sector (splitting is the loop-split-reduction pass's)."""
+    narrowest = max(8, 32 // max(1, element_bytes))
+    xblock = 64
+    if xnumel.is_Integer:
+        while xblock > narrowest and int(xnumel) // xblock < 256:
+            xblock //= 2
+        xblock = min(xblock, _pow2(int(xnumel)))
+    rblock = max(8, min(64, 512 // xblock))
     if rnumel.is_Integer:
         rblock = min(rblock, _pow2(int(rnumel)))
-    if xnumel.is_Integer:
-        xblock = min(xblock, _pow2(int(xnumel)))
     return xblock, rblock
 
 

@@ -234,6 +234,19 @@ def test_outer_reductions_of_3d_and_dynamic(tmp_path, poisoned):
     run(f, *calls, tmp_path=tmp_path / "dynamic", dynamic=True)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_outer_softmax_and_norm(dtype, tmp_path, poisoned):
+    """Fused groups over a strided reduction dim (softmax over dim 0, a norm over
+    dim 0 written back transposed): phases of looped outer reductions."""
+
+    def f(x):
+        return x.softmax(0), (x - x.mean(0)) / (x.var(0) + 1e-5).sqrt()
+
+    run(f, (_randn(300, 37, dtype=dtype),), tmp_path=tmp_path / "static")
+    calls = [(_randn(130, 45, dtype=dtype),), (_randn(77, 21, dtype=dtype),)]
+    run(f, *calls, tmp_path=tmp_path / "dynamic", dynamic=True)
+
+
 def test_outer_tile_shape():
     """The tile convert-loop-to-tt picks for ``x.sum(0)``: wide XBLOCK, short looped
     RBLOCK; ``outer-reduction=false`` keeps the inner heuristic (whole columns)."""

@@ -181,16 +181,18 @@ func.func @contiguous(%x: !buffer.buffer<[48, 64], f32>, %y: !buffer.buffer<[48,
 
 // An outer reduction (x.sum(0) of a row-major [300, 2000]): the load is
 // contiguous along the output index i0, not along r0. It loops (300 > 64) over
-// RBLOCK = 32 with XBLOCK = 16 (Inductor's outer config) instead of holding
-// eight whole 300-long columns in registers (outer-reduction=false).
+// RBLOCK = 64 rows of XBLOCK = 8 columns (a 32-byte sector of each row; wider
+// would leave fewer than 256 programs), instead of holding eight whole
+// 300-long columns in registers and reading them with a stride
+// (outer-reduction=false).
 
 // CHECK-LABEL: tt.func public @coil_sum_0
-// CHECK:         tt.make_range {start = 0 : i32, end = 16 : i32} : tensor<16xi32>
-// CHECK:         %rbase = tt.expand_dims %{{.*}} : tensor<32xi32> -> tensor<1x32xi32>
+// CHECK:         tt.make_range {start = 0 : i32, end = 8 : i32} : tensor<8xi32>
+// CHECK:         %rbase = tt.expand_dims %{{.*}} : tensor<64xi32> -> tensor<1x64xi32>
 // CHECK:         scf.for
-// CHECK:           tt.load %{{.*}} : tensor<16x32x!tt.ptr<f32>>
+// CHECK:           tt.load %{{.*}} : tensor<8x64x!tt.ptr<f32>>
 // CHECK:         "tt.reduce"
-// CHECK:       host.launch @coil_sum_0 grid [125, 1, 1]
+// CHECK:       host.launch @coil_sum_0 grid [250, 1, 1]
 
 // OFF-LABEL: tt.func public @coil_sum_0
 // OFF-NOT:     scf.for
