@@ -28,10 +28,11 @@ nothing, as in Inductor.
 Block sizes follow Inductor's ``triton_config(size_hints, 32, 32)``: a tile
 of 1024 points (128 when the whole nest is smaller), shrunk to the extents
 when they are static and smaller, then grown along ``x`` and then ``y`` where
-an extent allows. Programs run over a 2-D grid ``[x tiles, y tiles, 1]``,
-the large axis on grid x; when the number of ``y`` tiles is dynamic or above
-CUDA's 65535 limit on grid y, the grid is flattened to ``[x tiles * y tiles,
-1, 1]`` and the kernel splits its program id.
+an extent allows (and ``y`` until the ``y`` tiles fit grid y). Programs run
+over a 2-D grid ``[x tiles, y tiles, 1]`` (as Inductor's: grid x allows 2**31 -
+1 programs, grid y 65535); when the number of ``y`` tiles is dynamic or still
+above 65535, the grid is flattened to ``[x tiles * y tiles, 1, 1]`` and the
+kernel splits its program id (``pid % x tiles``, ``pid // x tiles``).
 
 Reductions whose loads are contiguous along the last *output* index rather than
 the reduction index (``x.sum(0)`` of a row-major matrix, an outer reduction)
