@@ -117,6 +117,8 @@ OPTION_RULES: dict[str, dict[str, OptionRule]] = {
             lambda v: -1 <= v <= 65536,
         ),
         "autotune": OptionRule("0 (off) or an integer from 1 to 64", lambda v: 0 <= v <= 64),
+        "tile2d": one_of("auto", "off"),
+        "yblock": pow2_or_zero(1024),
     },
     "convert-aten-to-loop": {"fallback": one_of("extern", "error")},
     "aten-decompose": {

@@ -76,6 +76,15 @@ class ConvertLoopToTtPass(ModulePass):
     rows loop over ``RBLOCK`` chunks); ``online-softmax`` (default on: a looped
     softmax denominator accumulates next to its max, see ``online_softmax_pairs``).
 
+    ``tile2d=auto`` (the default) tiles a pointwise nest whose loads and store
+    disagree on their contiguous loop index (transposes, permutes) ``[YBLOCK,
+    XBLOCK]`` so that each is contiguous along one tile axis; ``tile2d=off``
+    keeps every pointwise nest 1-D. ``yblock`` (0 = heuristic) sets YBLOCK;
+    ``xblock`` sets XBLOCK of both tilings. ``outer-reduction`` (default true)
+    gives reductions whose loads are contiguous along the output index
+    (``x.sum(0)``) a wide XBLOCK and a short looped RBLOCK. See
+    ``loop_to_tt/tiling.py``.
+
     ``autotune=N`` (0 = off) builds up to ``N`` kernels per nest
     (``@coil_softmax_0_c0``, ``_c1``...: the heuristic config first, then
     distinct tiles, warps, persistent or looped rows; see ``loop_to_tt/autotune.py``)
@@ -101,6 +110,13 @@ class ConvertLoopToTtPass(ModulePass):
     online_softmax: bool = True
     """A looped row's sum of exp(x - max) shares the max's loop, rescaled as the max
     grows (the online softmax): one read of the row instead of two."""
+    tile2d: str = "auto"
+    """"auto": 2-D ``[YBLOCK, XBLOCK]`` tiles for pointwise nests whose accesses
+    disagree on the contiguous loop index; "off": 1-D tiles only."""
+    yblock: int = 0
+    outer_reduction: bool = True
+    """Outer reductions (loads contiguous along the output index) get a wide
+    XBLOCK and a short looped RBLOCK."""
 
     def __post_init__(self) -> None:
         from coil.pipeline import check_options
@@ -116,6 +132,9 @@ class ConvertLoopToTtPass(ModulePass):
             self.persistent_threshold,
             self.bounds_check,
             self.online_softmax,
+            self.tile2d,
+            self.yblock,
+            self.outer_reduction,
         )
         counter = 0
         for f in list(op.body.block.ops):

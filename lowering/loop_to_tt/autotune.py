@@ -6,7 +6,10 @@ config repeat an earlier one, and keeps up to ``N``. The sets follow Inductor's
 ``triton_heuristics`` in spirit, kept small:
 
 * pointwise: ``XBLOCK`` in {heuristic, 256, 512, 1024, 2048} x ``num_warps`` in
-  {4, 8} (``XBLOCK`` capped by the static point count);
+  {4, 8} (``XBLOCK`` capped by the static point count); a nest the heuristic
+  tiles in 2-D (``tiling.py``) tries ``[YBLOCK, XBLOCK]`` in Inductor's 2-D set
+  {32 x 32, 64 x 64, 256 x 16, 16 x 256} (each grown to the extents as the
+  heuristic is), then the 1-D tile;
 * reductions and fused groups: *persistent* tiles (whole rows in registers,
   only for static rows within the pass's ``persistent-threshold``) with
   ``XBLOCK`` in {1, 2, 4, ...} near the heuristic's, interleaved with *looped*
@@ -36,6 +39,8 @@ from coil.dialects.buffer import BufferType
 from coil.lowering.loop_to_tt.kernel import Kernel, Options, next_pow2
 
 POINTWISE = [(1024, 4), (512, 4), (2048, 8), (256, 4), (1024, 8), (512, 8), (2048, 4), (256, 8)]
+# (YBLOCK, XBLOCK, num_warps) of 2-D pointwise tiles (Inductor's 2-D pointwise set).
+POINTWISE_2D = [(32, 32, 4), (64, 64, 8), (16, 256, 4), (256, 16, 4), (32, 32, 8), (64, 64, 4)]
 LOOPED_RBLOCKS = (1024, 256, 2048, 64)
 # The largest persistent tile (XBLOCK x RBLOCK) a candidate may ask for.
 PERSISTENT_TILE = 4096
@@ -43,7 +48,7 @@ PERSISTENT_TILE = 4096
 
 def config_key(k: Kernel) -> tuple:
     """What makes two built kernels the same candidate."""
-    return (k.persistent, k.xblock, k.rblock, k.num_warps, k.num_stages)
+    return (k.persistent, k.yblock, k.xblock, k.rblock, k.num_warps, k.num_stages)
 
 
 def _numel(values) -> sympy.Expr:
@@ -71,7 +76,11 @@ def candidate_options(nest: L.LoopOp, base: Options, heuristic: Kernel) -> list[
     """Candidates after the heuristic one, best guesses first (may repeat it)."""
     xnumel = _numel(nest.ranges.data)
     if isinstance(nest, L.PointwiseOp):
-        return [_fix(base, xblock=_cap(x, xnumel), num_warps=w) for x, w in POINTWISE]
+        flat = [_fix(base, xblock=_cap(x, xnumel), num_warps=w) for x, w in POINTWISE]
+        if not heuristic.yblock:
+            return flat
+        tiles = [_fix(base, yblock=y, xblock=x, num_warps=w) for y, x, w in POINTWISE_2D]
+        return tiles + [replace(o, tile2d="off") for o in flat[:2]]
     rnumel = _numel(nest.reduction_ranges.data)
     persistent: list[Options] = []
     if rnumel.is_Integer and int(rnumel) <= base.persistent_threshold:

@@ -4,6 +4,10 @@ Tiling follows Inductor's TritonKernel:
 
 * pointwise: a 1-D tile of ``XBLOCK`` points of the flattened ``ranges``
   (``xindex = pid * XBLOCK + arange``, ``i_k = xindex // stride_k % d_k``);
+  where the loads and the store disagree on the contiguous loop index
+  (transposes, permutes), a 2-D tile ``[YBLOCK, XBLOCK]``: ``yindex``
+  (``[YBLOCK, 1]``) over ``ranges[:split]``, ``xindex`` (``[1, XBLOCK]``) over
+  ``ranges[split:]`` (``tiling.py`` chooses the split and the blocks);
 * reductions and fused groups: a 2-D tile ``[XBLOCK, RBLOCK]``, rows ``xindex``
   as ``[XBLOCK, 1]`` and reduction lanes ``rindex`` as ``[1, RBLOCK]``. A short
   static row is *persistent* (all of it in registers, each reduction a
@@ -12,6 +16,8 @@ Tiling follows Inductor's TritonKernel:
   *phase*: a member that needs a reduction of the group starts a later loop
   (softmax: max, then sum of exp, then the stores). Pointwise members over
   ``ranges ++ reduction_ranges`` are recomputed in every phase that reads them.
+  An outer reduction (loads contiguous along the output index) takes a wide
+  ``XBLOCK`` and a short looped ``RBLOCK`` (``tiling.py``).
 
 Launch ABI (brief §1): pointer arguments for the buffers read then written
 (deduplicated), i64 arguments for seeds, then one i64 per size symbol.
@@ -44,11 +50,13 @@ from coil.dialects.symbolic import index_symbols, is_index_symbol, symbol
 from coil.dialects.tt import element_of
 from coil.ir import source_line, source_op
 from coil.lowering.loop_to_tt import reductions as R
+from coil.lowering.loop_to_tt import tiling as T
 from coil.lowering.loop_to_tt.body import BodyEmitter, Tile, checked_dims
 from coil.lowering.loop_to_tt.builder import KernelBuilder, LoweringError
 from coil.transforms.loop_cost import nest_cost
 
 XINDEX = symbol("xindex")
+YINDEX = symbol("yindex")
 RINDEX = symbol("rindex")
 
 
@@ -63,6 +71,9 @@ class Options:
     persistent_threshold: int = 4096
     bounds_check: bool = True
     online_softmax: bool = True
+    tile2d: str = "auto"  # "auto": [YBLOCK, XBLOCK] tiles where strides disagree; "off"
+    yblock: int = 0
+    outer_reduction: bool = True  # outer reductions: wide XBLOCK, short looped RBLOCK
 
 
 @dataclass
@@ -79,6 +90,7 @@ class Kernel:
     xblock: int = 0
     rblock: int = 0
     persistent: bool = False
+    yblock: int = 0  # a 2-D pointwise tile's rows (0: 1-D or a reduction)
 
 
 def next_pow2(n: int) -> int:
@@ -276,6 +288,7 @@ class KernelLowering:
         self.name = name
         self.options = options
         self.kind = kind
+        self.yblock = 0
         self.member_results: set[SSAValue] = set()
         if isinstance(nest, L.FusedOp):
             self.member_results = {r for m in nest.members() for r in m.results}
@@ -402,6 +415,7 @@ class KernelLowering:
             self.xblock,
             self.rblock,
             self.persistent,
+            self.yblock,
         )
 
     def _pointer(self, buf: SSAValue) -> SSAValue:
@@ -450,6 +464,9 @@ class KernelLowering:
     def _pointwise(self) -> tuple[list[sympy.Expr], int]:
         op = self.nest
         ranges = op.ranges.data
+        plan = T.pointwise_tiling(op, self.options.tile2d, self.options.yblock, self.options.xblock)
+        if plan is not None:
+            return self._pointwise_2d(plan)
         xnumel = _prod(ranges)
         if self.options.xblock:
             xblock = next_pow2(self.options.xblock)
@@ -467,6 +484,61 @@ class KernelLowering:
         warps = 4 if xblock <= 1024 else 8
         return [cdiv(xnumel, xblock), sympy.Integer(1), sympy.Integer(1)], warps
 
+    def _pointwise_2d(self, plan: T.Tiling2D) -> tuple[list[sympy.Expr], int]:
+        """A ``[YBLOCK, XBLOCK]`` tile: ``yindex`` (``[YBLOCK, 1]``) over the flattened
+        ``ranges[:split]``, ``xindex`` (``[1, XBLOCK]``) over ``ranges[split:]``
+        (see ``tiling.py``)."""
+        op = self.nest
+        b, it = self.b, self.index_type
+        ranges = op.ranges.data
+        ysizes, xsizes = ranges[: plan.split], ranges[plan.split :]
+        ynumel, xnumel = _prod(ysizes), _prod(xsizes)
+        yblock, xblock = plan.yblock, plan.xblock
+        self.xblock, self.yblock, self.rblock, self.persistent = xblock, yblock, 0, False
+        xtiles, ytiles = cdiv(xnumel, xblock), cdiv(ynumel, yblock)
+        if plan.grid_y:
+            pid_x = b.cast_int(b.emit(tt.GetProgramIdOp(0)), it)
+            pid_y = b.cast_int(b.emit(tt.GetProgramIdOp(1)), it)
+            grid = [xtiles, ytiles, sympy.Integer(1)]
+        else:  # grid y is limited to 65535 programs: one flat grid x, split here
+            pid = b.cast_int(b.emit(tt.GetProgramIdOp(0)), it)
+            pid.name_hint = "pid"
+            n = b.emit_index(xtiles)
+            pid_x = b.binary(xarith.RemSIOp, pid, n)
+            pid_y = b.binary(xarith.DivSIOp, pid, n)
+            grid = [xtiles * ytiles, sympy.Integer(1), sympy.Integer(1)]
+        pid_x.name_hint, pid_y.name_hint = "pid_x", "pid_y"
+        masks = []
+        for sym, pid_v, block, numel, axis in (
+            (YINDEX, pid_y, yblock, ynumel, 1),
+            (XINDEX, pid_x, xblock, xnumel, 0),
+        ):
+            name = sym.name[0]
+            offset = b.binary(xarith.MuliOp, pid_v, b.const(block, it))
+            offset.name_hint = f"{name}offset"
+            rng = b.cast_int(b.emit(tt.MakeRangeOp(0, block)), it)
+            index = b.binary(xarith.AddiOp, offset, b.emit(tt.ExpandDimsOp(rng, axis)))
+            index.name_hint = f"{name}index"
+            b.bind(sym, index)
+            numel = sympy.sympify(numel)
+            if not (numel.is_Integer and int(numel) % block == 0):
+                mask = b.cmpi(index, b.emit_index(numel), "slt")
+                mask.name_hint = f"{name}mask"
+                masks.append(mask)
+        syms = index_symbols(len(ranges))
+        self._bind_indices(YINDEX, syms[: plan.split], ysizes)
+        self._bind_indices(XINDEX, syms[plan.split :], xsizes)
+        mask = None
+        for m in masks:
+            mask = b.and_(mask, m)
+        shape = (yblock, xblock)
+        if mask is not None:
+            mask = b.broadcast_to(mask, shape)
+        tile = Tile(shape, mask)
+        (value,) = self.body.emit(op.body.block, tile)
+        self.body.store(op.outs[0], syms, value, tile)
+        return grid, plan.num_warps
+
     # ---- reductions and groups ----
 
     def _group(self) -> tuple[list[sympy.Expr], int]:
@@ -475,29 +547,7 @@ class KernelLowering:
         ranges, rranges = nest.ranges.data, self._rranges()
         n = len(ranges)
         xnumel, rnumel = _prod(ranges), _prod(rranges)
-        opts = self.options
-        persistent = rnumel.is_Integer and int(rnumel) <= opts.persistent_threshold
-        # A long looped row read along its contiguous dim: one row per program,
-        # 2048 wide (Inductor's inner-reduction config), so that a tall input
-        # launches a program per row, enough to keep every SM's loads in flight.
-        inner = not persistent and not opts.xblock and self._reads_rows_contiguously()
-        if persistent:
-            rblock = next_pow2(int(rnumel))
-        elif opts.rblock:
-            rblock = next_pow2(opts.rblock)
-        elif inner:
-            rblock = 2048 if not rnumel.is_Integer else min(2048, next_pow2(int(rnumel)))
-        else:
-            rblock = 64 if not rnumel.is_Integer else min(64, next_pow2(int(rnumel)))
-        if opts.xblock:
-            xblock = next_pow2(opts.xblock)
-        elif inner and rblock >= 256:
-            xblock = 1
-        else:
-            budget = 4096 if persistent else 2048
-            xblock = 1 << (max(1, min(64, budget // rblock)).bit_length() - 1)
-            if xnumel.is_Integer:
-                xblock = min(xblock, next_pow2(int(xnumel)))
+        persistent, xblock, rblock, inner = self._reduction_tile(xnumel, rnumel)
         self.xblock, self.rblock, self.persistent = xblock, rblock, persistent
         self.xmask = self._xindex(xblock, xnumel, 2)
         self.isyms = index_symbols(n, len(rranges))[:n]
@@ -545,6 +595,46 @@ class KernelLowering:
                 offset = sum((sympy.sympify(i) * sympy.sympify(st) for i, st in terms), 0)
                 votes.append(sympy.expand(offset).coeff(last) == 1)
         return bool(votes) and all(votes)
+
+    def _reduction_tile(
+        self, xnumel: sympy.Expr, rnumel: sympy.Expr
+    ) -> tuple[bool, int, int, bool]:
+        """(persistent, XBLOCK, RBLOCK, inner): rows contiguous along r get wide
+        persistent rows; a long looped row read along its contiguous dim (inner)
+        one row per program, 2048 wide (Inductor's inner-reduction config), so a
+        tall input launches a program per row, enough to keep every SM's loads
+        in flight; an outer reduction (loads contiguous along the last output
+        index, see ``tiling.py``) gets wide XBLOCK and a short looped RBLOCK."""
+        opts = self.options
+        outer = T.is_outer_reduction(self.nest) if opts.outer_reduction else 0
+        threshold = opts.persistent_threshold
+        if outer:
+            threshold = min(threshold, T.OUTER_PERSISTENT)
+        persistent = rnumel.is_Integer and int(rnumel) <= threshold
+        inner = not persistent and not outer and not opts.xblock and self._reads_rows_contiguously()
+        outer_x, outer_r = T.outer_reduction_tile(xnumel, rnumel, outer)
+        if persistent:
+            rblock = next_pow2(int(rnumel))
+        elif opts.rblock:
+            rblock = next_pow2(opts.rblock)
+        elif outer:
+            rblock = outer_r
+        elif inner:
+            rblock = 2048 if not rnumel.is_Integer else min(2048, next_pow2(int(rnumel)))
+        else:
+            rblock = 64 if not rnumel.is_Integer else min(64, next_pow2(int(rnumel)))
+        if opts.xblock:
+            xblock = next_pow2(opts.xblock)
+        elif outer and not persistent:
+            xblock = outer_x
+        elif inner and rblock >= 256:
+            xblock = 1
+        else:
+            budget = 4096 if persistent else 2048
+            xblock = 1 << (max(1, min(64, budget // rblock)).bit_length() - 1)
+            if xnumel.is_Integer:
+                xblock = min(xblock, next_pow2(int(xnumel)))
+        return persistent, xblock, rblock, inner
 
     def _collect_outputs(self) -> None:
         nest = self.nest

@@ -5,6 +5,8 @@
 // RUN: not fx-opt %s -p 'convert-loop-to-tt{num-warps=-1}' 2>&1 | filecheck %s --check-prefix=RANGE
 // RUN: not fx-opt %s -p 'convert-loop-to-tt{xblock=3}' 2>&1 | filecheck %s --check-prefix=POW2
 // RUN: not fx-opt %s -p 'convert-loop-to-tt{xblok=4}' 2>&1 | filecheck %s --check-prefix=UNKNOWN
+// RUN: not fx-opt %s -p 'convert-loop-to-tt{tile2d=on}' 2>&1 | filecheck %s --check-prefix=TILE2D
+// RUN: not fx-opt %s -p 'convert-loop-to-tt{yblock=2048}' 2>&1 | filecheck %s --check-prefix=YBLOCK
 // RUN: not fx-opt %s -p 'memory-plan{reuse=3}' 2>&1 | filecheck %s --check-prefix=BOOL
 // RUN: not fx-opt %s -p 'loop-inline{max-uses=-1}' 2>&1 | filecheck %s --check-prefix=INLINE
 // RUN: not fx-opt %s -p 'loop-fuse{max-members=1}' 2>&1 | filecheck %s --check-prefix=FUSE
@@ -15,7 +17,9 @@
 // TYPE: fx-opt: convert-loop-to-tt: option 'xblock' must be an integer: 0 (heuristic) or a power of two from 1 to 65536; got abc
 // RANGE: fx-opt: convert-loop-to-tt: option 'num-warps' must be 0 (heuristic) or a power of two from 1 to 32; got -1
 // POW2: fx-opt: convert-loop-to-tt: option 'xblock' must be 0 (heuristic) or a power of two from 1 to 65536; got 3
-// UNKNOWN: fx-opt: convert-loop-to-tt: unknown option 'xblok' (options: autotune, bounds-check, dedupe, num-stages, num-warps, online-softmax, persistent-threshold, rblock, xblock)
+// UNKNOWN: fx-opt: convert-loop-to-tt: unknown option 'xblok' (options: autotune, bounds-check, dedupe, num-stages, num-warps, online-softmax, outer-reduction, persistent-threshold, rblock, tile2d, xblock, yblock)
+// TILE2D: fx-opt: convert-loop-to-tt: option 'tile2d' must be one of "auto", "off"; got on
+// YBLOCK: fx-opt: convert-loop-to-tt: option 'yblock' must be 0 (heuristic) or a power of two from 1 to 1024; got 2048
 // BOOL: fx-opt: memory-plan: option 'reuse' must be true or false; got 3
 // INLINE: fx-opt: loop-inline: option 'max-uses' must be an integer >= 0; got -1
 // FUSE: fx-opt: loop-fuse: option 'max-members' must be an integer >= 2; got 1

@@ -3,7 +3,9 @@ launches (fake_libcuda.c): launches each kernel of a C++ wrapper through the
 wrapper and the same kernel through Triton's own launcher, with the same
 arguments, and prints both launch records as JSON.
 
-    python cpp_launch_check.py FAKE_LIBCUDA BUILD_DIR INPUTS.pt
+    python cpp_launch_check.py FAKE_LIBCUDA BUILD_DIR INPUTS.pt [--kernels-only]
+
+``--kernels-only``: the wrapper calls no extern (skip the x @ w and input checks).
 
 The wrapper runs on CPU tensors (a "device pointer" is any address to the fake
 driver). Triton's launcher is the installed one, unmodified: ``CudaDriver`` with
@@ -25,6 +27,7 @@ from pathlib import Path
 
 def main() -> None:
     fake, build_dir, inputs_path = sys.argv[1:4]
+    kernels_only = "--kernels-only" in sys.argv[4:]
     build = Path(build_dir)
     # One libcuda.so.1 for the whole process: Triton's compiled driver module
     # needs the soname, the wrapper opens COIL_LIBCUDA_PATH.
@@ -61,13 +64,14 @@ def main() -> None:
     outputs = wrapper.call(list(inputs))
     ours = lib.fake_log().decode().splitlines()
     lib.fake_clear()
-    # The extern ran for real (ATen on the CPU): its output is x @ w.
-    extern_error = float((outputs[0] - tensors[0] @ tensors[1]).abs().max())
-    try:
-        wrapper.call([v.double() if isinstance(v, torch.Tensor) else v for v in inputs])
-        input_error = None
-    except Exception as e:  # CoilInputError, checked by the test
-        input_error = f"{type(e).__name__}: {e}"
+    extern_error, input_error = None, None
+    if not kernels_only:
+        # The extern ran for real (ATen on the CPU): its output is x @ w.
+        extern_error = float((outputs[0] - tensors[0] @ tensors[1]).abs().max())
+        try:
+            wrapper.call([v.double() if isinstance(v, torch.Tensor) else v for v in inputs])
+        except Exception as e:  # CoilInputError, checked by the test
+            input_error = f"{type(e).__name__}: {e}"
 
     # 2. Triton's launcher, with the argument values the wrapper passed.
     driver = CudaDriver()

@@ -147,6 +147,41 @@ def test_launches_match_tritons_launcher(built, fake_libcuda, tmp_path):
     assert result["input_error"] == ("CoilInputError: input arg2: expected dtype Float, got Double")
 
 
+@pytest.mark.skipif(
+    torch.cuda.is_available(), reason="the fake driver stands in for a GPU; here there is one"
+)
+def test_2d_tiles_launch_over_grid_y_as_tritons_launcher(fake_libcuda, tmp_path):
+    """A transpose's 2-D tile (convert-loop-to-tt tile2d): the static wrapper launches
+    it over grid x and y, the dynamic one over a flat grid x, each exactly as
+    Triton's launcher does."""
+
+    class Transpose(nn.Module):
+        def forward(self, x, y):
+            return (x.t() + y).relu().t().contiguous()
+
+    x, y = torch.randn(70, 45), torch.randn(45, 70)
+    for dynamic in (False, True):
+        module = host_module(Transpose(), (x, y), dynamic=dynamic)
+        directory = cpp_wrapper.build(module, tmp_path / f"build{int(dynamic)}", arch=90)
+        (directory / "host.mlir").write_text(print_module(module))
+        inputs = [70, 45, x, y] if dynamic else [x, y]
+        torch.save(inputs, tmp_path / "inputs.pt")
+        proc = subprocess.run(
+            [sys.executable, str(HERE / "cpp_launch_check.py"), str(fake_libcuda),
+             str(directory), str(tmp_path / "inputs.pt"), "--kernels-only"],
+            capture_output=True, text=True, cwd=HERE,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        ours, theirs = result["ours"], result["theirs"]
+        assert len(ours) == 2 and ours == theirs
+        grids = [tuple(int(w) for w in line.split()[2:5]) for line in ours]
+        if dynamic:
+            assert all(g[1] == 1 and g[0] > 1 for g in grids), grids
+        else:
+            assert all(g[0] > 1 and g[1] > 1 for g in grids), grids
+
+
 def hasattr_profile_scratch() -> bool:
     import triton
 

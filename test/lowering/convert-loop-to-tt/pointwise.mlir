@@ -27,7 +27,8 @@ func.func @static(%x: !buffer.buffer<[64, 64], f32>) -> !buffer.buffer<[64, 64],
 // -----
 
 // Dynamic sizes: i64 indices, a mask, size symbols as trailing i64 arguments
-// (sorted by name), a transposed read through the source's strides.
+// (sorted by name), a read of a column slice through the source's strides (a
+// transposed read gets a 2-D tile: tile2d.mlir).
 
 // CHECK-LABEL: tt.func public @coil_add_0(%in_ptr0: !tt.ptr<f32>, %out_ptr0: !tt.ptr<f32>, %s0: i64, %s1: i64)
 // CHECK:         %[[PID:.*]] = tt.get_program_id x : i32
@@ -40,11 +41,11 @@ func.func @static(%x: !buffer.buffer<[64, 64], f32>) -> !buffer.buffer<[64, 64],
 // CHECK:         tt.store %{{.*}}, %{{.*}}, %[[XMASK]] : tensor<1024x!tt.ptr<f32>>
 // CHECK:       host.launch @coil_add_0 grid [(s0*s1 + 1023) floordiv 1024, 1, 1]
 // CHECK-SAME:    scalars [s0, s1]
-func.func @dynamic(%x: !buffer.buffer<[s1, s0], f32>) -> !buffer.buffer<[s0, s1], f32> {
+func.func @dynamic(%x: !buffer.buffer<[s0, s1], f32, strides [2*s1, 1]>) -> !buffer.buffer<[s0, s1], f32> {
   %add = buffer.alloc : !buffer.buffer<[s0, s1], f32>
   loop.pointwise [s0, s1] outs(%add : !buffer.buffer<[s0, s1], f32>) {
   ^bb0(%i0: index, %i1: index):
-    %a = loop.load %x[i1, i0] : !buffer.buffer<[s1, s0], f32>
+    %a = loop.load %x[i0, i1] : !buffer.buffer<[s0, s1], f32, strides [2*s1, 1]>
     %b = arith.addf %a, %a : f32
     loop.yield %b : f32
   }
