@@ -110,9 +110,21 @@ def identity(kind: str, t: Attribute) -> bool | int | float:
     return -(2 ** (width - 1)) if kind in ("max", "argmax") else 2 ** (width - 1) - 1
 
 
+def _contiguous_dim(t: Attribute) -> int:
+    """The dimension of ``t`` with unit stride (a buffer's layout; the last one
+    for value-semantic tensors, which are row-major)."""
+    strides = getattr(t, "strides", None)
+    if strides:
+        for k in reversed(range(len(strides))):
+            if strides[k] == 1 and t.shape[k] != 1:
+                return k
+    return len(t.shape_attr.data) - 1
+
+
 def _is_inner(red: L.ReductionOp) -> bool:
-    """Whether the loads mostly read along a reduced dimension (the last index of
-    the tensor they read moves with an ``r`` symbol), as Inductor's stride vote."""
+    """Whether the loads mostly read along a reduced dimension (the index of the
+    read tensor's unit-stride dimension moves with an ``r`` symbol), as
+    Inductor's stride vote in ``num_splits``."""
     n = len(red.ranges.data)
     rsyms = set(index_symbols(n, len(red.reduction_ranges.data))[n:])
     inner = outer = 0
@@ -120,7 +132,7 @@ def _is_inner(red: L.ReductionOp) -> bool:
         if isinstance(op, L.LoadOp) and op.index.data:
             if not any(e.free_symbols & rsyms for e in op.index.data):
                 continue
-            if op.index.data[-1].free_symbols & rsyms:
+            if op.index.data[_contiguous_dim(op.source.type)].free_symbols & rsyms:
                 inner += 1
             else:
                 outer += 1

@@ -51,6 +51,22 @@ func.func @column(%x: !buffer.buffer<[32768, 2048], f32>) -> !loop.tensor<[2048]
 
 // -----
 
+// x.sum(1) of a column-major input is a column reduction too (the unit-stride
+// dimension is indexed by i0).
+// CHECK-LABEL: func.func @column_major
+// CHECK:      loop.reduction sum [256, 2048] [128]
+// CHECK:        loop.load %x[i1, 128*i0 + r0]
+func.func @column_major(%x: !buffer.buffer<[2048, 32768], f32, strides [1, 2048]>) -> !loop.tensor<[2048], f32> {
+  %s = loop.reduction sum [2048] [32768] : !loop.tensor<[2048], f32> {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %x[i0, r0] : !buffer.buffer<[2048, 32768], f32, strides [1, 2048]>
+    loop.yield %0 : f32
+  }
+  func.return %s : !loop.tensor<[2048], f32>
+}
+
+// -----
+
 // Row max over dim 1 of 8 long rows: 25 chunks of 4000 (a divisor, no mask);
 // the 32768 rows of @wide already fill the GPU and are left alone. With a
 // single SM (num-sms=1) the few rows are still worth splitting.
