@@ -35,7 +35,7 @@ tile (inner reductions, whose loads read along the reduced dimension: chunks of
 4096 elements, each one persistent program row) or at least ``min-rnumel``
 elements (outer reductions such as a column sum: chunks of 128 rows, so a tile
 reads 32 columns x 128 rows of consecutive columns). Dynamic reduced sizes use a
-fixed ``nsplit`` (enough rows for ``4*num-sms`` looped programs) with a
+fixed ``nsplit`` (enough rows for ``2*num-sms`` looped programs, at most 4096) with a
 symbolic chunk ``(D + nsplit - 1) floordiv nsplit`` and masks; dynamic output
 counts are not split. Stage 2 is a reduction again: one still too long (a full
 reduction of 2^26 elements leaves 16384 partials) is split once more.
@@ -226,8 +226,12 @@ class LoopSplitReductionPass(ModulePass):
         elif rnumel.is_Integer:
             nsplit = min(self.max_split, _cdiv(int(rnumel), target))
         else:
-            rows = 4 * self.num_sms * LOOPED_XBLOCK
-            nsplit = min(self.max_split, _next_pow2(_cdiv(rows, int(xnumel))))
+            # A symbolic chunk loops (LOOPED_XBLOCK rows a program): enough rows
+            # for 2*num-sms programs, at most one persistent row of partials
+            # per output (stage 2 in one pass, and few programs when the size
+            # turns out small).
+            rows = 2 * self.num_sms * LOOPED_XBLOCK
+            nsplit = min(self.max_split, PERSISTENT_ROW, _next_pow2(_cdiv(rows, int(xnumel))))
         if dim.is_Integer:
             d = int(dim)
             nsplit = _prefer_divisor(d, min(nsplit, d))

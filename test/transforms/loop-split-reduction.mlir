@@ -176,15 +176,16 @@ func.func @argmax(%x: !buffer.buffer<[37, 5], f32>) -> !loop.tensor<[], i64> {
 
 // -----
 
-// A dynamic full reduction: a fixed 16384 chunks of (s0 + 16383) floordiv 16384
-// rows, masked (i0*chunk + r0 < s0); the static 16384 partials split again.
+// A dynamic full reduction: a fixed 4096 chunks of (s0 + 4095) floordiv 4096
+// rows, masked (i0*chunk + r0 < s0), then one persistent row of partials.
 // A dynamic number of outputs is left alone.
 // CHECK-LABEL: func.func @dynamic
-// CHECK:      loop.reduction sum [16384] [(s0 + 16383) floordiv 16384]
+// CHECK:      %[[P:.*]] = loop.reduction sum [4096] [(s0 + 4095) floordiv 4096]
 // CHECK:        %[[V:.*]] = arith.cmpi slt
-// CHECK:        loop.load %x[i0*((s0 + 16383) floordiv 16384) + r0] mask(%[[V]])
-// CHECK:      loop.reduction sum [4] [4096]
-// CHECK:      loop.reduction sum [] [4]
+// CHECK:        loop.load %x[i0*((s0 + 4095) floordiv 4096) + r0] mask(%[[V]])
+// CHECK:      loop.reduction sum [] [4096]
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT:   loop.load %[[P]][r0]
 // CHECK:      loop.reduction sum [s1] [8192]
 // CHECK-NOT:  loop.reduction
 // FORCED-LABEL: func.func @dynamic
