@@ -249,6 +249,28 @@ class LoopSplitReductionPass(ModulePass):
         return _Plan(nsplit, chunk, dim, unit, flatten, True)
 
 
+def _inline_constant(nest: L.PointwiseOp) -> None:
+    """Compute a constant nest (welford's count) in the bodies that load it, so
+    it is no kernel of its own; kept where something else uses it."""
+    term = nest.body.block.last_op
+    for use in list(nest.res[0].uses):
+        load = use.operation
+        if not isinstance(load, L.LoadOp) or load.indirect or load.mask is not None:
+            continue
+        mapping: dict[SSAValue, SSAValue] = {}
+        for op in nest.body.block.ops:
+            if op is term:
+                continue
+            clone = op.clone(value_mapper=mapping)
+            Rewriter.insert_op(clone, InsertPoint.before(load))
+            for a, b in zip(op.results, clone.results):
+                mapping[a] = b
+        load.result.replace_all_uses_with(mapping[term.values[0]])
+        Rewriter.erase_op(load)
+    if not nest.res[0].uses:
+        Rewriter.erase_op(nest)
+
+
 def _prefer_divisor(d: int, n: int) -> int:
     """A split count near ``n`` that divides ``d`` (no masks), else ``n``."""
     if n < 2 or d % n == 0:
@@ -433,6 +455,8 @@ class _Splitter:
         for old, new in zip(red.res, results):
             old.replace_all_uses_with(new)
         Rewriter.erase_op(red)
+        if self.kind == "welford":
+            _inline_constant(results[2].owner)
         return stage2
 
     def _arg(self) -> tuple[list[SSAValue], list[L.ReductionOp]]:
