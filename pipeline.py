@@ -16,7 +16,9 @@ from xdsl.passes import ModulePass, PassPipeline, PassPipelineCallbackType
 
 ATEN_CLEANUP = "canonicalize,cse,dce"
 ATEN = f"canonicalize,aten-decompose,{ATEN_CLEANUP},aten-reorder-collectives"
-LOOP = "convert-aten-to-loop,loop-inline,loop-fuse,loop-simplify-indexing,cse,dce"
+LOOP = (
+    "convert-aten-to-loop,loop-inline,loop-split-reduction,loop-fuse,loop-simplify-indexing,cse,dce"
+)
 BUFFER = "bufferize,memory-plan"
 BACKEND = "convert-loop-to-tt,convert-buffer-to-host"
 
@@ -132,6 +134,12 @@ OPTION_RULES: dict[str, dict[str, OptionRule]] = {
     },
     "aten-reorder-collectives": {
         "max_in_flight": OptionRule("0 (no limit) or an integer >= 1", lambda v: v >= 0)
+    },
+    "loop-split-reduction": {
+        "split": OptionRule("0 (heuristic) or an integer >= 2", lambda v: v == 0 or v >= 2),
+        "num_sms": int_range(1),
+        "min_rnumel": int_range(1),
+        "max_split": int_range(2),
     },
     "loop-fuse": {
         "max_members": int_range(2),

@@ -8,6 +8,7 @@ from xdsl.passes import ModulePass
 SUMMARIES: dict[str, str] = {
     "aten-decompose": "rewrite composite aten ops (softmax, norms...) with torch's decompositions",
     "loop-inline": "inline pointwise producers and views into the loads that read them",
+    "loop-split-reduction": "split a reduction with few outputs: chunk partials, then a finish",
     "loop-fuse": "group a reduction with its sibling/dependent reductions and epilogues",
     "loop-simplify-indexing": "simplify index expressions with the ranges of their nest",
     "memory-plan": "free buffers at their last use, reuse dead ones, record the peak",
@@ -27,6 +28,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         from coil.transforms.loop_inline import LoopInlinePass
 
         return LoopInlinePass
+
+    def loop_split_reduction() -> type[ModulePass]:
+        from coil.transforms.loop_split_reduction import LoopSplitReductionPass
+
+        return LoopSplitReductionPass
 
     def loop_fuse() -> type[ModulePass]:
         from coil.transforms.loop_fuse import LoopFusePass
@@ -56,6 +62,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {
         "aten-decompose": aten_decompose,
         "loop-inline": loop_inline,
+        "loop-split-reduction": loop_split_reduction,
         "loop-fuse": loop_fuse,
         "loop-simplify-indexing": loop_simplify_indexing,
         "loop-cost-report": loop_cost_report,

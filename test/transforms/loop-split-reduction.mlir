@@ -1,0 +1,207 @@
+// RUN: fx-opt %s -p loop-split-reduction --split-input-file | filecheck %s
+// RUN: fx-opt %s -p 'loop-split-reduction{split=4}' --split-input-file | filecheck %s --check-prefix=FORCED
+// RUN: fx-opt %s -p 'loop-split-reduction{num-sms=1}' --split-input-file | filecheck %s --check-prefix=FEWSM
+
+// A full sum of 2^26 elements (rranges [32768, 2048]): 16384 chunks of two
+// rows (4096 elements, one persistent row each); the 16384 partials are split
+// again, 4 x 4096, and a last reduction finishes.
+// CHECK-LABEL: func.func @full
+// CHECK:      %[[P1:.*]] = loop.reduction sum [16384] [2, 2048] : !loop.tensor<[16384], f32> {
+// CHECK-NEXT: ^bb0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: index):
+// CHECK-NEXT:   loop.load %x[2*i0 + r0, r1]
+// CHECK:      %[[P2:.*]] = loop.reduction sum [4] [4096] : !loop.tensor<[4], f32> {
+// CHECK:        loop.load %[[P1]][4096*i0 + r0]
+// CHECK:      %[[S:.*]] = loop.reduction sum [] [4] : !loop.tensor<[], f32> {
+// CHECK:        loop.load %[[P2]][r0]
+// CHECK:      func.return %[[S]]
+// FORCED-LABEL: func.func @full
+// FORCED:      %[[P:.*]] = loop.reduction sum [4] [8192, 2048]
+// FORCED:        loop.load %x[8192*i0 + r0, r1]
+// FORCED:      loop.reduction sum [] [4]
+// FORCED-NEXT: ^bb0(%{{.*}}: index):
+// FORCED-NEXT:   loop.load %[[P]][r0]
+func.func @full(%x: !buffer.buffer<[32768, 2048], f32>) -> !loop.tensor<[], f32> {
+  %s = loop.reduction sum [] [32768, 2048] : !loop.tensor<[], f32> {
+  ^bb0(%r0: index, %r1: index):
+    %0 = loop.load %x[r0, r1] : !buffer.buffer<[32768, 2048], f32>
+    loop.yield %0 : f32
+  }
+  func.return %s : !loop.tensor<[], f32>
+}
+
+// -----
+
+// x.sum(0) of a tall row-major matrix (an outer reduction: the loads' last
+// index is i0): 2048 outputs run in 64 programs, so 256 chunks of 128 rows;
+// stage 1's split index leads, so its rows are consecutive columns.
+// CHECK-LABEL: func.func @column
+// CHECK:      %[[P:.*]] = loop.reduction sum [256, 2048] [128] : !loop.tensor<[256, 2048], f32> {
+// CHECK:        loop.load %x[128*i0 + r0, i1]
+// CHECK:      %[[S:.*]] = loop.reduction sum [2048] [256] : !loop.tensor<[2048], f32> {
+// CHECK:        loop.load %[[P]][r0, i0]
+// CHECK:      func.return %[[S]]
+func.func @column(%x: !buffer.buffer<[32768, 2048], f32>) -> !loop.tensor<[2048], f32> {
+  %s = loop.reduction sum [2048] [32768] : !loop.tensor<[2048], f32> {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %x[r0, i0] : !buffer.buffer<[32768, 2048], f32>
+    loop.yield %0 : f32
+  }
+  func.return %s : !loop.tensor<[2048], f32>
+}
+
+// -----
+
+// x.sum(1) of a column-major input is a column reduction too (the unit-stride
+// dimension is indexed by i0).
+// CHECK-LABEL: func.func @column_major
+// CHECK:      loop.reduction sum [256, 2048] [128]
+// CHECK:        loop.load %x[i1, 128*i0 + r0]
+func.func @column_major(%x: !buffer.buffer<[2048, 32768], f32, strides [1, 2048]>) -> !loop.tensor<[2048], f32> {
+  %s = loop.reduction sum [2048] [32768] : !loop.tensor<[2048], f32> {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %x[i0, r0] : !buffer.buffer<[2048, 32768], f32, strides [1, 2048]>
+    loop.yield %0 : f32
+  }
+  func.return %s : !loop.tensor<[2048], f32>
+}
+
+// -----
+
+// Row max over dim 1 of 8 long rows: 25 chunks of 4000 (a divisor, no mask);
+// the 32768 rows of @wide already fill the GPU and are left alone. With a
+// single SM (num-sms=1) the few rows are still worth splitting.
+// CHECK-LABEL: func.func @few_rows
+// CHECK:      %[[P:.*]] = loop.reduction max [25, 8] [4000] : !loop.tensor<[25, 8], f32> {
+// CHECK:        loop.load %x[i1, 4000*i0 + r0]
+// CHECK-NOT:    mask
+// CHECK:      loop.reduction max [8] [25]
+// CHECK:        loop.load %[[P]][r0, i0]
+// CHECK:      loop.reduction sum [32768] [2048]
+// FEWSM-LABEL: func.func @few_rows
+// FEWSM:      loop.reduction max [25, 8] [4000]
+// FEWSM:      loop.reduction sum [32768] [2048]
+func.func @few_rows(%x: !buffer.buffer<[8, 100000], f32>, %y: !buffer.buffer<[32768, 2048], f32>) -> (!loop.tensor<[8], f32>, !loop.tensor<[32768], f32>) {
+  %m = loop.reduction max [8] [100000] : !loop.tensor<[8], f32> {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %x[i0, r0] : !buffer.buffer<[8, 100000], f32>
+    loop.yield %0 : f32
+  }
+  %wide = loop.reduction sum [32768] [2048] : !loop.tensor<[32768], f32> {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %y[i0, r0] : !buffer.buffer<[32768, 2048], f32>
+    loop.yield %0 : f32
+  }
+  func.return %m, %wide : !loop.tensor<[8], f32>, !loop.tensor<[32768], f32>
+}
+
+// -----
+
+// welford over 40 rows in 4 full chunks: stage 1 is welford per chunk; stage 2
+// sums n_s*mean_s (n_s = 10), then m2_s + n_s*(mean_s - mean)^2; the count is
+// the reduction's numel.
+// FORCED-LABEL: func.func @welford
+// FORCED:      %[[M:.*]], %[[M2:.*]], %{{.*}} = loop.reduction welford [4, 3] [10]
+// FORCED:        loop.load %x[10*i0 + r0, i1]
+// FORCED:      %[[T:.*]] = loop.reduction sum [3] [4]
+// FORCED:        loop.load %[[M]][r0, i0]
+// FORCED:        arith.mulf
+// FORCED:      %[[Q:.*]] = loop.reduction sum [3] [4]
+// FORCED:        loop.load %[[T]][i0]
+// FORCED:        loop.load %[[M2]][r0, i0]
+// FORCED:      %[[MEAN:.*]] = loop.pointwise [3]
+// FORCED:      %[[N:.*]] = loop.pointwise [3]
+// FORCED-NEXT: ^bb0(%{{.*}}: index):
+// FORCED-NEXT:   loop.index 40 : i64
+// FORCED:      func.return %[[MEAN]], %[[Q]], %[[N]]
+func.func @welford(%x: !buffer.buffer<[40, 3], f32>) -> (!loop.tensor<[3], f32>, !loop.tensor<[3], f32>, !loop.tensor<[3], f32>) {
+  %mean, %m2, %n = loop.reduction welford [3] [40] : !loop.tensor<[3], f32>, !loop.tensor<[3], f32>, !loop.tensor<[3], f32> {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %x[r0, i0] : !buffer.buffer<[40, 3], f32>
+    loop.yield %0 : f32
+  }
+  func.return %mean, %m2, %n : !loop.tensor<[3], f32>, !loop.tensor<[3], f32>, !loop.tensor<[3], f32>
+}
+
+// -----
+
+// welford over 37 rows in 4 chunks of 10: the last is partial, so masked lanes
+// must not count: per chunk a sum, then the squared deviations from the
+// chunk's mean (chunk sizes from min(37 - 10*s, 10)).
+// FORCED-LABEL: func.func @welford_masked
+// FORCED:      %[[S:.*]] = loop.reduction sum [4, 3] [10]
+// FORCED:        %[[V:.*]] = arith.cmpi slt
+// FORCED:        loop.load %x[10*i0 + r0, i1] mask(%[[V]])
+// FORCED:      loop.reduction sum [4, 3] [10]
+// FORCED:        arith.minsi
+// FORCED:        loop.load %[[S]][i0, i1]
+// FORCED:        arith.select
+// FORCED:      loop.reduction sum [3] [4]
+// FORCED:      loop.reduction sum [3] [4]
+func.func @welford_masked(%x: !buffer.buffer<[37, 3], f32>) -> (!loop.tensor<[3], f32>, !loop.tensor<[3], f32>, !loop.tensor<[3], f32>) {
+  %mean, %m2, %n = loop.reduction welford [3] [37] : !loop.tensor<[3], f32>, !loop.tensor<[3], f32>, !loop.tensor<[3], f32> {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %x[r0, i0] : !buffer.buffer<[37, 3], f32>
+    loop.yield %0 : f32
+  }
+  func.return %mean, %m2, %n : !loop.tensor<[3], f32>, !loop.tensor<[3], f32>, !loop.tensor<[3], f32>
+}
+
+// -----
+
+// argmax over all of [37, 5] in 4 chunks of 10 rows (masked): per chunk the max
+// and its arg; then the max of the partial maxima and the smallest global
+// index (arg + 50*s) among chunks holding it (NaN matches NaN).
+// FORCED-LABEL: func.func @argmax
+// FORCED:      %[[V:.*]] = loop.reduction max [4] [10, 5]
+// FORCED:        arith.constant 0xff800000 : f32
+// FORCED:      %[[A:.*]] = loop.reduction argmax [4] [10, 5]
+// FORCED:      %[[B:.*]] = loop.reduction max [] [4]
+// FORCED:      %[[I:.*]] = loop.reduction min [] [4] : !loop.tensor<[], i64>
+// FORCED:        loop.load %[[V]][r0]
+// FORCED:        loop.load %[[B]][]
+// FORCED:        arith.cmpf oeq
+// FORCED:        arith.cmpf uno
+// FORCED:        loop.load %[[A]][r0]
+// FORCED:        loop.index 50*r0 : i64
+// FORCED:        arith.constant 9223372036854775807 : i64
+// FORCED:      func.return %[[I]]
+func.func @argmax(%x: !buffer.buffer<[37, 5], f32>) -> !loop.tensor<[], i64> {
+  %a = loop.reduction argmax [] [37, 5] : !loop.tensor<[], i64> {
+  ^bb0(%r0: index, %r1: index):
+    %0 = loop.load %x[r0, r1] : !buffer.buffer<[37, 5], f32>
+    loop.yield %0 : f32
+  }
+  func.return %a : !loop.tensor<[], i64>
+}
+
+// -----
+
+// A dynamic full reduction: a fixed 4096 chunks of (s0 + 4095) floordiv 4096
+// rows, masked (i0*chunk + r0 < s0), then one persistent row of partials.
+// A dynamic number of outputs is left alone.
+// CHECK-LABEL: func.func @dynamic
+// CHECK:      %[[P:.*]] = loop.reduction sum [4096] [(s0 + 4095) floordiv 4096]
+// CHECK:        %[[V:.*]] = arith.cmpi slt
+// CHECK:        loop.load %x[i0*((s0 + 4095) floordiv 4096) + r0] mask(%[[V]])
+// CHECK:      loop.reduction sum [] [4096]
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT:   loop.load %[[P]][r0]
+// CHECK:      loop.reduction sum [s1] [8192]
+// CHECK-NOT:  loop.reduction
+// FORCED-LABEL: func.func @dynamic
+// FORCED:      loop.reduction sum [4] [(s0 + 3) floordiv 4]
+// FORCED:      loop.reduction sum [] [4]
+// FORCED:      loop.reduction sum [4, s1] [2048]
+func.func @dynamic(%x: !buffer.buffer<[s0], f32>, %y: !buffer.buffer<[s1, 8192], f32>) -> (!loop.tensor<[], f32>, !loop.tensor<[s1], f32>) {
+  %s = loop.reduction sum [] [s0] : !loop.tensor<[], f32> {
+  ^bb0(%r0: index):
+    %0 = loop.load %x[r0] : !buffer.buffer<[s0], f32>
+    loop.yield %0 : f32
+  }
+  %t = loop.reduction sum [s1] [8192] : !loop.tensor<[s1], f32> {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %y[i0, r0] : !buffer.buffer<[s1, 8192], f32>
+    loop.yield %0 : f32
+  }
+  func.return %s, %t : !loop.tensor<[], f32>, !loop.tensor<[s1], f32>
+}

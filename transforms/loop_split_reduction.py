@@ -1,0 +1,562 @@
+"""``loop-split-reduction``: split a reduction with few outputs and many reduced
+elements into two nests (Inductor's split reductions, ``Reduction.num_splits`` /
+``create_multilayer``).
+
+A ``loop.reduction`` becomes one kernel whose grid is its outputs over a block
+of rows, so a full reduction runs in one program and a column sum of a tall
+matrix in a handful. Split, the reduced dimension ``D`` (the outermost reduction
+range, or all of them flattened) is cut into ``nsplit`` chunks of ``chunk``:
+
+* stage 1 reduces each chunk: ranges ``[nsplit] ++ ranges``, reduction ranges
+  ``[chunk] ++ rest`` (the split index ``i0`` leads, so a column reduction's
+  stage 1 still reads rows of consecutive columns), its body the original one
+  with ``r0 -> i0*chunk + r0``; where ``nsplit*chunk > D`` (a size that does not
+  divide, or a dynamic one) every load that reads at ``r0`` is masked with
+  ``i0*chunk + r0 < D`` and the body yields the kind's identity there;
+* stage 2 reduces the ``nsplit`` partials of each output, and the original
+  results' uses read it.
+
+Kinds: sum/prod/max/min/any/all reduce partials with the same kind. argmax
+(argmin) keeps per chunk the max (min) and its arg; stage 2 takes the max of
+the partial values and then the smallest global index among the chunks that
+hold it (NaN matching NaN), so ties keep the first index as eager does.
+welford reduces each chunk to (mean, m2) -- as two sums (sum, then the squared
+deviations from the chunk's mean) where chunks are masked, since a masked lane
+must not count -- and stage 2 combines them exactly (Chan's formula written as
+sums: mean = sum(n_s*mean_s)/N, m2 = sum(m2_s + n_s*(mean_s - mean)^2)); the
+count is the reduction's numel. Everything is expressed with existing kinds and
+masked loads, so the reference executor, fusion and the Triton lowering need
+nothing new.
+
+The heuristic (``split=0``) follows ``num_splits`` in spirit but counts coil's
+programs: a reduction is split when its kernel would run fewer than
+``2*num-sms`` programs, with static outputs and a row longer than a persistent
+tile (inner reductions, whose loads read along the reduced dimension: chunks of
+4096 elements, each one persistent program row) or at least ``min-rnumel``
+elements (outer reductions such as a column sum: chunks of 128 rows, so a tile
+reads 32 columns x 128 rows of consecutive columns). Dynamic reduced sizes use a
+fixed ``nsplit`` (enough rows for ``2*num-sms`` looped programs, at most 4096) with a
+symbolic chunk ``(D + nsplit - 1) floordiv nsplit`` and masks; dynamic output
+counts are not split. Stage 2 is a reduction again: one still too long (a full
+reduction of 2^26 elements leaves 16384 partials) is split once more.
+
+Runs on tensor-level loop IR before ``loop-fuse`` (after ``loop-inline``, so
+stage 1 carries the inlined producers and the consumers read stage 2): fusion
+then groups each stage with its siblings and epilogues as for any reduction.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import sympy
+from xdsl.context import Context
+from xdsl.dialects import arith, builtin
+from xdsl.dialects.builtin import IndexType, StringAttr, i1, i64
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from coil.dialects import loop as L
+from coil.dialects.symbolic import ShapeAttr, index_symbols, torch_sympy
+from coil.lowering.body_builder import BodyBuilder, is_float
+from coil.transforms.loop_utils import function_blocks, substitute_in_body
+
+PERSISTENT_ROW = 4096
+"""The longest row ``convert-loop-to-tt`` keeps in registers (its default
+``persistent-threshold``): the chunk of an inner split."""
+OUTER_CHUNK = 128
+"""Rows per chunk of an outer (column) split."""
+LOOPED_XBLOCK = 32
+"""Rows per program of a looped reduction in ``convert-loop-to-tt``."""
+
+
+def _prod(values) -> sympy.Expr:
+    out = sympy.Integer(1)
+    for v in values:
+        out = out * v
+    return out
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def _programs(xnumel: int, rnumel: int | None) -> int:
+    """Programs ``convert-loop-to-tt`` launches for a reduction (its tiling)."""
+    if rnumel is not None and rnumel <= PERSISTENT_ROW:
+        xblock = 1 << (max(1, min(64, PERSISTENT_ROW // _next_pow2(rnumel))).bit_length() - 1)
+    else:
+        xblock = LOOPED_XBLOCK
+    return _cdiv(xnumel, min(xblock, _next_pow2(xnumel)))
+
+
+def identity(kind: str, t: Attribute) -> bool | int | float:
+    """What a masked-off lane yields: neutral for ``kind``."""
+    if kind in ("sum", "any"):
+        return 0
+    if kind in ("prod", "all"):
+        return 1
+    if is_float(t):
+        return -math.inf if kind in ("max", "argmax") else math.inf
+    if t == i1:
+        return 0 if kind in ("max", "argmax") else 1
+    width = t.width.data
+    return -(2 ** (width - 1)) if kind in ("max", "argmax") else 2 ** (width - 1) - 1
+
+
+def _contiguous_dim(t: Attribute) -> int:
+    """The dimension of ``t`` with unit stride (a buffer's layout; the last one
+    for value-semantic tensors, which are row-major)."""
+    strides = getattr(t, "strides", None)
+    if strides:
+        for k in reversed(range(len(strides))):
+            if strides[k] == 1 and t.shape[k] != 1:
+                return k
+    return len(t.shape_attr.data) - 1
+
+
+def _is_inner(red: L.ReductionOp) -> bool:
+    """Whether the loads mostly read along a reduced dimension (the index of the
+    read tensor's unit-stride dimension moves with an ``r`` symbol), as
+    Inductor's stride vote in ``num_splits``."""
+    n = len(red.ranges.data)
+    rsyms = set(index_symbols(n, len(red.reduction_ranges.data))[n:])
+    inner = outer = 0
+    for op in red.body.walk():
+        if isinstance(op, L.LoadOp) and op.index.data:
+            if not any(e.free_symbols & rsyms for e in op.index.data):
+                continue
+            if op.index.data[_contiguous_dim(op.source.type)].free_symbols & rsyms:
+                inner += 1
+            else:
+                outer += 1
+    return inner >= outer
+
+
+@dataclass(frozen=True)
+class _Plan:
+    nsplit: int
+    chunk: sympy.Expr  # in units of the split dimension
+    dim: sympy.Expr  # the split dimension's size D
+    unit: sympy.Expr  # elements of the reduction domain per step of the split dimension
+    flatten: bool  # reduce over the flattened domain (else split the outermost range)
+    masked: bool
+
+
+@dataclass(frozen=True)
+class LoopSplitReductionPass(ModulePass):
+    """Split reductions with few outputs and many reduced elements in two stages.
+
+    Input: tensor-level loop IR (top-level ``loop.reduction`` ops; best after
+    ``loop-inline``, before ``loop-fuse``). Output: each reduction the heuristic
+    (or ``split``) picks replaced by a stage-1 reduction over ``[nsplit] ++
+    ranges`` into partials and a stage-2 reduction (for argmax/argmin and
+    welford a short chain of them, plus pointwise nests) over ``ranges`` with
+    the original results' types; everything else unchanged. Results equal the
+    original ones up to the order of floating-point operations (argmax/argmin
+    indices exactly, first index on ties).
+    """
+
+    name = "loop-split-reduction"
+
+    split: int = 0
+    """0: the heuristic; N >= 2: split every reduction over at least N elements
+    in N chunks (once; for tests and experiments)."""
+    num_sms: int = 132
+    """Streaming multiprocessors of the target GPU (an H100 has 132): a reduction
+    launching at least twice as many programs is left alone."""
+    min_rnumel: int = 1024
+    """Outer (column) reductions over fewer elements are left alone."""
+    max_split: int = 16384
+    """At most this many chunks per output."""
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        for block in function_blocks(op):
+            work = [o for o in block.ops if isinstance(o, L.ReductionOp) and not o.is_bufferized]
+            while work:
+                red = work.pop(0)
+                plan = self._plan(red)
+                if plan is None:
+                    continue
+                stage2 = _Splitter(red, plan).run()
+                if not self.split:  # a stage 2 may still be long (a huge full reduction)
+                    work.extend(stage2)
+
+    # ---- the heuristic --------------------------------------------------------
+
+    def _plan(self, red: L.ReductionOp) -> _Plan | None:
+        kind = red.kind.data
+        rranges = red.reduction_ranges.data
+        if not rranges:
+            return None
+        elem = red.body.block.last_op.values[0].type
+        if kind in ("argmax", "argmin") and elem == i1:
+            return None
+        xnumel, rnumel = _prod(red.ranges.data), _prod(rranges)
+        inner = _is_inner(red)
+        target = PERSISTENT_ROW if inner else OUTER_CHUNK
+        if self.split:
+            if rnumel.is_Integer and int(rnumel) < self.split:
+                return None
+        else:
+            if not xnumel.is_Integer:
+                return None
+            if rnumel.is_Integer:
+                r = int(rnumel)
+                if r <= (PERSISTENT_ROW if inner else max(self.min_rnumel, 2 * OUTER_CHUNK - 1)):
+                    return None
+                if _programs(int(xnumel), r) >= 2 * self.num_sms:
+                    return None
+            elif _programs(int(xnumel), None) >= 2 * self.num_sms:
+                return None
+        # The split dimension: the outermost reduction range when the rest is a
+        # small static block (no index division), else the flattened domain.
+        rest = _prod(rranges[1:])
+        flatten = len(rranges) > 1 and not (rest.is_Integer and int(rest) * 2 <= target)
+        one = flatten or len(rranges) == 1
+        dim, unit = (rnumel, sympy.Integer(1)) if one else (rranges[0], rest)
+        if self.split:
+            nsplit = self.split
+        elif rnumel.is_Integer:
+            nsplit = min(self.max_split, _cdiv(int(rnumel), target))
+        else:
+            # A symbolic chunk loops (LOOPED_XBLOCK rows a program): enough rows
+            # for 2*num-sms programs, at most one persistent row of partials
+            # per output (stage 2 in one pass, and few programs when the size
+            # turns out small).
+            rows = 2 * self.num_sms * LOOPED_XBLOCK
+            nsplit = min(self.max_split, PERSISTENT_ROW, _next_pow2(_cdiv(rows, int(xnumel))))
+        if dim.is_Integer:
+            d = int(dim)
+            nsplit = _prefer_divisor(d, min(nsplit, d))
+            if nsplit < 2:
+                return None
+            rows_per = _cdiv(d, nsplit)
+            nsplit = _cdiv(d, rows_per)  # no empty chunk
+            if nsplit < 2:
+                return None
+            masked = rows_per * nsplit != d
+            return _Plan(nsplit, sympy.Integer(rows_per), dim, unit, flatten, masked)
+        if nsplit < 2:
+            return None
+        chunk = torch_sympy().FloorDiv(dim + (nsplit - 1), nsplit)
+        return _Plan(nsplit, chunk, dim, unit, flatten, True)
+
+
+def _inline_constant(nest: L.PointwiseOp) -> None:
+    """Compute a constant nest (welford's count) in the bodies that load it, so
+    it is no kernel of its own; kept where something else uses it."""
+    term = nest.body.block.last_op
+    for use in list(nest.res[0].uses):
+        load = use.operation
+        if not isinstance(load, L.LoadOp) or load.indirect or load.mask is not None:
+            continue
+        mapping: dict[SSAValue, SSAValue] = {}
+        for op in nest.body.block.ops:
+            if op is term:
+                continue
+            clone = op.clone(value_mapper=mapping)
+            Rewriter.insert_op(clone, InsertPoint.before(load))
+            for a, b in zip(op.results, clone.results):
+                mapping[a] = b
+        load.result.replace_all_uses_with(mapping[term.values[0]])
+        Rewriter.erase_op(load)
+    if not nest.res[0].uses:
+        Rewriter.erase_op(nest)
+
+
+def _prefer_divisor(d: int, n: int) -> int:
+    """A split count near ``n`` that divides ``d`` (no masks), else ``n``."""
+    if n < 2 or d % n == 0:
+        return n
+    for delta in range(1, max(1, n // 4) + 1):
+        for cand in (n - delta, n + delta):
+            if 2 <= cand <= d and d % cand == 0:
+                return cand
+    return n
+
+
+# --------------------------------------------------------------------------
+# The rewrite
+# --------------------------------------------------------------------------
+
+
+class _Splitter:
+    def __init__(self, red: L.ReductionOp, plan: _Plan):
+        self.red, self.plan = red, plan
+        self.kind = red.kind.data
+        self.ranges = tuple(red.ranges.data)
+        self.n = len(self.ranges)
+        rr = tuple(red.reduction_ranges.data)
+        self.rest = () if plan.flatten else rr[1:]
+        self.elem = red.body.block.last_op.values[0].type
+        self.new_ops: list[Operation] = []
+        self.name = red.res[0].name_hint or "red"
+
+    # -- building blocks --
+
+    def _emit(self, op: Operation, hints: tuple[str, ...] = ()) -> Operation:
+        op.location = self.red.location
+        for r, h in zip(op.results, hints):
+            r.name_hint = h
+        self.new_ops.append(op)
+        return op
+
+    def _reduction(self, kind: str, ranges, rranges, block: Block, types, hints) -> L.ReductionOp:
+        props = {
+            "kind": StringAttr(kind),
+            "ranges": ShapeAttr(list(ranges)),
+            "reduction_ranges": ShapeAttr(list(rranges)),
+        }
+        res = [L.LoopTensorType(list(ranges), t) for t in types]
+        op = L.ReductionOp.build(
+            operands=[[]], result_types=[res], properties=props, regions=[Region(block)]
+        )
+        return self._emit(op, hints)
+
+    def _pointwise(self, block: Block, t: Attribute, hint: str) -> L.PointwiseOp:
+        op = L.PointwiseOp.build(
+            operands=[[]],
+            result_types=[[L.LoopTensorType(list(self.ranges), t)]],
+            properties={"ranges": ShapeAttr(list(self.ranges))},
+            regions=[Region(block)],
+        )
+        return self._emit(op, (hint,))
+
+    def _stage1_body(
+        self, yield_kind: str | None
+    ) -> tuple[Block, BodyBuilder, SSAValue, SSAValue | None]:
+        """The original body over ``[nsplit] ++ ranges`` x ``[chunk] ++ rest``, its
+        yield removed: (block, builder at its end, yielded value, valid flag)."""
+        p, n = self.plan, self.n
+        red = self.red
+        m_old = len(red.reduction_ranges.data)
+        m_new = 1 + len(self.rest)
+        old_syms = index_symbols(n, m_old)
+        new_syms = index_symbols(n + 1, m_new)
+        split_sym, r0 = new_syms[0], new_syms[n + 1]
+        pos = split_sym * p.chunk + r0  # along the split dimension
+        sub: dict[sympy.Symbol, sympy.Expr] = {old_syms[k]: new_syms[k + 1] for k in range(n)}
+        if p.flatten:
+            sizes = red.reduction_ranges.data
+            stride = sympy.Integer(1)
+            fd, pm = torch_sympy().FloorDiv, torch_sympy().PythonMod
+            for k in reversed(range(m_old)):
+                e = pos if stride == 1 else fd(pos, stride)
+                if k > 0:
+                    e = pm(e, sizes[k])
+                sub[old_syms[n + k]] = e
+                stride = stride * sizes[k]
+        else:
+            sub[old_syms[n]] = pos
+            for k in range(1, m_old):
+                sub[old_syms[n + k]] = new_syms[n + 1 + k]
+        region = red.body.clone()
+        old = region.block
+        new = L.new_body(n + 1, m_new)
+        arg_exprs: list[tuple[SSAValue, sympy.Expr]] = []
+        for k, arg in enumerate(old.args):
+            target = sub[old_syms[k]]
+            if isinstance(target, sympy.Symbol) and target in new_syms:
+                arg.replace_all_uses_with(new.args[new_syms.index(target)])
+            elif arg.uses:
+                arg_exprs.append((arg, target))
+        for op in list(old.ops):
+            op.detach()
+            new.add_op(op)
+        substitute_in_body(new, sub)
+        prologue: list[Operation] = []
+        for arg, e in arg_exprs:
+            idx = L.IndexOp(e, IndexType())
+            prologue.append(idx)
+            arg.replace_all_uses_with(idx.result)
+        valid = None
+        if p.masked:
+            g = L.IndexOp(pos, i64)
+            d = L.IndexOp(p.dim, i64)
+            cmp = arith.CmpiOp(g, d, "slt")
+            cmp.result.name_hint = "valid"
+            prologue += [g, d, cmp]
+            valid = cmp.result
+        first = new.first_op
+        for op in prologue:
+            op.location = red.location
+            Rewriter.insert_op(op, InsertPoint.before(first))
+        if valid is not None:
+            for load in [o for o in new.walk() if isinstance(o, L.LoadOp)]:
+                if not any(r0 in e.free_symbols for e in load.index.data):
+                    continue
+                mask = valid
+                if load.mask is not None:
+                    both = arith.AndIOp(valid, load.mask)
+                    Rewriter.insert_op(both, InsertPoint.before(load))
+                    mask = both.result
+                masked = L.LoadOp(load.source, load.index.data, list(load.indirect), mask)
+                masked.result.name_hint = load.result.name_hint
+                masked.location = load.location
+                Rewriter.insert_op(masked, InsertPoint.before(load))
+                load.result.replace_all_uses_with(masked.result)
+                Rewriter.erase_op(load)
+        term = new.last_op
+        v = term.values[0]
+        Rewriter.erase_op(term)
+        b = BodyBuilder(new, n + 1, m_new)
+        if valid is not None and yield_kind is not None:
+            v = b.select(valid, v, b.const(identity(yield_kind, v.type), v.type))
+        return new, b, v, valid
+
+    def _stage1(self, kind: str, types, hints, yield_kind: str | None = None) -> L.ReductionOp:
+        block, b, v, _ = self._stage1_body(yield_kind or kind)
+        b.yield_(v)
+        return self._reduction(
+            kind,
+            (sympy.Integer(self.plan.nsplit), *self.ranges),
+            (self.plan.chunk, *self.rest),
+            block,
+            types,
+            hints,
+        )
+
+    def _stage2_builder(self) -> tuple[Block, BodyBuilder, list[sympy.Expr]]:
+        """A body over ``ranges`` x ``[nsplit]``: (block, builder, partial index)."""
+        block = L.new_body(self.n, 1)
+        syms = index_symbols(self.n, 1)
+        return block, BodyBuilder(block, self.n, 1), [syms[self.n], *syms[: self.n]]
+
+    def _stage2(self, kind: str, partial: SSAValue, hint: str) -> L.ReductionOp:
+        block, b, at = self._stage2_builder()
+        b.yield_(b.load(partial, at))
+        t = partial.type.element_type
+        return self._reduction(
+            kind, self.ranges, (sympy.Integer(self.plan.nsplit),), block, [t], (hint,)
+        )
+
+    # -- the kinds --
+
+    def run(self) -> list[L.ReductionOp]:
+        kind = self.kind
+        if kind in ("argmax", "argmin"):
+            results, stage2 = self._arg()
+        elif kind == "welford":
+            results, stage2 = self._welford()
+        else:
+            part = self._stage1(kind, [self.elem], (f"{self.name}_part",))
+            last = self._stage2(kind, part.res[0], self.name)
+            results, stage2 = [last.res[0]], [last]
+        red = self.red
+        for op in self.new_ops:
+            Rewriter.insert_op(op, InsertPoint.before(red))
+        for old, new in zip(red.res, results):
+            old.replace_all_uses_with(new)
+        Rewriter.erase_op(red)
+        if self.kind == "welford":
+            _inline_constant(results[2].owner)
+        return stage2
+
+    def _arg(self) -> tuple[list[SSAValue], list[L.ReductionOp]]:
+        kind, elem, p = self.kind, self.elem, self.plan
+        vkind = "max" if kind == "argmax" else "min"
+        vals = self._stage1(vkind, [elem], (f"{self.name}_val",))
+        args = self._stage1(kind, [i64], (f"{self.name}_arg",), yield_kind=vkind)
+        best = self._stage2(vkind, vals.res[0], f"{self.name}_best")
+        block, b, at = self._stage2_builder()
+        v = b.load(vals.res[0], at)
+        top = b.load(best.res[0], list(index_symbols(self.n)))
+        match = b.cmp("eq", v, top)
+        if is_float(elem):
+            match = b.ori(match, b.andi(b.isnan(v), b.isnan(top)))
+        s = index_symbols(self.n, 1)[self.n]
+        pos = b.add(b.load(args.res[0], at), b.index(s * p.chunk * p.unit, i64))
+        b.yield_(b.select(match, pos, b.const(2**63 - 1, i64)))
+        first = self._reduction(
+            "min", self.ranges, (sympy.Integer(p.nsplit),), block, [i64], (self.name,)
+        )
+        return [first.res[0]], [best, first]
+
+    def _welford(self) -> tuple[list[SSAValue], list[L.ReductionOp]]:
+        p, n, elem = self.plan, self.n, self.elem
+        nsplit = sympy.Integer(p.nsplit)
+        part_at = list(index_symbols(n + 1))
+
+        def chunk_count(b: BodyBuilder, split_index: sympy.Expr) -> SSAValue:
+            """Elements of the reduction domain in chunk ``split_index`` (as ``elem``)."""
+            if not p.masked:
+                return b.cast(b.index(p.chunk * p.unit, i64), elem)
+            left = b.sub(b.index(p.dim, i64), b.index(split_index * p.chunk, i64))
+            rows = b.maximum(b.minimum(left, b.index(p.chunk, i64)), b.const(0, i64))
+            if p.unit != 1:
+                rows = b.mul(rows, b.index(p.unit, i64))
+            return b.cast(rows, elem)
+
+        if p.masked:
+            # A masked lane must not count: per chunk the sum, then the squared
+            # deviations from the chunk's mean (both plain sums).
+            total = self._stage1("sum", [elem], (f"{self.name}_psum",))
+            block, b, v, valid = self._stage1_body(None)
+            cnt = chunk_count(b, index_symbols(n + 1)[0])
+            mean_s = b.truediv(b.load(total.res[0], part_at), cnt)
+            d = b.sub(v, mean_s)
+            b.yield_(b.select(valid, b.mul(d, d), b.const(0.0, elem)))
+            m2 = self._reduction(
+                "sum",
+                (nsplit, *self.ranges),
+                (p.chunk, *self.rest),
+                block,
+                [elem],
+                (f"{self.name}_pm2",),
+            )
+            sums, m2s = total.res[0], m2.res[0]
+        else:
+            w = self._stage1(
+                "welford", [elem] * 3, (f"{self.name}_pmean", f"{self.name}_pm2", f"{self.name}_pn")
+            )
+            sums, m2s = w.res[0], w.res[1]
+
+        def weighted(b: BodyBuilder, at, cnt: SSAValue | None) -> SSAValue:
+            """n_s * mean_s of chunk ``s`` (a masked split keeps the sum itself)."""
+            x = b.load(sums, at)
+            return x if p.masked else b.mul(x, cnt)
+
+        s = index_symbols(n, 1)[n]
+        # sum over chunks of n_s * mean_s
+        block, b, at = self._stage2_builder()
+        b.yield_(weighted(b, at, None if p.masked else chunk_count(b, s)))
+        tot = self._reduction("sum", self.ranges, (nsplit,), block, [elem], (f"{self.name}_sum",))
+        rnumel = _prod(self.red.reduction_ranges.data)
+        own = list(index_symbols(n))
+
+        def overall_mean(b: BodyBuilder) -> SSAValue:
+            return b.truediv(b.load(tot.res[0], own), b.cast(b.index(rnumel, i64), elem))
+
+        # m2 = sum over chunks of m2_s + n_s * (mean_s - mean)^2 (empty chunks add 0)
+        block, b, at = self._stage2_builder()
+        cnt = chunk_count(b, s)
+        ws = weighted(b, at, cnt)
+        mean = overall_mean(b)
+        zero = b.const(0.0, elem)
+        empty = b.cmp("eq", cnt, zero)
+        d = b.sub(b.truediv(ws, b.select(empty, b.const(1.0, elem), cnt)), mean)
+        spread = b.select(empty, zero, b.mul(cnt, b.mul(d, d)))
+        b.yield_(b.add(b.load(m2s, at), spread))
+        m2_final = self._reduction(
+            "sum", self.ranges, (nsplit,), block, [elem], (f"{self.name}_m2",)
+        )
+        block = L.new_body(n)
+        b = BodyBuilder(block, n)
+        b.yield_(overall_mean(b))
+        mean_final = self._pointwise(block, elem, f"{self.name}_mean")
+        block = L.new_body(n)
+        b = BodyBuilder(block, n)
+        b.yield_(b.cast(b.index(rnumel, i64), elem))
+        count = self._pointwise(block, elem, f"{self.name}_count")
+        results = [mean_final.res[0], m2_final.res[0], count.res[0]]
+        return results, [tot, m2_final]
+
+
+__all__ = ["LoopSplitReductionPass"]
