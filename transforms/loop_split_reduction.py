@@ -34,11 +34,12 @@ programs: a reduction is split when its kernel would run fewer than
 tile (inner reductions, whose loads read along the reduced dimension: chunks of
 4096 elements, each one persistent program row) or at least ``min-rnumel``
 elements (outer reductions such as a column sum: chunks of 128 rows, so a tile
-reads 32 columns x 128 rows of consecutive columns). Dynamic reduced sizes use a
-fixed ``nsplit`` (enough rows for ``2*num-sms`` looped programs, at most 4096) with a
-symbolic chunk ``(D + nsplit - 1) floordiv nsplit`` and masks; dynamic output
-counts are not split. Stage 2 is a reduction again: one still too long (a full
-reduction of 2^26 elements leaves 16384 partials) is split once more.
+reads 32 columns x 128 rows of consecutive columns). Dynamic reduced sizes keep
+that static chunk and take ``(D + chunk - 1) floordiv chunk`` chunks, masked, so
+the number of programs follows the size at run time (one a stage for a small
+one); dynamic output counts are not split. Stage 2 is a reduction again: a
+static one still too long (a full reduction of 2^26 elements leaves 16384
+partials) is split once more, a dynamic one is not.
 
 Runs on tensor-level loop IR before ``loop-fuse`` (after ``loop-inline``, so
 stage 1 carries the inlined producers and the consumers read stage 2): fusion
@@ -141,7 +142,7 @@ def _is_inner(red: L.ReductionOp) -> bool:
 
 @dataclass(frozen=True)
 class _Plan:
-    nsplit: int
+    nsplit: sympy.Expr  # chunks: static, or (D + chunk - 1) floordiv chunk
     chunk: sympy.Expr  # in units of the split dimension
     dim: sympy.Expr  # the split dimension's size D
     unit: sympy.Expr  # elements of the reduction domain per step of the split dimension
@@ -185,7 +186,9 @@ class LoopSplitReductionPass(ModulePass):
                 if plan is None:
                     continue
                 stage2 = _Splitter(red, plan).run()
-                if not self.split:  # a stage 2 may still be long (a huge full reduction)
+                if not self.split and plan.nsplit.is_Integer:
+                    # A static stage 2 may still be long (a huge full reduction);
+                    # a dynamic one is not split again (it would never end).
                     work.extend(stage2)
 
     # ---- the heuristic --------------------------------------------------------
@@ -226,12 +229,15 @@ class LoopSplitReductionPass(ModulePass):
         elif rnumel.is_Integer:
             nsplit = min(self.max_split, _cdiv(int(rnumel), target))
         else:
-            # A symbolic chunk loops (LOOPED_XBLOCK rows a program): enough rows
-            # for 2*num-sms programs, at most one persistent row of partials
-            # per output (stage 2 in one pass, and few programs when the size
-            # turns out small).
-            rows = 2 * self.num_sms * LOOPED_XBLOCK
-            nsplit = min(self.max_split, PERSISTENT_ROW, _next_pow2(_cdiv(rows, int(xnumel))))
+            # A dynamic size: the chunk is fixed (one persistent row of an inner
+            # split, OUTER_CHUNK rows of an outer one) and the number of chunks
+            # follows the size at run time, as Inductor's split does from its
+            # size hint; a small size then runs one program a stage, a large
+            # one enough for the machine. (A fixed count with a symbolic chunk
+            # launched 4096 programs for a 10-element sum.)
+            per = max(1, _cdiv(target, int(unit))) if unit.is_Integer else 1
+            count = torch_sympy().FloorDiv(dim + (per - 1), per)
+            return _Plan(count, sympy.Integer(per), dim, unit, flatten, True)
         if dim.is_Integer:
             d = int(dim)
             nsplit = _prefer_divisor(d, min(nsplit, d))
@@ -242,11 +248,11 @@ class LoopSplitReductionPass(ModulePass):
             if nsplit < 2:
                 return None
             masked = rows_per * nsplit != d
-            return _Plan(nsplit, sympy.Integer(rows_per), dim, unit, flatten, masked)
+            return _Plan(sympy.Integer(nsplit), sympy.Integer(rows_per), dim, unit, flatten, masked)
         if nsplit < 2:
             return None
         chunk = torch_sympy().FloorDiv(dim + (nsplit - 1), nsplit)
-        return _Plan(nsplit, chunk, dim, unit, flatten, True)
+        return _Plan(sympy.Integer(nsplit), chunk, dim, unit, flatten, True)
 
 
 def _inline_constant(nest: L.PointwiseOp) -> None:
@@ -416,7 +422,7 @@ class _Splitter:
         b.yield_(v)
         return self._reduction(
             kind,
-            (sympy.Integer(self.plan.nsplit), *self.ranges),
+            (self.plan.nsplit, *self.ranges),
             (self.plan.chunk, *self.rest),
             block,
             types,
@@ -434,7 +440,7 @@ class _Splitter:
         b.yield_(b.load(partial, at))
         t = partial.type.element_type
         return self._reduction(
-            kind, self.ranges, (sympy.Integer(self.plan.nsplit),), block, [t], (hint,)
+            kind, self.ranges, (self.plan.nsplit,), block, [t], (hint,)
         )
 
     # -- the kinds --
@@ -475,13 +481,13 @@ class _Splitter:
         pos = b.add(b.load(args.res[0], at), b.index(s * p.chunk * p.unit, i64))
         b.yield_(b.select(match, pos, b.const(2**63 - 1, i64)))
         first = self._reduction(
-            "min", self.ranges, (sympy.Integer(p.nsplit),), block, [i64], (self.name,)
+            "min", self.ranges, (p.nsplit,), block, [i64], (self.name,)
         )
         return [first.res[0]], [best, first]
 
     def _welford(self) -> tuple[list[SSAValue], list[L.ReductionOp]]:
         p, n, elem = self.plan, self.n, self.elem
-        nsplit = sympy.Integer(p.nsplit)
+        nsplit = p.nsplit
         part_at = list(index_symbols(n + 1))
 
         def chunk_count(b: BodyBuilder, split_index: sympy.Expr) -> SSAValue:

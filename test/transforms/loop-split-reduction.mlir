@@ -176,14 +176,15 @@ func.func @argmax(%x: !buffer.buffer<[37, 5], f32>) -> !loop.tensor<[], i64> {
 
 // -----
 
-// A dynamic full reduction: a fixed 4096 chunks of (s0 + 4095) floordiv 4096
-// rows, masked (i0*chunk + r0 < s0), then one persistent row of partials.
+// A dynamic full reduction: static chunks of 4096 (one persistent row each),
+// (s0 + 4095) floordiv 4096 of them, masked (4096*i0 + r0 < s0), then one
+// reduction over the dynamic number of partials (not split again).
 // A dynamic number of outputs is left alone.
 // CHECK-LABEL: func.func @dynamic
-// CHECK:      %[[P:.*]] = loop.reduction sum [4096] [(s0 + 4095) floordiv 4096]
+// CHECK:      %[[P:.*]] = loop.reduction sum [(s0 + 4095) floordiv 4096] [4096]
 // CHECK:        %[[V:.*]] = arith.cmpi slt
-// CHECK:        loop.load %x[i0*((s0 + 4095) floordiv 4096) + r0] mask(%[[V]])
-// CHECK:      loop.reduction sum [] [4096]
+// CHECK:        loop.load %x[4096*i0 + r0] mask(%[[V]])
+// CHECK:      loop.reduction sum [] [(s0 + 4095) floordiv 4096]
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT:   loop.load %[[P]][r0]
 // CHECK:      loop.reduction sum [s1] [8192]
