@@ -10,6 +10,8 @@
 #            options, e.g. --no-inductor);
 #   MODELS="gpt2 bert ..."   benchmarks/models.py on those models;
 #   OVERHEAD="mlp20_b1 ..."  benchmarks/overhead.py (host overhead per call);
+#   PROFILE="bert ..."       benchmarks/profile_model.py (torch.profiler: kernel
+#                            time vs wall, top kernels; eager, Inductor, coil);
 #   MEMORY="vit_hf ..."      benchmarks/memory_probe.py (planned vs measured peak);
 #   COMPILE="gpt2 bert ..."  benchmarks/compile_time.py on those models (cold and
 #                            warm first calls, coil and Inductor, new processes);
@@ -29,7 +31,8 @@ export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \
   $(ls .whl/*.whl | grep -v timm) || exit 1
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /tmp/site . || exit 1
+# --upgrade: a warm machine keeps /tmp/site, and pip skips a package already there.
+python3 -m pip install -q --no-index --no-deps --no-build-isolation --upgrade --target /tmp/site . || exit 1
 python3 -c "import timm" 2>/dev/null \
   || python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/timm-*.whl
 export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
@@ -62,6 +65,11 @@ fi
 if [ -n "${OVERHEAD:-}" ]; then
   # shellcheck disable=SC2086
   python3 benchmarks/overhead.py $OVERHEAD 2>&1 | tee -a "$OUT/overhead.log"
+  status=$(( status | PIPESTATUS[0] ))
+fi
+if [ -n "${PROFILE:-}" ]; then
+  # shellcheck disable=SC2086
+  python3 benchmarks/profile_model.py $PROFILE 2>&1 | tee -a "$OUT/profile.log"
   status=$(( status | PIPESTATUS[0] ))
 fi
 if [ -n "${MEMORY:-}" ]; then
@@ -101,5 +109,6 @@ cat "$OUT/device.txt"
 [ -f "$OUT/pytest-distributed.log" ] && tail -n 1 "$OUT/pytest-distributed.log"
 [ -f "$OUT/distributed.md" ] && cat "$OUT/distributed.md"
 [ -f "$OUT/overhead.log" ] && grep -h -e '^| ' -e 'per launch' "$OUT/overhead.log" | grep -v -e '---'
+[ -f "$OUT/profile.log" ] && grep -h '^== ' "$OUT/profile.log"
 [ -f "$OUT/compile_time.md" ] && grep -h '^| ' "$OUT/compile_time.md"
 exit "$status"

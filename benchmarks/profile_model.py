@@ -1,7 +1,7 @@
 """Where a compiled model's time goes: torch.profiler over a few calls.
 
-For each model of ``benchmarks/models.py`` named and each backend (``coil``,
-``inductor``): wall ms per call, GPU kernel ms per call (sum of kernel
+For each model of ``benchmarks/models.py`` named and each of eager, Inductor
+and coil: wall ms per call, GPU kernel ms per call (sum of kernel
 durations), kernel launches per call, and the kernels that take the most GPU
 time. Run on the GPU machine: ``python benchmarks/profile_model.py gpt2 bert``;
 the report goes to stdout and ``$OUT/profile-<model>.txt``.
@@ -27,7 +27,7 @@ def profile(name: str, backend: str) -> str:
     module = module.to("cuda").eval().to(torch.bfloat16)
     args = tuple((x.to(torch.bfloat16) if x.is_floating_point() else x).to("cuda") for x in inputs)
     torch._dynamo.reset()
-    f = torch.compile(module, backend=backend)
+    f = module if backend == "eager" else torch.compile(module, backend=backend)
     with torch.no_grad():
         for _ in range(3):
             f(*args)
@@ -60,7 +60,7 @@ def profile(name: str, backend: str) -> str:
 def main() -> int:
     names = sys.argv[1:] or ["gpt2"]
     for name in names:
-        report = "\n".join(profile(name, b) for b in ("inductor", "coil"))
+        report = "\n".join(profile(name, b) for b in ("eager", "inductor", "coil"))
         print(report, flush=True)
         if os.environ.get("OUT"):
             with open(os.path.join(os.environ["OUT"], f"profile-{name}.txt"), "w") as fh:

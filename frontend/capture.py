@@ -15,6 +15,7 @@ import torch
 import torch.fx
 from torch._dynamo.backends.common import aot_autograd
 
+from coil.frontend.attention import contiguous_attention_masks
 from coil.frontend.decompositions import decomposition_table
 
 
@@ -60,12 +61,18 @@ def aot_backend(
     def compile_bw_boxed(gm: torch.fx.GraphModule, inputs: list[Any]) -> Callable:
         return boxed((bw_compile_fn or compile_fn)(gm, inputs))
 
-    return aot_autograd(
+    traced = aot_autograd(
         fw_compiler=compile_boxed,
         bw_compiler=compile_bw_boxed,
         decompositions=decomposition_table(),
         partition_fn=min_cut_rematerialization_partition,
     )
+
+    def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+        contiguous_attention_masks(gm)  # before tracing picks the attention kernel
+        return traced(gm, example_inputs)
+
+    return backend
 
 
 def capture_graphs(
