@@ -338,6 +338,27 @@ func.func @padded_gemm(%x: !buffer.buffer<[1024, 64], f32, device "cuda:0">, %w:
 
 // -----
 
+// A column-major B (a Linear's weight.t(), strides [1, 64]) is padded in its
+// own layout: the [50, 64] weight behind it gets two zero rows (a contiguous
+// copy), and the product reads the transpose, strides [1, 64].
+// CHECK-LABEL: func.func @padded_gemm_column_major
+// CHECK:      %[[WP:.*]] = buffer.extern "aten.transpose.int" (%w) : {{.*}} -> (!buffer.buffer<[64, 52], f32, strides [1, 64], device "cuda:0">)
+// CHECK:        aten.transpose.int(%{{.*}}, dim0 = 0, dim1 = 1) : !aten.tensor<[50, 64], f32, device "cuda:0">
+// CHECK-NEXT:   aten.constant_pad_nd.default(%{{.*}}, pad = [0, 0, 0, 2]) : !aten.tensor<[52, 64], f32, device "cuda:0">
+// CHECK-NEXT:   aten.transpose.int(%{{.*}}, dim0 = 0, dim1 = 1) : !aten.tensor<[64, 52], f32, strides [1, 64], device "cuda:0">
+// CHECK:      buffer.extern "aten.mm.default" (%x, %[[WP]])
+// CHECK:        aten.mm.default(%{{.*}}, %{{.*}}) : !aten.tensor<[1024, 52], f32, device "cuda:0">
+func.func @padded_gemm_column_major(%x: !buffer.buffer<[1024, 64], f32, device "cuda:0">, %w: !buffer.buffer<[64, 50], f32, strides [1, 64], device "cuda:0">) -> !loop.tensor<[1024, 50], f32> attributes {coil.result_types = [!aten.tensor<[1024, 50], f32, device "cuda:0">]} {
+  %mm = buffer.extern "aten.mm.default" (%x, %w) : (!buffer.buffer<[1024, 64], f32, device "cuda:0">, !buffer.buffer<[64, 50], f32, strides [1, 64], device "cuda:0">) -> (!loop.tensor<[1024, 50], f32>) {
+  ^bb0(%xa: !aten.tensor<[1024, 64], f32, device "cuda:0">, %wa: !aten.tensor<[64, 50], f32, strides [1, 64], device "cuda:0">):
+    %m = aten.mm.default(%xa, %wa) : !aten.tensor<[1024, 50], f32, device "cuda:0">
+    buffer.yield %m : !aten.tensor<[1024, 50], f32, device "cuda:0">
+  }
+  func.return %mm : !loop.tensor<[1024, 50], f32>
+}
+
+// -----
+
 // Aligned rows (64 f32) or a CPU product: no padding.
 // CHECK-LABEL: func.func @aligned_gemms
 // CHECK-NOT:  mm.out

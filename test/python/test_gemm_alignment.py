@@ -49,3 +49,26 @@ def test_batched_product_with_odd_columns():
     torch._dynamo.reset()
     compiled = torch.compile(lambda a, b: torch.relu(a @ b), backend="coil")
     assert_close_to_eager(compiled(a, b), torch.relu(a @ b))
+
+
+@pytest.mark.parametrize("layout", ["row_major", "column_major"])
+def test_pad_keeps_the_operand_layout(layout, tmp_path):
+    # A column-major B (b.transpose: a Linear weight's t()) is padded as the
+    # row-major matrix behind it (zero rows), a row-major B with zero columns.
+    torch.manual_seed(0)
+    a = torch.randn(2, 700, 48, device="cuda", dtype=torch.bfloat16)
+    if layout == "column_major":
+        w = torch.randn(2, 1001, 48, device="cuda", dtype=torch.bfloat16)
+        f = lambda a, w: torch.bmm(a, w.transpose(1, 2)) * 2.0  # noqa: E731
+    else:
+        w = torch.randn(2, 48, 1001, device="cuda", dtype=torch.bfloat16)
+        f = lambda a, w: torch.bmm(a, w) * 2.0  # noqa: E731
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend="coil", options={"dump_dir": str(tmp_path)})
+    got = compiled(a, w)
+    (wrapper,) = tmp_path.glob("*/wrapper.py")
+    text = wrapper.read_text()
+    assert "constant_pad_nd" in text
+    assert ("[0, 0, 0, 7]" in text) == (layout == "column_major"), text
+    assert_close_to_eager(got, f(a, w))
+    assert got.stride() == f(a, w).stride()
