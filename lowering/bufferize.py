@@ -172,6 +172,29 @@ class _Bufferizer:
                 return t.strides
         return None
 
+    def result_layout(self, value: SSAValue) -> Sequence[SymInt] | None:
+        """The strides to store a nest's result with: eager's where it is returned;
+        where a permutation of it is returned (``(x.t() + y).relu().t()``), the
+        strides that give that view eager's layout, so no copy is needed at the
+        end (stored row-major, the returned transpose was copied: a second
+        kernel); else None (row-major)."""
+        own = self.eager_strides(value)
+        if own is not None:
+            return own
+        rank = len(value.type.shape)
+        syms = L.index_symbols(rank)
+        for use in value.uses:
+            view = use.operation
+            if not isinstance(view, L.ViewOp) or len(view.result.type.shape) != rank:
+                continue
+            want = self.eager_strides(view.result)
+            index = [sympy.sympify(e) for e in view.index.data]
+            if want is None or sorted(map(str, index)) != sorted(map(str, syms)):
+                continue
+            # source dim k is read by view dim q(k): its stride is the view's there.
+            return [want[syms.index(e)] for e in index]
+        return None
+
     def alloc(
         self,
         shape: Sequence[SymInt],
@@ -203,7 +226,7 @@ class _Bufferizer:
 
     def nest(self, op: L.LoopOp) -> None:
         outs = [
-            self.alloc(r.type.shape, r.type.element_type, self.eager_strides(r), op, r.name_hint)
+            self.alloc(r.type.shape, r.type.element_type, self.result_layout(r), op, r.name_hint)
             for r in op.res
         ]
         new = type(op).build(

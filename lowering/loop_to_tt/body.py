@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import sympy
+from torch.utils._sympy.functions import PythonMod
 from xdsl.dialects import arith as xarith
 from xdsl.dialects.builtin import IndexType, IntegerType, f32, i1, i32, i64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
@@ -41,6 +42,59 @@ class Tile:
         return e.xreplace(self.subs) if self.subs else e
 
 
+def refold(
+    offset: sympy.Expr, flat: sympy.Symbol, syms: Sequence[sympy.Symbol], sizes
+) -> sympy.Expr:
+    """``offset`` with ``sum(c * S_k * i_k)`` over a suffix ``k >= j`` of the nest's
+    dimensions (``S_k`` their row-major strides, ``c`` common) replaced by
+    ``c * (flat % prod(sizes[j:]))`` (``c * flat`` for the whole nest).
+
+    A contiguous read of a 2-D nest ``[4096, 3072]`` otherwise computes
+    ``(x // 3072) * 3072 + x % 3072``: an integer division and a remainder per
+    element that Triton keeps (GPT-2's GELU kernel ran 20% slower than
+    Inductor's, which indexes by ``x`` itself)."""
+    n = len(syms)
+    live = [k for k in range(n) if sizes[k] != 1]
+    if not live or not (offset.free_symbols & set(syms)):
+        return offset
+    expanded = sympy.expand(offset)
+    strides = [sympy.Integer(1)] * n
+    for k in range(n - 2, -1, -1):
+        strides[k] = strides[k + 1] * sizes[k + 1]
+    symset = set(syms)
+    common = None
+    start = None
+    for k in reversed(live):
+        coeff = expanded.coeff(syms[k])
+        if coeff == 0 or coeff.free_symbols & symset:
+            break
+        ratio = sympy.cancel(coeff / strides[k])  # cheap: sizes are products
+        if common is None:
+            common = ratio
+        elif ratio != common:
+            break
+        start = k
+    if start is None or (start == live[-1] and start != live[0]):
+        return offset  # nothing folds but a single index (no division saved)
+    folded = [k for k in live if k >= start]
+    rest = expanded - sum(common * strides[k] * syms[k] for k in folded)
+    rest = sympy.expand(rest)
+    if rest.free_symbols & {syms[k] for k in folded}:
+        return offset  # the index appears non-linearly elsewhere
+    if start == live[0]:
+        term = flat
+    else:
+        term = PythonMod(flat, _product(sizes[start:]))
+    return rest + common * term
+
+
+def _product(values) -> sympy.Expr:
+    out = sympy.Integer(1)
+    for v in values:
+        out = out * v
+    return out
+
+
 @dataclass
 class BodyEmitter:
     """Clones loop bodies for one kernel.
@@ -58,6 +112,8 @@ class BodyEmitter:
     n_indirect: int = 0
     bounds_check: bool = True
     """Assert on the device that every indirect index is in range (see ``check_bounds``)."""
+    flat_groups: list[tuple[sympy.Symbol, tuple, tuple]] = field(default_factory=list)
+    """(flat symbol, index symbols, sizes): indices bound as ``decompose(flat, sizes)``."""
 
     def emit(self, block: Block, tile: Tile) -> list[SSAValue]:
         """The values the body yields, as blocks of ``tile.shape``."""
@@ -141,9 +197,13 @@ class BodyEmitter:
     # ---- memory ----
 
     def address(self, buffer_type: BufferType, index: Sequence[sympy.Expr], tile: Tile):
-        """``sum(index_k * stride_k)`` (no offset: the pointer is the first element)."""
+        """``sum(index_k * stride_k)`` (no offset: the pointer is the first element),
+        with the nest's flattened indices folded back where it reads them in order."""
         strides = buffer_type.strides_attr.data
-        return sum((tile.index(e) * s for e, s in zip(index, strides)), sympy.Integer(0))
+        offset = sum((tile.index(e) * s for e, s in zip(index, strides)), sympy.Integer(0))
+        for flat, syms, sizes in self.flat_groups:
+            offset = refold(offset, flat, syms, sizes)
+        return offset
 
     def pointers(self, buffer: SSAValue, offset: sympy.Expr, tile: Tile) -> SSAValue:
         b = self.b

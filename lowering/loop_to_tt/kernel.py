@@ -453,6 +453,7 @@ class KernelLowering:
         return xmask
 
     def _bind_indices(self, flat: sympy.Symbol, syms, sizes) -> None:
+        self.body.flat_groups.append((flat, tuple(syms), tuple(sizes)))
         for s, e in zip(syms, decompose(flat, sizes)):
             v = self.b.emit_index(e)
             if not v.name_hint:

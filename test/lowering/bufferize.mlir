@@ -126,17 +126,20 @@ func.func @views(%x: !buffer.buffer<[4, 8], f32>, %z: !buffer.buffer<[s0, s1], f
 
 // -----
 
-// A view result whose layout differs from eager's is copied into eager's.
+// A view result whose layout differs from eager's is copied into eager's
+// (here the nest's own result is returned row-major too, so it keeps that
+// layout; returned alone, see @returned_transpose).
 
 // CHECK-LABEL: func.func @view_result_relayout
-// CHECK:      %[[T:.*]] = buffer.view %{{.*}} : !buffer.buffer<[4, 8], f32> -> !buffer.buffer<[8, 4], f32, strides [1, 8]>
+// CHECK:      %[[E:.*]] = buffer.alloc : !buffer.buffer<[4, 8], f32>
+// CHECK:      %[[T:.*]] = buffer.view %[[E]] : !buffer.buffer<[4, 8], f32> -> !buffer.buffer<[8, 4], f32, strides [1, 8]>
 // CHECK-NEXT: %[[OUT:.*]] = buffer.alloc : !buffer.buffer<[8, 4], f32>
 // CHECK-NEXT: loop.pointwise [8, 4] outs(%[[OUT]] : !buffer.buffer<[8, 4], f32>) {
 // CHECK-NEXT: ^bb0(%{{.*}}: index, %{{.*}}: index):
 // CHECK-NEXT:   %[[V:.*]] = loop.load %[[T]][i0, i1] : !buffer.buffer<[8, 4], f32, strides [1, 8]>
 // CHECK-NEXT:   loop.yield %[[V]] : f32
-// CHECK:      func.return %[[OUT]] : !buffer.buffer<[8, 4], f32>
-func.func @view_result_relayout(%x: !buffer.buffer<[4, 8], f32>) -> !loop.tensor<[8, 4], f32> attributes {coil.result_types = [!aten.tensor<[8, 4], f32>]} {
+// CHECK:      func.return %[[E]], %[[OUT]] : !buffer.buffer<[4, 8], f32>, !buffer.buffer<[8, 4], f32>
+func.func @view_result_relayout(%x: !buffer.buffer<[4, 8], f32>) -> (!loop.tensor<[4, 8], f32>, !loop.tensor<[8, 4], f32>) attributes {coil.result_types = [!aten.tensor<[4, 8], f32>, !aten.tensor<[8, 4], f32>]} {
   %e = loop.pointwise [4, 8] : !loop.tensor<[4, 8], f32> {
   ^bb0(%i0: index, %i1: index):
     %a = loop.load %x[i0, i1] : !buffer.buffer<[4, 8], f32>
@@ -144,7 +147,7 @@ func.func @view_result_relayout(%x: !buffer.buffer<[4, 8], f32>) -> !loop.tensor
     loop.yield %b : f32
   }
   %t = loop.view %e[i1, i0] : !loop.tensor<[4, 8], f32> -> !loop.tensor<[8, 4], f32>
-  func.return %t : !loop.tensor<[8, 4], f32>
+  func.return %e, %t : !loop.tensor<[4, 8], f32>, !loop.tensor<[8, 4], f32>
 }
 
 // -----
@@ -334,6 +337,28 @@ func.func @padded_gemm(%x: !buffer.buffer<[1024, 64], f32, device "cuda:0">, %w:
     loop.yield %1 : f32
   }
   func.return %r, %mm : !loop.tensor<[1024, 50], f32>, !loop.tensor<[1024, 50], f32>
+}
+
+// -----
+
+// A nest whose transpose is returned ((x.t() + y).relu().t() with eager's
+// row-major result) is stored column-major, so the returned view is already in
+// eager's layout: no copy nest.
+// CHECK-LABEL: func.func @returned_transpose
+// CHECK:      %[[R:.*]] = buffer.alloc : !buffer.buffer<[8, 4], f32, strides [1, 8]>
+// CHECK:      loop.pointwise [8, 4] outs(%[[R]]
+// CHECK:      %[[T:.*]] = buffer.view %[[R]] : {{.*}} -> !buffer.buffer<[4, 8], f32>
+// CHECK-NOT:  loop.pointwise
+// CHECK:      func.return %[[T]]
+func.func @returned_transpose(%x: !buffer.buffer<[4, 8], f32>) -> !loop.tensor<[4, 8], f32> attributes {coil.result_types = [!aten.tensor<[4, 8], f32>]} {
+  %r = loop.pointwise [8, 4] : !loop.tensor<[8, 4], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %0 = loop.load %x[i1, i0] : !buffer.buffer<[4, 8], f32>
+    %1 = math.exp %0 : f32
+    loop.yield %1 : f32
+  }
+  %t = loop.view %r[i1, i0] : !loop.tensor<[8, 4], f32> -> !loop.tensor<[4, 8], f32>
+  func.return %t : !loop.tensor<[4, 8], f32>
 }
 
 // -----

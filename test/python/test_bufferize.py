@@ -149,6 +149,24 @@ def test_view_result_is_a_buffer_view(fn):
     assert len([op for op in final.walk() if isinstance(op, L.PointwiseOp)]) == 1
 
 
+@pytest.mark.parametrize("shape", [(6, 8), (5, 7)])
+def test_returned_transpose_of_a_nest_is_stored_permuted(shape):
+    # Eager returns (x.t() + y).relu().t() row-major: the relu nest is stored
+    # column-major, and the returned transpose is a view of it (one nest).
+    def fn(x, y):
+        return (x.t() + y).relu().t()
+
+    x, y = torch.randn(*shape), torch.randn(*reversed(shape))
+    finals, _ = compile_checked(fn, [x, y])
+    (final,) = finals
+    assert isinstance(_returned_owners(final)[0], B.ViewOp)
+    assert len([op for op in final.walk() if isinstance(op, L.PointwiseOp)]) == 1
+    torch._dynamo.reset()
+    got = torch.compile(fn, backend="coil")(x, y)
+    assert_close_to_eager(got, fn(x, y))
+    assert got.stride() == fn(x, y).stride()
+
+
 def test_reshape_of_permute_into_mm_is_materialized():
     def fn(x, w):
         return x.permute(1, 0, 2).reshape(6, 8) @ w

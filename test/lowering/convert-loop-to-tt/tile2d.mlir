@@ -72,25 +72,28 @@ func.func @transpose(%x: !buffer.buffer<[64, 48], f32>, %y: !buffer.buffer<[48, 
 
 // NCHW -> NHWC (x.permute(0, 2, 3, 1).contiguous()): the load is contiguous
 // along i2 (W), the store along i3 (C), so y = (N, H, W) = 84 points, x = C = 5
-// (a block of 8); the y indices come from yindex by div/mod, the load adds
-// xindex * H*W (42), the store xindex.
+// (a block of 8). The load reads x[i0, xindex, i1, i2]: i0 by a division of
+// yindex, H and W together as yindex % 42 (7*i1 + i2 folded back), plus
+// xindex * H*W (42); the store (N, H, W, C) row-major is 5*yindex + xindex,
+// no division at all.
 
 // CHECK-LABEL: tt.func public @coil_permute_0
 // CHECK:         %xindex = arith.addi %{{.*}} : tensor<1x8xi32>
 // CHECK:         %i0 = arith.divsi %yindex, %{{.*}} : tensor<32x1xi32>
-// CHECK:         %i1 = arith.remsi %{{.*}} : tensor<32x1xi32>
-// CHECK:         %i2 = arith.remsi %yindex, %{{.*}} : tensor<32x1xi32>
 // CHECK:         %[[M:.*]] = arith.andi %{{.*}} : tensor<32x8xi1>
 // CHECK:         %[[H:.*]] = arith.constant dense<42> : tensor<1x8xi32>
 // CHECK:         arith.muli %xindex, %[[H]] : tensor<1x8xi32>
+// CHECK:         arith.remsi %yindex, %{{.*}} : tensor<32x1xi32>
 // CHECK:         tt.load %{{.*}}, %[[M]], %{{.*}} : tensor<32x8x!tt.ptr<f32>>
+// CHECK-NOT:     arith.remsi
+// CHECK-NOT:     arith.divsi
 // CHECK:         tt.broadcast %xindex : tensor<1x8xi32> -> tensor<32x8xi32>
 // CHECK:         tt.store %{{.*}}, %{{.*}}, %[[M]] : tensor<32x8x!tt.ptr<f32>>
 // CHECK:       host.launch @coil_permute_0 grid [1, 3, 1]
 
 // PY-LABEL: def coil_permute_0(in_ptr0, out_ptr0):
 // PY:           i0 = yindex // {{.*}}
-// PY:           i2 = yindex % {{.*}}
+// PY:           yindex % {{.*}}
 // PY:           tl.store(
 
 // OFF-LABEL: tt.func public @coil_permute_0
