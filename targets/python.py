@@ -76,7 +76,10 @@ from coil.dialects.c10d import collective_waits
 from coil.dialects.symbolic import ExprAttr, ShapeAttr, SymbolicSyntaxError, format_expr, to_expr
 from coil.ir import short_lines, source_line
 
-WRAPPER_IMPORT = "from coil.runtime.wrapper import cdiv, check_input, CoilInputError, InputGuard"
+WRAPPER_IMPORT = (
+    "from coil.runtime.wrapper import cdiv, check_input, CoilInputError, InputGuard, "
+    "reinterpret_tensor"
+)
 LAUNCH_IMPORT = "from coil.runtime.launch import Launcher, raw_stream"
 AUTOTUNE_IMPORT = "from coil.runtime.autotune import autotune"
 
@@ -90,6 +93,7 @@ _RESERVED = {
     "check_input",
     "CoilInputError",
     "InputGuard",
+    "reinterpret_tensor",
     "_inputs",
     "autotune",
     "Launcher",
@@ -509,15 +513,13 @@ class HostPrinter:
             self.fresh.add(op.result)
             if _aligned_offset(offset, t.dtype):
                 self.aligned.add(op.result)
-            off = self.expr(offset)
-        else:
-            # An input or ATen result may start anywhere in its storage; offsets in
-            # types count from where the root starts.
-            delta = sympy.expand(offset - to_expr(src.type.offset_attr.data))
-            off = f"{src_name}.storage_offset()"
-            if delta != 0:
-                off += f" + {_paren(self.expr(delta))}"
-        self.emit(f"{name} = {src_name}.as_strided({sizes}, {strides}, {off})")
+        # Offsets in types count from where the root starts (an input or ATen
+        # result may start anywhere in its storage): the view moves the
+        # source's own offset by the difference.
+        delta = sympy.expand(offset - to_expr(src.type.offset_attr.data))
+        self.emit(
+            f"{name} = reinterpret_tensor({src_name}, {sizes}, {strides}, {self.expr(delta)})"
+        )
 
     @print_op.register
     def _(self, op: H.FreeOp) -> None:

@@ -55,8 +55,8 @@ def refold(
     Inductor's, which indexes by ``x`` itself)."""
     n = len(syms)
     live = [k for k in range(n) if sizes[k] != 1]
-    if not live or not (offset.free_symbols & set(syms)):
-        return offset
+    if not live or not (offset.free_symbols & set(syms)) or any(d == 0 for d in sizes):
+        return offset  # an empty nest visits no point (decompose binds zeros)
     expanded = sympy.expand(offset)
     strides = [sympy.Integer(1)] * n
     for k in range(n - 2, -1, -1):

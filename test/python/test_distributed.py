@@ -118,17 +118,17 @@ def check_memory_plan_hold(ranks: list[dict]) -> None:
         assert made_in_flight(source) == "torch.empty_strided(", source
         (forgot,) = rank["in_flight_False"]["wrappers"]
         handed = re.search(r"all_gather_into_tensor\.default\((\w+),", forgot).group(1)
-        assert made_in_flight(forgot) == f"{handed}.as_strided(", forgot
+        assert made_in_flight(forgot) == f"reinterpret_tensor({handed},", forgot
 
 
 def made_in_flight(source: str) -> str:
     """How the wrapper of :func:`in_flight_buffer` makes the buffer the kernel
     between the all-gather and its wait writes: fresh storage, or a dead
-    buffer's (``m.as_strided(``)."""
+    buffer's (``reinterpret_tensor(m,``)."""
     start = source.index("all_gather_into_tensor.default(")
     end = source.index("wait_tensor.default(")
     (made,) = re.findall(
-        r"\n    \w+ = (torch\.empty_strided\(|\w+\.as_strided\()", source[start:end]
+        r"\n    \w+ = (torch\.empty_strided\(|reinterpret_tensor\(\w+,)", source[start:end]
     )
     return made
 

@@ -1,0 +1,56 @@
+"""Where a compiled model's host time goes: cProfile over calls (GPU machine).
+
+``python benchmarks/host_profile.py gpt2 [backend]``: builds the model as
+``models.py`` does (bf16 inference), compiles it, warms up, then profiles 20
+calls and prints the functions with the most own time per call (µs).
+"""
+
+from __future__ import annotations
+
+import cProfile
+import os
+import pstats
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+from models import MODELS
+
+CALLS = 20
+
+
+def main() -> int:
+    name = sys.argv[1] if len(sys.argv) > 1 else "gpt2"
+    backend = sys.argv[2] if len(sys.argv) > 2 else "coil"
+    module, inputs = MODELS[name].build()
+    module = module.to("cuda").eval().to(torch.bfloat16)
+    args = tuple((x.to(torch.bfloat16) if x.is_floating_point() else x).to("cuda") for x in inputs)
+    f = torch.compile(module, backend=backend)
+    with torch.no_grad():
+        for _ in range(5):
+            f(*args)
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(CALLS):
+            f(*args)
+        host = (time.perf_counter() - t) / CALLS * 1e3
+        torch.cuda.synchronize()
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(CALLS):
+            f(*args)
+        prof.disable()
+        torch.cuda.synchronize()
+    print(f"== {name} / {backend}: host {host:.3f} ms per call (launch loop, no sync)")
+    stats = pstats.Stats(prof)
+    rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:30]
+    for (file, line, func), (cc, nc, tt, ct, _) in rows:
+        print(f"{tt / CALLS * 1e6:9.1f} us own {ct / CALLS * 1e6:9.1f} us cum {nc / CALLS:6.0f}x  "
+              f"{os.path.basename(file)}:{line} {func}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
