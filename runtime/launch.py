@@ -139,7 +139,7 @@ class Launcher:
 
     def _compile(self, jit: Any) -> tuple[Callable[..., None], tuple | None]:
         """(the fast launch, and where the C launcher is called directly its
-        ``(c_launch, function, coop, pdl, metadata)``, else None)."""
+        ``(c_launch, fixed arguments)``, else None)."""
         import torch
         from triton.runtime.jit import MockTensor
 
@@ -167,26 +167,15 @@ class Launcher:
         direct = _c_entry(run)
         if direct is not None:
             c_launch, coop, pdl = direct
+            # The launcher's arguments between the stream and the kernel's own:
+            # function, cooperative, pdl, global and profile scratch, metadata,
+            # the three hooks.
+            fixed = (function, coop, pdl, None, None, metadata, None, None, None)
 
             def launch(gx: int, gy: int, gz: int, stream: Any, *args: Any) -> None:
-                c_launch(
-                    gx,
-                    gy,
-                    gz,
-                    stream,
-                    function,
-                    coop,
-                    pdl,
-                    None,
-                    None,
-                    metadata,
-                    None,
-                    None,
-                    None,
-                    *args,
-                )
+                c_launch(gx, gy, gz, stream, *fixed, *args)
 
-            return launch, (c_launch, function, coop, pdl, metadata)
+            return launch, (c_launch, fixed)
 
         def launch_via_launcher(gx: int, gy: int, gz: int, stream: Any, *args: Any) -> None:
             run(gx, gy, gz, stream, function, metadata, None, None, None, *args)
@@ -198,47 +187,18 @@ def _checked_direct(
     checked: tuple[int, ...],
     specializing: Callable[..., None],
     c_launch: Callable[..., None],
-    function: Any,
-    coop: bool,
-    pdl: bool,
-    metadata: Any,
+    fixed: tuple,
 ) -> Callable[..., None]:
     """A launch that checks the 16-byte alignment of one or two pointers and
     calls the C launcher itself (else Triton's specializing launch)."""
-    if len(checked) == 1:
-        (a,) = checked
+    a, b = checked[0], checked[-1]
 
-        def run1(gx: int, gy: int, gz: int, stream: Any, *args: Any) -> None:
-            if args[a].data_ptr() % 16:
-                return specializing(gx, gy, gz, stream, *args)
-            c_launch(
-                gx,
-                gy,
-                gz,
-                stream,
-                function,
-                coop,
-                pdl,
-                None,
-                None,
-                metadata,
-                None,
-                None,
-                None,
-                *args,
-            )
-
-        return run1
-    a, b = checked
-
-    def run2(gx: int, gy: int, gz: int, stream: Any, *args: Any) -> None:
+    def run(gx: int, gy: int, gz: int, stream: Any, *args: Any) -> None:
         if (args[a].data_ptr() | args[b].data_ptr()) % 16:
             return specializing(gx, gy, gz, stream, *args)
-        c_launch(
-            gx, gy, gz, stream, function, coop, pdl, None, None, metadata, None, None, None, *args
-        )
+        c_launch(gx, gy, gz, stream, *fixed, *args)
 
-    return run2
+    return run
 
 
 def debug_options(jit: Any) -> dict[str, Any]:

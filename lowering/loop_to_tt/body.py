@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import sympy
-from torch.utils._sympy.functions import PythonMod
+from torch.utils._sympy.functions import FloorDiv, PythonMod
 from xdsl.dialects import arith as xarith
 from xdsl.dialects.builtin import IndexType, IntegerType, f32, i1, i32, i64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
@@ -86,6 +86,31 @@ def refold(
     else:
         term = PythonMod(flat, _product(sizes[start:]))
     return rest + common * term
+
+
+def merge_divmod(offset: sympy.Expr) -> sympy.Expr:
+    """``offset`` with each ``c*d*(e floordiv d) + c*(e mod d)`` replaced by ``c*e``:
+    a flattened range read back row-major (a split reduction's chunk over a
+    [s, s] input reads ``x[p // s, p % s]``, address ``s*(p // s) + p % s``)."""
+    if not offset.has(FloorDiv):
+        return offset
+    terms = list(sympy.Add.make_args(sympy.expand(offset)))
+    for t in list(terms):
+        if t not in terms:
+            continue
+        coeff, factors = t.as_coeff_mul()
+        divs = [f for f in factors if isinstance(f, FloorDiv)]
+        if len(divs) != 1:
+            continue
+        (div,) = divs
+        e, d = div.args
+        scale = sympy.Mul(coeff, *[f for f in factors if f is not div]) / d
+        mod = sympy.expand(scale * PythonMod(e, d))
+        if mod in terms:
+            terms.remove(t)
+            terms.remove(mod)
+            terms.append(sympy.expand(scale * e))
+    return sympy.Add(*terms)
 
 
 def _product(values) -> sympy.Expr:
@@ -203,7 +228,7 @@ class BodyEmitter:
         offset = sum((tile.index(e) * s for e, s in zip(index, strides)), sympy.Integer(0))
         for flat, syms, sizes in self.flat_groups:
             offset = refold(offset, flat, syms, sizes)
-        return offset
+        return merge_divmod(offset)
 
     def pointers(self, buffer: SSAValue, offset: sympy.Expr, tile: Tile) -> SSAValue:
         b = self.b

@@ -65,3 +65,24 @@ func.func @dynamic(%x: !buffer.buffer<[s0, 64], f32>) -> !buffer.buffer<[s0, 64]
   }
   func.return %neg : !buffer.buffer<[s0, 64], f32>
 }
+
+// -----
+
+// A flat range read back row-major (x[i0 floordiv s0, i0 mod s0] of an
+// [s0, s0] buffer, as a split reduction's chunks read a 2-D input): the
+// address s0*(i0 floordiv s0) + i0 mod s0 is i0 itself.
+
+// CHECK-LABEL: def coil_neg_0(in_ptr0, out_ptr0, s0):
+// CHECK-NOT:     //
+// CHECK:         tmp{{.*}} = tmp{{.*}} + xindex
+// CHECK-NEXT:    tl.load(
+func.func @flat_2d(%x: !buffer.buffer<[s0, s0], f32>) -> !buffer.buffer<[s0*s0], f32> {
+  %neg = buffer.alloc : !buffer.buffer<[s0*s0], f32>
+  loop.pointwise [s0*s0] outs(%neg : !buffer.buffer<[s0*s0], f32>) {
+  ^bb0(%i0: index):
+    %a = loop.load %x[i0 floordiv s0, i0 mod s0] : !buffer.buffer<[s0, s0], f32>
+    %b = arith.negf %a : f32
+    loop.yield %b : f32
+  }
+  func.return %neg : !buffer.buffer<[s0*s0], f32>
+}
