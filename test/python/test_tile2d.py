@@ -68,14 +68,15 @@ DTYPES = [torch.float32, torch.bfloat16]
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_transpose_add_relu(dtype, tmp_path, poisoned):
-    """The benchmark's ``(x.t() + y).relu().t().contiguous()`` at odd sizes: both
-    kernels get a 2-D tile over grid x and y."""
+    """The benchmark's ``(x.t() + y).relu().t().contiguous()`` at odd sizes: one
+    kernel (bufferize stores the relu column-major, so the returned transpose
+    is a view in eager's layout), with a 2-D tile over grid x and y."""
 
     def f(x, y):
         return (x.t() + y).relu().t().contiguous()
 
     kernels = run(f, (_randn(37, 53, dtype=dtype), _randn(53, 37, dtype=dtype)), tmp_path=tmp_path)
-    assert kernels.count("yindex = ") == 2
+    assert kernels.count("yindex = ") == 1
     assert "tl.program_id(1)" in kernels
 
 
