@@ -1,7 +1,7 @@
 """Where a compiled model's host time goes: cProfile over calls (GPU machine).
 
 ``python benchmarks/host_profile.py gpt2 [backend]``: builds the model as
-``models.py`` does (bf16 inference), compiles it, warms up, then profiles 20
+``profile_model.py`` does (bf16 inference on the GPU), compiles it, warms up, then profiles 20
 calls and prints the functions with the most own time per call (µs).
 """
 
@@ -16,7 +16,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from models import MODELS
+from profile_model import cuda_bf16
 
 CALLS = 20
 
@@ -24,9 +24,7 @@ CALLS = 20
 def main() -> int:
     name = sys.argv[1] if len(sys.argv) > 1 else "gpt2"
     backend = sys.argv[2] if len(sys.argv) > 2 else "coil"
-    module, inputs = MODELS[name].build()
-    module = module.to("cuda").eval().to(torch.bfloat16)
-    args = tuple((x.to(torch.bfloat16) if x.is_floating_point() else x).to("cuda") for x in inputs)
+    module, args = cuda_bf16(name)
     f = torch.compile(module, backend=backend)
     with torch.no_grad():
         for _ in range(5):
@@ -46,9 +44,11 @@ def main() -> int:
     print(f"== {name} / {backend}: host {host:.3f} ms per call (launch loop, no sync)")
     stats = pstats.Stats(prof)
     rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:30]
-    for (file, line, func), (cc, nc, tt, ct, _) in rows:
-        print(f"{tt / CALLS * 1e6:9.1f} us own {ct / CALLS * 1e6:9.1f} us cum {nc / CALLS:6.0f}x  "
-              f"{os.path.basename(file)}:{line} {func}")
+    for (file, line, func), (_, nc, tt, ct, _) in rows:
+        print(
+            f"{tt / CALLS * 1e6:9.1f} us own {ct / CALLS * 1e6:9.1f} us cum {nc / CALLS:6.0f}x  "
+            f"{os.path.basename(file)}:{line} {func}"
+        )
     return 0
 
 

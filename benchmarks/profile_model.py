@@ -22,10 +22,16 @@ from models import MODELS
 CALLS = 5
 
 
-def profile(name: str, backend: str) -> str:
+def cuda_bf16(name: str) -> tuple[torch.nn.Module, tuple]:
+    """Model ``name`` of models.py and its inputs, on the GPU, bf16 inference."""
     module, inputs = MODELS[name].build()
     module = module.to("cuda").eval().to(torch.bfloat16)
     args = tuple((x.to(torch.bfloat16) if x.is_floating_point() else x).to("cuda") for x in inputs)
+    return module, args
+
+
+def profile(name: str, backend: str) -> str:
+    module, args = cuda_bf16(name)
     torch._dynamo.reset()
     f = module if backend == "eager" else torch.compile(module, backend=backend)
     with torch.no_grad():

@@ -189,7 +189,7 @@ class _Bufferizer:
                 continue
             want = self.eager_strides(view.result)
             index = [sympy.sympify(e) for e in view.index.data]
-            if want is None or sorted(map(str, index)) != sorted(map(str, syms)):
+            if want is None or set(index) != set(syms):  # not a permutation
                 continue
             # source dim k is read by view dim q(k): its stride is the view's there.
             return [want[syms.index(e)] for e in index]

@@ -127,17 +127,17 @@ def _pad_operand(op: B.ExternOp, arg: BlockArgument, width: int) -> None:
     device = t.device_attr.data
     wide = shape[:-1] + [width]
     block = Block(arg_types=[t])
-    calls: list[Operation] = []
+    pad_cls = op_class_named("aten.constant_pad_nd.default")
+    assert pad_cls is not None
     if _column_major(t):
         rank = len(shape)
         rows = shape[:-2] + [shape[-1], shape[-2]]  # the row-major matrix behind it
         padded_rows = rows[:-2] + [width, rows[-1]]
-        strides = list(contiguous_strides(padded_rows))
-        strides[-2], strides[-1] = strides[-1], strides[-2]
-        padded = TensorType(wide, t.element_type, strides, device)
+        padded = TensorType(
+            wide, t.element_type, _swap_last(contiguous_strides(padded_rows)), device
+        )
         transpose = op_class_named("aten.transpose.int")
-        pad_cls = op_class_named("aten.constant_pad_nd.default")
-        assert transpose is not None and pad_cls is not None
+        assert transpose is not None
         back = transpose.build_from(
             {"self": block.args[0]},
             {"dim0": rank - 2, "dim1": rank - 1},
@@ -154,8 +154,6 @@ def _pad_operand(op: B.ExternOp, arg: BlockArgument, width: int) -> None:
         calls = [back, grown, again]
     else:
         padded = TensorType(wide, t.element_type, None, device)
-        pad_cls = op_class_named("aten.constant_pad_nd.default")
-        assert pad_cls is not None
         calls = [pad_cls.build_from({"self": block.args[0]}, {"pad": [0, extra]}, [padded])]
     for call in calls:
         call.location = op.location
@@ -174,6 +172,7 @@ def _pad_operand(op: B.ExternOp, arg: BlockArgument, width: int) -> None:
 
 
 def _swap_last(strides) -> list:
+    """``strides`` with its last two entries exchanged (a transpose's layout)."""
     out = list(strides)
     out[-2], out[-1] = out[-1], out[-2]
     return out

@@ -58,9 +58,7 @@ def refold(
     if not live or not (offset.free_symbols & set(syms)) or any(d == 0 for d in sizes):
         return offset  # an empty nest visits no point (decompose binds zeros)
     expanded = sympy.expand(offset)
-    strides = [sympy.Integer(1)] * n
-    for k in range(n - 2, -1, -1):
-        strides[k] = strides[k + 1] * sizes[k + 1]
+    strides = [sympy.Mul(*sizes[k + 1 :]) for k in range(n)]  # the nest's row-major strides
     symset = set(syms)
     common = None
     start = None
@@ -84,7 +82,7 @@ def refold(
     if start == live[0]:
         term = flat
     else:
-        term = PythonMod(flat, _product(sizes[start:]))
+        term = PythonMod(flat, sympy.Mul(*sizes[start:]))
     return rest + common * term
 
 
@@ -111,13 +109,6 @@ def merge_divmod(offset: sympy.Expr) -> sympy.Expr:
             terms.remove(mod)
             terms.append(sympy.expand(scale * e))
     return sympy.Add(*terms)
-
-
-def _product(values) -> sympy.Expr:
-    out = sympy.Integer(1)
-    for v in values:
-        out = out * v
-    return out
 
 
 @dataclass
