@@ -300,6 +300,49 @@ def _interpreter_debug() -> Callable[[], None]:
     return undo
 
 
+def _scalar_index_compat() -> Callable[[], None]:
+    """Let ``range()`` and other ``__index__`` users take a scalar argument in
+    Triton's interpreter; returns the undo.
+
+    The interpreter holds an ``int`` kernel argument as a one-element array
+    (``_implicit_cvt``: ``np.array([arg])``), and ``__index__`` on a tensor is
+    ``int(self.handle.data)`` up to Triton 3.6; numpy 2.4 refuses ``int()`` of
+    an array with ``ndim > 0``, so a loop bounded by a size argument
+    (``range(0, (s0 + 4095) // 4096, 2048)`` in a dynamic reduction) fails
+    there. Triton 3.9 squeezes the array first; this wraps the function that
+    installs ``__index__`` so every version does the same (no change in
+    behaviour where it already squeezes)."""
+    try:
+        from triton.runtime import interpreter
+    except ImportError:
+        return lambda: None
+    original = getattr(interpreter, "_patch_lang_tensor", None)
+    if original is None:
+        return lambda: None
+
+    def index(self: Any) -> int:
+        data = self.handle.data
+        return int(data.reshape(()) if data.size == 1 else data)
+
+    def patch_lang_tensor(tensor: Any, *rest: Any) -> Any:
+        result = original(tensor, *rest)
+        scope = rest[0] if rest else None
+        if hasattr(scope, "set_attr"):
+            scope.set_attr(tensor, "__index__", index)
+        else:
+            # Versions without a patch scope never undo their patches;
+            # _restore_language puts tl.tensor back when the scope ends.
+            tensor.__index__ = index
+        return result
+
+    interpreter._patch_lang_tensor = patch_lang_tensor
+
+    def undo() -> None:
+        interpreter._patch_lang_tensor = original
+
+    return undo
+
+
 @contextlib.contextmanager
 def interpreter_scope() -> Iterator[None]:
     """Run Triton's interpreter as if triton had been imported under
@@ -318,8 +361,10 @@ def interpreter_scope() -> Iterator[None]:
             JITFunction.__call__ = _call_library_interpreted
             snapshot = _snapshot_language()
             restore_options = _interpreter_debug()
+            restore_index = _scalar_index_compat()
 
             def undo() -> None:
+                restore_index()
                 if had_call:
                     JITFunction.__call__ = saved_call
                 else:

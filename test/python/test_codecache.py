@@ -265,3 +265,59 @@ def test_input_checks_ignore_strides_of_size_one_dims_and_device_spelling():
 def test_cdiv():
     assert [cdiv(n, 4) for n in (0, 1, 3, 4, 5, 8, 9)] == [0, 1, 1, 1, 2, 2, 3]
     assert cdiv(10**20 + 1, 10**10) == 10**10 + 1
+
+
+_LOOP_MODULE = textwrap.dedent(
+    """
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit(do_not_specialize=["n"])
+    def coil_loop_sum_0(in_ptr0, out_ptr0, n):
+        n = n.to(tl.int64)
+        acc = tl.zeros([16], tl.float32)
+        # A loop bounded by a size argument, as a dynamic looped reduction has.
+        for offset in range(0, (n + 15) // 16 * 16, 16):
+            idx = offset + tl.arange(0, 16)
+            acc += tl.load(in_ptr0 + idx, mask=idx < n, other=0.0)
+        tl.store(out_ptr0, tl.sum(acc, 0))
+
+
+    def call(args):
+        (x,) = args
+        out = torch.empty((), dtype=x.dtype)
+        coil_loop_sum_0[(1, 1, 1)](x, out, x.numel())
+        return out
+    """
+)
+
+
+def test_interpreted_loop_bounded_by_a_size_argument(monkeypatch):
+    """Triton <= 3.6's interpreter holds an int argument as a one-element array
+    and its ``__index__`` did ``int(data)``, which numpy >= 2.4 refuses for
+    ``ndim > 0``; coil's interpreter scope makes ``__index__`` squeeze first
+    (as Triton 3.9 does). The old behaviour is simulated strictly here
+    (``operator.index`` refuses any array with ``ndim > 0``, whatever numpy)."""
+    pytest.importorskip("triton")
+    import operator
+
+    from triton.runtime import interpreter
+
+    original = interpreter._patch_lang_tensor
+
+    def old_patch_lang_tensor(tensor, *rest):
+        result = original(tensor, *rest)
+        strict = lambda self: operator.index(self.handle.data)  # noqa: E731
+        if rest and hasattr(rest[0], "set_attr"):
+            rest[0].set_attr(tensor, "__index__", strict)
+        else:
+            tensor.__index__ = strict
+        return result
+
+    monkeypatch.setattr(interpreter, "_patch_lang_tensor", old_patch_lang_tensor)
+    module = codecache.load_module(_LOOP_MODULE, interpret=True)
+    x = torch.randn(37)
+    torch.testing.assert_close(module.call([x]), x.sum())
+    assert interpreter._patch_lang_tensor is old_patch_lang_tensor
