@@ -8,8 +8,12 @@
 #   ROOFLINE="softmax sum_ ..."  benchmarks/roofline.py on the workloads whose
 #            names contain one (ROOFLINE=all: every one; ROOFLINE_ARGS adds
 #            options, e.g. --no-inductor);
+#   SWEEP="var_dim0 bf16,mean_all bf16"  benchmarks/tile_sweep.py (launch configs of
+#            roofline workloads, comma-separated, against Inductor's);
 #   MODELS="gpt2 bert ..."   benchmarks/models.py on those models;
 #   OVERHEAD="mlp20_b1 ..."  benchmarks/overhead.py (host overhead per call);
+#   HOSTPROF="mlp20_b1:coil-cudagraphs ..."  benchmarks/host_profile.py (cProfile
+#                            of host time per call) on NAME:VARIANT pairs;
 #   PROFILE="bert ..."       benchmarks/profile_model.py (torch.profiler: kernel
 #                            time vs wall, top kernels; eager, Inductor, coil);
 #   MEMORY="vit_hf ..."      benchmarks/memory_probe.py (planned vs measured peak);
@@ -57,6 +61,11 @@ if [ -n "${ROOFLINE:-}" ]; then
   python3 benchmarks/roofline.py ${ROOFLINE_ARGS:-} $names 2>&1 | tee -a "$OUT/roofline.log"
   status=$(( status | PIPESTATUS[0] ))
 fi
+if [ -n "${SWEEP:-}" ]; then
+  IFS=, read -r -a sweep <<< "$SWEEP"
+  python3 benchmarks/tile_sweep.py "${sweep[@]}" 2>&1 | tee -a "$OUT/tile_sweep.log"
+  status=$(( status | PIPESTATUS[0] ))
+fi
 if [ -n "${MODELS:-}" ]; then
   # shellcheck disable=SC2086
   python3 benchmarks/models.py $MODELS 2>&1 | tee -a "$OUT/models.log"
@@ -71,6 +80,11 @@ if [ -n "${PROFILE:-}" ]; then
   # shellcheck disable=SC2086
   python3 benchmarks/profile_model.py $PROFILE 2>&1 | tee -a "$OUT/profile.log"
   status=$(( status | PIPESTATUS[0] ))
+fi
+if [ -n "${HOSTPROF:-}" ]; then
+  for pair in $HOSTPROF; do
+    python3 benchmarks/host_profile.py "${pair%%:*}" "${pair#*:}" 2>&1 | tee -a "$OUT/host_profile.log"
+  done
 fi
 if [ -n "${MEMORY:-}" ]; then
   # shellcheck disable=SC2086
@@ -104,11 +118,13 @@ cat "$OUT/device.txt"
 [ -f "$OUT/pytest-gpu.log" ] && tail -n 1 "$OUT/pytest-gpu.log"
 [ -f "$OUT/bench.log" ] && tail -n 6 "$OUT/bench.log"
 [ -f "$OUT/roofline.md" ] && cat "$OUT/roofline.md"
+[ -f "$OUT/tile_sweep.log" ] && sed -n '/^| workload | config/,$p' "$OUT/tile_sweep.log"
 [ -f "$OUT/models.log" ] && grep -h '^| ' "$OUT/models.log" | grep -v -- '---'
 [ -f "$OUT/models-before.log" ] && grep -h '^| before' "$OUT/models-before.log"
 [ -f "$OUT/pytest-distributed.log" ] && tail -n 1 "$OUT/pytest-distributed.log"
 [ -f "$OUT/distributed.md" ] && cat "$OUT/distributed.md"
 [ -f "$OUT/overhead.log" ] && grep -h -e '^| ' -e 'per launch' "$OUT/overhead.log" | grep -v -e '---'
 [ -f "$OUT/profile.log" ] && grep -h '^== ' "$OUT/profile.log"
+[ -f "$OUT/host_profile.log" ] && grep -h '^== ' "$OUT/host_profile.log"
 [ -f "$OUT/compile_time.md" ] && grep -h '^| ' "$OUT/compile_time.md"
 exit "$status"

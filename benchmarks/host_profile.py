@@ -1,8 +1,11 @@
 """Where a compiled model's host time goes: cProfile over calls (GPU machine).
 
-``python benchmarks/host_profile.py gpt2 [backend]``: builds the model as
-``profile_model.py`` does (bf16 inference on the GPU), compiles it, warms up, then profiles 20
-calls and prints the functions with the most own time per call (µs).
+``python benchmarks/host_profile.py NAME [VARIANT]``: NAME is a model of
+``models.py`` (built as ``profile_model.py`` does: bf16 inference on the GPU)
+or a workload of ``overhead.py`` (``mlp20_b1``, ``gpt2_b1``, ...); VARIANT is
+``coil`` (default), ``coil-cudagraphs``, ``inductor`` or
+``inductor-reduce-overhead``. Compiles, warms up, then profiles 20 calls and
+prints the functions with the most own time per call (µs).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
+from overhead import WORKLOADS, build_cuda
 from profile_model import cuda_bf16
 
 CALLS = 20
@@ -24,8 +28,15 @@ CALLS = 20
 def main() -> int:
     name = sys.argv[1] if len(sys.argv) > 1 else "gpt2"
     backend = sys.argv[2] if len(sys.argv) > 2 else "coil"
-    module, args = cuda_bf16(name)
-    f = torch.compile(module, backend=backend)
+    module, args = build_cuda(name) if name in WORKLOADS else cuda_bf16(name)
+    f = {
+        "coil": lambda: torch.compile(module, backend="coil"),
+        "coil-cudagraphs": lambda: torch.compile(
+            module, backend="coil", options={"cudagraphs": True}
+        ),
+        "inductor": lambda: torch.compile(module),
+        "inductor-reduce-overhead": lambda: torch.compile(module, mode="reduce-overhead"),
+    }[backend]()
     with torch.no_grad():
         for _ in range(5):
             f(*args)

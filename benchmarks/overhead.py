@@ -68,6 +68,14 @@ WORKLOADS = {
 }
 
 
+def build_cuda(name: str) -> tuple[torch.nn.Module, tuple]:
+    """Workload ``name`` on the GPU, bf16 inference."""
+    module, inputs = WORKLOADS[name]()
+    module = module.cuda().eval().to(torch.bfloat16)
+    args = tuple((x.to(torch.bfloat16) if x.is_floating_point() else x).cuda() for x in inputs)
+    return module, args
+
+
 def measure(fn, args) -> tuple[float, float, float]:
     """(wall ms, GPU ms, launches) per call."""
     for _ in range(5):
@@ -144,9 +152,7 @@ def main() -> int:
     ]
     for name in names:
         torch.manual_seed(0)
-        module, inputs = WORKLOADS[name]()
-        module = module.cuda().eval().to(torch.bfloat16)
-        args = tuple((x.to(torch.bfloat16) if x.is_floating_point() else x).cuda() for x in inputs)
+        module, args = build_cuda(name)
         variants = {
             "eager": lambda m: m,
             "inductor": lambda m: torch.compile(m),

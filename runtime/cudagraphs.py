@@ -12,10 +12,19 @@ recorded graph with static input buffers:
   part of the key (a moved parameter records a new graph);
 * every other tensor input is copied into the graph's own input buffer before
   each replay;
-* outputs live in the graph's memory pool and the next replay overwrites them,
-  so each replay returns copies: a result the caller keeps is never changed by
-  a later call (cudagraph trees instead invalidate earlier outputs; a copy costs
-  one pass over the outputs and keeps eager's semantics).
+* outputs live in the graph's memory pool, which the next replay of any of the
+  runner's graphs overwrites. A replay hands them out uncopied (an alias each,
+  ``detach()``) and remembers them. Before the next replay, if one of them is
+  still held (its storage's use count above what the runner's own references
+  make), replaying would change a result the caller kept: that call runs
+  without the graph, and from then on that output (by position) is returned as
+  a copy. A caller that drops results before the next call -- an inference
+  loop that consumes its output, a training step whose saved activations die
+  in backward -- never pays for a copy; one that keeps a result (``y =
+  model(x)`` in a loop keeps the last ``y`` during the call) pays one copy of
+  that output per call. No earlier result ever changes, and no access rule is
+  needed (cudagraph trees instead return results uncopied and make a stale one
+  raise when read).
 
 It falls back to the plain call, logging the reason once per graph, where a
 graph cannot be recorded: the graph draws random numbers on the host (a replay
@@ -47,6 +56,17 @@ class _Recording:
     outputs: Any
     static: list[int]  # positions of static inputs, and their addresses when recorded
     pointers: list[int]
+    leaves: list[Any]  # the outputs, flattened (pytree), and their structure
+    spec: Any
+    # Outputs in memory a replay rewrites: (position in leaves, tensor, its
+    # storage's use count when only the runner held it).
+    pooled: list[tuple[int, torch.Tensor, int]]
+
+
+def _uses(t: torch.Tensor) -> int:
+    """References to ``t``'s storage (tensors, views, storage objects), counted the
+    same way at every call."""
+    return torch._C._storage_Use_Count(t.untyped_storage()._cdata)
 
 
 def _same_pointers(args: Sequence[Any], recording: _Recording) -> bool:
@@ -77,6 +97,8 @@ class CudaGraphRunner:
         self.warned: set[str] = set()
         self.last: dict[tuple, _Recording] = {}  # per size-argument values
         self.size_positions: tuple[int, ...] | None = None
+        self.escaped: list[tuple[int, torch.Tensor, int]] = []  # pooled outputs handed out
+        self.copied_outputs: set[int] = set()  # positions a caller kept: returned as copies
 
     def _fallback(self, reason: str) -> None:
         if reason not in self.warned:
@@ -114,12 +136,33 @@ class CudaGraphRunner:
             if recording is None:
                 return self.run(*args)
             self.last[sizes] = recording
+        if self.escaped:
+            kept = {i for i, t, alone in self.escaped if _uses(t) > alone}
+            if kept:
+                return self._kept(kept, args)
+            self.escaped.clear()
         for k in recording.copied:
             recording.inputs[k].copy_(args[k])
         recording.graph.replay()
-        return pytree.tree_map(
-            lambda t: t.clone() if isinstance(t, torch.Tensor) else t, recording.outputs
+        copied = self.copied_outputs
+        leaves = [
+            (t.clone() if i in copied else t.detach()) if isinstance(t, torch.Tensor) else t
+            for i, t in enumerate(recording.leaves)
+        ]
+        self.escaped.extend(p for p in recording.pooled if p[0] not in copied)
+        return pytree.tree_unflatten(leaves, recording.spec)
+
+    def _kept(self, kept: set[int], args: Sequence[Any]) -> Any:
+        """Results of an earlier replay (outputs ``kept``) are still held: run this
+        call without the graph (its outputs go to fresh memory), and from now on
+        return copies of those outputs."""
+        log.info(
+            "coil: outputs %s of %s are kept across calls; replays return copies of them",
+            sorted(kept),
+            self.name,
         )
+        self.copied_outputs |= kept
+        return self.run(*args)
 
     def _record(self, args: Sequence[Any], key: tuple) -> _Recording | None:
         reason = self._unrecordable(args)
@@ -157,7 +200,18 @@ class CudaGraphRunner:
             return None
         static = [k for k, a in enumerate(args) if isinstance(a, torch.Tensor) and k in self.static]
         pointers = [args[k].data_ptr() for k in static]
-        recording = _Recording(graph, inputs, copied, outputs, static, pointers)
+        # An output in a static input's storage (a view of a parameter) is not
+        # rewritten by a replay; every other one is (the pool, the input copies).
+        fixed = {args[k].untyped_storage().data_ptr() for k in static}
+        leaves, spec = pytree.tree_flatten(outputs)
+        pooled = [
+            (i, t, _uses(t))
+            for i, t in enumerate(leaves)
+            if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in fixed
+        ]
+        recording = _Recording(
+            graph, inputs, copied, outputs, static, pointers, leaves, spec, pooled
+        )
         self.recordings[key] = recording
         return recording
 

@@ -145,6 +145,82 @@ def test_cudagraphs_fall_back_on_the_cpu_with_a_reason(caplog):
     assert len(reasons) == 1 and "CPU tensor" in reasons[0]
 
 
+def _fake_graph_runner(monkeypatch):
+    """A CudaGraphRunner over ``x * 2`` whose "graph" is a CPU stand-in: a replay
+    rewrites one pooled output from one copied input, as a CUDA graph would."""
+    import torch.utils._pytree as pytree
+
+    from coil.runtime import cudagraphs as cg
+
+    events: list[str] = []
+
+    def run(x):
+        events.append("plain")
+        return (x * 2,)
+
+    def record(self, args, key):
+        buf, out = torch.empty_like(args[0]), torch.empty_like(args[0])
+
+        class Graph:
+            def replay(self):
+                events.append("replay")
+                torch.mul(buf, 2, out=out)
+
+        leaves, spec = pytree.tree_flatten((out,))
+        self.recordings[key] = rec = cg._Recording(
+            Graph(), [buf], [0], (out,), [], [], leaves, spec, [(0, out, cg._uses(out))]
+        )
+        return rec
+
+    monkeypatch.setattr(cg.CudaGraphRunner, "_record", record)
+    return cg.CudaGraphRunner(run, name="test"), events
+
+
+def test_cudagraph_outputs_are_uncopied_until_one_is_kept(monkeypatch):
+    runner, events = _fake_graph_runner(monkeypatch)
+    xs = [torch.randn(8) for _ in range(7)]
+    # Results dropped before the next call: every call replays, nothing copied.
+    pool = runner(xs[0])[0].data_ptr()
+    for x in xs[1:3]:
+        (y,) = runner(x)
+        torch.testing.assert_close(y, x * 2)
+        assert y.data_ptr() == pool
+        del y
+    assert events == ["replay"] * 3
+    # A result (here only a view of it) kept across calls: while it lives, calls
+    # run without the graph and leave it alone; then replays return copies.
+    kept = runner(xs[3])[0][2:]
+    (a,) = runner(xs[4])
+    (b,) = runner(xs[5])
+    torch.testing.assert_close(kept, xs[3][2:] * 2)
+    del kept
+    (c,) = runner(xs[6])
+    assert events[3:] == ["replay", "plain", "plain", "replay"]
+    for y, x in zip((a, b, c), xs[4:]):
+        torch.testing.assert_close(y, x * 2)
+    assert c.data_ptr() != pool and runner.copied_outputs == {0}
+
+
+@pytest.mark.gpu
+@gpu
+def test_cudagraph_results_dropped_each_call_are_not_copied():
+    """An inference loop that drops each result: replays hand out the graph's own
+    output memory (no copy kernel), and values are fresh each call."""
+    torch.manual_seed(0)
+    model = ResidualStack(3).cuda().eval()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="coil", options={"cudagraphs": True})
+    pointers = set()
+    with torch.no_grad():
+        for _ in range(4):
+            x = torch.randn(2, 16, 32, device="cuda")
+            out = compiled(x)
+            assert_close_to_eager(out, model(x))
+            pointers.add(out.data_ptr())
+            del out
+    assert len(pointers) == 1
+
+
 @pytest.mark.gpu
 @gpu
 @pytest.mark.parametrize("mode", ["options", "reduce-overhead"])
