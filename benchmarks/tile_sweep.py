@@ -26,21 +26,25 @@ from roofline import _close, workloads  # noqa: E402
 
 from coil.pipeline import PIPELINES  # noqa: E402
 
+# 0: the heuristic's choice. Options apply to every kernel of the graph.
 GRIDS = {
     # an outer reduction split along the rows: [XBLOCK columns x RBLOCK rows]
-    "var_dim0": dict(xblock=[64, 128, 256], rblock=[4, 8, 16], num_warps=[4, 8], split=[0]),
-    "sum_dim0": dict(xblock=[64, 128, 256], rblock=[4, 8, 16], num_warps=[4, 8], split=[0]),
-    # an inner reduction of 2048-element rows
-    "sum_dim1": dict(xblock=[1, 2, 4, 8], rblock=[0], num_warps=[4, 8, 16], split=[0]),
+    "var_dim0": dict(xblock=[0, 128], rblock=[0, 4], num_warps=[0, 8], split=[0, 32, 64, 128]),
+    "sum_dim0": dict(xblock=[0, 128], rblock=[0, 4], num_warps=[0, 8], split=[0, 32, 64, 128]),
+    # an inner reduction of 2048-element rows: persistent (rblock 0) or looped
+    "sum_dim1": dict(xblock=[0, 1, 2], rblock=[0, 1024], num_warps=[0, 8], autotune=[0, 8]),
     # a full reduction: stage one reduces chunks
-    "mean_all": dict(xblock=[1], rblock=[2048, 4096], num_warps=[4, 8, 16], split=[0, 1024]),
-    "amax_all": dict(xblock=[1], rblock=[2048, 4096], num_warps=[4, 8, 16], split=[0, 1024]),
+    "mean_all": dict(rblock=[0, 2048], num_warps=[0, 8, 16], split=[0, 256, 512, 1024]),
+    "amax_all": dict(rblock=[0, 2048], num_warps=[0, 8, 16], split=[0, 256, 512, 1024]),
 }
 
 
-def pipeline(xblock: int, rblock: int, num_warps: int, split: int) -> str:
-    tt = [f"xblock={xblock}", f"num_warps={num_warps}"] + ([f"rblock={rblock}"] if rblock else [])
-    p = PIPELINES["default"].replace("convert-loop-to-tt", "convert-loop-to-tt{" + " ".join(tt) + "}")
+def pipeline(xblock=0, rblock=0, num_warps=0, split=0, autotune=0) -> str:
+    tt = [f"{k}={v}" for k, v in (("xblock", xblock), ("rblock", rblock), ("num_warps", num_warps),
+                                  ("autotune", autotune)) if v]
+    p = PIPELINES["default"]
+    if tt:
+        p = p.replace("convert-loop-to-tt", "convert-loop-to-tt{" + " ".join(tt) + "}")
     if split:
         p = p.replace("loop-split-reduction", f"loop-split-reduction{{split={split}}}")
     return p
@@ -78,15 +82,19 @@ def main() -> int:
         want = w.fn(*args)
         print(f"== {w.name}: inductor kernels\n{inductor_configs(w.fn, args)}", flush=True)
         torch._dynamo.reset()
-        ind = do_bench(lambda: torch.compile(w.fn)(*args))
+        inductor = torch.compile(w.fn)
+        inductor(*args)
+        ind = do_bench(lambda: inductor(*args))
         rows.append((w.name, "inductor", ind))
         key = w.name.split()[0]
         grid = GRIDS.get(key, {})
-        configs = [None] + [dict(zip(grid, v)) for v in itertools.product(*grid.values())]
+        configs = [None] + [
+            cfg for v in itertools.product(*grid.values()) if any((cfg := dict(zip(grid, v))).values())
+        ]
         for cfg in configs:
             torch._dynamo.reset()
             label = "coil heuristic" if cfg is None else "coil " + " ".join(
-                f"{k}={v}" for k, v in cfg.items()
+                f"{k}={v}" for k, v in cfg.items() if v
             )
             options = {} if cfg is None else {"pipeline": pipeline(**cfg)}
             try:

@@ -54,8 +54,8 @@ class _Recording:
     inputs: list[Any]  # what the graph reads: static tensors, its own buffers, ints
     copied: list[int]  # positions copied into the graph's buffers before a replay
     outputs: Any
-    static: list[int]  # positions of static inputs, and their addresses when recorded
-    pointers: list[int]
+    static: list[int]  # positions of static inputs
+    pointers: list[int | None]  # their addresses when recorded, at the same positions
     leaves: list[Any]  # the outputs, flattened (pytree), and their structure
     spec: Any
     # Outputs in memory a replay rewrites: (position in leaves, tensor, its
@@ -71,11 +71,12 @@ def _uses(t: torch.Tensor) -> int:
 
 def _same_pointers(args: Sequence[Any], recording: _Recording) -> bool:
     """Whether the static inputs are still at the addresses the graph was recorded
-    with (one C++ call on CUDA builds of torch)."""
+    with (one C++ call on CUDA builds of torch, which reads ``pointers`` at the
+    same positions as ``args``, as cudagraph trees pass them)."""
     check = getattr(torch._C, "_tensors_data_ptrs_at_indices_equal", None)
     if check is not None:
         return check(list(args), recording.pointers, recording.static)
-    return all(args[k].data_ptr() == p for k, p in zip(recording.static, recording.pointers))
+    return all(args[k].data_ptr() == recording.pointers[k] for k in recording.static)
 
 
 class CudaGraphRunner:
@@ -199,7 +200,8 @@ class CudaGraphRunner:
             self.recordings[key] = None
             return None
         static = [k for k, a in enumerate(args) if isinstance(a, torch.Tensor) and k in self.static]
-        pointers = [args[k].data_ptr() for k in static]
+        # Indexed like args (None where not static).
+        pointers = [args[k].data_ptr() if k in self.static else None for k in range(len(args))]
         # An output in a static input's storage (a view of a parameter) is not
         # rewritten by a replay; every other one is (the pool, the input copies).
         fixed = {args[k].untyped_storage().data_ptr() for k in static}

@@ -201,11 +201,28 @@ def test_cudagraph_outputs_are_uncopied_until_one_is_kept(monkeypatch):
     assert c.data_ptr() != pool and runner.copied_outputs == {0}
 
 
+def test_cudagraph_static_input_addresses_are_read_by_position():
+    """``pointers`` is indexed like the inputs (as torch's C++ check reads it)."""
+    from coil.runtime import cudagraphs as cg
+
+    x, w, b = torch.randn(2), torch.randn(3), torch.randn(4)
+    rec = cg._Recording(None, [], [], (), [1, 2], [None, w.data_ptr(), b.data_ptr()], [], None, [])
+    assert cg._same_pointers([x, w, b], rec)
+    assert not cg._same_pointers([x, w.clone(), b], rec)
+
+
 @pytest.mark.gpu
 @gpu
-def test_cudagraph_results_dropped_each_call_are_not_copied():
+def test_cudagraph_results_dropped_each_call_are_not_copied(monkeypatch):
     """An inference loop that drops each result: replays hand out the graph's own
-    output memory (no copy kernel), and values are fresh each call."""
+    output memory (no copy kernel), values are fresh each call, and after the
+    first call the runner finds its recording without building a key (the
+    parameters' addresses checked in one call)."""
+    from coil.runtime.cudagraphs import CudaGraphRunner
+
+    keys = []
+    key = CudaGraphRunner._key
+    monkeypatch.setattr(CudaGraphRunner, "_key", lambda self, args: keys.append(1) or key(self, args))
     torch.manual_seed(0)
     model = ResidualStack(3).cuda().eval()
     torch._dynamo.reset()
@@ -219,6 +236,7 @@ def test_cudagraph_results_dropped_each_call_are_not_copied():
             pointers.add(out.data_ptr())
             del out
     assert len(pointers) == 1
+    assert len(keys) == 1
 
 
 @pytest.mark.gpu
