@@ -52,7 +52,20 @@ def main() -> int:
             f(*args)
         prof.disable()
         torch.cuda.synchronize()
+        # The ATen side (what cProfile lumps as one builtin): CPU time per op and
+        # input shapes, and the CUDA runtime calls (a sync, a pageable copy).
+        with torch.profiler.profile(
+            activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True
+        ) as tprof:
+            for _ in range(CALLS):
+                f(*args)
+            torch.cuda.synchronize()
     print(f"== {name} / {backend}: host {host:.3f} ms per call (launch loop, no sync)")
+    table = tprof.key_averages(group_by_input_shape=True).table(
+        sort_by="self_cpu_time_total", row_limit=15, max_name_column_width=40,
+        max_shapes_column_width=60,
+    )
+    print(f"-- torch.profiler CPU ops over {CALLS} calls:\n{table}")
     stats = pstats.Stats(prof)
     rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:30]
     for (file, line, func), (_, nc, tt, ct, _) in rows:

@@ -33,12 +33,22 @@ def poisoned(monkeypatch):
     monkeypatch.setattr(torch, "empty_strided", empty_strided)
 
 
-def _compare(got: torch.Tensor, want: torch.Tensor) -> None:
+def _compare(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | None = None) -> None:
+    """``got`` against eager's ``want``; where they differ beyond the tolerances,
+    against ``exact`` (float64) as Inductor's ``same(..., fp64_ref)`` does: a
+    long sum in another order may be off eager by more than eager is off the
+    exact answer, and that is fine if coil is no further off it than eager."""
     assert got.shape == want.shape and got.dtype == want.dtype
     ref = want.double()
     err = (got.double() - ref).norm() / max(ref.norm().item(), 1e-30)
     assert err < (1e-5 if want.dtype == torch.float32 else 1e-2), f"relative error {err}"
-    torch.testing.assert_close(got, want, **tolerances(want.dtype))
+    try:
+        torch.testing.assert_close(got, want, **tolerances(want.dtype))
+    except AssertionError:
+        if exact is None:
+            raise
+        rmse = lambda t: (t.double() - exact).pow(2).mean().sqrt().item()  # noqa: E731
+        assert rmse(got) <= 3 * rmse(want) + 1e-12, (rmse(got), rmse(want))
 
 
 def run(fn, *calls, tmp_path: Path, dynamic: bool = False, pipeline: str | None = None) -> str:
@@ -51,8 +61,10 @@ def run(fn, *calls, tmp_path: Path, dynamic: bool = False, pipeline: str | None 
     for inputs in calls:
         got = compiled(*inputs)
         want = fn(*inputs)
-        for g, w in zip(*(v if isinstance(v, tuple) else (v,) for v in (got, want))):
-            _compare(g, w)
+        exact = fn(*(x.double() for x in inputs))
+        pairs = (v if isinstance(v, tuple) else (v,) for v in (got, want, exact))
+        for g, w, e in zip(*pairs):
+            _compare(g, w, e)
     return "\n".join(p.read_text() for p in sorted(tmp_path.glob("graph_*/kernels.py")))
 
 

@@ -32,12 +32,12 @@ func.func @full(%x: !buffer.buffer<[32768, 2048], f32>) -> !loop.tensor<[], f32>
 // -----
 
 // x.sum(0) of a tall row-major matrix (an outer reduction: the loads' last
-// index is i0): 2048 outputs run in 64 programs, so 256 chunks of 128 rows;
+// index is i0): 2048 outputs run in 64 programs, so 128 chunks of 256 rows;
 // stage 1's split index leads, so its rows are consecutive columns.
 // CHECK-LABEL: func.func @column
-// CHECK:      %[[P:.*]] = loop.reduction sum [256, 2048] [128] : !loop.tensor<[256, 2048], f32> {
-// CHECK:        loop.load %x[128*i0 + r0, i1]
-// CHECK:      %[[S:.*]] = loop.reduction sum [2048] [256] : !loop.tensor<[2048], f32> {
+// CHECK:      %[[P:.*]] = loop.reduction sum [128, 2048] [256] : !loop.tensor<[128, 2048], f32> {
+// CHECK:        loop.load %x[256*i0 + r0, i1]
+// CHECK:      %[[S:.*]] = loop.reduction sum [2048] [128] : !loop.tensor<[2048], f32> {
 // CHECK:        loop.load %[[P]][r0, i0]
 // CHECK:      func.return %[[S]]
 func.func @column(%x: !buffer.buffer<[32768, 2048], f32>) -> !loop.tensor<[2048], f32> {
@@ -54,8 +54,8 @@ func.func @column(%x: !buffer.buffer<[32768, 2048], f32>) -> !loop.tensor<[2048]
 // x.sum(1) of a column-major input is a column reduction too (the unit-stride
 // dimension is indexed by i0).
 // CHECK-LABEL: func.func @column_major
-// CHECK:      loop.reduction sum [256, 2048] [128]
-// CHECK:        loop.load %x[i1, 128*i0 + r0]
+// CHECK:      loop.reduction sum [128, 2048] [256]
+// CHECK:        loop.load %x[i1, 256*i0 + r0]
 func.func @column_major(%x: !buffer.buffer<[2048, 32768], f32, strides [1, 2048]>) -> !loop.tensor<[2048], f32> {
   %s = loop.reduction sum [2048] [32768] : !loop.tensor<[2048], f32> {
   ^bb0(%i0: index, %r0: index):
