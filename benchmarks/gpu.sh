@@ -10,6 +10,8 @@
 #            options, e.g. --no-inductor);
 #   SWEEP="var_dim0 bf16,mean_all bf16"  benchmarks/tile_sweep.py (launch configs of
 #            roofline workloads, comma-separated, against Inductor's);
+#   NCU="mean_all bf16,sum_dim1 bf16"  benchmarks/ncu_kernels.py under ncu (hardware
+#            counters of coil's and Inductor's kernels for roofline workloads);
 #   MODELS="gpt2 bert ..."   benchmarks/models.py on those models;
 #   OVERHEAD="mlp20_b1 ..."  benchmarks/overhead.py (host overhead per call);
 #   HOSTPROF="mlp20_b1:coil-cudagraphs ..."  benchmarks/host_profile.py (cProfile
@@ -65,6 +67,13 @@ if [ -n "${SWEEP:-}" ]; then
   IFS=, read -r -a sweep <<< "$SWEEP"
   python3 benchmarks/tile_sweep.py "${sweep[@]}" 2>&1 | tee -a "$OUT/tile_sweep.log"
   status=$(( status | PIPESTATUS[0] ))
+fi
+if [ -n "${NCU:-}" ]; then
+  IFS=, read -r -a ncu_names <<< "$NCU"
+  metrics=$(python3 -c "import sys; sys.path.insert(0, 'benchmarks'); import ncu_kernels; print(ncu_kernels.METRICS)")
+  ncu --profile-from-start off --clock-control none --metrics "$metrics" --csv \
+    python3 benchmarks/ncu_kernels.py "${ncu_names[@]}" > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
+  status=$(( status | $? ))
 fi
 if [ -n "${MODELS:-}" ]; then
   # shellcheck disable=SC2086

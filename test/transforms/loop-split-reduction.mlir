@@ -2,17 +2,15 @@
 // RUN: fx-opt %s -p 'loop-split-reduction{split=4}' --split-input-file | filecheck %s --check-prefix=FORCED
 // RUN: fx-opt %s -p 'loop-split-reduction{num-sms=1}' --split-input-file | filecheck %s --check-prefix=FEWSM
 
-// A full sum of 2^26 elements (rranges [32768, 2048]): 16384 chunks of two
-// rows (4096 elements, one persistent row each); the 16384 partials are split
-// again, 4 x 4096, and a last reduction finishes.
+// A full sum of 2^26 elements (rranges [32768, 2048]): 4096 chunks (max-split)
+// of eight rows; the 4096 partials are one persistent row, and a second
+// reduction finishes.
 // CHECK-LABEL: func.func @full
-// CHECK:      %[[P1:.*]] = loop.reduction sum [16384] [2, 2048] : !loop.tensor<[16384], f32> {
+// CHECK:      %[[P1:.*]] = loop.reduction sum [4096] [8, 2048] : !loop.tensor<[4096], f32> {
 // CHECK-NEXT: ^bb0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: index):
-// CHECK-NEXT:   loop.load %x[2*i0 + r0, r1]
-// CHECK:      %[[P2:.*]] = loop.reduction sum [4] [4096] : !loop.tensor<[4], f32> {
-// CHECK:        loop.load %[[P1]][4096*i0 + r0]
-// CHECK:      %[[S:.*]] = loop.reduction sum [] [4] : !loop.tensor<[], f32> {
-// CHECK:        loop.load %[[P2]][r0]
+// CHECK-NEXT:   loop.load %x[8*i0 + r0, r1]
+// CHECK:      %[[S:.*]] = loop.reduction sum [] [4096] : !loop.tensor<[], f32> {
+// CHECK:        loop.load %[[P1]][r0]
 // CHECK:      func.return %[[S]]
 // FORCED-LABEL: func.func @full
 // FORCED:      %[[P:.*]] = loop.reduction sum [4] [8192, 2048]
