@@ -2,7 +2,8 @@
 
 ``python benchmarks/host_profile.py NAME [VARIANT]``: NAME is a model of
 ``models.py`` (built as ``profile_model.py`` does: bf16 inference on the GPU)
-or a workload of ``overhead.py`` (``mlp20_b1``, ``gpt2_b1``, ...); VARIANT is
+a workload of ``overhead.py`` (``mlp20_b1``, ``gpt2_b1``, ...) or one of
+``roofline.py`` (``rl_sum_dim1_bf16`` for "sum_dim1 bf16 ..."); VARIANT is
 ``coil`` (default), ``coil-cudagraphs``, ``inductor`` or
 ``inductor-reduce-overhead``. Compiles, warms up, then profiles 20 calls and
 prints the functions with the most own time per call (µs).
@@ -28,7 +29,14 @@ CALLS = 20
 def main() -> int:
     name = sys.argv[1] if len(sys.argv) > 1 else "gpt2"
     backend = sys.argv[2] if len(sys.argv) > 2 else "coil"
-    module, args = build_cuda(name) if name in WORKLOADS else cuda_bf16(name)
+    if name.startswith("rl_"):  # a roofline workload: rl_sum_dim1_bf16 is "sum_dim1 bf16 ..."
+        from roofline import workloads
+
+        prefix = name[3:].replace("_bf16", " bf16").replace("_f32", " f32")
+        w = next(w for w in workloads("cuda", smoke=False) if w.name.startswith(prefix))
+        module, args = w.fn, w.make()
+    else:
+        module, args = build_cuda(name) if name in WORKLOADS else cuda_bf16(name)
     f = {
         "coil": lambda: torch.compile(module, backend="coil"),
         "coil-cudagraphs": lambda: torch.compile(
