@@ -91,6 +91,7 @@ from coil.dialects.aten_schema import Kind, argument_kinds, parse_enum
 from coil.dialects.buffer import BufferType
 from coil.dialects.symbolic import ExprAttr, ShapeAttr, to_expr
 from coil.ir import short_lines, source_line
+from coil.targets.lifetimes import released_after
 from coil.targets.python import _attr_symbols, _symbols_of
 
 RUNTIME_HEADER = "coil_runtime.h"
@@ -549,23 +550,15 @@ class CppPrinter:
         if self.guard_device is not None:
             # Kernels load into, and launch on, the current device's context.
             self.emit(f"c10::DeviceGuard device_guard({cpp_device(self.guard_device)});")
-        # A buffer whose storage a later one takes over (memory-plan's reuse is a
-        # host.reinterpret of a dead buffer) is released there, or its handle
-        # would keep the storage alive to the end of the call.
+        # Views and reused buffers are released at their last read
+        # (targets/lifetimes.py), or a handle would keep a storage alive to the
+        # end of the call.
         ops = list(fn.body.block.ops)
-        last_read: dict[SSAValue, int] = {}
-        for i, op in enumerate(ops):
-            for inner in op.walk():
-                for v in inner.operands:
-                    last_read[v] = i
+        released = released_after(ops, list(fn.args))
         for i, op in enumerate(ops):
             self.print_op(op)
-            if (
-                isinstance(op, H.ReinterpretOp)
-                and op.source not in fn.args
-                and last_read.get(op.source) == i
-            ):
-                self.emit(f"{self.name(op.source)}.reset();")
+            for v in released.get(i, []):
+                self.emit(f"{self.name(v)}.reset();")
         self.lines.append("}")
 
     # ---- ops -------------------------------------------------------------------

@@ -75,6 +75,7 @@ from coil.dialects.buffer import BufferType
 from coil.dialects.c10d import collective_waits
 from coil.dialects.symbolic import ExprAttr, ShapeAttr, SymbolicSyntaxError, format_expr, to_expr
 from coil.ir import short_lines, source_line
+from coil.targets.lifetimes import released_after
 
 WRAPPER_IMPORT = (
     "from coil.runtime.wrapper import cdiv, check_input, CoilInputError, InputGuard, "
@@ -457,21 +458,14 @@ class HostPrinter:
                 if v in last_use:
                     last_use[v] = max(last_use[v], wait)
         self.print_dels([a for a, j in last_use.items() if j == -1])
-        # A buffer whose storage a later one takes over (memory-plan's reuse is a
-        # host.reinterpret of a dead buffer) loses its name there, or the name
-        # would keep the storage alive to the end of the call.
-        last_read: dict[SSAValue, int] = {}
-        for i, op in enumerate(ops):
-            for inner in op.walk():
-                for v in inner.operands:
-                    last_read[v] = i
+        # Views and reused buffers lose their names at their last read
+        # (targets/lifetimes.py), or a name would keep a storage alive to the
+        # end of the call.
+        released = released_after(ops, list(last_use))
         for i, op in enumerate(ops):
             self.print_op(op)
-            if isinstance(op, H.ReinterpretOp) and op.source not in last_use:
-                if last_read.get(op.source) == i:
-                    self.print_dels([op.source])
             if not isinstance(op, H.ReturnOp):
-                self.print_dels([a for a, j in last_use.items() if j == i])
+                self.print_dels(released.get(i, []) + [a for a, j in last_use.items() if j == i])
 
     def print_dels(self, values: Sequence[SSAValue]) -> None:
         if values:

@@ -1,7 +1,8 @@
 // RUN: fx-opt %s -t cpp | filecheck %s
 
 // host.free drops the wrapper's reference at the last use (the caching
-// allocator gets the block back); a reinterpret of a fresh allocation uses
+// allocator gets the block back), and a view's handle is released after its
+// last read (targets/lifetimes.py); a reinterpret of a fresh allocation uses
 // the absolute offset; host.autotune runs one candidate through a
 // coil::Autotuner keyed by the launches' size symbols.
 
@@ -15,6 +16,7 @@
 // CHECK-NEXT:     [&] { coil_sum_0_c0.launch(at::Device(at::kCUDA, 0), coil::floordiv(s0 + 31, 32), 1, 1, {coil::ptr(half), coil::ptr(total), coil::i64(s0)}); },
 // CHECK-NEXT:     [&] { coil_sum_0_c1.launch(at::Device(at::kCUDA, 0), s0, 1, 1, {coil::ptr(half), coil::ptr(total), coil::i64(s0)}); },
 // CHECK-NEXT:   });
+// CHECK-NEXT:   half.reset();
 // CHECK-NEXT:   tmp.reset();
 // CHECK-NEXT:   return {c10::IValue(total)};
 
