@@ -528,6 +528,12 @@ def _with_cudagraphs(run: Callable[..., Any], static_inputs: Sequence[int], name
     return runner
 
 
+def _padded_results(pipeline: str) -> str:
+    """``pipeline`` with ``bufferize{padded-results=true}`` where it runs a plain
+    ``bufferize`` (one given its own options is left as written)."""
+    return re.sub(r"(?<![\w-])bufferize(?=,|$)", "bufferize{padded-results=true}", pipeline)
+
+
 def _static_input_indices() -> list[int]:
     """Inputs AOTAutograd passes unchanged call after call (parameters, buffers)."""
     ctx = torch._guards.TracingContext.try_get()
@@ -557,12 +563,17 @@ def coil(
     if wrapper not in WRAPPERS:
         raise ValueError(f"coil: option wrapper must be 'python' or 'cpp', not {wrapper!r}")
 
-    def compiler(kind: str) -> Callable[..., Callable[..., Any]]:
+    def compiler(kind: str, inference: bool = False) -> Callable[..., Callable[..., Any]]:
+        # An inference graph's results are all user-visible: a padded GEMM's
+        # product may be returned with its padded row stride (as Inductor does);
+        # a training forward also returns what its backward was traced to read.
+        graph_pipeline = _padded_results(pipeline) if inference else pipeline
+
         def compile_one(graph: torch.fx.GraphModule, inputs: list[Any]) -> Callable[..., Any]:
             run = compile_graph(
                 graph,
                 inputs,
-                pipeline=pipeline,
+                pipeline=graph_pipeline,
                 dump_dir=dump_dir,
                 cache=options.get("cache"),
                 options=options,
@@ -578,13 +589,15 @@ def coil(
 
         return compile_one
 
-    fw, bw = compiler("forward"), compiler("backward")
+    fw, bw, inf = compiler("forward"), compiler("backward"), compiler("forward", inference=True)
     if fallback != "eager":
-        return aot_backend(fw, bw)(gm, example_inputs)
+        return aot_backend(fw, bw, inf)(gm, example_inputs)
     try:
-        return aot_backend(_or_eager(fw, "the forward graph"), _or_eager(bw, "the backward graph"))(
-            gm, example_inputs
-        )
+        return aot_backend(
+            _or_eager(fw, "the forward graph"),
+            _or_eager(bw, "the backward graph"),
+            _or_eager(inf, "the forward graph"),
+        )(gm, example_inputs)
     except Exception as e:  # AOTAutograd itself failed (tracing, decompositions)
         _warn_eager("the graph", e)
         return gm

@@ -43,10 +43,12 @@ def boxed(fn: Callable) -> Callable:
 def aot_backend(
     compile_fn: Callable[[torch.fx.GraphModule, list[Any]], Callable],
     bw_compile_fn: Callable[[torch.fx.GraphModule, list[Any]], Callable] | None = None,
+    inference_compile_fn: Callable[[torch.fx.GraphModule, list[Any]], Callable] | None = None,
 ):
     """A dynamo backend: AOTAutograd with coil's decompositions, ``compile_fn`` for
     every graph it produces (the forward, and in training the backward, unless
-    ``bw_compile_fn`` is given for it).
+    ``bw_compile_fn`` is given for it; an inference graph, with no backward,
+    goes to ``inference_compile_fn`` where given).
 
     As Inductor's compile_fx: compiled graphs are called boxed, and training
     graphs are split by the min-cut rematerialization partitioner, which saves
@@ -61,9 +63,13 @@ def aot_backend(
     def compile_bw_boxed(gm: torch.fx.GraphModule, inputs: list[Any]) -> Callable:
         return boxed((bw_compile_fn or compile_fn)(gm, inputs))
 
+    def compile_inference_boxed(gm: torch.fx.GraphModule, inputs: list[Any]) -> Callable:
+        return boxed((inference_compile_fn or compile_fn)(gm, inputs))
+
     traced = aot_autograd(
         fw_compiler=compile_boxed,
         bw_compiler=compile_bw_boxed,
+        inference_compiler=compile_inference_boxed,
         decompositions=decomposition_table(),
         partition_fn=min_cut_rematerialization_partition,
     )

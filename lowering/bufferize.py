@@ -29,9 +29,10 @@ Output (the buffer level):
 * a result whose layout differs from eager's is copied into eager's layout.
 
 Guarantees: the function computes what it computed before; results have eager's
-strides (size-1 dimensions included), except the columns of a padded GEMM
-product where eager's are row-major: those keep the padded row stride (as
-Inductor's ``pad_mm`` outputs do; a copy doubled GPT-2's logits memory); no value-semantic top-level nest,
+strides (size-1 dimensions included), except, with ``padded-results``, the
+columns of a padded GEMM product where eager's are row-major: those keep the
+padded row stride (as Inductor's ``pad_mm`` outputs do; a copy doubled GPT-2's
+logits memory); no value-semantic top-level nest,
 ``loop.view``, ``loop.copy`` or ``!loop.tensor`` value is left (checked at the
 end); ``coil.result_types`` is removed and the function type updated.
 """
@@ -142,9 +143,10 @@ def function_device(fn: func.FuncOp) -> str:
 class _Bufferizer:
     """Bufferizes one function, top to bottom (producers come first)."""
 
-    def __init__(self, fn: func.FuncOp, align_gemms: bool = True):
+    def __init__(self, fn: func.FuncOp, align_gemms: bool = True, padded_results: bool = False):
         self.fn = fn
         self.align_gemms = align_gemms
+        self.padded_results = padded_results
         self.block = fn.body.block
         ret = self.block.last_op
         if not isinstance(ret, func.ReturnOp):
@@ -348,7 +350,7 @@ class _Bufferizer:
             aliases_mutated = bool(storage_roots(value) & mutated_roots)
             if same_layout(t.shape, t.strides, strides) and not aliases_mutated:
                 continue
-            if not aliases_mutated and self.padded_rows(value, strides):
+            if self.padded_results and not aliases_mutated and self.padded_rows(value, strides):
                 continue
             key = (value, tuple(sympy.expand(to_expr(s)) for s in strides))
             if key not in copied:
@@ -432,10 +434,17 @@ class BufferizePass(ModulePass):
     """Pad the operand of large CUDA matrix products whose width is not a multiple
     of 16 bytes (``gemm_alignment.py``), so cuBLAS runs its aligned kernels."""
 
+    padded_results: bool = False
+    """Return the columns of a padded product with the padded row stride instead
+    of copying them to eager's layout (as Inductor's ``pad_mm`` outputs). The
+    backend turns it on for inference graphs only: a training forward's results
+    include the activations its backward was traced to read with eager's
+    strides."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in op.ops:
             if isinstance(fn, func.FuncOp) and not fn.is_declaration:
-                _Bufferizer(fn, self.align_gemms).run()
+                _Bufferizer(fn, self.align_gemms, self.padded_results).run()
 
 
 __all__ = ["BufferizePass", "copy_nest", "same_layout", "strided_layout", "writable"]

@@ -1,5 +1,6 @@
 // RUN: fx-opt %s -p bufferize --split-input-file | filecheck %s
 // RUN: fx-opt %s -p 'bufferize{align-gemms=false}' --split-input-file | filecheck %s --check-prefix=NOPAD
+// RUN: fx-opt %s -p 'bufferize{padded-results=true}' --split-input-file | filecheck %s --check-prefix=PADDED
 
 // A nest gets a row-major buffer and writes it (destination-passing style);
 // its loads in later bodies read the buffer. A result is allocated directly
@@ -310,8 +311,9 @@ func.func @reshape_contiguous(%x: !buffer.buffer<[3, 4, 2], f32>) -> (!loop.tens
 // multiple of 16 bytes runs on B padded to 52 columns by an extern of its own
 // (Inductor's pad_mm), so
 // cuBLAS runs its aligned kernels; readers see the [1024, 50] view with row
-// stride 52, and the product is returned as that view (no copy to eager's
-// row-major layout: Inductor returns its padded mm with the padded stride too).
+// stride 52, and the returned product is copied to eager's row-major layout;
+// with padded-results (the backend's choice for inference graphs) it is
+// returned as that view, as Inductor returns its padded mm.
 // CHECK-LABEL: func.func @padded_gemm
 // CHECK:      %[[WP:.*]] = buffer.extern "aten.constant_pad_nd.default" (%w) : {{.*}} -> (!buffer.buffer<[64, 52], f32, device "cuda:0">)
 // CHECK:      aten.constant_pad_nd.default(%{{.*}}, pad = [0, 2]) : !aten.tensor<[64, 52], f32, device "cuda:0">
@@ -319,8 +321,12 @@ func.func @reshape_contiguous(%x: !buffer.buffer<[3, 4, 2], f32>) -> (!loop.tens
 // CHECK:      aten.mm.default(%{{.*}}, %{{.*}}) : !aten.tensor<[1024, 52], f32, device "cuda:0">
 // CHECK:      %[[MM:.*]] = buffer.view %[[P]] : {{.*}} -> !buffer.buffer<[1024, 50], f32, strides [52, 1], device "cuda:0">
 // CHECK:      loop.load %[[MM]][i0, i1] : !buffer.buffer<[1024, 50], f32, strides [52, 1], device "cuda:0">
-// CHECK-NOT:  buffer.alloc : !buffer.buffer<[1024, 50], f32, device "cuda:0">
-// CHECK:      func.return %{{.*}}, %[[MM]]
+// CHECK:      %[[C:.*]] = buffer.alloc : !buffer.buffer<[1024, 50], f32, device "cuda:0">
+// CHECK-NEXT: loop.pointwise [1024, 50] outs(%[[C]]
+// CHECK:      func.return %{{.*}}, %[[C]]
+// PADDED-LABEL: func.func @padded_gemm
+// PADDED:      %[[MM:.*]] = buffer.view %{{.*}} : {{.*}} -> !buffer.buffer<[1024, 50], f32, strides [52, 1], device "cuda:0">
+// PADDED:      func.return %{{.*}}, %[[MM]]
 // NOPAD-LABEL: func.func @padded_gemm
 // NOPAD-NOT:  constant_pad_nd
 // NOPAD:      buffer.extern "aten.mm.default"
