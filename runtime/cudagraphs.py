@@ -201,7 +201,7 @@ class CudaGraphRunner:
             return None
         static = [k for k, a in enumerate(args) if isinstance(a, torch.Tensor) and k in self.static]
         # Indexed like args (None where not static).
-        pointers = [args[k].data_ptr() if k in self.static else None for k in range(len(args))]
+        pointers = [args[k].data_ptr() if k in static else None for k in range(len(args))]
         # An output in a static input's storage (a view of a parameter) is not
         # rewritten by a replay; every other one is (the pool, the input copies).
         fixed = {args[k].untyped_storage().data_ptr() for k in static}
