@@ -16,7 +16,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from roofline import workloads  # noqa: E402
+from roofline import selected
 
 METRICS = ",".join(
     [
@@ -37,19 +37,16 @@ METRICS = ",".join(
 def main() -> int:
     names = sys.argv[1:]
     runs = []
-    for w in workloads("cuda", smoke=False):
-        if not any(n in w.name for n in names):
-            continue
+    for w in selected(names):
         args = w.make()
         for backend in ("inductor", "coil"):
             torch._dynamo.reset()
             f = torch.compile(w.fn, backend=backend)
             for _ in range(3):
                 f(*args)
-            runs.append((w.name, backend, f, args))
+            runs.append((f, args))  # ncu's rows name the kernels
     torch.cuda.synchronize()
-    for name, backend, f, args in runs:
-        print(f"== {name} / {backend}", flush=True)
+    for f, args in runs:
         torch.cuda.profiler.start()
         f(*args)
         torch.cuda.synchronize()

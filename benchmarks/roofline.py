@@ -253,6 +253,11 @@ def workloads(device: str, smoke: bool) -> list[Workload]:
     return out
 
 
+def selected(names: list[str], device: str = "cuda", smoke: bool = False) -> list[Workload]:
+    """The workloads whose name contains one of ``names`` (all of them for none)."""
+    return [w for w in workloads(device, smoke) if not names or any(n in w.name for n in names)]
+
+
 # ---- measuring -----------------------------------------------------------
 
 
@@ -329,9 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     copy = copy_bandwidth(device, bench) if device == "cuda" else float("nan")
     backends = ["eager", "coil"] if args.no_inductor else ["eager", "inductor", "coil"]
     rows, failures = [], 0
-    for w in workloads(device, args.smoke):
-        if args.names and not any(n in w.name for n in args.names):
-            continue
+    for w in selected(args.names, device, args.smoke):
         inputs = w.make()
         torch._dynamo.reset()
         fns = {"eager": w.fn}

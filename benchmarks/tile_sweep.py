@@ -22,9 +22,9 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from roofline import _close, workloads  # noqa: E402
+from roofline import _close, selected
 
-from coil.pipeline import PIPELINES  # noqa: E402
+from coil.pipeline import PIPELINES
 
 # 0: the heuristic's choice. Options apply to every kernel of the graph.
 GRIDS = {
@@ -40,8 +40,16 @@ GRIDS = {
 
 
 def pipeline(xblock=0, rblock=0, num_warps=0, split=0, autotune=0) -> str:
-    tt = [f"{k}={v}" for k, v in (("xblock", xblock), ("rblock", rblock), ("num_warps", num_warps),
-                                  ("autotune", autotune)) if v]
+    tt = [
+        f"{k}={v}"
+        for k, v in (
+            ("xblock", xblock),
+            ("rblock", rblock),
+            ("num_warps", num_warps),
+            ("autotune", autotune),
+        )
+        if v
+    ]
     p = PIPELINES["default"]
     if tt:
         p = p.replace("convert-loop-to-tt", "convert-loop-to-tt{" + " ".join(tt) + "}")
@@ -59,9 +67,26 @@ def inductor_configs(fn, args) -> str:
     for code in codes:
         for line in code.splitlines():
             s = line.strip()
-            if s.startswith(("@triton_heuristics", "def triton_", "size_hints", "xnumel =", "r0_numel =",
-                             "rnumel =", "XBLOCK", "R0_BLOCK", "RBLOCK", "triton_poi", "triton_red",
-                             "triton_per")) or "grid(" in s or ".run(" in s:
+            if (
+                s.startswith(
+                    (
+                        "@triton_heuristics",
+                        "def triton_",
+                        "size_hints",
+                        "xnumel =",
+                        "r0_numel =",
+                        "rnumel =",
+                        "XBLOCK",
+                        "R0_BLOCK",
+                        "RBLOCK",
+                        "triton_poi",
+                        "triton_red",
+                        "triton_per",
+                    )
+                )
+                or "grid(" in s
+                or ".run(" in s
+            ):
                 keep.append(line)
     if os.environ.get("OUT"):
         with open(os.path.join(os.environ["OUT"], "tile_sweep_inductor.py"), "a") as fh:
@@ -75,9 +100,7 @@ def main() -> int:
     torch._dynamo.config.cache_size_limit = 256
     names = sys.argv[1:]
     rows = []
-    for w in workloads("cuda", smoke=False):
-        if not any(n in w.name for n in names):
-            continue
+    for w in selected(names):
         args = w.make()
         want = w.fn(*args)
         print(f"== {w.name}: inductor kernels\n{inductor_configs(w.fn, args)}", flush=True)
@@ -89,12 +112,16 @@ def main() -> int:
         key = w.name.split()[0]
         grid = GRIDS.get(key, {})
         configs = [None] + [
-            cfg for v in itertools.product(*grid.values()) if any((cfg := dict(zip(grid, v))).values())
+            cfg
+            for v in itertools.product(*grid.values())
+            if any((cfg := dict(zip(grid, v))).values())
         ]
         for cfg in configs:
             torch._dynamo.reset()
-            label = "coil heuristic" if cfg is None else "coil " + " ".join(
-                f"{k}={v}" for k, v in cfg.items() if v
+            label = (
+                "coil heuristic"
+                if cfg is None
+                else "coil " + " ".join(f"{k}={v}" for k, v in cfg.items() if v)
             )
             options = {} if cfg is None else {"pipeline": pipeline(**cfg)}
             try:

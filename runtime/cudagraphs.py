@@ -53,7 +53,6 @@ class _Recording:
     graph: torch.cuda.CUDAGraph
     inputs: list[Any]  # what the graph reads: static tensors, its own buffers, ints
     copied: list[int]  # positions copied into the graph's buffers before a replay
-    outputs: Any
     static: list[int]  # positions of static inputs
     pointers: list[int | None]  # their addresses when recorded, at the same positions
     leaves: list[Any]  # the outputs, flattened (pytree), and their structure
@@ -212,7 +211,7 @@ class CudaGraphRunner:
             if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in fixed
         ]
         recording = _Recording(
-            graph, inputs, copied, outputs, static, pointers, leaves, spec, pooled
+            graph, inputs, copied, static, pointers, leaves, spec, pooled
         )
         self.recordings[key] = recording
         return recording

@@ -27,9 +27,9 @@ from coil.dialects import host as H
 from coil.dialects.c10d import collective_waits
 
 
-def released_after(ops: Sequence[Operation], inputs: Sequence[SSAValue]) -> dict[int, list[SSAValue]]:
-    """Top-level op index -> the values whose names are dropped after it, in
-    order, each once."""
+def last_reads(ops: Sequence[Operation]) -> dict[SSAValue, int]:
+    """Value -> index of the last top-level op that reads it (nested reads count
+    for their top-level op; an operand of a collective, for its wait)."""
     last_read: dict[SSAValue, int] = {}
     for i, op in enumerate(ops):
         for inner in op.walk():
@@ -37,7 +37,16 @@ def released_after(ops: Sequence[Operation], inputs: Sequence[SSAValue]) -> dict
                 last_read[v] = i
     for start, wait in collective_waits(ops).items():
         for v in ops[start].operands:
-            last_read[v] = max(last_read.get(v, start), wait)
+            last_read[v] = max(last_read[v], wait)
+    return last_read
+
+
+def released_after(
+    ops: Sequence[Operation], inputs: Sequence[SSAValue]
+) -> dict[int, list[SSAValue]]:
+    """Top-level op index -> the values whose names are dropped after it, in
+    order, each once."""
+    last_read = last_reads(ops)
     returned = {i for i, op in enumerate(ops) if isinstance(op, H.ReturnOp)}
     out: dict[int, list[SSAValue]] = {}
     done: set[SSAValue] = set()

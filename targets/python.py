@@ -72,10 +72,9 @@ from coil.dialects.aten import (
 )
 from coil.dialects.aten_schema import Kind, argument_kinds, parse_enum
 from coil.dialects.buffer import BufferType
-from coil.dialects.c10d import collective_waits
 from coil.dialects.symbolic import ExprAttr, ShapeAttr, SymbolicSyntaxError, format_expr, to_expr
 from coil.ir import short_lines, source_line
-from coil.targets.lifetimes import released_after
+from coil.targets.lifetimes import last_reads, released_after
 
 WRAPPER_IMPORT = (
     "from coil.runtime.wrapper import cdiv, check_input, CoilInputError, InputGuard, "
@@ -447,16 +446,8 @@ class HostPrinter:
         # backward) can be freed mid-call.
         # An input handed to a collective is held until the collective's wait.
         ops = list(fn.body.block.ops)
-        last_use: dict[SSAValue, int] = {a: -1 for a in args if isinstance(a.type, BufferType)}
-        for i, op in enumerate(ops):
-            for inner in op.walk():
-                for v in inner.operands:
-                    if v in last_use:
-                        last_use[v] = i
-        for start, wait in collective_waits(ops).items():
-            for v in ops[start].operands:
-                if v in last_use:
-                    last_use[v] = max(last_use[v], wait)
+        reads = last_reads(ops)
+        last_use = {a: reads.get(a, -1) for a in args if isinstance(a.type, BufferType)}
         self.print_dels([a for a, j in last_use.items() if j == -1])
         # Views and reused buffers lose their names at their last read
         # (targets/lifetimes.py), or a name would keep a storage alive to the

@@ -168,7 +168,7 @@ def _fake_graph_runner(monkeypatch):
 
         leaves, spec = pytree.tree_flatten((out,))
         self.recordings[key] = rec = cg._Recording(
-            Graph(), [buf], [0], (out,), [], [], leaves, spec, [(0, out, cg._uses(out))]
+            Graph(), [buf], [0], [], [], leaves, spec, [(0, out, cg._uses(out))]
         )
         return rec
 
@@ -206,7 +206,7 @@ def test_cudagraph_static_input_addresses_are_read_by_position():
     from coil.runtime import cudagraphs as cg
 
     x, w, b = torch.randn(2), torch.randn(3), torch.randn(4)
-    rec = cg._Recording(None, [], [], (), [1, 2], [None, w.data_ptr(), b.data_ptr()], [], None, [])
+    rec = cg._Recording(None, [], [], [1, 2], [None, w.data_ptr(), b.data_ptr()], [], None, [])
     assert cg._same_pointers([x, w, b], rec)
     assert not cg._same_pointers([x, w.clone(), b], rec)
 
