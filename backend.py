@@ -528,10 +528,14 @@ def _with_cudagraphs(run: Callable[..., Any], static_inputs: Sequence[int], name
     return runner
 
 
-def _padded_results(pipeline: str) -> str:
-    """``pipeline`` with ``bufferize{padded-results=true}`` where it runs a plain
-    ``bufferize`` (one given its own options is left as written)."""
-    return re.sub(r"(?<![\w-])bufferize(?=,|$)", "bufferize{padded-results=true}", pipeline)
+def _inference_pipeline(pipeline: str) -> str:
+    """``pipeline`` for an inference graph: a plain ``bufferize`` becomes
+    ``bufferize{padded-results=true}`` and a plain ``aten-channels-last``
+    ``aten-channels-last{inference=true}`` (a pass given its own options is left
+    as written)."""
+    for name, option in (("bufferize", "padded-results"), ("aten-channels-last", "inference")):
+        pipeline = re.sub(rf"(?<![\w-]){name}(?=,|$)", f"{name}{{{option}=true}}", pipeline)
+    return pipeline
 
 
 def _static_input_indices() -> list[int]:
@@ -565,9 +569,11 @@ def coil(
 
     def compiler(kind: str, inference: bool = False) -> Callable[..., Callable[..., Any]]:
         # An inference graph's results are all user-visible: a padded GEMM's
-        # product may be returned with its padded row stride (as Inductor does);
-        # a training forward also returns what its backward was traced to read.
-        graph_pipeline = _padded_results(pipeline) if inference else pipeline
+        # product may be returned with its padded row stride (as Inductor does),
+        # and convolutions may run channels-last (Inductor's rules for inference
+        # graphs); a training forward also returns what its backward was traced
+        # to read, with eager's strides.
+        graph_pipeline = _inference_pipeline(pipeline) if inference else pipeline
 
         def compile_one(graph: torch.fx.GraphModule, inputs: list[Any]) -> Callable[..., Any]:
             run = compile_graph(

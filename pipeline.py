@@ -15,7 +15,7 @@ from typing import Any
 from xdsl.passes import ModulePass, PassPipeline, PassPipelineCallbackType
 
 ATEN_CLEANUP = "canonicalize,cse,dce"
-ATEN = f"canonicalize,aten-decompose,{ATEN_CLEANUP},aten-reorder-collectives"
+ATEN = f"canonicalize,aten-decompose,{ATEN_CLEANUP},aten-channels-last,aten-reorder-collectives"
 LOOP = (
     "convert-aten-to-loop,loop-inline,loop-split-reduction,loop-fuse,loop-simplify-indexing,cse,dce"
 )
@@ -123,6 +123,7 @@ OPTION_RULES: dict[str, dict[str, OptionRule]] = {
         "yblock": pow2_or_zero(1024),
     },
     "convert-aten-to-loop": {"fallback": one_of("extern", "error")},
+    "aten-channels-last": {"mode": one_of("auto", "on", "off")},
     "aten-decompose": {
         "ops": OptionRule('aten overload names, e.g. "aten._softmax.default"', _known_aten_ops)
     },

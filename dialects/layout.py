@@ -166,8 +166,21 @@ def simplify_address(address: sympy.Expr, shape: Sequence[SymInt]) -> sympy.Expr
                 new = sympy.expand(new - c1 * f - c2 * m + c2 * e)
                 break
         if new == address:
-            return address
+            break
         address = new
+    if address.atoms(FloorDiv, PythonMod):
+        # A reshape merging three or more dims leaves (e floordiv a) mod b next
+        # to e floordiv (a*b), which pair up only through x mod d = x - d*(x
+        # floordiv d) (exact for Python's floor division, any sign): write every
+        # mod so, and keep the result if all the floordivs cancel.
+        flat = sympy.expand(
+            address.replace(
+                lambda x: isinstance(x, PythonMod),
+                lambda x: x.args[0] - x.args[1] * FloorDiv(x.args[0], x.args[1]),
+            )
+        )
+        if not flat.atoms(FloorDiv, PythonMod):
+            return flat
     return address
 
 

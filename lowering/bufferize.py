@@ -128,6 +128,30 @@ def copy_nest(
     return nest
 
 
+def identity_copy_source(value: SSAValue) -> SSAValue | None:
+    """``x`` where ``value`` is ``loop.pointwise { yield x[i0, i1, ...] }`` of the
+    same element type (an ``aten.clone`` that only changes the layout)."""
+    nest = value.owner
+    if not isinstance(nest, L.PointwiseOp) or len(nest.res) != 1:
+        return None
+    ops = list(nest.body.block.ops)
+    if len(ops) != 2 or not isinstance(ops[0], L.LoadOp) or not isinstance(ops[1], L.YieldOp):
+        return None
+    load = ops[0]
+    source = load.source
+    if load.indirect or load.mask is not None or ops[1].operands[0] is not load.result:
+        return None
+    rank = len(nest.ranges.data)
+    if list(load.index.data) != L.index_symbols(rank):
+        return None
+    t = source.type
+    if not isinstance(t, L.LoopTensorType | B.BufferType) or t.element_type != value.type.element_type:
+        return None
+    if list(t.shape) != list(value.type.shape):
+        return None
+    return source
+
+
 def function_device(fn: func.FuncOp) -> str:
     """The device the function's tensors live on (inputs first, then results)."""
     types = [a.type for a in fn.body.block.args]
@@ -184,10 +208,15 @@ class _Bufferizer:
         where a permutation of it is returned (``(x.t() + y).relu().t()``), the
         strides that give that view eager's layout, so no copy is needed at the
         end (stored row-major, the returned transpose was copied: a second
-        kernel); else None (row-major)."""
+        kernel); else the layout an extern call reading it wants (a channels-last
+        convolution's input: stored row-major, it was copied before the call);
+        else None (row-major)."""
         own = self.eager_strides(value)
         if own is not None:
             return own
+        wanted = self.extern_layout(value)
+        if wanted is not None:
+            return wanted
         rank = len(value.type.shape)
         syms = L.index_symbols(rank)
         for use in value.uses:
@@ -201,6 +230,38 @@ class _Bufferizer:
             # source dim k is read by view dim q(k): its stride is the view's there.
             return [want[syms.index(e)] for e in index]
         return None
+
+    def extern_layout(self, value: SSAValue) -> Sequence[SymInt] | None:
+        """The first non-row-major layout an extern call reading ``value`` (and
+        not writing it) wants, where it can be written."""
+        for use in value.uses:
+            ext = use.operation
+            if not isinstance(ext, B.ExternOp) or use.index in extern_mutated_operands(ext):
+                continue
+            want = ext.body.block.args[use.index].type
+            if (
+                isinstance(want, TensorType)
+                and writable(want.shape, want.strides)
+                and not want.is_contiguous()
+            ):
+                return want.strides
+        return None
+
+    def forward_copies_into_externs(self) -> None:
+        """An extern call reads the source of an identity copy nest directly: the
+        call's region already says the layout it wants (a copy in that layout
+        is made in front of it where the source's differs, or the source's
+        producer stores it so: ``result_layout``)."""
+        for ext in [op for op in self.block.ops if isinstance(op, B.ExternOp)]:
+            mutated = extern_mutated_operands(ext)
+            for k, operand in enumerate(ext.args):
+                source = identity_copy_source(operand)
+                if source is None or k in mutated:
+                    continue
+                ext.operands[k] = source
+                copy = operand.owner
+                if not operand.uses:
+                    Rewriter.erase_op(copy)
 
     def alloc(
         self,
@@ -218,6 +279,7 @@ class _Bufferizer:
     # ---- per op --------------------------------------------------------------------
 
     def run(self) -> None:
+        self.forward_copies_into_externs()
         for op in list(self.block.ops):
             if isinstance(op, L.LoopOp) and op.res:
                 self.nest(op)

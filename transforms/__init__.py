@@ -6,6 +6,7 @@ from collections.abc import Callable
 from xdsl.passes import ModulePass
 
 SUMMARIES: dict[str, str] = {
+    "aten-channels-last": "run 2-D convolutions on NHWC tensors where Inductor's rules say it pays",
     "aten-decompose": "rewrite composite aten ops (softmax, norms...) with torch's decompositions",
     "loop-inline": "inline pointwise producers and views into the loads that read them",
     "loop-split-reduction": "split a reduction with few outputs: chunk partials, then a finish",
@@ -19,6 +20,11 @@ SUMMARIES: dict[str, str] = {
 
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    def aten_channels_last() -> type[ModulePass]:
+        from coil.transforms.aten_channels_last import AtenChannelsLastPass
+
+        return AtenChannelsLastPass
+
     def aten_decompose() -> type[ModulePass]:
         from coil.transforms.aten_decompose import AtenDecomposePass
 
@@ -68,4 +74,5 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "loop-cost-report": loop_cost_report,
         "memory-plan": memory_plan,
         "aten-reorder-collectives": aten_reorder_collectives,
+        "aten-channels-last": aten_channels_last,
     }
