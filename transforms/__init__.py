@@ -7,6 +7,7 @@ from xdsl.passes import ModulePass
 
 SUMMARIES: dict[str, str] = {
     "aten-channels-last": "run 2-D convolutions on NHWC tensors where Inductor's rules say it pays",
+    "aten-peel-conv-bias": "a CUDA convolution's bias as a separate add that fuses into later kernels",
     "aten-decompose": "rewrite composite aten ops (softmax, norms...) with torch's decompositions",
     "loop-inline": "inline pointwise producers and views into the loads that read them",
     "loop-split-reduction": "split a reduction with few outputs: chunk partials, then a finish",
@@ -24,6 +25,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         from coil.transforms.aten_channels_last import AtenChannelsLastPass
 
         return AtenChannelsLastPass
+
+    def aten_peel_conv_bias() -> type[ModulePass]:
+        from coil.transforms.aten_peel_conv_bias import AtenPeelConvBiasPass
+
+        return AtenPeelConvBiasPass
 
     def aten_decompose() -> type[ModulePass]:
         from coil.transforms.aten_decompose import AtenDecomposePass
@@ -75,4 +81,5 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "memory-plan": memory_plan,
         "aten-reorder-collectives": aten_reorder_collectives,
         "aten-channels-last": aten_channels_last,
+        "aten-peel-conv-bias": aten_peel_conv_bias,
     }

@@ -16,6 +16,7 @@
 // HELP-NOT: convert-linalg-to-loops
 // HELP: coil passes (-p):
 // HELP-NEXT: aten-channels-last {{ +}}run 2-D convolutions on NHWC tensors
+// HELP-NEXT: aten-peel-conv-bias {{ +}}a CUDA convolution
 // HELP-NEXT: aten-decompose {{ +}}rewrite composite aten ops
 // HELP: convert-loop-to-tt {{ +}}each bufferized nest -> one Triton kernel
 // HELP: xDSL passes in coil's pipelines:

@@ -1,0 +1,119 @@
+"""Convolution nets on channels-last tensors (transforms/aten_channels_last.py)
+and convolution biases peeled into the next kernel (aten_peel_conv_bias.py):
+the results match eager in eager's strides, on the CPU with both passes
+forced on (ATen's CPU convolutions) and on the GPU under the default rules.
+The IR is in test/transforms/aten-channels-last.mlir and aten-peel-conv-bias.mlir."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from coil.pipeline import PIPELINES
+from coil.testing import assert_close_to_eager
+
+FORCED = (
+    PIPELINES["default"]
+    .replace("aten-channels-last", "aten-channels-last{mode=on}")
+    .replace("aten-peel-conv-bias", "aten-peel-conv-bias{all-devices=true}")
+)
+
+
+class Block(torch.nn.Module):
+    """conv-BN-ReLU, a residual add, a depthwise conv and a ConvNeXt-style MLP
+    on permuted activations: the layouts a conv net mixes."""
+
+    def __init__(self, c: int):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn = torch.nn.BatchNorm2d(c)
+        self.dw = torch.nn.Conv2d(c, c, 5, padding=2, groups=c)
+        self.ln = torch.nn.LayerNorm(c)
+        self.fc1 = torch.nn.Linear(c, 2 * c)
+        self.fc2 = torch.nn.Linear(2 * c, c)
+
+    def forward(self, x):
+        y = torch.relu(self.bn(self.conv(x)) + x)
+        z = self.dw(y).permute(0, 2, 3, 1)
+        z = self.fc2(torch.nn.functional.gelu(self.fc1(self.ln(z))))
+        return y + z.permute(0, 3, 1, 2)
+
+
+class Net(torch.nn.Module):
+    def __init__(self, c: int = 12):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, c, 3, stride=2, padding=1)
+        self.block = Block(c)
+        self.down = torch.nn.Conv2d(c, 2 * c, 2, stride=2)
+        self.head = torch.nn.Linear(2 * c, 5)
+
+    def forward(self, x):
+        feats = self.down(self.block(self.stem(x)))
+        return self.head(feats.mean((2, 3))), feats, feats.flatten(1)
+
+
+def _check(model, x, pipeline, tmp_path=None, tol=None):
+    options = {"pipeline": pipeline, "fallback": "error", "cache": False}
+    if tmp_path is not None:
+        options["dump_dir"] = str(tmp_path)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="coil", options=options)
+    with torch.no_grad():
+        got, want = compiled(x), model(x)
+    for g, w in zip(got, want):
+        if tol is None:
+            assert_close_to_eager(g, w)
+        else:
+            torch.testing.assert_close(g, w, **tol)
+        assert g.stride() == w.stride()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_forced_on_the_cpu_matches_eager(dtype, tmp_path):
+    torch.manual_seed(0)
+    model = Net().eval().to(dtype)
+    x = torch.randn(2, 3, 17, 15, dtype=dtype)  # odd sizes
+    # bf16: the peeled bias is added after the convolution's rounding (as
+    # ATen's cuDNN path does); the CPU's oneDNN adds it before.
+    tol = dict(rtol=2e-2, atol=2e-2) if dtype == torch.bfloat16 else None
+    _check(model, x, FORCED, tmp_path, tol)
+    wrapper = next(tmp_path.glob("*/wrapper.py")).read_text()
+    # The convolutions run on NHWC copies of the image and weights, without bias.
+    assert "(2, 3, 17, 15), (765, 1, 45, 3)" in wrapper  # the image, NHWC
+    assert wrapper.count("convolution.default(") == 4
+    assert wrapper.count(", None, [") == 4  # no bias argument
+
+
+def test_forced_on_a_strided_input(tmp_path):
+    torch.manual_seed(0)
+    model = Net().eval()
+    x = torch.randn(2, 15, 17, 3).permute(0, 3, 2, 1)  # an NHWC-like, transposed view
+    _check(model, x, FORCED)
+
+
+def test_default_rules_leave_the_cpu_alone(tmp_path):
+    torch.manual_seed(0)
+    model = Net().eval()
+    _check(model, torch.randn(2, 3, 16, 16), PIPELINES["default"], tmp_path)
+    wrapper = next(tmp_path.glob("*/wrapper.py")).read_text()
+    # CPU: the biases stay in the convolutions (the block's has none).
+    assert wrapper.count(", None, [") == 1
+    assert "channels_last" not in next(tmp_path.glob("*/*-aten-channels-last*.mlir")).read_text()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_inference_graphs_on_the_gpu_run_channels_last(dtype, tmp_path):
+    torch.manual_seed(0)
+    model = Net(32).eval().to("cuda", dtype)
+    x = torch.randn(4, 3, 33, 31, device="cuda", dtype=dtype)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="coil", options={"dump_dir": str(tmp_path)})
+    with torch.no_grad():
+        got, want = compiled(x), model(x)
+    for g, w in zip(got, want):
+        assert_close_to_eager(g, w)
+        assert g.stride() == w.stride()
+    (ir,) = tmp_path.glob("*/*-aten-channels-last*.mlir")
+    assert "memory_format = channels_last" in ir.read_text()
