@@ -57,10 +57,13 @@ def profile(name: str, backend: str) -> str:
         f"== {name} / {backend}: wall {wall:.3f} ms per call (no profiler), GPU kernels "
         f"{total:.3f} ms, {launches:.0f} launches per call",
     ]
-    top = sorted(per_kernel.items(), key=lambda kv: -sum(kv[1]))[:15]
-    for kname, times in top:
-        lines.append(f"  {sum(times) / CALLS:8.3f} ms {len(times) / CALLS:5.0f}x  {kname[:110]}")
-    return "\n".join(lines)
+    ranked = sorted(per_kernel.items(), key=lambda kv: -sum(kv[1]))
+    rows = [f"  {sum(t) / CALLS:8.3f} ms {len(t) / CALLS:5.0f}x  {k[:110]}" for k, t in ranked]
+    if os.environ.get("OUT"):  # every kernel, for comparing launch counts
+        path = os.path.join(os.environ["OUT"], f"kernels-{name}-{backend}.txt")
+        with open(path, "w") as fh:
+            fh.write("\n".join([lines[0], *rows]) + "\n")
+    return "\n".join(lines + rows[:15])
 
 
 def main() -> int:

@@ -106,7 +106,7 @@ def check_traced_sharding(ranks: list[dict]) -> None:
         assert last_gather < forward.index("_c10d_functional.wait_tensor.default(")
         # The gradients' reduce-scatters start while the backward still computes.
         first_scatter = backward.index("_c10d_functional.reduce_scatter_tensor.default(")
-        assert first_scatter < backward.rindex("torch.ops.aten.mm.default(")
+        assert first_scatter < backward.rindex("torch.mm(")
         no_c10d_fallback(result)
 
 

@@ -26,7 +26,7 @@
 // PY:         # model.py:12, model.py:13, other.py:3
 // PY-NEXT:    coil_y_0_launch.run(1, 1, 1, stream, 
 // PY:         # model.py:20
-// PY-NEXT:    mm = torch.ops.aten.mm.default(
+// PY-NEXT:    mm = torch.mm(
 !t = !buffer.buffer<[8, 64], f32>
 !w = !buffer.buffer<[64, 64], f32>
 func.func @provenance(%x: !t, %w: !w) -> !t {

@@ -1,6 +1,7 @@
 // RUN: fx-opt %s -t python | filecheck %s
 
-// host.extern regions print one torch.ops call per aten op, with the
+// host.extern regions print one torch.ops call per aten op (a matmul or a
+// convolution: its public binding, torch.mm / torch.convolution ...), with the
 // arguments the reference executor passes: schema-driven positionals and
 // keyword-only arguments, enums as torch objects, floats with inf/nan,
 // scalar constants inlined, multi-result ops unpacked, a one-tensor list
@@ -9,7 +10,7 @@
 // deleted right after it.
 
 // CHECK-LABEL: def call(args):
-// CHECK:      addmm = torch.ops.aten.addmm.default(b, x, w, beta=0.5, alpha=2.0)
+// CHECK:      addmm = torch.addmm(b, x, w, beta=0.5, alpha=2.0)
 // CHECK-NEXT: full = torch.ops.aten.full.default([4, 3], -float("inf"), dtype=torch.float32, layout=torch.strided, device=torch.device("cpu"), pin_memory=False)
 // CHECK-NEXT: c = torch.ops.aten.clone.default(full, memory_format=torch.contiguous_format)
 // CHECK-NEXT: mul = torch.ops.aten.mul.Tensor(addmm, 3)

@@ -5,7 +5,7 @@
 // result mm): the wrapper drops the dead name there, or it would hold the
 // storage until the call returns (on the H100, ViT kept 12 attention products
 // of 18.5 MB each alive so).
-// CHECK:      mm = torch.ops.aten.mm.default(x, x)
+// CHECK:      mm = torch.mm(x, x)
 // CHECK:      e = reinterpret_tensor(mm, (16, 16), (16, 1), 0)
 // CHECK-NEXT: del mm
 // CPP:        at::Tensor e = mm.as_strided({16, 16}, {16, 1}, mm.storage_offset());

@@ -7,7 +7,7 @@
 // product alive so). A returned view keeps its name; one never read is
 // dropped where it is made.
 // CHECK-LABEL: def call(args):
-// CHECK:      qkv = torch.ops.aten.mm.default(x, w)
+// CHECK:      qkv = torch.mm(x, w)
 // CHECK-NEXT: del w
 // CHECK-NEXT: q = reinterpret_tensor(qkv, (4, 8), (24, 1), 0)
 // CHECK-NEXT: unused = reinterpret_tensor(qkv, (4, 8), (24, 1), 16)
