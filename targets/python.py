@@ -658,6 +658,12 @@ class HostPrinter:
                 self.emit(f"{self.define(r)} = {self.name(v)}")
             else:
                 self.names[r] = self.name(v)
+                owner = v.owner
+                if isinstance(owner, AtenOp) and owner.OVERLOAD in PUBLIC_BINDINGS:
+                    # A matmul's or convolution's result is a fresh allocation
+                    # (offset 0, aligned): kernels reading it need no check.
+                    self.fresh.add(r)
+                    self.aligned.add(r)
             taken.add(v)
         # Unbacked sizes: known once ATen has computed the result.
         for r in op.res:
