@@ -56,6 +56,7 @@ from coil.dialects.aten import TensorType
 from coil.dialects.layout import nonnegative, view_address
 from coil.dialects.symbolic import ShapeAttr, SymInt, contiguous_strides, sym_eq, to_expr
 from coil.lowering import gemm_alignment
+from coil.transforms.aten_channels_last import channels_last_strides
 from coil.transforms.memory_plan import extern_mutated_operands, storage_roots
 
 
@@ -214,7 +215,7 @@ class _Bufferizer:
         own = self.eager_strides(value)
         if own is not None:
             return own
-        wanted = self.extern_layout(value)
+        wanted = self.extern_layout(value) or self.channels_last_input(value)
         if wanted is not None:
             return wanted
         rank = len(value.type.shape)
@@ -245,6 +246,31 @@ class _Bufferizer:
                 and not want.is_contiguous()
             ):
                 return want.strides
+        return None
+
+    def channels_last_input(self, value: SSAValue) -> Sequence[SymInt] | None:
+        """Channels-last strides where the nest making ``value`` (a 4-D tensor)
+        reads a buffer of its shape in that layout at its own point: a
+        convolution's NHWC output flows through the kernels after it in NHWC
+        (eager's TensorIterator keeps it too), not transposed to NCHW and back."""
+        shape = list(value.type.shape)
+        if len(shape) != 4:
+            return None
+        nhwc = channels_last_strides(shape)
+        identity = L.index_symbols(4)
+        owner = value.owner
+        for load in owner.walk() if isinstance(owner, Operation) else ():
+            if not isinstance(load, L.LoadOp) or load.indirect:
+                continue
+            t = load.source.type
+            if (
+                isinstance(t, B.BufferType)
+                and list(t.shape) == shape
+                and list(load.index.data) == identity
+                and all(sym_eq(a, b) for a, b in zip(t.strides, nhwc))
+                and not t.is_contiguous()
+            ):
+                return nhwc
         return None
 
     def forward_copies_into_externs(self) -> None:

@@ -84,6 +84,9 @@ class LoopFusePass(ModulePass):
     """Group pointwise consumers (over O or O ++ I) of member tensors."""
     allow_reduction_chain: bool = True
     """Group later reductions over the same ranges that read members."""
+    allow_reduction_prologue: bool = True
+    """Group a pointwise producer over O ++ I that a reduction reads and that is
+    stored for later readers too (it moves down to the reduction)."""
     max_members: int = 64
     max_body_ops: int = 800
     """Ops the group's members may hold together (0 = no limit): a nest that
@@ -322,9 +325,47 @@ class _Group:
 
     # ---- rewriting ----
 
+    def _prologue(self, pos: dict[Operation, int], barriers: list[int]) -> L.PointwiseOp | None:
+        """A pointwise nest over O ++ I that the root reads at its own point and
+        that can move down to the root: nothing between them reads it, no
+        barrier lies between them (``x = hardswish(bn(conv)); x.mean((2, 3))``
+        with ``x`` stored too: one kernel writes ``x`` and reduces it)."""
+        root_pos = pos[self.root]
+        for load in self.root.walk():
+            if not isinstance(load, L.LoadOp):
+                continue
+            producer = load.source.owner
+            if (
+                not isinstance(producer, L.PointwiseOp)
+                or producer.is_bufferized
+                or producer.parent_block() is not self.block
+                or _squeezed(producer.ranges.data) != self.outer + self.inner
+                or len(producer.res) != 1
+            ):
+                continue
+            p = pos[producer]
+            first = bisect.bisect_right(barriers, p)
+            if first < len(barriers) and barriers[first] < root_pos:
+                continue
+            readers = {ancestor_in(u.operation, self.block) for u in producer.res[0].uses}
+            if any(r is None or p < pos.get(r, -1) < root_pos for r in readers):
+                continue
+            group = _Group(self.options, self.index, self.root)
+            group.members = [producer, self.root]
+            group._add_values(producer)
+            if not group._reads_aligned(self.root) or not self._fits(producer):
+                continue
+            return producer
+        return None
+
     def build(self) -> None:
         pos = {o: k for k, o in enumerate(self.block.ops)}
         barriers = sorted(pos[b] for b in self.index.barriers if b in pos)
+        prologue = self._prologue(pos, barriers) if self.options.allow_reduction_prologue else None
+        if prologue is not None:
+            self.members.insert(0, prologue)
+            self.size += body_size(prologue)
+            self._add_values(prologue)
         for cursor in self._candidates(pos):
             if len(self.members) >= self.options.max_members:
                 break
@@ -348,8 +389,11 @@ class _Group:
         for op in sorted(self.hoisted, key=lambda o: pos[o]):
             op.detach()
             Rewriter.insert_op(op, InsertPoint.before(self.root))
+        if self.members[0] is not self.root:  # a prologue moves down to the root
+            self.members[0].detach()
+            Rewriter.insert_op(self.members[0], InsertPoint.before(self.root))
         self.members = [squeeze_unit_ranges(m) for m in self.members]  # type: ignore[arg-type]
-        self.root = self.members[0]
+        self.root = next(m for m in self.members if isinstance(m, L.ReductionOp))
         members = set(self.members)
         leaving = [
             v
@@ -367,7 +411,7 @@ class _Group:
             regions=[[Block()]],
         )
         group.location = self.root.location  # members keep their own
-        Rewriter.insert_op(group, InsertPoint.before(self.root))
+        Rewriter.insert_op(group, InsertPoint.before(self.members[0]))
         body = group.body.block
         for member in self.members:
             member.detach()

@@ -3,6 +3,7 @@
 // RUN: fx-opt %s -p aten-channels-last --split-input-file | filecheck %s --check-prefix=TRAIN
 // RUN: fx-opt %s -p 'aten-channels-last{inference=true},convert-aten-to-loop,loop-inline,bufferize' --split-input-file | filecheck %s --check-prefix=BUF
 // RUN: not fx-opt %s -p 'aten-channels-last{mode=nhwc}' 2>&1 | filecheck %s --check-prefix=OPTION
+// RUN: fx-opt %s -p 'aten-channels-last{mode=on},convert-aten-to-loop,bufferize' --split-input-file | filecheck %s --check-prefix=NHWC
 
 // OPTION: aten-channels-last: option 'mode' must be one of "auto", "on", "off"; got nhwc
 
@@ -77,4 +78,26 @@ func.func @cpu(%x: !aten.tensor<[2, 8, 5, 5], f32>, %w: !aten.tensor<[8, 8, 3, 3
 func.func @grouped(%x: !aten.tensor<[8, 256, 28, 28], bf16, device "cuda:0">, %w: !aten.tensor<[256, 128, 3, 3], bf16, device "cuda:0">, %b: !aten.tensor<[256], bf16, device "cuda:0">) -> !aten.tensor<[8, 256, 28, 28], bf16, device "cuda:0"> {
   %c = aten.convolution.default(%x, %w, %b, stride = [1, 1], padding = [1, 1], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 2) : !aten.tensor<[8, 256, 28, 28], bf16, device "cuda:0">
   func.return %c : !aten.tensor<[8, 256, 28, 28], bf16, device "cuda:0">
+}
+
+// -----
+
+// A nest that reads a convolution's NHWC result at its own point, and that no
+// extern call reads, is stored NHWC too (not transposed to row-major): here
+// the copy back to the old layout and the tanh (no loop-inline to merge
+// them); the mean reads them, and only the returned product is row-major.
+
+// CHECK-LABEL: func.func @excite
+// NHWC-LABEL: func.func @excite
+// NHWC:         %c = buffer.extern "aten.convolution.default"
+// NHWC:         %c_2 = buffer.alloc : !buffer.buffer<[2, 8, 6, 6], f32, strides [288, 1, 48, 8]>
+// NHWC:         %t = buffer.alloc : !buffer.buffer<[2, 8, 6, 6], f32, strides [288, 1, 48, 8]>
+// NHWC:         %y = buffer.alloc : !buffer.buffer<[2, 8, 6, 6], f32>
+
+func.func @excite(%x: !aten.tensor<[2, 8, 8, 8], f32>, %w: !aten.tensor<[8, 8, 3, 3], f32>) -> !aten.tensor<[2, 8, 6, 6], f32> {
+  %c = aten.convolution.default(%x, %w, none, stride = [1, 1], padding = [0, 0], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1) : !aten.tensor<[2, 8, 6, 6], f32>
+  %t = aten.tanh.default(%c) : !aten.tensor<[2, 8, 6, 6], f32>
+  %m = aten.mean.dim(%t, dim = [2, 3], keepdim = true) : !aten.tensor<[2, 8, 1, 1], f32>
+  %y = aten.mul.Tensor(%t, %m) : !aten.tensor<[2, 8, 6, 6], f32>
+  func.return %y : !aten.tensor<[2, 8, 6, 6], f32>
 }

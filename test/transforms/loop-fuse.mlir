@@ -203,3 +203,74 @@ func.func @misaligned(%x: !buffer.buffer<[4, 4], f32>) -> (!loop.tensor<[4], f32
   }
   func.return %f, %t, %c : !loop.tensor<[4], f32>, !loop.tensor<[4, 4], f32>, !loop.tensor<[4], f32>
 }
+
+// -----
+
+// A pointwise producer the reduction reads, stored for a later reader too (a
+// squeeze-excite block: x = act(..); x * f(x.mean)): it moves down into the
+// reduction's group, so one kernel writes x and reduces it.
+// CHECK-LABEL: func.func @prologue
+// CHECK:      %act, %gate = loop.fused [4] [16] : !loop.tensor<[4, 16], f32>, !loop.tensor<[4, 16], f32> {
+// CHECK-NEXT:   %act_1 = loop.pointwise [4, 16]
+// CHECK:        %mean = loop.reduction sum [4] [16]
+// CHECK-NEXT:   ^
+// CHECK-NEXT:     loop.load %act_1[i0, r0]
+// CHECK:        %gate_1 = loop.pointwise [4, 16]
+// CHECK:        loop.yield %act_1, %gate_1
+// CHECK:      func.return %gate, %act
+func.func @prologue(%x: !buffer.buffer<[4, 16], f32>, %b: !buffer.buffer<[4], f32>) -> (!loop.tensor<[4, 16], f32>, !loop.tensor<[4, 16], f32>) {
+  %act = loop.pointwise [4, 16] : !loop.tensor<[4, 16], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %0 = loop.load %x[i0, i1] : !buffer.buffer<[4, 16], f32>
+    %1 = math.tanh %0 : f32
+    loop.yield %1 : f32
+  }
+  %other = loop.pointwise [4] : !loop.tensor<[4], f32> {
+  ^bb0(%i0: index):
+    %0 = loop.load %b[i0] : !buffer.buffer<[4], f32>
+    %1 = math.exp %0 : f32
+    loop.yield %1 : f32
+  }
+  %mean = loop.reduction sum [4, 1] [16] : !loop.tensor<[4, 1], f32> {
+  ^bb0(%i0: index, %i1: index, %r0: index):
+    %0 = loop.load %act[i0, r0] : !loop.tensor<[4, 16], f32>
+    loop.yield %0 : f32
+  }
+  %gate = loop.pointwise [4, 16] : !loop.tensor<[4, 16], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %0 = loop.load %act[i0, i1] : !loop.tensor<[4, 16], f32>
+    %1 = loop.load %mean[i0, 0] : !loop.tensor<[4, 1], f32>
+    %2 = loop.load %other[i0] : !loop.tensor<[4], f32>
+    %3 = arith.mulf %0, %1 : f32
+    %4 = arith.mulf %3, %2 : f32
+    loop.yield %4 : f32
+  }
+  func.return %gate, %act : !loop.tensor<[4, 16], f32>, !loop.tensor<[4, 16], f32>
+}
+
+// -----
+
+// A reader of the producer between it and the reduction keeps the producer
+// out (it would have to move below that reader).
+// CHECK-LABEL: func.func @read_between
+// CHECK-NOT:  loop.fused
+func.func @read_between(%x: !buffer.buffer<[4, 16], f32>) -> (!loop.tensor<[4, 1], f32>, !loop.tensor<[4, 16], f32>) {
+  %act = loop.pointwise [4, 16] : !loop.tensor<[4, 16], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %0 = loop.load %x[i0, i1] : !buffer.buffer<[4, 16], f32>
+    %1 = math.tanh %0 : f32
+    loop.yield %1 : f32
+  }
+  %dbl = loop.pointwise [4, 16] : !loop.tensor<[4, 16], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %0 = loop.load %act[i1 floordiv 4, i1] : !loop.tensor<[4, 16], f32>
+    %1 = arith.addf %0, %0 : f32
+    loop.yield %1 : f32
+  }
+  %sum = loop.reduction sum [4, 1] [16] : !loop.tensor<[4, 1], f32> {
+  ^bb0(%i0: index, %i1: index, %r0: index):
+    %0 = loop.load %act[i0, r0] : !loop.tensor<[4, 16], f32>
+    loop.yield %0 : f32
+  }
+  func.return %sum, %dbl : !loop.tensor<[4, 1], f32>, !loop.tensor<[4, 16], f32>
+}
