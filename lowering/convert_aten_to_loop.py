@@ -335,9 +335,14 @@ def _lower_function(fn: func.FuncOp, fallback: str = "extern") -> None:
                 lowerer.aten_types.setdefault(value, old.type)
             old.replace_all_uses_with(value)
         Rewriter.erase_op(op)
-    # Drop scalar constants nothing uses any more (extern regions hold clones).
+    # Drop scalar constants nothing uses any more (extern regions hold clones),
+    # and nests nothing reads: the unused result of a multi-result op (the
+    # indices of an inference graph's max_pool2d_with_indices); a nest writes
+    # only its results, and xDSL's dce keeps ops whose bodies read memory.
     for op in reversed(list(block.ops)):
         if isinstance(op, ConstantOp) and not op.result.uses:
+            Rewriter.erase_op(op)
+        elif isinstance(op, L.PointwiseOp | L.ReductionOp) and not any(r.uses for r in op.results):
             Rewriter.erase_op(op)
     ret = block.last_op
     assert isinstance(ret, func.ReturnOp)
