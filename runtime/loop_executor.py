@@ -585,16 +585,22 @@ def _store(env: Env, op: L.LoopOp, values: list[torch.Tensor]) -> None:
 # --------------------------------------------------------------------------
 
 
+_RELEASE = object()  # env.values[_RELEASE, nest]: a buffer that dies after nest
+
+
 def execute(op: Operation, env: Env) -> bool:
     """Run ``op`` if it is a loop/buffer op; False when it is not one."""
     if isinstance(op, L.PointwiseOp | L.ReductionOp | L.FusedOp):
         run = {L.PointwiseOp: _pointwise, L.ReductionOp: _reduction, L.FusedOp: _fused}[type(op)]
-        values = run(env, op)
+        values = run(env, op)  # every value is read before any is stored
         if op.outs:
             _store(env, op, values)
         else:
             for r, v in zip(op.res, values):
                 env.values[r] = v
+        dead = env.values.pop((_RELEASE, op), None)
+        if dead is not None:
+            del env.values[dead]
         return True
     if isinstance(op, L.ViewOp):
         env.values[op.result] = _view(env, op)
@@ -616,8 +622,14 @@ def execute(op: Operation, env: Env) -> bool:
         base = env.bases.get(op.source, 0)
         view = _reinterpret(env, source, base, op.result.type)
         if isinstance(op, B.ReuseOp):
-            _poison(view)
-            del env.values[op.source]
+            nest = op.next_op
+            if nest is not None and any(nest.is_ancestor(u.operation) for u in op.source.uses):
+                # In place (memory-plan's _in_place): the nest after the reuse reads
+                # the old buffer where it writes the new one; it dies after it.
+                env.values[_RELEASE, nest] = op.source
+            else:
+                _poison(view)
+                del env.values[op.source]
         env.values[op.result] = view
         env.bases[op.result] = base
         return True

@@ -9,8 +9,9 @@ view of each layer's QKV product: eleven 18 MB products alive at the peak of
 a call on the H100, benchmarks/memory_probe.py). The ``-t python`` and
 ``-t cpp`` wrappers drop, after top-level op ``i``:
 
-* the source of a reuse whose last read is that reinterpret (not an input:
-  those follow the inputs' own rule);
+* the source of a reuse at its last read: the reinterpret, or the kernel
+  that writes the reuse in place over it (not an input: those follow the
+  inputs' own rule; not a buffer ``memory-plan`` frees itself);
 * a view whose last read is op ``i`` (a view never read: right after it is
   made) unless ``memory-plan`` frees it itself (a reuse); one read by a
   collective stays until the collective's wait; a returned one is never
@@ -62,8 +63,8 @@ def released_after(
     for i, op in enumerate(ops):
         if not isinstance(op, H.ReinterpretOp):
             continue
-        if op.source not in inputs and last_read.get(op.source) == i:
-            drop(i, op.source)
+        if op.source not in inputs and op.source not in freed:
+            drop(last_read.get(op.source, i), op.source)
         if op.result not in freed:
             drop(last_read.get(op.result, i), op.result)
     return {i: out[i] for i in sorted(out)}

@@ -221,6 +221,12 @@ def _plan(fn: func.FuncOp, reuse: bool) -> None:
                     pool.remove(dead)
                     takes_over[h] = dead
                     break
+            else:
+                if start is not None:
+                    dead = _in_place(ops[start], h, dies_at.get(start, []))
+                    if dead is not None:
+                        dies_at[start].remove(dead)
+                        takes_over[h] = dead
         pool.extend(dies_at.get(k, []))
 
     # Phase 2: rewrite. A holder that is taken over is freed by its successor.
@@ -252,6 +258,44 @@ def _plan(fn: func.FuncOp, reuse: bool) -> None:
         elif isinstance(o, B.DeallocOp):
             live -= _holder_bytes(o.buffer)
     fn.attributes["coil.peak_bytes"] = ExprAttr(peak(points))
+
+
+def _in_place(nest: Operation, out: SSAValue, dying: list[SSAValue]) -> SSAValue | None:
+    """A buffer that dies at ``nest`` and that ``nest`` may overwrite with ``out``
+    (Inductor's in-place buffers): ``nest`` is a pointwise nest writing ``out``
+    at its own point, it reads the candidate only there (each element is read
+    by the program that then writes it), and the two have one layout. Without
+    it a residual block's ``relu(bn(conv) + shortcut)`` held three activations
+    at once, the two inputs and the result."""
+    if not isinstance(nest, L.PointwiseOp) or list(nest.outs) != [out]:
+        return None
+    t = out.type
+    identity = L.index_symbols(len(nest.ranges.data))
+    for dead in dying:
+        d = dead.type
+        if not (
+            isinstance(d, B.BufferType)
+            and d.element_type == t.element_type
+            and d.device_attr == t.device_attr
+            and len(d.shape) == len(t.shape)
+            and all(sym_eq(a, b) for a, b in zip(d.shape, t.shape))
+            and all(sym_eq(a, b) for a, b in zip(d.strides, t.strides))
+            and sym_eq(d.offset_attr.data, t.offset_attr.data)
+            and list(nest.ranges.data) == list(t.shape_attr.data)
+        ):
+            continue
+        reads = [
+            o for o in nest.walk() if any(dead in storage_roots(v) for v in o.operands)
+        ]
+        if reads and all(
+            isinstance(o, L.LoadOp)
+            and o.source is dead
+            and not o.indirect
+            and list(o.index.data) == identity
+            for o in reads
+        ):
+            return dead
+    return None
 
 
 def _written(op: Operation) -> set[SSAValue]:

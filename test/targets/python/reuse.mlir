@@ -2,13 +2,15 @@
 // RUN: fx-opt %s -p memory-plan,convert-loop-to-tt,convert-buffer-to-host -t cpp | filecheck %s --check-prefix=CPP
 
 // memory-plan's reuse is a host.reinterpret of a dead buffer (here the ATen
-// result mm): the wrapper drops the dead name there, or it would hold the
-// storage until the call returns (on the H100, ViT kept 12 attention products
-// of 18.5 MB each alive so).
+// result mm, which the relu overwrites in place): the wrapper drops the dead
+// name at its last read, or it would hold the storage until the call returns
+// (on the H100, ViT kept 12 attention products of 18.5 MB each alive so).
 // CHECK:      mm = torch.mm(x, x)
-// CHECK:      e = reinterpret_tensor(mm, (16, 16), (16, 1), 0)
+// CHECK:      r = reinterpret_tensor(mm, (16, 16), (16, 1), 0)
+// CHECK:      coil_r_0_launch.run(1, 1, 1, stream, mm, r)
 // CHECK-NEXT: del mm
-// CPP:        at::Tensor e = mm.as_strided({16, 16}, {16, 1}, mm.storage_offset());
+// CPP:        at::Tensor r = mm.as_strided({16, 16}, {16, 1}, mm.storage_offset());
+// CPP-NEXT:   coil_r_0.launch(
 // CPP-NEXT:   mm.reset();
 func.func @extern_results(%x: !buffer.buffer<[16, 16], f32>) -> !buffer.buffer<[16, 16], f32> {
   %mm = buffer.extern "aten.mm.default" (%x, %x) : (!buffer.buffer<[16, 16], f32>, !buffer.buffer<[16, 16], f32>) -> (!buffer.buffer<[16, 16], f32>) {
