@@ -53,7 +53,7 @@ from coil.dialects import buffer as B
 from coil.dialects import loop as L
 from coil.dialects.aten import AtenOp, OperandRefAttr, OperatorOp
 from coil.dialects.c10d import WAIT_TENSOR, collective_waits
-from coil.dialects.symbolic import ExprAttr, sym_eq, torch_sympy
+from coil.dialects.symbolic import ExprAttr, sym_eq, to_expr, torch_sympy
 from coil.ir import source_line
 
 if TYPE_CHECKING:
@@ -210,7 +210,13 @@ def _plan(fn: func.FuncOp, reuse: bool) -> None:
         if reuse and isinstance(top, B.AllocOp):
             h, t = top.result, top.result.type
             start = first_use.get(h)
-            for dead in reversed(pool) if start is not None else ():
+            # In place first: a dead buffer from the pool would leave the kernel's
+            # dying inputs and its result all alive at once.
+            dead = _in_place(ops[start], h, dies_at.get(start, [])) if start is not None else None
+            if dead is not None:
+                dies_at[start].remove(dead)
+                takes_over[h] = dead
+            for dead in reversed(pool) if start is not None and h not in takes_over else ():
                 d = dead.type
                 if (
                     last_use[dead] < start
@@ -221,12 +227,6 @@ def _plan(fn: func.FuncOp, reuse: bool) -> None:
                     pool.remove(dead)
                     takes_over[h] = dead
                     break
-            else:
-                if start is not None:
-                    dead = _in_place(ops[start], h, dies_at.get(start, []))
-                    if dead is not None:
-                        dies_at[start].remove(dead)
-                        takes_over[h] = dead
         pool.extend(dies_at.get(k, []))
 
     # Phase 2: rewrite. A holder that is taken over is freed by its successor.
@@ -262,40 +262,47 @@ def _plan(fn: func.FuncOp, reuse: bool) -> None:
 
 def _in_place(nest: Operation, out: SSAValue, dying: list[SSAValue]) -> SSAValue | None:
     """A buffer that dies at ``nest`` and that ``nest`` may overwrite with ``out``
-    (Inductor's in-place buffers): ``nest`` is a pointwise nest writing ``out``
-    at its own point, it reads the candidate only there (each element is read
-    by the program that then writes it), and the two have one layout. Without
-    it a residual block's ``relu(bn(conv) + shortcut)`` held three activations
-    at once, the two inputs and the result."""
+    (Inductor's in-place buffers): ``nest`` is a pointwise nest writing only
+    ``out``, and every read of the candidate's storage in it is a load of the
+    very address it stores to (each element is read by the program that then
+    writes it; through a view too: ConvNeXt's GELU reads its [N*H*W, C] matmul
+    product as [N, H, W, C]). Same dtype, device and storage size. Without it a
+    residual block's ``relu(bn(conv) + shortcut)`` held its two inputs and its
+    result at once."""
     if not isinstance(nest, L.PointwiseOp) or list(nest.outs) != [out]:
         return None
     t = out.type
-    identity = L.index_symbols(len(nest.ranges.data))
+    rank = len(nest.ranges.data)
+    if [to_expr(r) for r in nest.ranges.data] != [to_expr(n) for n in t.shape]:
+        return None
+    identity = L.index_symbols(rank)
+    stored = _address(identity, t)
     for dead in dying:
         d = dead.type
         if not (
             isinstance(d, B.BufferType)
             and d.element_type == t.element_type
             and d.device_attr == t.device_attr
-            and len(d.shape) == len(t.shape)
-            and all(sym_eq(a, b) for a, b in zip(d.shape, t.shape))
-            and all(sym_eq(a, b) for a, b in zip(d.strides, t.strides))
-            and sym_eq(d.offset_attr.data, t.offset_attr.data)
-            and list(nest.ranges.data) == list(t.shape_attr.data)
+            and sym_eq(d.storage_bytes(), t.storage_bytes())
         ):
             continue
-        reads = [
-            o for o in nest.walk() if any(dead in storage_roots(v) for v in o.operands)
-        ]
+        reads = [o for o in nest.walk() if any(dead in storage_roots(v) for v in o.operands)]
         if reads and all(
             isinstance(o, L.LoadOp)
-            and o.source is dead
             and not o.indirect
-            and list(o.index.data) == identity
+            and sympy.expand(_address(o.index.data, o.source.type) - stored) == 0
             for o in reads
         ):
             return dead
     return None
+
+
+def _address(index, t: B.BufferType) -> sympy.Expr:
+    """The element offset in storage of ``t[index]``."""
+    address = to_expr(t.offset_attr.data)
+    for e, stride in zip(index, t.strides):
+        address += to_expr(e) * to_expr(stride)
+    return sympy.expand(address)
 
 
 def _written(op: Operation) -> set[SSAValue]:
