@@ -23,8 +23,10 @@ BUFFER = "bufferize,memory-plan"
 BACKEND = "convert-loop-to-tt,convert-buffer-to-host"
 
 PIPELINES: dict[str, str] = {
-    # aten: fold no-ops and view chains, decompose composites, clean up, and
-    # schedule collectives early and their waits late (overlap);
+    # aten: fold no-ops and view chains, decompose composites, clean up, peel
+    # CUDA convolution biases, run convolutions channels-last where Inductor's
+    # rules say it pays (inference graphs: the backend sets inference=true),
+    # and schedule collectives early and their waits late (overlap);
     # loop: lower to loop nests, fuse, simplify index math, clean up bodies;
     # buffer: give what must exist in memory a buffer, plan reuse;
     # backend: each nest becomes a Triton kernel (tt), the rest the wrapper (host).
@@ -40,7 +42,7 @@ PIPELINES: dict[str, str] = {
 
 SUMMARIES: dict[str, str] = {
     "default": "what the torch.compile backend runs: aten, loop, buffer, then tt + host",
-    "aten": "fold no-ops and view chains, decompose composites, clean up, overlap collectives",
+    "aten": "fold no-ops and view chains, decompose, clean up, conv layouts, overlap collectives",
     "aten-cleanup": "canonicalize, cse, dce",
     "loop": "aten, then lower to loop nests, fuse, simplify index math",
     "buffer": "loop, then bufferize and plan memory (the middle end)",
