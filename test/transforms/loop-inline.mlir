@@ -1,5 +1,6 @@
 // RUN: fx-opt %s -p loop-inline --split-input-file | filecheck %s
 // RUN: fx-opt %s -p 'loop-inline{max-cost=0 max-uses=1}' --split-input-file | filecheck %s --check-prefix=CHEAP
+// RUN: fx-opt %s -p 'loop-inline{max-cost=1}' --split-input-file | filecheck %s --check-prefix=WIDEN
 
 // A chain of pointwise ops through a transposing view becomes one nest; the
 // producer's index symbols are substituted everywhere (loads and loop.index).
@@ -280,4 +281,51 @@ func.func @inplace_extern_between(%x: !buffer.buffer<[4], f32>) -> !loop.tensor<
     loop.yield %b : f32
   }
   func.return %o : !loop.tensor<[4], f32>
+}
+
+// -----
+
+// A producer too costly to recompute (max-cost=1 here), read once by a nest
+// that only widens it to f32, which two nests read: the producer is stored at
+// its own bf16 and the widening is inlined into both readers (inlined into the
+// widening nest, it would have been stored as f32: twice the bytes).
+// CHECK-LABEL: func.func @widened
+// WIDEN-LABEL: func.func @widened
+// WIDEN:         %x = loop.pointwise [4, 16] : !loop.tensor<[4, 16], bf16>
+// WIDEN:         loop.reduction sum
+// WIDEN-NEXT:    ^
+// WIDEN-NEXT:      loop.load %x[i0, r0] : !loop.tensor<[4, 16], bf16>
+// WIDEN-NEXT:      arith.extf
+// WIDEN:         loop.pointwise [4, 16] : !loop.tensor<[4, 16], f32>
+// WIDEN-NEXT:    ^
+// WIDEN-NEXT:      loop.load %x[i0, i1] : !loop.tensor<[4, 16], bf16>
+func.func @widened(%y: !buffer.buffer<[4, 16], bf16>) -> (!loop.tensor<[4, 1], f32>, !loop.tensor<[4, 16], f32>) {
+  %x = loop.pointwise [4, 16] : !loop.tensor<[4, 16], bf16> {
+  ^bb0(%i0: index, %i1: index):
+    %0 = loop.load %y[i0, i1] : !buffer.buffer<[4, 16], bf16>
+    %1 = arith.extf %0 : bf16 to f32
+    %2 = math.tanh %1 : f32
+    %3 = math.exp %2 : f32
+    %4 = arith.truncf %3 : f32 to bf16
+    loop.yield %4 : bf16
+  }
+  %w = loop.pointwise [4, 16] : !loop.tensor<[4, 16], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %0 = loop.load %x[i0, i1] : !loop.tensor<[4, 16], bf16>
+    %1 = arith.extf %0 : bf16 to f32
+    loop.yield %1 : f32
+  }
+  %s = loop.reduction sum [4, 1] [16] : !loop.tensor<[4, 1], f32> {
+  ^bb0(%i0: index, %i1: index, %r0: index):
+    %0 = loop.load %w[i0, r0] : !loop.tensor<[4, 16], f32>
+    loop.yield %0 : f32
+  }
+  %p = loop.pointwise [4, 16] : !loop.tensor<[4, 16], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %0 = loop.load %w[i0, i1] : !loop.tensor<[4, 16], f32>
+    %1 = loop.load %s[i0, 0] : !loop.tensor<[4, 1], f32>
+    %2 = arith.mulf %0, %1 : f32
+    loop.yield %2 : f32
+  }
+  func.return %s, %p : !loop.tensor<[4, 1], f32>, !loop.tensor<[4, 16], f32>
 }
