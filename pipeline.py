@@ -15,7 +15,10 @@ from typing import Any
 from xdsl.passes import ModulePass, PassPipeline, PassPipelineCallbackType
 
 ATEN_CLEANUP = "canonicalize,cse,dce"
-ATEN = f"canonicalize,aten-decompose,{ATEN_CLEANUP},aten-peel-conv-bias,aten-channels-last,aten-reorder-collectives"
+ATEN = (
+    f"canonicalize,aten-decompose,{ATEN_CLEANUP},"
+    "aten-peel-conv-bias,aten-channels-last,aten-reorder-collectives"
+)
 LOOP = (
     "convert-aten-to-loop,loop-inline,loop-split-reduction,loop-fuse,loop-simplify-indexing,cse,dce"
 )

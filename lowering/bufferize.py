@@ -146,7 +146,10 @@ def identity_copy_source(value: SSAValue) -> SSAValue | None:
     if list(load.index.data) != L.index_symbols(rank):
         return None
     t = source.type
-    if not isinstance(t, L.LoopTensorType | B.BufferType) or t.element_type != value.type.element_type:
+    if (
+        not isinstance(t, L.LoopTensorType | B.BufferType)
+        or t.element_type != value.type.element_type
+    ):
         return None
     if list(t.shape) != list(value.type.shape):
         return None

@@ -7,7 +7,7 @@ from xdsl.passes import ModulePass
 
 SUMMARIES: dict[str, str] = {
     "aten-channels-last": "run 2-D convolutions on NHWC tensors where Inductor's rules say it pays",
-    "aten-peel-conv-bias": "a CUDA convolution's bias as a separate add that fuses into later kernels",
+    "aten-peel-conv-bias": "a CUDA convolution's bias as an add that fuses into the next kernel",
     "aten-decompose": "rewrite composite aten ops (softmax, norms...) with torch's decompositions",
     "loop-inline": "inline pointwise producers and views into the loads that read them",
     "loop-split-reduction": "split a reduction with few outputs: chunk partials, then a finish",

@@ -46,14 +46,14 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from coil.dialects.aten import TensorType
 from coil.dialects.aten_ops import AtenCloneOp, AtenConvolutionBackwardOp, AtenConvolutionOp
-from coil.dialects.symbolic import ShapeAttr, SymInt, sym_eq
+from coil.dialects.symbolic import SymInt, sym_eq
 
 log = logging.getLogger("coil")
 
@@ -207,11 +207,17 @@ class AtenChannelsLastPass(ModulePass):
                 why_not = decide(fn, convs, self.inference)
                 if why_not is not None:
                     if convs:
-                        log.debug("coil: aten-channels-last: %s left NCHW: %s", fn.sym_name.data, why_not)
+                        log.debug(
+                            "coil: aten-channels-last: %s left NCHW: %s", fn.sym_name.data, why_not
+                        )
                     continue
             n = _rewrite(convs)
             if n:
-                log.debug("coil: aten-channels-last: %d convolutions of %s channels-last", n, fn.sym_name.data)
+                log.debug(
+                    "coil: aten-channels-last: %d convolutions of %s channels-last",
+                    n,
+                    fn.sym_name.data,
+                )
 
 
 __all__ = ["AtenChannelsLastPass", "channels_last_strides", "decide", "is_channels_last"]

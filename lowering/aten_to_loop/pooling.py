@@ -6,9 +6,10 @@ and count as -inf (the lowest value of an integer type), so only real elements
 win. The indices (the flat ``ih * W + iw`` of the first maximum, NaN counting
 as the maximum, as ATen picks it) come from an argmax over the same window,
 mapped back to the input plane by a pointwise nest; an inference graph that
-drops them never computes them (``convert-aten-to-loop`` erases unused nests). ATen's CPU and CUDA kernels return
-both, and a convolution net's first pooling output (64 x 112 x 112 per image)
-made ResNet-50's int64 indices the largest tensor of its graph.
+drops them never computes them (``convert-aten-to-loop`` erases unused
+nests). ATen's kernels always compute both: ResNet-50's first pooling wrote
+51 MB of int64 indices a call at batch 32, and read an NCHW copy of its
+NHWC input.
 
 Inductor lowers the op the same way (``_low_memory_max_pool2d_with_offsets``).
 Unsupported shapes (not 4-D, dynamic window) stay ATen calls.

@@ -18,7 +18,9 @@ import torch
         ((3, 2), (2, 1), (1, 0), 1, True, (1, 3, 10, 9), torch.float32, False),
     ],
 )
-def test_max_pool2d_with_indices(kernel, stride, padding, dilation, ceil_mode, shape, dtype, channels_last):
+def test_max_pool2d_with_indices(
+    kernel, stride, padding, dilation, ceil_mode, shape, dtype, channels_last
+):
     def f(x):
         return torch.nn.functional.max_pool2d(
             x, kernel, stride, padding, dilation, ceil_mode=ceil_mode, return_indices=True
