@@ -35,6 +35,7 @@ from coil.dialects import dtypes
 from coil.dialects import loop as L
 from coil.dialects.layout import view_address
 from coil.runtime.aten_executor import ExecutionError
+from coil.transforms.memory_plan import storage_roots
 
 Env = Any  # runtime.aten_executor._Env (values, symbols, evaluate)
 
@@ -623,7 +624,8 @@ def execute(op: Operation, env: Env) -> bool:
         view = _reinterpret(env, source, base, op.result.type)
         if isinstance(op, B.ReuseOp):
             nest = op.next_op
-            if nest is not None and any(nest.is_ancestor(u.operation) for u in op.source.uses):
+            reads = nest.walk() if nest is not None else ()
+            if any(op.source in storage_roots(v) for o in reads for v in o.operands):
                 # In place (memory-plan's _in_place): the nest after the reuse reads
                 # the old buffer where it writes the new one; it dies after it.
                 env.values[_RELEASE, nest] = op.source

@@ -140,7 +140,7 @@ def test_dump_dir_on_a_graph_without_kernels(tmp_path):
         torch.testing.assert_close(compiled(x), model(x))
     (graph_dir,) = sorted(tmp_path.iterdir())
     assert "No Triton kernels" in (graph_dir / "kernels.py").read_text()
-    assert "aten.addmm.default" in (graph_dir / "wrapper.py").read_text()
+    assert "torch.addmm(" in (graph_dir / "wrapper.py").read_text()
     fx_opt_dir = os.path.dirname(_tool("fx-opt"))
     env = {**os.environ, "PATH": f"{fx_opt_dir}{os.pathsep}{os.environ['PATH']}"}
     done = subprocess.run(
