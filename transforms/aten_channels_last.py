@@ -57,8 +57,6 @@ from coil.dialects.symbolic import SymInt, sym_eq
 
 log = logging.getLogger("coil")
 
-MODES = ("auto", "on", "off")
-
 # Inductor's measured channels-last time ratios by convolution kind (< 1: faster).
 GROUPED, SMALL, IN_OUT, DEFAULT = 1.358, 0.783, 0.725, 0.823
 
