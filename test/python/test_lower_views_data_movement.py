@@ -155,6 +155,25 @@ CASES = [
         True,
     ),
     (
+        # cross-entropy's backward: one source per element (index size 1 along dim)
+        "scatter_value",
+        lambda x, i: torch.zeros_like(x).scatter(1, i, -1.0) * x,
+        lambda s: (rn(s[0], 6), ri(0, 6, (s[0], 1))),
+        True,
+    ),
+    (
+        "scatter_src_dim0",
+        lambda x, i, y: x.scatter(0, i, y),
+        lambda s: (rn(5, s[1]), ri(0, 5, (1, s[1])), rn(2, s[1] + 1)),
+        False,
+    ),
+    (
+        "scatter_add",
+        lambda x, i, y: x.scatter_add(-1, i, y),
+        lambda s: (rn(s[0], 3, 6), ri(0, 6, (s[0], 3, 1)), rn(s[0], 3, 1)),
+        True,
+    ),
+    (
         "embedding",
         lambda w, i: F.embedding(i, w),
         lambda s: (rn(10, 4), ri(0, 10, (s[0], s[1]))),
