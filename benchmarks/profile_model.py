@@ -3,8 +3,10 @@
 For each model of ``benchmarks/models.py`` named and each of eager, Inductor
 and coil: wall ms per call, GPU kernel ms per call (sum of kernel
 durations), kernel launches per call, and the kernels that take the most GPU
-time. Run on the GPU machine: ``python benchmarks/profile_model.py gpt2 bert``;
-the report goes to stdout and ``$OUT/profile-<model>.txt``.
+time (bf16 inference; for a training model of models.py, one f32 step:
+forward, loss and backward). Run on the GPU machine:
+``python benchmarks/profile_model.py gpt2 bert``; the report goes to stdout
+and ``$OUT/profile-<model>.txt``.
 """
 
 from __future__ import annotations
@@ -30,23 +32,48 @@ def cuda_bf16(name: str) -> tuple[torch.nn.Module, tuple]:
     return module, args
 
 
-def profile(name: str, backend: str) -> str:
-    module, args = cuda_bf16(name)
+def _call(name: str, backend: str):
+    """One call of model ``name`` under ``backend``: bf16 inference, or for a
+    training model of models.py one f32 step (forward, loss, backward) as
+    ``run_train`` times it."""
     torch._dynamo.reset()
-    f = module if backend == "eager" else torch.compile(module, backend=backend)
-    with torch.no_grad():
-        for _ in range(3):
-            f(*args)
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        for _ in range(CALLS):
-            f(*args)
-        torch.cuda.synchronize()
-        wall = (time.perf_counter() - t) / CALLS * 1e3
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-            for _ in range(CALLS):
+    if not MODELS[name].train:
+        module, args = cuda_bf16(name)
+        f = module if backend == "eager" else torch.compile(module, backend=backend)
+
+        def infer():
+            with torch.no_grad():
                 f(*args)
-            torch.cuda.synchronize()
+
+        return infer
+    module, inputs = MODELS[name].build()
+    module = module.to("cuda").train()
+    args = tuple(x.to("cuda") for x in inputs)
+    params = [p for p in module.parameters() if p.requires_grad]
+    f = module if backend == "eager" else torch.compile(module, backend=backend)
+
+    def step():
+        for p in params:
+            p.grad = None
+        f(*args).backward()
+
+    return step
+
+
+def profile(name: str, backend: str) -> str:
+    call = _call(name, backend)
+    for _ in range(3):
+        call()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(CALLS):
+        call()
+    torch.cuda.synchronize()
+    wall = (time.perf_counter() - t) / CALLS * 1e3
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(CALLS):
+            call()
+        torch.cuda.synchronize()
     per_kernel: dict[str, list[float]] = defaultdict(list)
     for e in prof.events():
         if e.device_type == torch.autograd.DeviceType.CUDA:
