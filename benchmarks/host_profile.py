@@ -70,7 +70,9 @@ def main() -> int:
             torch.cuda.synchronize()
     print(f"== {name} / {backend}: host {host:.3f} ms per call (launch loop, no sync)")
     table = tprof.key_averages(group_by_input_shape=True).table(
-        sort_by="self_cpu_time_total", row_limit=15, max_name_column_width=40,
+        sort_by="self_cpu_time_total",
+        row_limit=15,
+        max_name_column_width=40,
         max_shapes_column_width=60,
     )
     print(f"-- torch.profiler CPU ops over {CALLS} calls:\n{table}")

@@ -66,17 +66,22 @@ def aot_backend(
     def compile_inference_boxed(gm: torch.fx.GraphModule, inputs: list[Any]) -> Callable:
         return boxed((inference_compile_fn or compile_fn)(gm, inputs))
 
-    traced = aot_autograd(
-        fw_compiler=compile_boxed,
-        bw_compiler=compile_bw_boxed,
-        inference_compiler=compile_inference_boxed,
-        decompositions=decomposition_table(),
-        partition_fn=min_cut_rematerialization_partition,
-    )
+    def traced(training: bool):
+        return aot_autograd(
+            fw_compiler=compile_boxed,
+            bw_compiler=compile_bw_boxed,
+            inference_compiler=compile_inference_boxed,
+            decompositions=decomposition_table(training),
+            partition_fn=min_cut_rematerialization_partition,
+        )
 
     def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
         contiguous_attention_masks(gm)  # before tracing picks the attention kernel
-        return traced(gm, example_inputs)
+        # AOTAutograd's own test for a graph that gets a backward.
+        training = torch.is_grad_enabled() and any(
+            isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs
+        )
+        return traced(training)(gm, example_inputs)
 
     return backend
 

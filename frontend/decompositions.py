@@ -2,8 +2,9 @@
 
 torch's own core-ATen table (``torch._decomp.core_aten_decompositions``), as
 Inductor starts from: what reaches coil is the core ATen opset plus the few
-composite ops that table keeps (views, ``_to_copy``, norms, ``_softmax`` ...).
-Later stages that want an op kept whole remove it here, in one place.
+composite ops that table keeps (views, ``_to_copy``, norms ...). Later stages
+that want an op kept whole remove it here, in one place; :data:`TRAINING` lists
+the few it keeps that coil decomposes before AOTAutograd partitions a graph.
 """
 
 from __future__ import annotations
@@ -23,10 +24,32 @@ KEEP: tuple[torch._ops.OpOverload, ...] = (
 )
 """Ops the core table decomposes that coil keeps whole (lowered or called as ATen)."""
 
+TRAINING: tuple[torch._ops.OpOverload, ...] = (
+    # Decomposed before AOTAutograd partitions a training graph (as in
+    # Inductor's table): whole, a softmax's output is one value the partitioner
+    # must save for the backward (GPT-2's log-softmax over a 50257-word
+    # vocabulary: an 823 MB f32 tensor written by the forward and read by the
+    # backward); decomposed, it saves the input and the [rows, 1] max and log
+    # of the sum, and the backward's kernel recomputes the rest. Inference
+    # graphs keep them whole, one readable op in the imported IR:
+    # aten-decompose applies the same decompositions there.
+    torch.ops.aten._softmax.default,
+    torch.ops.aten._log_softmax.default,
+)
+"""Ops the core table keeps whole that coil decomposes while tracing a graph
+that needs autograd."""
+
 
 @functools.cache
-def decomposition_table() -> dict[torch._ops.OpOverload, object]:
+def decomposition_table(training: bool = False) -> dict[torch._ops.OpOverload, object]:
+    """The table; ``training`` adds :data:`TRAINING` (for graphs AOTAutograd
+    will partition into a forward and a backward)."""
     table = dict(core_aten_decompositions())
     for op in KEEP:
         table.pop(op, None)
+    if training:
+        from torch._decomp import decomposition_table as torch_table
+
+        for op in TRAINING:
+            table[op] = torch_table[op]
     return table

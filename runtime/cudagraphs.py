@@ -210,9 +210,7 @@ class CudaGraphRunner:
             for i, t in enumerate(leaves)
             if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in fixed
         ]
-        recording = _Recording(
-            graph, inputs, copied, static, pointers, leaves, spec, pooled
-        )
+        recording = _Recording(graph, inputs, copied, static, pointers, leaves, spec, pooled)
         self.recordings[key] = recording
         return recording
 

@@ -90,10 +90,14 @@ def _next_pow2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
-def _programs(xnumel: int, rnumel: int | None) -> int:
-    """Programs ``convert-loop-to-tt`` launches for a reduction (its tiling)."""
+def _programs(xnumel: int, rnumel: int | None, inner: bool) -> int:
+    """Programs ``convert-loop-to-tt`` launches for a reduction (its tiling): a
+    looped inner reduction runs one row per program (``_reduction_tile``), so
+    4096 rows of a 50257-wide log-softmax already fill the machine."""
     if rnumel is not None and rnumel <= PERSISTENT_ROW:
         xblock = 1 << (max(1, min(64, PERSISTENT_ROW // _next_pow2(rnumel))).bit_length() - 1)
+    elif inner:
+        xblock = 1
     else:
         xblock = LOOPED_XBLOCK
     return _cdiv(xnumel, min(xblock, _next_pow2(xnumel)))
@@ -219,9 +223,9 @@ class LoopSplitReductionPass(ModulePass):
                 r = int(rnumel)
                 if r <= (PERSISTENT_ROW if inner else max(self.min_rnumel, 2 * OUTER_CHUNK - 1)):
                     return None
-                if _programs(int(xnumel), r) >= 2 * self.num_sms:
+                if _programs(int(xnumel), r, inner) >= 2 * self.num_sms:
                     return None
-            elif _programs(int(xnumel), None) >= 2 * self.num_sms:
+            elif _programs(int(xnumel), None, inner) >= 2 * self.num_sms:
                 return None
         # The split dimension: the outermost reduction range when the rest is a
         # small static block (no index division), else the flattened domain.
@@ -444,9 +448,7 @@ class _Splitter:
         block, b, at = self._stage2_builder()
         b.yield_(b.load(partial, at))
         t = partial.type.element_type
-        return self._reduction(
-            kind, self.ranges, (self.plan.nsplit,), block, [t], (hint,)
-        )
+        return self._reduction(kind, self.ranges, (self.plan.nsplit,), block, [t], (hint,))
 
     # -- the kinds --
 
@@ -485,9 +487,7 @@ class _Splitter:
         s = index_symbols(self.n, 1)[self.n]
         pos = b.add(b.load(args.res[0], at), b.index(s * p.chunk * p.unit, i64))
         b.yield_(b.select(match, pos, b.const(2**63 - 1, i64)))
-        first = self._reduction(
-            "min", self.ranges, (p.nsplit,), block, [i64], (self.name,)
-        )
+        first = self._reduction("min", self.ranges, (p.nsplit,), block, [i64], (self.name,))
         return [first.res[0]], [best, first]
 
     def _welford(self) -> tuple[list[SSAValue], list[L.ReductionOp]]:

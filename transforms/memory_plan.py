@@ -51,7 +51,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from coil.dialects import buffer as B
 from coil.dialects import loop as L
-from coil.dialects.aten import AtenOp, OperandRefAttr, OperatorOp
+from coil.dialects.aten import AtenOp, OperandRefAttr, OperatorOp, op_class_named
 from coil.dialects.c10d import WAIT_TENSOR, collective_waits
 from coil.dialects.symbolic import ExprAttr, sym_eq, to_expr, torch_sympy
 from coil.ir import source_line
@@ -162,12 +162,80 @@ def _holder_bytes(v: SSAValue) -> sympy.Expr:
     return v.type.storage_bytes()
 
 
+IN_PLACE_VARIANTS = {
+    "aten.index_put.default": "aten.index_put_.default",
+    "aten.scatter.value": "aten.scatter_.value",
+    "aten.scatter.src": "aten.scatter_.src",
+    "aten.scatter_add.default": "aten.scatter_add_.default",
+    "aten.index_add.default": "aten.index_add_.default",
+}
+"""Out-of-place ATen ops (a copy of ``self`` with some elements changed) and
+their in-place forms, for :func:`_externs_in_place`."""
+
+
+def _externs_in_place(ops: list[Operation], ret: Operation) -> None:
+    """An extern calling one of :data:`IN_PLACE_VARIANTS` on a ``self`` buffer
+    that dies there calls the in-place form instead: ATen then writes into that
+    buffer rather than allocating a copy of it (Inductor lowers these ops to a
+    mutation of a fresh buffer). The embedding's backward,
+    ``index_put(full(0), [ids], grad, accumulate=True)``, held the zeros and
+    ATen's copy at once: 2 x 154 MB for GPT-2's word embedding in f32.
+
+    ``self`` must be a whole buffer this function allocated (not an argument,
+    not a view, not returned), used by nothing after the extern nor by its
+    other operands, and laid out as the extern's result."""
+    last: dict[SSAValue, int] = {}
+    for k, top in enumerate(ops):
+        for o in top.walk():
+            for v in o.operands:
+                for r in storage_roots(v):
+                    last[r] = k
+    protected = set().union(set(), *(storage_roots(v) for v in ret.operands))
+    for k, op in enumerate(ops):
+        if not isinstance(op, B.ExternOp) or len(op.res) != 1:
+            continue
+        inner = [o for o in op.body.block.ops if not isinstance(o, B.YieldOp)]
+        if len(inner) != 1 or not isinstance(inner[0], AtenOp):
+            continue
+        variant = op_class_named(IN_PLACE_VARIANTS.get(inner[0].name, ""))
+        self_arg = inner[0].operands[0] if inner[0].operands else None
+        if variant is None or not (
+            isinstance(self_arg, BlockArgument) and self_arg.owner is op.body.block
+        ):
+            continue
+        buf = op.args[self_arg.index]
+        fresh = isinstance(buf.owner, B.AllocOp) or (
+            isinstance(buf.owner, B.ExternOp) and not extern_results_alias(buf.owner)
+        )
+        others = [a for j, a in enumerate(op.args) if j != self_arg.index]
+        if (
+            not fresh
+            or buf in protected
+            or last.get(buf) != k
+            or buf.type != op.res[0].type
+            or any(buf in storage_roots(a) for a in others)
+        ):
+            continue
+        schema = variant.schema()
+        attrs = {
+            spec.name: inner[0].properties[spec.accessor]
+            for spec in schema.props
+            if spec.accessor in inner[0].properties
+        }
+        new = variant.build_from_attrs(
+            inner[0].operand_groups(), attrs, [r.type for r in inner[0].results]
+        )
+        Rewriter.replace_op(inner[0], new)
+
+
 def _plan(fn: func.FuncOp, reuse: bool) -> None:
     block = fn.body.block
-    ops = list(block.ops)
-    ret = block.last_op
     if "coil.peak_bytes" in fn.attributes:
         return  # already planned: planning again changes nothing
+    if reuse:
+        _externs_in_place(list(block.ops), block.last_op)
+    ops = list(block.ops)
+    ret = block.last_op
     pos = {o: k for k, o in enumerate(ops)}
     holders = [o.result for o in ops if isinstance(o, B.AllocOp)]
     # What ATen allocates for an extern is storage too: freed at its last use

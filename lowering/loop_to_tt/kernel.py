@@ -574,27 +574,38 @@ class KernelLowering:
         return [cdiv(xnumel, xblock), sympy.Integer(1), sympy.Integer(1)], warps
 
     def _reads_rows_contiguously(self) -> bool:
-        """Whether the reductions' loads walk memory along the innermost reduction
-        index (stride 1): rows, not columns. A load of a member's result, an
-        indirect one or none at all says nothing."""
+        """Whether the kernel's loads walk memory along the innermost reduction
+        index (stride 1): rows, not columns. The loads of its reductions vote,
+        and those of the pointwise members that run over the reduction's
+        ranges (an epilogue such as a softmax's backward, which reads each row
+        again); a load that does not move with that index (a per-row scalar, a
+        member's result), an indirect one or none at all says nothing."""
         rranges = self._rranges()
         if not rranges:
             return False
-        last = index_symbols(len(self.nest.ranges.data), len(rranges))[-1]
-        reductions = [self.nest] if isinstance(self.nest, L.ReductionOp) else []
+        n = len(self.nest.ranges.data)
+        bodies = [(self.nest, index_symbols(n, len(rranges))[-1])]
         if isinstance(self.nest, L.FusedOp):
-            reductions = [m for m in self.nest.members() if isinstance(m, L.ReductionOp)]
+            bodies = []
+            for m in self.nest.members():
+                if isinstance(m, L.ReductionOp):
+                    bodies.append((m, index_symbols(n, len(rranges))[-1]))
+                elif len(m.ranges.data) == n + len(rranges):
+                    bodies.append((m, index_symbols(n + len(rranges))[-1]))
         votes = []
-        for red in reductions:
-            for op in red.body.walk():
+        for member, last in bodies:
+            for op in member.body.walk():
                 if not isinstance(op, L.LoadOp) or op.indirect:
                     continue
                 t = op.source.type
                 if not isinstance(t, BufferType):
                     continue
                 terms = zip(op.index.data, t.strides)
-                offset = sum((sympy.sympify(i) * sympy.sympify(st) for i, st in terms), 0)
-                votes.append(sympy.expand(offset).coeff(last) == 1)
+                offset = sympy.expand(
+                    sum((sympy.sympify(i) * sympy.sympify(st) for i, st in terms), 0)
+                )
+                if last in offset.free_symbols:
+                    votes.append(offset.coeff(last) == 1)
         return bool(votes) and all(votes)
 
     def _reduction_tile(

@@ -107,3 +107,64 @@ def test_min_cut_partition_recomputes_pointwise_in_the_backward():
     saved = [str(a) for a in output.args[0][1:]]
     assert saved == ["primals_1"], saved
     torch.testing.assert_close(x.grad, torch.func.grad(f)(x.detach()))
+
+
+def test_training_saves_softmax_statistics_not_its_output():
+    """As Inductor: a training graph's log-softmax is decomposed before the
+    partition, so the forward saves the logits' row max and log-sum (and the
+    logits, an input) instead of a logits-sized log-softmax; inference graphs
+    keep the op whole. The gradients match eager through coil."""
+    from coil.frontend.capture import aot_backend
+
+    graphs = []
+
+    def keep(gm, inputs):
+        graphs.append(gm)
+        return gm
+
+    def f(logits, target):
+        return torch.nn.functional.cross_entropy(logits, target)
+
+    logits = torch.randn(8, 50, requires_grad=True)
+    target = torch.randint(0, 50, (8,))
+    torch._dynamo.reset()
+    torch.compile(f, backend=aot_backend(keep))(logits, target).backward()
+    fw, _ = graphs
+    (output,) = [n for n in fw.graph.nodes if n.op == "output"]
+    saved = [a.meta["val"] for a in output.args[0][1:] if isinstance(a, torch.fx.Node)]
+    big = [s.shape for s in saved if s.numel() == logits.numel()]
+    assert big == [logits.shape], f"saved: {[s.shape for s in saved]}"  # the input only
+    names = {str(n.target) for n in fw.graph.nodes}
+    assert "aten._log_softmax.default" not in names
+
+    graphs.clear()
+    torch._dynamo.reset()
+    with torch.no_grad():
+        torch.compile(f, backend=aot_backend(keep))(logits, target)
+    assert "aten._log_softmax.default" in {str(n.target) for n in graphs[0].graph.nodes}
+
+    torch._dynamo.reset()
+    x = logits.detach().clone().requires_grad_()
+    torch.compile(f, backend="coil")(x, target).backward()
+    expected = torch.func.grad(f)(logits.detach(), target)
+    torch.testing.assert_close(x.grad, expected)
+
+
+def test_embedding_backward_accumulates_in_place(tmp_path):
+    """The embedding's backward (index_put of the gradient rows into zeros)
+    calls ATen's in-place index_put_ on coil's zeros instead of copying them
+    (memory-plan); repeated ids accumulate as in eager."""
+    emb = torch.nn.Embedding(50, 8)
+    ref = copy.deepcopy(emb)
+    ids = torch.tensor([[1, 3, 3, 7], [7, 7, 0, 49]])
+
+    def loss(m):
+        return (m(ids) * torch.arange(8.0)).square().sum()
+
+    torch._dynamo.reset()
+    compiled = torch.compile(loss, backend="coil", options={"dump_dir": str(tmp_path)})
+    compiled(emb).backward()
+    loss(ref).backward()
+    torch.testing.assert_close(emb.weight.grad, ref.weight.grad)
+    code = "\n".join(p.read_text() for p in tmp_path.glob("*/wrapper.py"))
+    assert "index_put_" in code, code

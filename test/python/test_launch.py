@@ -222,7 +222,9 @@ def test_cudagraph_results_dropped_each_call_are_not_copied(monkeypatch):
 
     keys = []
     key = CudaGraphRunner._key
-    monkeypatch.setattr(CudaGraphRunner, "_key", lambda self, args: keys.append(1) or key(self, args))
+    monkeypatch.setattr(
+        CudaGraphRunner, "_key", lambda self, args: keys.append(1) or key(self, args)
+    )
     torch.manual_seed(0)
     model = ResidualStack(3).cuda().eval()
     torch._dynamo.reset()

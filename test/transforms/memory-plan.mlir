@@ -246,3 +246,54 @@ func.func @extern_results(%x: !buffer.buffer<[16, 16], f32>) -> !buffer.buffer<[
   }
   func.return %e : !buffer.buffer<[16, 16], f32>
 }
+
+// -----
+
+// An out-of-place ATen op whose `self` dies at the call runs in place
+// (index_put -> index_put_: the embedding's backward into zeros); its result
+// aliases the zeros, which live on through it. A `self` still read later
+// (%z2, read by the nest after) keeps the copying form, as does
+// reuse=false.
+
+// CHECK-LABEL: func.func @extern_in_place
+// CHECK:      %[[Z:.*]] = buffer.alloc : !buffer.buffer<[10, 4], f32>
+// CHECK:      buffer.extern "aten.index_put_.default" (%[[Z]], %i, %v)
+// CHECK:        aten.index_put_.default
+// CHECK:      buffer.extern "aten.index_put.default" (%[[Z2:.*]], %i, %v)
+// CHECK-NOT:  buffer.dealloc %[[Z]]
+// CHECK:      func.return
+// NOREUSE-LABEL: func.func @extern_in_place
+// NOREUSE-NOT:  index_put_
+func.func @extern_in_place(%i: !buffer.buffer<[6], i64>, %v: !buffer.buffer<[6, 4], f32>) -> (!buffer.buffer<[10, 4], f32>, !buffer.buffer<[10, 4], f32>, !buffer.buffer<[10, 4], f32>) {
+  %z = buffer.alloc : !buffer.buffer<[10, 4], f32>
+  loop.pointwise [10, 4] outs(%z : !buffer.buffer<[10, 4], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %c = arith.constant 0.000000e+00 : f32
+    loop.yield %c : f32
+  }
+  %g = buffer.extern "aten.index_put.default" (%z, %i, %v) : (!buffer.buffer<[10, 4], f32>, !buffer.buffer<[6], i64>, !buffer.buffer<[6, 4], f32>) -> (!buffer.buffer<[10, 4], f32>) {
+  ^bb0(%a: !aten.tensor<[10, 4], f32>, %b: !aten.tensor<[6], i64>, %c: !aten.tensor<[6, 4], f32>):
+    %0 = aten.index_put.default(%a, [%b], %c, accumulate = true) : !aten.tensor<[10, 4], f32>
+    buffer.yield %0 : !aten.tensor<[10, 4], f32>
+  }
+  %z2 = buffer.alloc : !buffer.buffer<[10, 4], f32>
+  loop.pointwise [10, 4] outs(%z2 : !buffer.buffer<[10, 4], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %c = arith.constant 1.000000e+00 : f32
+    loop.yield %c : f32
+  }
+  %g2 = buffer.extern "aten.index_put.default" (%z2, %i, %v) : (!buffer.buffer<[10, 4], f32>, !buffer.buffer<[6], i64>, !buffer.buffer<[6, 4], f32>) -> (!buffer.buffer<[10, 4], f32>) {
+  ^bb0(%a: !aten.tensor<[10, 4], f32>, %b: !aten.tensor<[6], i64>, %c: !aten.tensor<[6, 4], f32>):
+    %0 = aten.index_put.default(%a, [%b], %c, accumulate = true) : !aten.tensor<[10, 4], f32>
+    buffer.yield %0 : !aten.tensor<[10, 4], f32>
+  }
+  %o = buffer.alloc : !buffer.buffer<[10, 4], f32>
+  loop.pointwise [10, 4] outs(%o : !buffer.buffer<[10, 4], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %x = loop.load %z2[i0, i1] : !buffer.buffer<[10, 4], f32>
+    %y = loop.load %g2[i0, i1] : !buffer.buffer<[10, 4], f32>
+    %s = arith.addf %x, %y : f32
+    loop.yield %s : f32
+  }
+  func.return %g, %g2, %o : !buffer.buffer<[10, 4], f32>, !buffer.buffer<[10, 4], f32>, !buffer.buffer<[10, 4], f32>
+}

@@ -125,3 +125,39 @@ func.func @welford(%x: !buffer.buffer<[s0, 32], f32>) -> (!buffer.buffer<[s0], f
 // ERR: convert-loop-to-tt: loop.pointwise is left in @f
 // ERR-SAME: run bufferize first
 // ERR-NOT: Traceback
+
+// -----
+
+// Cross-entropy's backward: the row sum reads only per-row values (the
+// target, a scale) and its epilogue reads each row of %x again. The loads that
+// move along the row are the epilogue's, at stride 1: an inner looped
+// reduction, one row per program (grid = rows) and RBLOCK 2048, not 32-row
+// tiles on a handful of programs.
+// CHECK-LABEL: tt.func public @coil_sum_sub_0
+// CHECK:         scf.for
+// CHECK:       host.launch @coil_sum_sub_0 grid [64, 1, 1]
+func.func @ce_backward(%x: !buffer.buffer<[64, 50257], f32>, %t: !buffer.buffer<[64, 1], i64>, %w: !buffer.buffer<[64, 1], f32>) -> !buffer.buffer<[64, 50257], f32> {
+  %sub = buffer.alloc : !buffer.buffer<[64, 50257], f32>
+  loop.fused [64] [50257] outs(%sub : !buffer.buffer<[64, 50257], f32>) {
+    %sum = loop.reduction sum [64] [50257] : !loop.tensor<[64], f32> {
+    ^bb0(%i0: index, %r0: index):
+      %0 = loop.load %t[i0, 0] : !buffer.buffer<[64, 1], i64>
+      %1 = loop.index r0 : i64
+      %2 = arith.cmpi eq, %0, %1 : i64
+      %3 = arith.constant 0.000000e+00 : f32
+      %4 = loop.load %w[i0, 0] : !buffer.buffer<[64, 1], f32>
+      %5 = arith.select %2, %4, %3 : f32
+      loop.yield %5 : f32
+    }
+    %sub_1 = loop.pointwise [64, 50257] : !loop.tensor<[64, 50257], f32> {
+    ^bb0(%i0_1: index, %i1: index):
+      %6 = loop.load %x[i0, i1] : !buffer.buffer<[64, 50257], f32>
+      %7 = math.exp %6 : f32
+      %8 = loop.load %sum[i0] : !loop.tensor<[64], f32>
+      %9 = arith.mulf %7, %8 : f32
+      loop.yield %9 : f32
+    }
+    loop.yield %sub_1 : !loop.tensor<[64, 50257], f32>
+  }
+  func.return %sub : !buffer.buffer<[64, 50257], f32>
+}
