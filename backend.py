@@ -528,13 +528,21 @@ def _with_cudagraphs(run: Callable[..., Any], static_inputs: Sequence[int], name
     return runner
 
 
-def _inference_pipeline(pipeline: str) -> str:
-    """``pipeline`` for an inference graph: a plain ``bufferize`` becomes
-    ``bufferize{padded-results=true}`` and a plain ``aten-channels-last``
-    ``aten-channels-last{inference=true}`` (a pass given its own options is left
-    as written)."""
-    for name, option in (("bufferize", "padded-results"), ("aten-channels-last", "inference")):
-        pipeline = re.sub(rf"(?<![\w-]){name}(?=,|$)", f"{name}{{{option}=true}}", pipeline)
+def _graph_pipeline(pipeline: str, inference: bool, tf32: bool) -> str:
+    """``pipeline`` for one graph: for an inference graph a plain ``bufferize``
+    gets ``padded-results=true`` and a plain ``aten-channels-last``
+    ``inference=true``; where cuBLAS may run f32 products in TF32, ``bufferize``
+    gets ``tf32=true`` (it pads f32 products then). A pass given its own
+    options is left as written. The result is the cache key's pipeline."""
+    options: dict[str, list[str]] = {"bufferize": [], "aten-channels-last": []}
+    if inference:
+        options["bufferize"].append("padded-results=true")
+        options["aten-channels-last"].append("inference=true")
+    if tf32:
+        options["bufferize"].append("tf32=true")
+    for name, given in options.items():
+        if given:
+            pipeline = re.sub(rf"(?<![\w-]){name}(?=,|$)", f"{name}{{{' '.join(given)}}}", pipeline)
     return pipeline
 
 
@@ -573,7 +581,8 @@ def coil(
         # and convolutions may run channels-last (Inductor's rules for inference
         # graphs); a training forward also returns what its backward was traced
         # to read, with eager's strides.
-        graph_pipeline = _inference_pipeline(pipeline) if inference else pipeline
+        tf32 = torch.backends.cuda.matmul.allow_tf32
+        graph_pipeline = _graph_pipeline(pipeline, inference, tf32)
 
         def compile_one(graph: torch.fx.GraphModule, inputs: list[Any]) -> Callable[..., Any]:
             run = compile_graph(

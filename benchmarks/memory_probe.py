@@ -1,8 +1,9 @@
 """Where a compiled call's peak GPU memory goes: coil's static plan against
 what the CUDA allocator saw.
 
-For each model of ``benchmarks/models.py`` named (bf16 inference): compile with
-coil (dumping the IR), run once to warm up, then record one call with
+For each model of ``benchmarks/models.py`` named (bf16 inference; a training
+model's f32 step, also under Inductor for comparison): compile with coil
+(dumping the IR), run once to warm up, then record one call with
 ``torch.cuda.memory._record_memory_history`` and report:
 
 * the planned peak (``coil.peak_bytes`` of the buffer-level IR) and the measured
@@ -51,7 +52,7 @@ def live_at_peak(snapshot: dict) -> list[tuple[int, str]]:
                     (
                         f"line {f['line']}: {linecache.getline(f['filename'], f['line']).strip()}"
                         for f in frames
-                        if "coil" in f["filename"]
+                        if "coil" in f["filename"] or "torchinductor" in f["filename"]
                     ),
                     frames[0]["filename"] if frames else "?",
                 )
@@ -64,29 +65,55 @@ def live_at_peak(snapshot: dict) -> list[tuple[int, str]]:
     return sorted(best[1].values(), reverse=True)
 
 
-def probe(name: str) -> str:
+def _compiled_call(name: str, backend: str, dump: Path):
+    """One call of model ``name`` compiled by ``backend``: bf16 inference, or a
+    training model's f32 step (forward, loss, backward), as models.py runs it."""
     module, inputs = MODELS[name].build()
-    module = module.cuda().eval().to(torch.bfloat16)
-    args = tuple((x.to(torch.bfloat16) if x.is_floating_point() else x).cuda() for x in inputs)
-    dump = Path(tempfile.mkdtemp(prefix=f"coil-{name}-"))
+    options = {"dump_dir": str(dump)} if backend == "coil" else None
     torch._dynamo.reset()
-    f = torch.compile(module, backend="coil", options={"dump_dir": str(dump)})
-    with torch.no_grad():
-        f(*args)
-        torch.cuda.synchronize()
-        base = torch.cuda.memory_allocated()
-        torch.cuda.reset_peak_memory_stats()
-        torch.cuda.memory._record_memory_history(max_entries=200000)
-        out = f(*args)
-        torch.cuda.synchronize()
-        snapshot = torch.cuda.memory._snapshot()
-        torch.cuda.memory._record_memory_history(enabled=None)
-        measured = torch.cuda.max_memory_allocated() - base
-        del out
-    lines = [
-        f"== {name}: planned peak {planned_peak(dump) / 2**20:.1f} MB, "
-        f"measured {measured / 2**20:.1f} MB above the inputs"
-    ]
+    if not MODELS[name].train:
+        module = module.cuda().eval().to(torch.bfloat16)
+        args = tuple((x.to(torch.bfloat16) if x.is_floating_point() else x).cuda() for x in inputs)
+        f = torch.compile(module, backend=backend, options=options)
+
+        def infer():
+            with torch.no_grad():
+                return f(*args)
+
+        return infer
+    module = module.cuda().train()
+    args = tuple(x.cuda() for x in inputs)
+    params = [p for p in module.parameters() if p.requires_grad]
+    f = torch.compile(module, backend=backend, options=options)
+
+    def step():
+        for p in params:
+            p.grad = None
+        loss = f(*args)
+        loss.backward()
+        return loss
+
+    return step
+
+
+def probe(name: str, backend: str = "coil") -> str:
+    dump = Path(tempfile.mkdtemp(prefix=f"coil-{name}-"))
+    call = _compiled_call(name, backend, dump)
+    call()
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    torch.cuda.memory._record_memory_history(max_entries=200000)
+    out = call()
+    torch.cuda.synchronize()
+    snapshot = torch.cuda.memory._snapshot()
+    torch.cuda.memory._record_memory_history(enabled=None)
+    measured = torch.cuda.max_memory_allocated() - base
+    del out
+    planned = f"planned peak {planned_peak(dump) / 2**20:.1f} MB (largest graph), " * (
+        backend == "coil"
+    )
+    lines = [f"== {name} / {backend}: {planned}measured {measured / 2**20:.1f} MB above the inputs"]
     blocks = live_at_peak(snapshot)
     lines.append(f"  {len(blocks)} blocks alive at the traced peak, largest:")
     for size, where in blocks[:15]:
@@ -96,7 +123,8 @@ def probe(name: str) -> str:
 
 def main() -> int:
     for name in sys.argv[1:] or ["vit_hf"]:
-        report = probe(name)
+        backends = ("coil", "inductor") if MODELS[name].train else ("coil",)
+        report = "\n".join(probe(name, b) for b in backends)
         print(report, flush=True)
         if os.environ.get("OUT"):
             Path(os.environ["OUT"], f"memory-{name}.txt").write_text(report + "\n")

@@ -171,9 +171,16 @@ def function_device(fn: func.FuncOp) -> str:
 class _Bufferizer:
     """Bufferizes one function, top to bottom (producers come first)."""
 
-    def __init__(self, fn: func.FuncOp, align_gemms: bool = True, padded_results: bool = False):
+    def __init__(
+        self,
+        fn: func.FuncOp,
+        align_gemms: bool = True,
+        padded_results: bool = False,
+        tf32: bool = False,
+    ):
         self.fn = fn
         self.align_gemms = align_gemms
+        self.tf32 = tf32
         self.padded_results = padded_results
         self.block = fn.body.block
         ret = self.block.last_op
@@ -394,7 +401,7 @@ class _Bufferizer:
                 copy_nest(operand, buf, location=op.location), InsertPoint.before(op)
             )
             op.operands[k] = buf
-        padding = gemm_alignment.plan(op) if self.align_gemms else None
+        padding = gemm_alignment.plan(op, self.tf32) if self.align_gemms else None
         view_type = gemm_alignment.rewrite(op, padding) if padding is not None else None
         term = op.body.block.last_op
         types = [
@@ -525,6 +532,10 @@ class BufferizePass(ModulePass):
     """Pad the operand of large CUDA matrix products whose width is not a multiple
     of 16 bytes (``gemm_alignment.py``), so cuBLAS runs its aligned kernels."""
 
+    tf32: bool = False
+    """cuBLAS may run f32 products in TF32 (``torch.backends.cuda.matmul.allow_tf32``,
+    which the backend passes): only then are f32 products padded."""
+
     padded_results: bool = False
     """Return the columns of a padded product with the padded row stride instead
     of copying them to eager's layout (as Inductor's ``pad_mm`` outputs). The
@@ -535,7 +546,7 @@ class BufferizePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in op.ops:
             if isinstance(fn, func.FuncOp) and not fn.is_declaration:
-                _Bufferizer(fn, self.align_gemms, self.padded_results).run()
+                _Bufferizer(fn, self.align_gemms, self.padded_results, self.tf32).run()
 
 
 __all__ = ["BufferizePass", "copy_nest", "same_layout", "strided_layout", "writable"]

@@ -18,7 +18,8 @@ weight gets zero rows, and the product reads the transpose.
 
 The pad copies ``K x N`` elements of B per call: it pays when the product is
 large against it, so padding needs M >= ``MIN_ROWS`` (a symbolic M counts as
-``loop_cost.SIZE_HINT``). CUDA only, f16/bf16/f32, static N.
+``loop_cost.SIZE_HINT``). CUDA only, f16/bf16 (f32 where TF32 is allowed, see
+:func:`plan`), static N.
 """
 
 from __future__ import annotations
@@ -53,8 +54,13 @@ class GemmPadding:
     pad: int  # columns added to N
 
 
-def plan(op: B.ExternOp) -> GemmPadding | None:
-    """Whether and how to pad the product ``op`` (an extern at the tensor level) calls."""
+def plan(op: B.ExternOp, tf32: bool = False) -> GemmPadding | None:
+    """Whether and how to pad the product ``op`` (an extern at the tensor level)
+    calls. An f32 product is padded only where cuBLAS may use TF32 (``tf32``):
+    without it cuBLAS runs FFMA kernels that do not need the alignment (on an
+    H100, GPT-2's f32 LM head, 4096 x 768 by 768 x 50257, ran the same aligned
+    kernel unpadded in eager), and the pad, the wider product and its copy to
+    eager's layout in a training graph only cost time and memory."""
     inner = [o for o in op.body.block.ops if not isinstance(o, B.YieldOp)]
     if len(inner) != 1 or inner[0].name not in GEMMS or len(op.res) != 1:
         return None
@@ -64,7 +70,7 @@ def plan(op: B.ExternOp) -> GemmPadding | None:
     t = aten.results[0].type
     if not isinstance(t, TensorType) or not t.device_attr.data.startswith("cuda"):
         return None
-    if str(t.element_type) not in _FLOATS:
+    if str(t.element_type) not in _FLOATS or (str(t.element_type) == "f32" and not tf32):
         return None
     shape = list(t.shape_attr.data)
     n, m = to_expr(shape[-1]), to_expr(shape[-2])

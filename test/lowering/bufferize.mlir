@@ -1,6 +1,7 @@
-// RUN: fx-opt %s -p bufferize --split-input-file | filecheck %s
+// RUN: fx-opt %s -p 'bufferize{tf32=true}' --split-input-file | filecheck %s
 // RUN: fx-opt %s -p 'bufferize{align-gemms=false}' --split-input-file | filecheck %s --check-prefix=NOPAD
-// RUN: fx-opt %s -p 'bufferize{padded-results=true}' --split-input-file | filecheck %s --check-prefix=PADDED
+// RUN: fx-opt %s -p 'bufferize{padded-results=true tf32=true}' --split-input-file | filecheck %s --check-prefix=PADDED
+// RUN: fx-opt %s -p bufferize --split-input-file | filecheck %s --check-prefix=NOTF32
 
 // A nest gets a row-major buffer and writes it (destination-passing style);
 // its loads in later bodies read the buffer. A result is allocated directly
@@ -329,6 +330,12 @@ func.func @reshape_contiguous(%x: !buffer.buffer<[3, 4, 2], f32>) -> (!loop.tens
 // PADDED:      func.return %{{.*}}, %[[MM]]
 // NOPAD-LABEL: func.func @padded_gemm
 // NOPAD-NOT:  constant_pad_nd
+// Without TF32 an f32 product is not padded (FFMA kernels need no alignment).
+// NOTF32-LABEL: func.func @padded_gemm
+// NOTF32-NOT:  constant_pad_nd
+// NOTF32:      buffer.extern "aten.mm.default"
+// NOTF32-NOT:  constant_pad_nd
+// NOTF32-LABEL: func.func @returned_transpose
 // NOPAD:      buffer.extern "aten.mm.default"
 func.func @padded_gemm(%x: !buffer.buffer<[1024, 64], f32, device "cuda:0">, %w: !buffer.buffer<[64, 50], f32, device "cuda:0">) -> (!loop.tensor<[1024, 50], f32>, !loop.tensor<[1024, 50], f32>) attributes {coil.result_types = [!aten.tensor<[1024, 50], f32, device "cuda:0">, !aten.tensor<[1024, 50], f32, device "cuda:0">]} {
   %mm = buffer.extern "aten.mm.default" (%x, %w) : (!buffer.buffer<[1024, 64], f32, device "cuda:0">, !buffer.buffer<[64, 50], f32, device "cuda:0">) -> (!loop.tensor<[1024, 50], f32>) {
