@@ -64,6 +64,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from coil.dialects import loop as L
 from coil.dialects.symbolic import ShapeAttr, index_symbols, torch_sympy
 from coil.lowering.body_builder import BodyBuilder, is_float
+from coil.lowering.loop_to_tt.tiling import OUTER_PERSISTENT, outer_reduction_tile
 from coil.transforms.loop_utils import function_blocks, substitute_in_body
 
 PERSISTENT_ROW = 4096
@@ -71,8 +72,6 @@ PERSISTENT_ROW = 4096
 ``persistent-threshold``): the chunk of an inner split."""
 OUTER_CHUNK = 256
 """Rows per chunk of an outer (column) split."""
-LOOPED_XBLOCK = 32
-"""Rows per program of a looped reduction in ``convert-loop-to-tt``."""
 
 
 def _prod(values) -> sympy.Expr:
@@ -90,16 +89,22 @@ def _next_pow2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
-def _programs(xnumel: int, rnumel: int | None, inner: bool) -> int:
-    """Programs ``convert-loop-to-tt`` launches for a reduction (its tiling): a
-    looped inner reduction runs one row per program (``_reduction_tile``), so
-    4096 rows of a 50257-wide log-softmax already fill the machine."""
-    if rnumel is not None and rnumel <= PERSISTENT_ROW:
+def _programs(xnumel: int, rnumel: int | None, inner: bool, element_bytes: int) -> int:
+    """Programs ``convert-loop-to-tt`` launches for a reduction (its tiling,
+    ``_reduction_tile``): a looped inner reduction runs one row per program, so
+    4096 rows of a 50257-wide log-softmax already fill the machine; a looped
+    outer one runs ``tiling.outer_reduction_tile``'s columns per program (a
+    layer norm's weight gradient, 768 columns summed over 4096 rows: 96
+    programs, too few for an H100)."""
+    if inner and rnumel is not None and rnumel <= PERSISTENT_ROW:
         xblock = 1 << (max(1, min(64, PERSISTENT_ROW // _next_pow2(rnumel))).bit_length() - 1)
     elif inner:
         xblock = 1
+    elif rnumel is not None and rnumel <= OUTER_PERSISTENT:
+        xblock = 1 << (max(1, min(64, PERSISTENT_ROW // _next_pow2(rnumel))).bit_length() - 1)
     else:
-        xblock = LOOPED_XBLOCK
+        r = sympy.Integer(rnumel) if rnumel is not None else sympy.Symbol("r")
+        xblock = outer_reduction_tile(sympy.Integer(xnumel), r, element_bytes)[0]
     return _cdiv(xnumel, min(xblock, _next_pow2(xnumel)))
 
 
@@ -212,6 +217,7 @@ class LoopSplitReductionPass(ModulePass):
             return None
         xnumel, rnumel = _prod(red.ranges.data), _prod(rranges)
         inner = _is_inner(red)
+        nbytes = max(1, getattr(elem, "bitwidth", 32) // 8)
         target = PERSISTENT_ROW if inner else OUTER_CHUNK
         if self.split:
             if rnumel.is_Integer and int(rnumel) < self.split:
@@ -223,9 +229,9 @@ class LoopSplitReductionPass(ModulePass):
                 r = int(rnumel)
                 if r <= (PERSISTENT_ROW if inner else max(self.min_rnumel, 2 * OUTER_CHUNK - 1)):
                     return None
-                if _programs(int(xnumel), r, inner) >= 2 * self.num_sms:
+                if _programs(int(xnumel), r, inner, nbytes) >= 2 * self.num_sms:
                     return None
-            elif _programs(int(xnumel), None, inner) >= 2 * self.num_sms:
+            elif _programs(int(xnumel), None, inner, nbytes) >= 2 * self.num_sms:
                 return None
         # The split dimension: the outermost reduction range when the rest is a
         # small static block (no index division), else the flattened domain.

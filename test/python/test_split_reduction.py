@@ -140,11 +140,15 @@ def test_heuristic_bf16_and_dynamic():
 
 
 def test_heuristic_leaves_wide_reductions_alone():
-    # Many outputs (or short rows) already fill the GPU: nothing is split.
-    fn = lambda x: (x.sum(1), x.amax(0))  # noqa: E731
-    x = torch.empty(4096, 512)
-    reds = _reductions(fn, [x], PIPELINES["loop"])
-    assert all(len(r.ranges.data) == 1 for r in reds)
+    # Rows that fit a persistent tile and short columns (1024 rows) are left
+    # alone, and so are 4096 long rows (a program each). A column max over
+    # 4096 rows of 512 columns runs 64 programs of 8 columns: split.
+    fn = lambda x, y: (x.sum(1), x.amax(0), y.sum(1))  # noqa: E731
+    x, y = torch.empty(1024, 512), torch.empty(4096, 8192)
+    reds = _reductions(fn, [x, y], PIPELINES["loop"])
+    assert [len(r.ranges.data) for r in reds] == [1, 1, 1]
+    reds = _reductions(lambda x: x.amax(0), [torch.empty(4096, 512)], PIPELINES["loop"])
+    assert [len(r.ranges.data) for r in reds] == [2, 1]  # stage 1 [chunks, 512], stage 2
 
 
 def test_fused_producer_and_consumer():

@@ -212,3 +212,21 @@ func.func @dynamic(%x: !buffer.buffer<[s0], f32>, %y: !buffer.buffer<[s1, 8192],
   }
   func.return %s, %t : !loop.tensor<[], f32>, !loop.tensor<[s1], f32>
 }
+
+// -----
+
+// A layer norm's weight gradient: 768 columns summed over 4096 rows. The
+// column tile of convert-loop-to-tt (8 columns a program) would run 96
+// programs, too few: 16 chunks of 256 rows, then the 16 partials.
+// CHECK-LABEL: func.func @column_sum
+// CHECK:      %[[P:.*]] = loop.reduction sum [16, 768] [256]
+// CHECK:        loop.load %x[256*i0 + r0, i1]
+// CHECK:      loop.reduction sum [768] [16]
+func.func @column_sum(%x: !buffer.buffer<[4096, 768], f32>) -> !loop.tensor<[768], f32> {
+  %s = loop.reduction sum [768] [4096] : !loop.tensor<[768], f32> {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %x[r0, i0] : !buffer.buffer<[4096, 768], f32>
+    loop.yield %0 : f32
+  }
+  func.return %s : !loop.tensor<[768], f32>
+}
