@@ -62,11 +62,16 @@ if TYPE_CHECKING:
 
 @cache
 def _schema(name: str) -> torch.FunctionSchema | None:
-    """The schema of an overload named "ns.op.overload", if torch knows it
-    (imports torch: only IR with extern calls asks)."""
+    """The schema of an overload named "ns.op.overload" ("ns.op": its default
+    overload, as ``aten.operator`` externs name it), if torch knows it (imports
+    torch: only IR with extern calls asks). Without it an extern's results
+    count as aliases of its operands: never freed by the plan, nor counted in
+    its peak (ViT's twelve attention outputs stayed alive to the end)."""
     import torch
 
     parts = name.split(".")
+    if len(parts) == 2:  # an ``aten.operator`` of a default overload
+        parts.append("default")
     if len(parts) != 3:
         return None
     try:

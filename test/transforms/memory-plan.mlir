@@ -297,3 +297,33 @@ func.func @extern_in_place(%i: !buffer.buffer<[6], i64>, %v: !buffer.buffer<[6, 
   }
   func.return %g, %g2, %o : !buffer.buffer<[10, 4], f32>, !buffer.buffer<[10, 4], f32>, !buffer.buffer<[10, 4], f32>
 }
+
+// -----
+
+// An `aten.operator` extern names its op without an overload (the default
+// one): its schema is found, its results are fresh storage, and the one
+// nothing reads (the attention's logsumexp) is freed right after the call,
+// and the output, dying at the nest that reads it, is written over in place.
+// Before, both counted as aliases of the operands and lived to the end of the
+// call (ViT's twelve attention outputs).
+
+// CHECK-LABEL: func.func @operator_results
+// CHECK:      %[[O:.*]], %[[L:.*]] = buffer.extern "aten._scaled_dot_product_flash_attention_for_cpu"
+// CHECK:      buffer.dealloc %[[L]]
+// CHECK-NEXT: buffer.reuse %[[O]]
+// CHECK:      func.return
+func.func @operator_results(%q: !buffer.buffer<[1, 2, 4, 8], f32>) -> !buffer.buffer<[1, 2, 4, 8], f32> {
+  %o, %l = buffer.extern "aten._scaled_dot_product_flash_attention_for_cpu" (%q, %q, %q) : (!buffer.buffer<[1, 2, 4, 8], f32>, !buffer.buffer<[1, 2, 4, 8], f32>, !buffer.buffer<[1, 2, 4, 8], f32>) -> (!buffer.buffer<[1, 2, 4, 8], f32>, !buffer.buffer<[1, 2, 4], f32>) {
+  ^bb0(%a: !aten.tensor<[1, 2, 4, 8], f32>, %b: !aten.tensor<[1, 2, 4, 8], f32>, %c: !aten.tensor<[1, 2, 4, 8], f32>):
+    %0, %1 = aten.operator "aten::_scaled_dot_product_flash_attention_for_cpu"(%a, %b, %c, scale = 0.125) : (!aten.tensor<[1, 2, 4, 8], f32>, !aten.tensor<[1, 2, 4], f32>)
+    buffer.yield %0, %1 : !aten.tensor<[1, 2, 4, 8], f32>, !aten.tensor<[1, 2, 4], f32>
+  }
+  %r = buffer.alloc : !buffer.buffer<[1, 2, 4, 8], f32>
+  loop.pointwise [1, 2, 4, 8] outs(%r : !buffer.buffer<[1, 2, 4, 8], f32>) {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    %v = loop.load %o[i0, i1, i2, i3] : !buffer.buffer<[1, 2, 4, 8], f32>
+    %w = arith.addf %v, %v : f32
+    loop.yield %w : f32
+  }
+  func.return %r : !buffer.buffer<[1, 2, 4, 8], f32>
+}
