@@ -15,7 +15,11 @@ Output:
   (an allocation or a fresh extern result)
   becomes ``buffer.reuse %dead : A -> B`` placed just before its first use
   (Inductor's buffer reuse; the most recently freed buffer first). ``%dead``
-  then gets no dealloc of its own: the reusing buffer inherits its storage;
+  then gets no dealloc of its own: the reusing buffer inherits its storage.
+  A dead buffer is first offered in place (a pointwise nest that reads it only
+  at the addresses it writes), and is not held for a later allocation across
+  an extern call with fresh results (ATen allocates those itself, and could
+  take the freed storage: Inductor allocates extern outputs from its pool);
 * the function attribute ``coil.peak_bytes = #coil.expr<...>``: the largest
   number of bytes held by ``buffer.alloc`` storage and fresh extern results at
   any point (inputs and ATen's workspaces excluded), ``max(...)`` where sizes
@@ -300,6 +304,15 @@ def _plan(fn: func.FuncOp, reuse: bool) -> None:
                     pool.remove(dead)
                     takes_over[h] = dead
                     break
+        if isinstance(top, B.ExternOp) and not extern_results_alias(top):
+            # ATen allocates this call's results from the caching allocator,
+            # which could hand them a freed dead buffer; one held here for a
+            # later buffer.reuse could not serve them. So dead buffers are not
+            # held across such a call: they are freed where they die. (ConvNeXt:
+            # a block's LayerNorm output, dead after fc1, was held for the next
+            # block while fc2's result was allocated anew: 18 MB over
+            # Inductor's peak, which allocates extern outputs itself.)
+            pool.clear()
         pool.extend(dies_at.get(k, []))
 
     # Phase 2: rewrite. A holder that is taken over is freed by its successor.

@@ -327,3 +327,51 @@ func.func @operator_results(%q: !buffer.buffer<[1, 2, 4, 8], f32>) -> !buffer.bu
   }
   func.return %r : !buffer.buffer<[1, 2, 4, 8], f32>
 }
+
+// -----
+
+// A buffer that dies before an ATen call with a fresh result is freed where
+// it dies, not held for a later allocation of its size: ATen's caching
+// allocator can then give the call's result its storage (ConvNeXt's LayerNorm
+// output, dead after fc1, and fc2's result: %a here, once taken over by %c).
+// In-place reuse (%c over %b, dying where %c is written) is unaffected.
+
+// CHECK-LABEL: func.func @not_held_across_externs
+// CHECK:      %[[A:.*]] = buffer.alloc : !buffer.buffer<[16], f32>
+// CHECK:      %[[B:.*]] = buffer.alloc : !buffer.buffer<[16], f32>
+// CHECK:      buffer.dealloc %[[A]]
+// CHECK-NEXT: %{{.*}} = buffer.extern "aten.mm.default"
+// CHECK:      %c = buffer.reuse %[[B]]
+// CHECK:      %d = buffer.alloc
+func.func @not_held_across_externs(%x: !buffer.buffer<[16], f32>, %m: !buffer.buffer<[4, 4], f32>) -> (!buffer.buffer<[4, 4], f32>, !buffer.buffer<[16], f32>) {
+  %a = buffer.alloc : !buffer.buffer<[16], f32>
+  loop.pointwise [16] outs(%a : !buffer.buffer<[16], f32>) {
+  ^bb0(%i0: index):
+    %v = loop.load %x[i0] : !buffer.buffer<[16], f32>
+    loop.yield %v : f32
+  }
+  %b = buffer.alloc : !buffer.buffer<[16], f32>
+  loop.pointwise [16] outs(%b : !buffer.buffer<[16], f32>) {
+  ^bb0(%i0: index):
+    %v = loop.load %a[15 - i0] : !buffer.buffer<[16], f32>
+    loop.yield %v : f32
+  }
+  %mm = buffer.extern "aten.mm.default" (%m, %m) : (!buffer.buffer<[4, 4], f32>, !buffer.buffer<[4, 4], f32>) -> (!buffer.buffer<[4, 4], f32>) {
+  ^bb0(%p: !aten.tensor<[4, 4], f32>, %q: !aten.tensor<[4, 4], f32>):
+    %0 = aten.mm.default(%p, %q) : !aten.tensor<[4, 4], f32>
+    buffer.yield %0 : !aten.tensor<[4, 4], f32>
+  }
+  %c = buffer.alloc : !buffer.buffer<[16], f32>
+  loop.pointwise [16] outs(%c : !buffer.buffer<[16], f32>) {
+  ^bb0(%i0: index):
+    %v = loop.load %b[i0] : !buffer.buffer<[16], f32>
+    loop.yield %v : f32
+  }
+  %d = buffer.alloc : !buffer.buffer<[16], f32>
+  loop.pointwise [16] outs(%d : !buffer.buffer<[16], f32>) {
+  ^bb0(%i0: index):
+    %v = loop.load %c[15 - i0] : !buffer.buffer<[16], f32>
+    loop.yield %v : f32
+  }
+  func.return %mm, %d : !buffer.buffer<[4, 4], f32>, !buffer.buffer<[16], f32>
+}
