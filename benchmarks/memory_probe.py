@@ -28,6 +28,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from models import MODELS
+from profile_model import model_call
 
 
 def planned_peak(dump: Path) -> int:
@@ -65,40 +66,10 @@ def live_at_peak(snapshot: dict) -> list[tuple[int, str]]:
     return sorted(best[1].values(), reverse=True)
 
 
-def _compiled_call(name: str, backend: str, dump: Path):
-    """One call of model ``name`` compiled by ``backend``: bf16 inference, or a
-    training model's f32 step (forward, loss, backward), as models.py runs it."""
-    module, inputs = MODELS[name].build()
-    options = {"dump_dir": str(dump)} if backend == "coil" else None
-    torch._dynamo.reset()
-    if not MODELS[name].train:
-        module = module.cuda().eval().to(torch.bfloat16)
-        args = tuple((x.to(torch.bfloat16) if x.is_floating_point() else x).cuda() for x in inputs)
-        f = torch.compile(module, backend=backend, options=options)
-
-        def infer():
-            with torch.no_grad():
-                return f(*args)
-
-        return infer
-    module = module.cuda().train()
-    args = tuple(x.cuda() for x in inputs)
-    params = [p for p in module.parameters() if p.requires_grad]
-    f = torch.compile(module, backend=backend, options=options)
-
-    def step():
-        for p in params:
-            p.grad = None
-        loss = f(*args)
-        loss.backward()
-        return loss
-
-    return step
-
-
 def probe(name: str, backend: str = "coil") -> str:
     dump = Path(tempfile.mkdtemp(prefix=f"coil-{name}-"))
-    call = _compiled_call(name, backend, dump)
+    options = {"dump_dir": str(dump)} if backend == "coil" else None
+    call = model_call(name, backend, options)
     call()
     torch.cuda.synchronize()
     base = torch.cuda.memory_allocated()

@@ -32,36 +32,47 @@ def cuda_bf16(name: str) -> tuple[torch.nn.Module, tuple]:
     return module, args
 
 
-def _call(name: str, backend: str):
-    """One call of model ``name`` under ``backend``: bf16 inference, or for a
-    training model of models.py one f32 step (forward, loss, backward) as
-    ``run_train`` times it."""
+def model_call(name: str, backend: str, options: dict | None = None):
+    """One call of model ``name`` of models.py under ``backend`` ("eager": the
+    module itself): bf16 inference, or for a training model one f32 step
+    (forward, loss, backward) as ``run_train`` times it. ``options`` go to
+    ``torch.compile``."""
     torch._dynamo.reset()
+
+    def compiled(module):
+        return (
+            module
+            if backend == "eager"
+            else torch.compile(module, backend=backend, options=options)
+        )
+
     if not MODELS[name].train:
         module, args = cuda_bf16(name)
-        f = module if backend == "eager" else torch.compile(module, backend=backend)
+        f = compiled(module)
 
         def infer():
             with torch.no_grad():
-                f(*args)
+                return f(*args)
 
         return infer
     module, inputs = MODELS[name].build()
     module = module.to("cuda").train()
     args = tuple(x.to("cuda") for x in inputs)
     params = [p for p in module.parameters() if p.requires_grad]
-    f = module if backend == "eager" else torch.compile(module, backend=backend)
+    f = compiled(module)
 
     def step():
         for p in params:
             p.grad = None
-        f(*args).backward()
+        loss = f(*args)
+        loss.backward()
+        return loss
 
     return step
 
 
 def profile(name: str, backend: str) -> str:
-    call = _call(name, backend)
+    call = model_call(name, backend)
     for _ in range(3):
         call()
     torch.cuda.synchronize()
