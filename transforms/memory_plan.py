@@ -176,7 +176,6 @@ IN_PLACE_VARIANTS = {
     "aten.scatter.value": "aten.scatter_.value",
     "aten.scatter.src": "aten.scatter_.src",
     "aten.scatter_add.default": "aten.scatter_add_.default",
-    "aten.index_add.default": "aten.index_add_.default",
 }
 """Out-of-place ATen ops (a copy of ``self`` with some elements changed) and
 their in-place forms, for :func:`_externs_in_place`."""
@@ -199,6 +198,10 @@ def _externs_in_place(ops: list[Operation], ret: Operation) -> None:
             for v in o.operands:
                 for r in storage_roots(v):
                     last[r] = k
+    # A collective reads its operands until its wait (see _plan).
+    for k, wait in collective_waits(ops).items():
+        for r in set().union(set(), *(storage_roots(v) for v in ops[k].operands)):
+            last[r] = max(last.get(r, wait), wait)
     protected = set().union(set(), *(storage_roots(v) for v in ret.operands))
     for k, op in enumerate(ops):
         if not isinstance(op, B.ExternOp) or len(op.res) != 1:

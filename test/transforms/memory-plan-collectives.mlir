@@ -107,3 +107,38 @@ func.func @view_and_no_wait(%x: !buffer.buffer<[8], f32>) -> !buffer.buffer<[8],
 // result before the wait, is an error naming both (a schedule no pass may make).
 // WRITE: memory-plan: loop.pointwise writes a buffer it reads while _c10d_functional.all_gather_into_tensor.default is in flight (between the collective and its wait_tensor)
 // READ: memory-plan: loop.pointwise reads a buffer it writes while _c10d_functional.reduce_scatter_tensor.default is in flight (between the collective and its wait_tensor)
+
+// -----
+
+// An ATen scatter into a buffer a collective is still sending keeps its
+// out-of-place form (memory-plan calls the in-place index_put_ only on a
+// buffer that dies there; this one lives until the wait).
+// CHECK-LABEL: func.func @no_in_place_in_flight
+// CHECK:         buffer.extern "_c10d_functional.all_gather_into_tensor.default"
+// CHECK:         buffer.extern "aten.index_put.default"
+// CHECK-NOT:     index_put_
+// CHECK:         buffer.extern "_c10d_functional.wait_tensor.default"
+func.func @no_in_place_in_flight(%x: !buffer.buffer<[4, 3], f32>, %i: !buffer.buffer<[2], i64>, %v: !buffer.buffer<[2, 3], f32>) -> (!buffer.buffer<[8, 3], f32>, !buffer.buffer<[4, 3], f32>) {
+  %m = buffer.alloc : !buffer.buffer<[4, 3], f32>
+  loop.pointwise [4, 3] outs(%m : !buffer.buffer<[4, 3], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %0 = loop.load %x[i0, i1] : !buffer.buffer<[4, 3], f32>
+    loop.yield %0 : f32
+  }
+  %g = buffer.extern "_c10d_functional.all_gather_into_tensor.default" (%m) : (!buffer.buffer<[4, 3], f32>) -> (!buffer.buffer<[8, 3], f32>) {
+  ^bb0(%a: !aten.tensor<[4, 3], f32>):
+    %r = _c10d_functional.all_gather_into_tensor.default(%a, group_size = 2, group_name = "0") ranks [0, 1] : !aten.tensor<[8, 3], f32>
+    buffer.yield %r : !aten.tensor<[8, 3], f32>
+  }
+  %p = buffer.extern "aten.index_put.default" (%m, %i, %v) : (!buffer.buffer<[4, 3], f32>, !buffer.buffer<[2], i64>, !buffer.buffer<[2, 3], f32>) -> (!buffer.buffer<[4, 3], f32>) {
+  ^bb0(%a: !aten.tensor<[4, 3], f32>, %b: !aten.tensor<[2], i64>, %c: !aten.tensor<[2, 3], f32>):
+    %0 = aten.index_put.default(%a, [%b], %c, accumulate = true) : !aten.tensor<[4, 3], f32>
+    buffer.yield %0 : !aten.tensor<[4, 3], f32>
+  }
+  %y = buffer.extern "_c10d_functional.wait_tensor.default" (%g) : (!buffer.buffer<[8, 3], f32>) -> (!buffer.buffer<[8, 3], f32>) {
+  ^bb0(%a: !aten.tensor<[8, 3], f32>):
+    %r = _c10d_functional.wait_tensor.default(%a) : !aten.tensor<[8, 3], f32>
+    buffer.yield %r : !aten.tensor<[8, 3], f32>
+  }
+  func.return %y, %p : !buffer.buffer<[8, 3], f32>, !buffer.buffer<[4, 3], f32>
+}
