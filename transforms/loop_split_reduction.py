@@ -65,6 +65,7 @@ from coil.dialects import loop as L
 from coil.dialects.symbolic import ShapeAttr, index_symbols, torch_sympy
 from coil.lowering.body_builder import BodyBuilder, is_float
 from coil.lowering.loop_to_tt.tiling import OUTER_PERSISTENT, outer_reduction_tile
+from coil.transforms.loop_cost import element_bytes
 from coil.transforms.loop_utils import function_blocks, substitute_in_body
 
 PERSISTENT_ROW = 4096
@@ -96,12 +97,10 @@ def _programs(xnumel: int, rnumel: int | None, inner: bool, element_bytes: int) 
     outer one runs ``tiling.outer_reduction_tile``'s columns per program (a
     layer norm's weight gradient, 768 columns summed over 4096 rows: 96
     programs, too few for an H100)."""
-    if inner and rnumel is not None and rnumel <= PERSISTENT_ROW:
+    if rnumel is not None and rnumel <= (PERSISTENT_ROW if inner else OUTER_PERSISTENT):
         xblock = 1 << (max(1, min(64, PERSISTENT_ROW // _next_pow2(rnumel))).bit_length() - 1)
     elif inner:
         xblock = 1
-    elif rnumel is not None and rnumel <= OUTER_PERSISTENT:
-        xblock = 1 << (max(1, min(64, PERSISTENT_ROW // _next_pow2(rnumel))).bit_length() - 1)
     else:
         r = sympy.Integer(rnumel) if rnumel is not None else sympy.Symbol("r")
         xblock = outer_reduction_tile(sympy.Integer(xnumel), r, element_bytes)[0]
@@ -217,7 +216,7 @@ class LoopSplitReductionPass(ModulePass):
             return None
         xnumel, rnumel = _prod(red.ranges.data), _prod(rranges)
         inner = _is_inner(red)
-        nbytes = max(1, getattr(elem, "bitwidth", 32) // 8)
+        nbytes = element_bytes(elem)
         target = PERSISTENT_ROW if inner else OUTER_CHUNK
         if self.split:
             if rnumel.is_Integer and int(rnumel) < self.split:

@@ -171,6 +171,25 @@ def _holder_bytes(v: SSAValue) -> sympy.Expr:
     return v.type.storage_bytes()
 
 
+def _liveness(
+    ops: list[Operation], ret: Operation
+) -> tuple[list[set[SSAValue]], dict[SSAValue, int], set[SSAValue]]:
+    """(the storage roots each top-level op uses, each root's last use, the
+    roots a function result holds). A collective reads its inputs, and writes
+    its results, until its wait: they stay alive until then (to the end, and
+    held by the result, when it is waited only at the return)."""
+    used = [{r for o in top.walk() for v in o.operands for r in storage_roots(v)} for top in ops]
+    last = {root: k for k, roots in enumerate(used) for root in roots}
+    protected = set().union(set(), *(storage_roots(v) for v in ret.operands))
+    for k, wait in collective_waits(ops).items():
+        values = [*ops[k].operands, *ops[k].results]
+        for root in set().union(set(), *(storage_roots(v) for v in values)):
+            last[root] = max(last.get(root, wait), wait)
+            if ops[wait] is ret:
+                protected.add(root)
+    return used, last, protected
+
+
 IN_PLACE_VARIANTS = {
     "aten.index_put.default": "aten.index_put_.default",
     "aten.scatter.value": "aten.scatter_.value",
@@ -192,17 +211,7 @@ def _externs_in_place(ops: list[Operation], ret: Operation) -> None:
     ``self`` must be a whole buffer this function allocated (not an argument,
     not a view, not returned), used by nothing after the extern nor by its
     other operands, and laid out as the extern's result."""
-    last: dict[SSAValue, int] = {}
-    for k, top in enumerate(ops):
-        for o in top.walk():
-            for v in o.operands:
-                for r in storage_roots(v):
-                    last[r] = k
-    # A collective reads its operands until its wait (see _plan).
-    for k, wait in collective_waits(ops).items():
-        for r in set().union(set(), *(storage_roots(v) for v in ops[k].operands)):
-            last[r] = max(last.get(r, wait), wait)
-    protected = set().union(set(), *(storage_roots(v) for v in ret.operands))
+    _, last, protected = _liveness(ops, ret)
     for k, op in enumerate(ops):
         if not isinstance(op, B.ExternOp) or len(op.res) != 1:
             continue
@@ -259,25 +268,15 @@ def _plan(fn: func.FuncOp, reuse: bool) -> None:
         for r in o.res
         if isinstance(r.type, B.BufferType)
     ]
-    first_use: dict[SSAValue, int] = {}
-    last_use: dict[SSAValue, int] = {h: pos[h.owner] for h in holders}
-    used: list[set[SSAValue]] = []  # the storage roots each top-level op uses
-    for k, top in enumerate(ops):
-        used.append({r for o in top.walk() for v in o.operands for r in storage_roots(v)})
-        for root in used[k]:
-            if root in last_use:
-                last_use[root] = max(last_use[root], k)
-                first_use.setdefault(root, k)
-    protected = set().union(set(), *(storage_roots(v) for v in ret.operands))
-    # A collective reads its inputs, and writes its results, until its wait:
-    # they stay alive until then (to the end, when a result is never waited).
+    used, last, protected = _liveness(ops, ret)
     for k, wait in collective_waits(ops).items():
         _check_in_flight(ops, used, k, wait)
-        values = [*ops[k].operands, *ops[k].results]
-        for root in set().union(*(storage_roots(v) for v in values)) & last_use.keys():
-            last_use[root] = max(last_use[root], wait)
-            if ops[wait] is ret:
-                protected.add(root)
+    last_use = {h: max(pos[h.owner], last.get(h, pos[h.owner])) for h in holders}
+    first_use: dict[SSAValue, int] = {}
+    for k, roots in enumerate(used):
+        for root in roots:
+            if root in last_use:
+                first_use.setdefault(root, k)
 
     # Phase 1: which allocation takes over which dead one (simulated in order).
     dies_at: dict[int, list[SSAValue]] = {}
