@@ -23,6 +23,7 @@ loads, ops), the wrapper module (``wrapper.py``) and ``repro.sh``, the
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import io
 import logging
@@ -44,6 +45,7 @@ from coil.config import FALLBACKS
 from coil.frontend.capture import aot_backend
 from coil.frontend.fx_importer import constant_inputs, import_graph
 from coil.pipeline import PIPELINES, available_passes, parse_pipeline
+from coil.runtime.aotcache import AotCache, Recipe
 from coil.timing import CompileTrace, next_graph_label
 
 log = logging.getLogger("coil")
@@ -275,18 +277,16 @@ def _compile(
             key = graphcache.graph_key(module, pipeline, options)
             hit, reason = graphcache.read_entry(key)
         if hit is not None:
+            recipe = Recipe(hit.source, hit.interpret, constants, tokens)
             try:
                 with trace.stage("load"):
-                    loaded = load_module(hit.source, interpret=hit.interpret)
-                    if not hit.interpret:
-                        _compile_kernels(loaded)
-                    call = loaded.call
+                    run = rebuild(recipe)
             except Exception as error:  # an entry that no longer loads is rebuilt
                 reason = f"the cached module failed to load ({type(error).__name__}: {error})"
             else:
                 graphcache.report(trace.label, "hit", reason, key)
                 trace.outcome = "cache hit"
-                return _runner(call, constants, hit.source, tokens)
+                return run
         graphcache.report(trace.label, "miss", reason, key)
         trace.outcome = f"cache miss ({reason})"
 
@@ -321,11 +321,10 @@ def _compile(
     if not interpret:
         with trace.stage("kernels"):
             _compile_kernels(loaded)
-    call = loaded.call
     if key is not None:
         with trace.stage("cache-store"):
             graphcache.write_entry(key, graphcache.CachedGraph(source, interpret))
-    return _runner(call, constants, source, tokens)
+    return _runner(loaded.call, Recipe(source, interpret, constants, tokens))
 
 
 def _compile_kernels(loaded: Any) -> None:
@@ -347,12 +346,22 @@ _HOST_SEED = "= int(torch.randint(2**31 - 1"
 """How -t python draws a call's random seed on the host (``host.seed``)."""
 
 
-def _runner(
-    call: Callable[[list[Any]], Any],
-    constants: list[Any],
-    source: str,
-    tokens: dict[int, torch.Tensor],
-):
+def rebuild(recipe: Recipe) -> Callable[..., Any]:
+    """The compiled graph ``recipe`` describes, from its module source (a cache hit:
+    the module loads through the code cache, its kernels bind to Triton's cache)."""
+    from coil.runtime.codecache import load_module
+
+    loaded = load_module(recipe.source, interpret=recipe.interpret)
+    if not recipe.interpret:
+        _compile_kernels(loaded)
+    run = _runner(loaded.call, recipe)
+    if recipe.cudagraphs is not None:
+        run = _with_cudagraphs(run, *recipe.cudagraphs)
+    return run
+
+
+def _runner(call: Callable[[list[Any]], Any], recipe: Recipe):
+    constants, source, tokens = recipe.constants, recipe.source, recipe.tokens
     if tokens:  # AOTAutograd passes None for an effect token: feed the stand-in
         module_call = call
 
@@ -375,6 +384,7 @@ def _runner(
     run.boxed = run_boxed  # type: ignore[attr-defined]
     run.coil_source = source  # type: ignore[attr-defined]  (for tests and debugging)
     run.coil_host_rng = _HOST_SEED in source  # type: ignore[attr-defined]
+    run.coil_recipe = recipe  # type: ignore[attr-defined]  (what the AOTAutograd cache stores)
     return run
 
 
@@ -525,6 +535,9 @@ def _with_cudagraphs(run: Callable[..., Any], static_inputs: Sequence[int], name
         blocker = "the pipeline stops before the host level"
     runner = CudaGraphRunner(run, static_inputs, blocker, name)
     runner.coil_source = getattr(run, "coil_source", None)  # type: ignore[attr-defined]
+    if (recipe := getattr(run, "coil_recipe", None)) is not None:
+        cudagraphs = (list(static_inputs), name)
+        runner.coil_recipe = dataclasses.replace(recipe, cudagraphs=cudagraphs)  # type: ignore[attr-defined]
     return runner
 
 
@@ -605,13 +618,22 @@ def coil(
         return compile_one
 
     fw, bw, inf = compiler("forward"), compiler("backward"), compiler("forward", inference=True)
+    # Inference graphs (the ones the AOTAutograd cache takes) compile with this pipeline.
+    inference_pipeline = _graph_pipeline(pipeline, True, torch.backends.cuda.matmul.allow_tf32)
+    aot_cache = AotCache(
+        inference_pipeline,
+        options,
+        enabled=options.get("cache"),
+        dump_dir=dump_dir or os.environ.get("COIL_DUMP_DIR"),
+    )
     if fallback != "eager":
-        return aot_backend(fw, bw, inf)(gm, example_inputs)
+        return aot_backend(fw, bw, inf, aot_cache)(gm, example_inputs)
     try:
         return aot_backend(
             _or_eager(fw, "the forward graph"),
             _or_eager(bw, "the backward graph"),
             _or_eager(inf, "the forward graph"),
+            aot_cache,
         )(gm, example_inputs)
     except Exception as e:  # AOTAutograd itself failed (tracing, decompositions)
         _warn_eager("the graph", e)

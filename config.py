@@ -9,6 +9,9 @@ change the environment after ``import coil`` and be heard.
 * ``COIL_DISABLE_CACHE=1`` -- compile every graph, neither reading nor writing
   the graph cache (the backend option ``cache=False`` does the same for one
   ``torch.compile``). Generated modules still load through the code cache.
+* ``COIL_AOT_CACHE=0`` -- leave torch's AOTAutograd cache out (coil stores
+  inference graphs there, keyed by the Dynamo graph: a warm start skips
+  AOTAutograd too; :mod:`coil.runtime.aotcache`); the graph cache stays on.
 * ``COIL_LOG=timing`` -- after each graph, print the seconds of every stage
   (import, each pass, emit, load, the cache's lookup and store) on stderr
   (:mod:`coil.timing`). A comma-separated list of topics; ``timing`` is the one
@@ -45,6 +48,12 @@ def cache_dir() -> Path:
 def cache_disabled() -> bool:
     """``COIL_DISABLE_CACHE`` set to anything but 0/false/no/off."""
     return os.environ.get("COIL_DISABLE_CACHE", "").strip().lower() not in _FALSE
+
+
+def aot_cache_enabled() -> bool:
+    """``COIL_AOT_CACHE`` is not set to 0/false/no/off."""
+    value = os.environ.get("COIL_AOT_CACHE", "1").strip().lower()
+    return value == "" or value not in _FALSE
 
 
 def log_topics() -> set[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx
@@ -17,6 +17,9 @@ from torch._dynamo.backends.common import aot_autograd
 
 from coil.frontend.attention import contiguous_attention_masks
 from coil.frontend.decompositions import decomposition_table
+
+if TYPE_CHECKING:
+    from coil.runtime.aotcache import AotCache
 
 
 @dataclass
@@ -44,6 +47,7 @@ def aot_backend(
     compile_fn: Callable[[torch.fx.GraphModule, list[Any]], Callable],
     bw_compile_fn: Callable[[torch.fx.GraphModule, list[Any]], Callable] | None = None,
     inference_compile_fn: Callable[[torch.fx.GraphModule, list[Any]], Callable] | None = None,
+    aot_cache: AotCache | None = None,
 ):
     """A dynamo backend: AOTAutograd with coil's decompositions, ``compile_fn`` for
     every graph it produces (the forward, and in training the backward, unless
@@ -54,7 +58,11 @@ def aot_backend(
     graphs are split by the min-cut rematerialization partitioner, which saves
     for the backward what is expensive to recompute (matmuls, convolutions,
     reductions it keeps) and recomputes cheap pointwise ops and views -- the ops
-    coil's loop-inline/loop-fuse fuse into the backward's kernels anyway."""
+    coil's loop-inline/loop-fuse fuse into the backward's kernels anyway.
+
+    With ``aot_cache``, a graph it admits goes through torch's AOTAutograd
+    cache (:mod:`coil.runtime.aotcache`): its compilers are made serializable
+    and the lookup runs inside the cache's scope."""
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 
     def compile_boxed(gm: torch.fx.GraphModule, inputs: list[Any]) -> Callable:
@@ -66,11 +74,18 @@ def aot_backend(
     def compile_inference_boxed(gm: torch.fx.GraphModule, inputs: list[Any]) -> Callable:
         return boxed((inference_compile_fn or compile_fn)(gm, inputs))
 
-    def traced(training: bool):
+    def traced(training: bool, cached: bool = False):
+        fw, bw, inference = compile_boxed, compile_bw_boxed, compile_inference_boxed
+        if cached:  # compilers returning what the cache stores (itself boxed)
+            from coil.runtime.aotcache import serializable
+
+            fw = serializable(compile_fn)
+            bw = serializable(bw_compile_fn or compile_fn)
+            inference = serializable(inference_compile_fn or compile_fn)
         return aot_autograd(
-            fw_compiler=compile_boxed,
-            bw_compiler=compile_bw_boxed,
-            inference_compiler=compile_inference_boxed,
+            fw_compiler=fw,
+            bw_compiler=bw,
+            inference_compiler=inference,
             decompositions=decomposition_table(training),
             partition_fn=min_cut_rematerialization_partition,
         )
@@ -81,7 +96,12 @@ def aot_backend(
         training = torch.is_grad_enabled() and any(
             isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs
         )
-        return traced(training)(gm, example_inputs)
+        if aot_cache is None:
+            return traced(training)(gm, example_inputs)
+        if not aot_cache.admits(gm, training):
+            return traced(training)(gm, example_inputs)
+        with aot_cache.scope():
+            return traced(training, cached=True)(gm, example_inputs)
 
     return backend
 

@@ -1,0 +1,242 @@
+"""The cache ahead of AOTAutograd: a warm start skips tracing, not just coil's passes.
+
+coil's graph cache (:mod:`coil.runtime.graphcache`) is keyed by the graph
+AOTAutograd produces, so a hit still pays for AOTAutograd's trace,
+functionalization, decompositions and partition of the Dynamo graph: most of a
+warm start (GPT-2, 12 layers, on a CPU: 0.8 s of AOTAutograd against 0.1 s of
+coil loading its cached module). Inductor skips that work with torch's
+``AOTAutogradCache``, keyed by the *Dynamo* graph; this module lets coil use
+the same cache rather than writing a second one:
+
+* each graph compiler is a ``SerializableAOTDispatchCompiler`` returning a
+  :class:`CoilOutputCode` (torch's ``OutputCode`` interface), which holds what
+  rebuilds the compiled callable without compiling: the emitted ``-t python``
+  source, whether it runs under Triton's interpreter, the lifted constants and
+  effect-token stand-ins, and the CUDA graph settings (a :class:`Recipe`);
+* entries are *bundled* (``torch._functorch.config.bundled_autograd_cache``):
+  the pickled ``OutputCode`` travels in the AOTAutograd entry itself, so a hit
+  needs neither Inductor's FX graph cache nor coil's graph cache;
+* the key is torch's (the Dynamo graph's code, input metadata, grad and
+  autocast state, torch's configs, versions) plus ``cache_key_tag``, torch's
+  own hook for what else a compile depends on: here coil's versions and source
+  hash, the per-graph pipeline string and the backend options that change
+  code (the same components as the graph cache's);
+* entries live under ``COIL_CACHE_DIR/aotautograd`` (torch keeps its own under
+  its inductor cache directory), written atomically by torch; an unreadable
+  entry is skipped with torch's warning and the graph recompiles.
+
+Scope. Inference graphs only: a training graph's backward compiles lazily at
+the first ``backward()``, after the compile that would save the entry has
+returned (torch saves it then only for Inductor's own entries); those keep the
+graph cache. A Dynamo graph holding tensor attributes is bypassed too: torch
+keys tensors by metadata only (Inductor re-reads them from the live graph on a
+hit), so an entry could hand back another value's constants. A graph that
+compiled to something other than a loadable module (eager fallback, the C++
+wrapper, a pipeline stopping above the host level) is not stored. Each
+lookup's outcome is logged once on the ``coil`` logger (INFO), as the graph
+cache does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import itertools
+import json
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import torch
+
+from coil import config
+
+log = logging.getLogger("coil")
+
+
+@dataclasses.dataclass
+class Recipe:
+    """What rebuilds a compiled graph's callable from its emitted module."""
+
+    source: str  # the -t python module
+    interpret: bool  # its kernels run under Triton's interpreter
+    constants: list[Any]  # trailing arguments passed on every call (lifted constants)
+    tokens: dict[int, Any]  # input position -> stand-in tensor for an effect token
+    cudagraphs: tuple[list[int], str] | None = None  # (static inputs, name) when replayed
+
+
+def _output_code_base() -> type:
+    try:
+        from torch._inductor.output_code import OutputCode
+    except ImportError:  # a torch without the interface: nothing is cached
+        return object
+    return OutputCode
+
+
+@dataclasses.dataclass
+class CoilOutputCode(_output_code_base()):  # type: ignore[misc]
+    """A compiled graph as AOTAutograd's cache stores it (torch's ``OutputCode``).
+
+    Called boxed (one list of inputs), like Inductor's ``CompiledFxGraph``."""
+
+    recipe: Recipe | None = None
+    bypass: str | None = None  # why it is not stored (recipe is None)
+    run: Callable[[list[Any]], Any] | None = dataclasses.field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        # An instance attribute: AOTAutograd's wrappers copy the instance's
+        # __dict__ (functools.update_wrapper) to tell a boxed callee.
+        self._boxed_call = True
+
+    def __call__(self, inputs: list[Any]) -> Any:
+        return self.run(inputs)
+
+    def prepare_for_serialization(self) -> None:
+        from torch._functorch._aot_autograd.autograd_cache import BypassAOTAutogradCache
+
+        if self.recipe is None:
+            raise BypassAOTAutogradCache(f"coil: {self.bypass}")
+        self.run = None  # rebuilt by post_compile after a hit
+
+    def post_compile(self, example_inputs: Any, constants: Any, graph_kwargs: Any) -> None:
+        from coil.backend import rebuild
+        from coil.frontend.capture import boxed
+
+        self.run = boxed(rebuild(self.recipe))
+
+    def set_triton_bundle(self, triton_bundle: Any) -> None:
+        pass  # Triton's own disk cache holds coil's compiled kernels
+
+
+def output_code(run: Callable[..., Any]) -> CoilOutputCode:
+    """``run`` (a compiled graph, or the graph itself after an eager fallback) as a
+    :class:`CoilOutputCode`, storable when it carries a recipe."""
+    from coil.frontend.capture import boxed
+
+    recipe = getattr(run, "coil_recipe", None)
+    if recipe is not None:
+        return CoilOutputCode(recipe=recipe, run=boxed(run))
+    if isinstance(run, torch.fx.GraphModule):
+        why = "the graph runs in eager PyTorch"
+    elif hasattr(run, "coil_cpp"):
+        why = "the C++ wrapper has its own build cache"
+    else:
+        why = "the pipeline stops before the host level"
+    return CoilOutputCode(bypass=why, run=boxed(run))
+
+
+def available() -> bool:
+    """Whether this torch has what the cache relies on."""
+    try:
+        from torch._functorch._aot_autograd.autograd_cache import AOTAutogradCache
+        from torch._functorch._aot_autograd.schemas import SerializableAOTDispatchCompiler
+    except ImportError:
+        return False
+    return (
+        _output_code_base() is not object
+        and hasattr(AOTAutogradCache, "_get_tmp_dir")
+        and hasattr(torch._functorch.config, "bundled_autograd_cache")
+        and hasattr(torch.compiler.config, "cache_key_tag")
+        and SerializableAOTDispatchCompiler is not None
+    )
+
+
+def serializable(compile_fn: Callable[..., Any]) -> Any:
+    """``compile_fn`` as a compiler whose results AOTAutograd may cache."""
+    from torch._functorch._aot_autograd.schemas import SerializableAOTDispatchCompiler
+
+    def compile_output_code(gm: torch.fx.GraphModule, inputs: list[Any]) -> CoilOutputCode:
+        return output_code(compile_fn(gm, inputs))
+
+    return SerializableAOTDispatchCompiler(CoilOutputCode, compile_output_code)
+
+
+def bypass_reason(
+    gm: torch.fx.GraphModule, training: bool, enabled: bool | None, dump_dir: object
+) -> str | None:
+    """Why the Dynamo graph ``gm`` does not go through the cache, or ``None``
+    (``enabled`` and ``dump_dir`` as the graph cache takes them)."""
+    from coil.runtime.graphcache import bypass_reason as graph_cache_bypass
+
+    if (why := graph_cache_bypass(enabled, dump_dir=dump_dir)) is not None:
+        return why
+    if not config.aot_cache_enabled():
+        return "disabled by COIL_AOT_CACHE=0"
+    if not available():
+        return "this torch has no bundled AOTAutograd cache"
+    if training:
+        return "a training graph (its backward compiles lazily, after the entry is made)"
+    for node in gm.graph.find_nodes(op="get_attr"):
+        attr = gm
+        for part in str(node.target).split("."):
+            attr = getattr(attr, part, None)
+        if isinstance(attr, torch.Tensor):
+            return f"the graph holds a tensor attribute ({node.target}; torch keys only its shape)"
+    return None
+
+
+def key_tag(pipeline: str, options: Mapping[str, Any]) -> str:
+    """The part of the key torch does not know: coil's versions, the pipeline and
+    the backend options that change the generated code."""
+    from coil.runtime.graphcache import UNKEYED_OPTIONS, versions
+
+    keyed = {k: repr(v) for k, v in sorted(options.items()) if k not in UNKEYED_OPTIONS}
+    text = json.dumps({"versions": versions(), "pipeline": pipeline, "options": keyed})
+    return "coil-" + hashlib.sha256(text.encode()).hexdigest()
+
+
+_labels = itertools.count()
+
+
+@dataclasses.dataclass
+class AotCache:
+    """The cache as one backend call (one Dynamo graph) uses it: ``pipeline`` and
+    ``options`` enter the key; ``enabled`` and ``dump_dir`` as the graph cache
+    takes them."""
+
+    pipeline: str
+    options: Mapping[str, Any]
+    enabled: bool | None = None
+    dump_dir: object = None
+    label: str = dataclasses.field(default_factory=lambda: f"Dynamo graph {next(_labels)}")
+
+    def admits(self, gm: torch.fx.GraphModule, training: bool) -> bool:
+        """Whether ``gm`` goes through the cache (a bypass is logged with why not)."""
+        why = bypass_reason(gm, training, self.enabled, self.dump_dir)
+        if why is not None:
+            log.info("coil: AOTAutograd cache bypass for %s: %s", self.label, why)
+        return why is None
+
+    def scope(self) -> contextlib.AbstractContextManager[None]:
+        return scope(key_tag(self.pipeline, self.options), self.label)
+
+
+@contextlib.contextmanager
+def scope(tag: str, label: str) -> Iterator[None]:
+    """AOTAutograd, inside, looks up and stores bundled entries under coil's cache
+    directory with ``tag`` in the key; the outcome is logged for ``label``."""
+    from unittest import mock
+
+    from torch._dynamo.utils import counters
+    from torch._functorch._aot_autograd.autograd_cache import AOTAutogradCache
+
+    root = str(config.cache_dir() / "aotautograd")
+    user_tag = torch.compiler.config.cache_key_tag
+    before = dict(counters["aot_autograd"])
+    with (
+        torch.compiler.config.patch(cache_key_tag=f"{user_tag}|{tag}" if user_tag else tag),
+        torch._functorch.config.patch(bundled_autograd_cache=True),
+        # torch's directory for these entries is fixed (its inductor cache dir);
+        # coil's go where COIL_CACHE_DIR says, for this call only.
+        mock.patch.object(AOTAutogradCache, "_get_tmp_dir", classmethod(lambda cls: root)),
+    ):
+        yield
+    delta = {k: v - before.get(k, 0) for k, v in counters["aot_autograd"].items()}
+    if delta.get("autograd_cache_hit"):
+        log.info("coil: AOTAutograd cache hit for %s (%s)", label, root)
+    elif delta.get("autograd_cache_bypass"):
+        log.info("coil: AOTAutograd cache bypass for %s (torch could not key or store it)", label)
+    elif delta.get("autograd_cache_miss"):
+        stored = "stored" if delta.get("autograd_cache_saved") else "not stored"
+        log.info("coil: AOTAutograd cache miss for %s (%s)", label, stored)

@@ -1,0 +1,200 @@
+"""runtime/aotcache.py: coil's inference graphs in torch's AOTAutograd cache.
+
+A hit (in this process after ``torch._dynamo.reset()``, or in a new process)
+skips AOTAutograd and coil's compiler; a changed pipeline, option or coil
+version misses; training graphs, tensor attributes and the switches bypass;
+a damaged entry recompiles. CPU only (the kernels run under Triton's
+interpreter), small functions so a compile takes about a second."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from coil.pipeline import PIPELINES
+from coil.runtime import aotcache, codecache, graphcache
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("COIL_CACHE_DIR", str(tmp_path / "cache"))
+    for name in ("COIL_DISABLE_CACHE", "COIL_AOT_CACHE", "COIL_DUMP_DIR", "COIL_LOG"):
+        monkeypatch.delenv(name, raising=False)
+    caplog.set_level(logging.INFO, logger="coil")
+    monkeypatch.setattr(codecache, "_modules", {})
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+    if hasattr(graphcache.versions, "cache_clear"):  # not while a test's stand-in is set
+        graphcache.versions.cache_clear()
+
+
+def _f(x, y):
+    return torch.softmax(x @ y, -1) * 2 + 1
+
+
+def _run(fn=_f, options=None, grad=False):
+    torch._dynamo.reset()
+    x = torch.randn(8, 16, requires_grad=grad)
+    y = torch.randn(16, 32)
+    compiled = torch.compile(fn, backend="coil", options=options)
+    with torch.set_grad_enabled(grad):
+        torch.testing.assert_close(compiled(x, y), fn(x, y))
+
+
+def _outcomes(caplog) -> list[str]:
+    """``hit``/``miss``/``bypass`` of each AOTAutograd cache record; clears them."""
+    out = [
+        r.getMessage().split("AOTAutograd cache ", 1)[1].split(" ", 1)[0]
+        for r in caplog.records
+        if r.getMessage().startswith("coil: AOTAutograd cache")
+    ]
+    caplog.clear()
+    return out
+
+
+def _messages(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records]
+
+
+def test_second_compile_hits_and_skips_aotautograd_and_coil(caplog, monkeypatch, tmp_path):
+    _run()
+    assert _outcomes(caplog) == ["miss"]
+    assert list((tmp_path / "cache" / "aotautograd").iterdir())
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("a hit must not compile")
+
+    monkeypatch.setattr("coil.backend.compile_graph", no_compile)
+    monkeypatch.setattr("torch._functorch.aot_autograd.create_aot_state", no_compile)
+    _run()
+    assert _outcomes(caplog) == ["hit"]
+
+
+_PROCESS = """
+import logging, torch
+messages = []
+handler = logging.Handler()
+handler.emit = lambda record: messages.append(record.getMessage())
+logging.getLogger("coil").addHandler(handler)
+logging.getLogger("coil").setLevel(logging.INFO)
+
+def f(x, y):
+    return torch.softmax(x @ y, -1) * 2 + 1
+
+x, y = torch.randn(8, 16), torch.randn(16, 32)
+with torch.no_grad():
+    torch.testing.assert_close(torch.compile(f, backend="coil")(x, y), f(x, y))
+print("\\n".join(m for m in messages if "cache" in m))
+"""
+
+
+def test_hit_after_restart_in_a_new_process(tmp_path):
+    script = tmp_path / "compile_one.py"
+    script.write_text(textwrap.dedent(_PROCESS))
+    first, second = (
+        subprocess.run(
+            [sys.executable, str(script)], capture_output=True, text=True, check=True
+        ).stdout
+        for _ in range(2)
+    )
+    assert "AOTAutograd cache miss" in first and "graph cache miss" in first
+    assert "AOTAutograd cache hit" in second
+    assert "graph cache" not in second  # coil's compiler never ran
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"fallback": "extern"},
+        {"pipeline": PIPELINES["default"].replace("loop-fuse,", "")},
+    ],
+    ids=["option", "pipeline"],
+)
+def test_miss_on_other_options(caplog, options):
+    _run()
+    _outcomes(caplog)
+    _run(options=options)
+    assert _outcomes(caplog) == ["miss"]
+    _run(options=options)
+    assert _outcomes(caplog) == ["hit"]
+
+
+def test_miss_on_another_coil_version(caplog, monkeypatch):
+    _run()
+    _outcomes(caplog)
+    monkeypatch.setattr(graphcache, "versions", lambda: "another coil")
+    _run()
+    assert _outcomes(caplog) == ["miss"]
+
+
+def test_miss_on_another_function(caplog):
+    _run()
+    _outcomes(caplog)
+    _run(lambda x, y: torch.softmax(x @ y, -1) * 3)
+    assert _outcomes(caplog) == ["miss"]
+
+
+def test_training_graph_bypasses_with_its_reason(caplog):
+    _run(grad=True)
+    assert any("a training graph" in m for m in _messages(caplog))
+    assert _outcomes(caplog) == ["bypass"]
+
+
+@pytest.mark.parametrize("switch", ["option", "COIL_DISABLE_CACHE", "COIL_AOT_CACHE"])
+def test_switches_bypass(caplog, monkeypatch, tmp_path, switch):
+    options = None
+    if switch == "option":
+        options = {"cache": False}
+    elif switch == "COIL_DISABLE_CACHE":
+        monkeypatch.setenv("COIL_DISABLE_CACHE", "1")
+    else:
+        monkeypatch.setenv("COIL_AOT_CACHE", "0")
+    _run(options=options)
+    _run(options=options)
+    assert _outcomes(caplog) == ["bypass", "bypass"]
+    assert not (tmp_path / "cache" / "aotautograd").exists()
+
+
+class _Scaled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.randn(32)  # a plain tensor attribute, not a parameter
+
+    def forward(self, x, y):
+        return (x @ y) * self.scale
+
+
+def test_attribute_values_are_inputs_so_a_hit_uses_the_new_value(caplog):
+    # Dynamo lifts module attributes to graph inputs: another module's values hit
+    # the same entry and are read at run time (_run checks against eager).
+    _run(_Scaled())
+    _run(_Scaled())
+    assert _outcomes(caplog) == ["miss", "hit"]
+
+
+def test_graph_holding_a_tensor_attribute_bypasses():
+    # torch keys a graph's tensor attributes by metadata only: an entry could
+    # carry another value, so such graphs stay out.
+    gm = torch.fx.symbolic_trace(_Scaled())
+    assert any(n.op == "get_attr" for n in gm.graph.nodes)
+    why = aotcache.bypass_reason(gm, training=False, enabled=None, dump_dir=None)
+    assert why is not None and "tensor attribute (scale" in why
+    plain = torch.fx.symbolic_trace(lambda x, y: _f(x, y))
+    assert aotcache.bypass_reason(plain, training=False, enabled=None, dump_dir=None) is None
+
+
+def test_damaged_entry_recompiles(caplog, tmp_path):
+    _run()
+    _outcomes(caplog)
+    [entry] = (tmp_path / "cache" / "aotautograd").glob("*/*")
+    entry.write_bytes(entry.read_bytes()[:100])  # truncated
+    _run()  # compiles again, and correctly (torch warns of the unreadable entry)
+    assert _outcomes(caplog) == ["miss"]
+    _run()
+    assert _outcomes(caplog) == ["hit"]
