@@ -361,7 +361,7 @@ def rebuild(recipe: Recipe) -> Callable[..., Any]:
 
 
 def _runner(call: Callable[[list[Any]], Any], recipe: Recipe):
-    constants, source, tokens = recipe.constants, recipe.source, recipe.tokens
+    constants, source, tokens = recipe.constants, recipe.source, stand_ins(recipe.tokens)
     if tokens:  # AOTAutograd passes None for an effect token: feed the stand-in
         module_call = call
 
@@ -388,11 +388,15 @@ def _runner(call: Callable[[list[Any]], Any], recipe: Recipe):
     return run
 
 
-def effect_tokens(gm: torch.fx.GraphModule) -> dict[int, torch.Tensor]:
-    """Input position -> a stand-in tensor, for each effect token of the graph (the
-    first argument of a ``with_effects`` node). AOTAutograd passes None for a
-    token at run time; the compiled module takes the empty tensor its trace saw
-    (a token carries no data: the importer returns it unchanged)."""
+TokenSpec = tuple[tuple[int, ...], torch.dtype, str]
+"""An effect token's stand-in as a recipe keeps it: sizes, dtype, device."""
+
+
+def effect_tokens(gm: torch.fx.GraphModule) -> dict[int, TokenSpec]:
+    """Input position -> its stand-in's spec, for each effect token of the graph
+    (the first argument of a ``with_effects`` node). AOTAutograd passes None for
+    a token at run time; the compiled module takes an empty tensor like the one
+    its trace saw (a token carries no data: the importer returns it unchanged)."""
     from coil.frontend.fx_importer import is_effect_token
 
     tokens = {}
@@ -400,13 +404,26 @@ def effect_tokens(gm: torch.fx.GraphModule) -> dict[int, torch.Tensor]:
     for k, node in enumerate(placeholders):
         val = node.meta.get("val")
         if is_effect_token(node) and isinstance(val, torch.Tensor):
-            tokens[k] = torch.empty(val.shape, dtype=val.dtype, device=val.device)
+            tokens[k] = (tuple(val.shape), val.dtype, str(val.device))
     return tokens
 
 
-def _with_tokens(run: Callable[..., Any], tokens: dict[int, torch.Tensor]) -> Callable[..., Any]:
-    if not tokens:
+def stand_ins(tokens: dict[int, TokenSpec]) -> dict[int, torch.Tensor]:
+    """The stand-in tensors of ``tokens``: real ones even while AOTAutograd's fake
+    mode is active (where a compile runs), since the module is called with them."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    with unset_fake_temporarily():
+        return {
+            k: torch.empty(size, dtype=dtype, device=device)
+            for k, (size, dtype, device) in tokens.items()
+        }
+
+
+def _with_tokens(run: Callable[..., Any], specs: dict[int, TokenSpec]) -> Callable[..., Any]:
+    if not specs:
         return run
+    tokens = stand_ins(specs)
 
     def run_with_tokens(*args: Any) -> Any:
         inputs = list(args)

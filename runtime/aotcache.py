@@ -32,7 +32,9 @@ graph cache. A Dynamo graph holding tensor attributes is bypassed too: torch
 keys tensors by metadata only (Inductor re-reads them from the live graph on a
 hit), so an entry could hand back another value's constants. A graph that
 compiled to something other than a loadable module (eager fallback, the C++
-wrapper, a pipeline stopping above the host level) is not stored. Each
+wrapper, a pipeline stopping above the host level) is not stored, nor is one
+with effectful ops (their effect tokens are not passed the same way after a
+hit). Each
 lookup's outcome is logged once on the ``coil`` logger (INFO), as the graph
 cache does.
 """
@@ -62,8 +64,21 @@ class Recipe:
     source: str  # the -t python module
     interpret: bool  # its kernels run under Triton's interpreter
     constants: list[Any]  # trailing arguments passed on every call (lifted constants)
-    tokens: dict[int, Any]  # input position -> stand-in tensor for an effect token
+    tokens: dict[int, Any]  # input position -> (sizes, dtype, device) of an effect token's stand-in
     cudagraphs: tuple[list[int], str] | None = None  # (static inputs, name) when replayed
+
+
+@dataclasses.dataclass(frozen=True)
+class _Empty:
+    """An empty constant as an entry keeps it."""
+
+    size: tuple[int, ...]
+    stride: tuple[int, ...]
+    dtype: torch.dtype
+    device: str
+
+    def tensor(self) -> torch.Tensor:
+        return torch.empty_strided(self.size, self.stride, dtype=self.dtype, device=self.device)
 
 
 def _output_code_base() -> type:
@@ -97,12 +112,27 @@ class CoilOutputCode(_output_code_base()):  # type: ignore[misc]
 
         if self.recipe is None:
             raise BypassAOTAutogradCache(f"coil: {self.bypass}")
+        constants = []
+        for k, t in enumerate(self.recipe.constants):
+            if isinstance(t, torch.Tensor) and t.numel() == 0:
+                # Empty constants (GPT-2's on a GPU) may have no storage to pickle.
+                constants.append(_Empty(tuple(t.shape), tuple(t.stride()), t.dtype, str(t.device)))
+            elif type(t) in (torch.Tensor, torch.nn.Parameter) and not (
+                torch._is_functional_tensor(t) or torch._subclasses.fake_tensor.is_fake(t)
+            ):
+                constants.append(t)
+            else:
+                raise BypassAOTAutogradCache(f"coil: constant {k} is not a plain tensor")
+        # A copy: the live recipe (shared with the compiled callable) keeps its tensors.
+        self.recipe = dataclasses.replace(self.recipe, constants=constants)
         self.run = None  # rebuilt by post_compile after a hit
 
     def post_compile(self, example_inputs: Any, constants: Any, graph_kwargs: Any) -> None:
         from coil.backend import rebuild
         from coil.frontend.capture import boxed
 
+        constants = [c.tensor() if isinstance(c, _Empty) else c for c in self.recipe.constants]
+        self.recipe = dataclasses.replace(self.recipe, constants=constants)
         self.run = boxed(rebuild(self.recipe))
 
     def set_triton_bundle(self, triton_bundle: Any) -> None:
@@ -115,9 +145,13 @@ def output_code(run: Callable[..., Any]) -> CoilOutputCode:
     from coil.frontend.capture import boxed
 
     recipe = getattr(run, "coil_recipe", None)
-    if recipe is not None:
+    if recipe is not None and not recipe.tokens:
         return CoilOutputCode(recipe=recipe, run=boxed(run))
-    if isinstance(run, torch.fx.GraphModule):
+    if recipe is not None:
+        # A hit's runtime wrappers hand the module its inputs without the token
+        # slots a fresh compile gets (seen with linalg.inv's error check).
+        why = "the graph has effectful ops (AOTAutograd's effect tokens)"
+    elif isinstance(run, torch.fx.GraphModule):
         why = "the graph runs in eager PyTorch"
     elif hasattr(run, "coil_cpp"):
         why = "the C++ wrapper has its own build cache"

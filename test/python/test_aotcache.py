@@ -9,6 +9,7 @@ interpreter), small functions so a compile takes about a second."""
 from __future__ import annotations
 
 import logging
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -198,3 +199,37 @@ def test_damaged_entry_recompiles(caplog, tmp_path):
     assert _outcomes(caplog) == ["miss"]
     _run()
     assert _outcomes(caplog) == ["hit"]
+
+
+def test_graph_with_an_effect_token_is_not_stored(caplog):
+    # linalg.inv's error check is an effectful op: after a hit AOTAutograd would
+    # call the module without its token's slot, so such a graph is not stored.
+    def fn(x):
+        return torch.linalg.inv(x) * 2
+
+    x = torch.randn(4, 4) + 4 * torch.eye(4)
+    for _ in range(2):
+        torch._dynamo.reset()
+        with torch.no_grad():
+            torch.testing.assert_close(torch.compile(fn, backend="coil")(x), fn(x))
+    assert _outcomes(caplog) == ["bypass", "bypass"]
+
+
+def test_empty_and_non_plain_constants_in_an_entry():
+    # Empty constants are stored as their metadata (on a GPU, GPT-2's had no
+    # storage to pickle) and come back as tensors; other tensors must be plain.
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    empty = torch.empty(0, 3, dtype=torch.bfloat16)[:, :2]
+    code = aotcache.CoilOutputCode(recipe=aotcache.Recipe("", True, [empty, torch.ones(2)], {}))
+    code.prepare_for_serialization()
+    kept = pickle.loads(pickle.dumps(code.recipe.constants))
+    restored = [c.tensor() if isinstance(c, aotcache._Empty) else c for c in kept]
+    assert restored[0].shape == (0, 2) and restored[0].stride() == empty.stride()
+    assert restored[0].dtype == torch.bfloat16
+    torch.testing.assert_close(restored[1], torch.ones(2))
+    with FakeTensorMode():
+        fake = torch.ones(2)
+    code = aotcache.CoilOutputCode(recipe=aotcache.Recipe("", True, [fake], {}))
+    with pytest.raises(Exception, match="constant 0 is not a plain tensor"):
+        code.prepare_for_serialization()
