@@ -502,6 +502,18 @@ class HostPrinter:
         # result may start anywhere in its storage): the view moves the
         # source's own offset by the difference.
         delta = sympy.expand(offset - to_expr(src.type.offset_attr.data))
+        if (
+            delta == 0
+            and t.shape_attr == src.type.shape_attr
+            and t.strides_attr == src.type.strides_attr
+        ):
+            # The same layout (a kernel writing its result over its input's
+            # buffer): the tensor itself, not a new view (a view costs ~1.4 us
+            # of host time a call).
+            if src in self.aligned:
+                self.aligned.add(op.result)
+            self.emit(f"{name} = {src_name}")
+            return
         self.emit(
             f"{name} = reinterpret_tensor({src_name}, {sizes}, {strides}, {self.expr(delta)})"
         )
@@ -729,6 +741,8 @@ class HostPrinter:
                     text = values[0] if values else "None"
                 else:
                     text = "[" + ", ".join(values) + "]"
+            elif spec.kwarg_only and _is_default(op, spec):
+                continue  # the callee's default (addmm's beta=1, alpha=1): no parsing
             else:
                 text = self.literal(_listed(op.arg(spec.name)))
             if spec.kwarg_only:
@@ -859,6 +873,16 @@ def host_function(module: ModuleOp) -> H.FuncOp:
     if len(fns) != 1:
         raise PythonTargetError(f"-t python expects exactly one host.func, found {len(fns)}")
     return fns[0]
+
+
+def _is_default(op: AtenOp, spec: Any) -> bool:
+    """Whether the non-tensor argument ``spec`` of ``op`` is its schema default."""
+    if spec.default_attr is None:
+        return False
+    if op.properties.get(spec.accessor) is None:
+        return True
+    value, default = op.arg(spec.name), spec.default
+    return type(value) is type(default) and value == default
 
 
 def emit_python(module: ModuleOp) -> str:
