@@ -343,6 +343,89 @@ def _scalar_index_compat() -> Callable[[], None]:
     return undo
 
 
+def _tree_generic_reduce() -> Callable[[], None]:
+    """Make Triton's interpreter run a custom ``tl.reduce`` combiner as a pairwise
+    tree over whole slices instead of once per element; returns the undo.
+
+    The interpreter's ``generic_reduce`` (every combiner but its builtin
+    max/min/sum/argmax ones) folds each output's elements one by one, calling
+    the combiner on scalars, and each call of a ``@jit`` function from the
+    interpreter re-patches ``triton.language`` (~0.1 ms): a 1 x 8192 online
+    softmax block took 8191 calls, and such kernels were most of the CPU test
+    suite's time. Coil's combiners are elementwise and associative up to
+    rounding, so pairs of neighbours -- (0, 1), (2, 3), ...; an odd last one
+    carried -- are combined for every output at once, log2(n) calls in all,
+    each pair in index order (the argmax combiners' ties still see the
+    earlier index first). The association is a tree, as on the GPU, rather
+    than the interpreter's left fold."""
+    try:
+        import numpy as np
+        from triton.runtime import interpreter
+    except ImportError:
+        return lambda: None
+    ops = getattr(interpreter, "ReduceOps", None)
+    original = getattr(ops, "generic_reduce", None)
+    if original is None or not hasattr(ops, "unravel") or not hasattr(ops, "to_tensor"):
+        return lambda: None
+    import triton.language as tl
+
+    def generic_reduce(self: Any, given: Any) -> Any:
+        original_axis = self.axis
+        inputs, axis = self.unravel(given, self.axis)
+        datas = [arg.handle.data for arg in inputs]
+        if not datas or datas[0].ndim == 0 or datas[0].shape[axis] == 0:
+            return original(self, given)
+        dtypes = [arg.dtype for arg in inputs]
+        vals = [np.moveaxis(d, axis, -1) for d in datas]
+        while vals[0].shape[-1] > 1:
+            n = vals[0].shape[-1]
+            pairs = 2 * (n // 2)
+            ret = self.combine_fn.fn(
+                *(
+                    self.to_tensor(np.ascontiguousarray(v[..., 0:pairs:2]), t)
+                    for v, t in zip(vals, dtypes)
+                ),
+                *(
+                    self.to_tensor(np.ascontiguousarray(v[..., 1:pairs:2]), t)
+                    for v, t in zip(vals, dtypes)
+                ),
+            )
+            ret = ret if isinstance(ret, tuple) else (ret,)
+            shape = vals[0].shape[:-1] + (n // 2,)
+            vals = [
+                np.concatenate([r, v[..., pairs:]], -1)
+                for r, v in zip(
+                    (
+                        np.broadcast_to(
+                            np.asarray(r.handle.data if isinstance(r, tl.core.tensor) else r),
+                            shape,
+                        ).astype(v.dtype)
+                        for r, v in zip(ret, vals)
+                    ),
+                    vals,
+                )
+            ]
+        out = []
+        for v, t in zip(vals, dtypes):
+            data = v[..., 0]
+            if self.keep_dims:
+                if original_axis is not None:
+                    data = np.expand_dims(data, axis)
+                else:
+                    data = data.reshape((1,) * datas[0].ndim)
+            elif original_axis is None:
+                data = data.item()
+            out.append(self.to_tensor(data, t))
+        return out
+
+    ops.generic_reduce = generic_reduce
+
+    def undo() -> None:
+        ops.generic_reduce = original
+
+    return undo
+
+
 @contextlib.contextmanager
 def interpreter_scope() -> Iterator[None]:
     """Run Triton's interpreter as if triton had been imported under
@@ -362,8 +445,10 @@ def interpreter_scope() -> Iterator[None]:
             snapshot = _snapshot_language()
             restore_options = _interpreter_debug()
             restore_index = _scalar_index_compat()
+            restore_reduce = _tree_generic_reduce()
 
             def undo() -> None:
+                restore_reduce()
                 restore_index()
                 if had_call:
                     JITFunction.__call__ = saved_call
