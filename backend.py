@@ -639,7 +639,7 @@ def coil(
     inference_pipeline = _graph_pipeline(pipeline, True, torch.backends.cuda.matmul.allow_tf32)
     aot_cache = AotCache(
         inference_pipeline,
-        options,
+        {**options, "cudagraphs": cudagraphs},  # mode="reduce-overhead" sets it too
         enabled=options.get("cache"),
         dump_dir=dump_dir or os.environ.get("COIL_DUMP_DIR"),
     )

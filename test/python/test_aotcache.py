@@ -126,6 +126,18 @@ def test_miss_on_other_options(caplog, options):
     assert _outcomes(caplog) == ["hit"]
 
 
+def test_miss_on_reduce_overhead_mode(caplog):
+    # mode="reduce-overhead" turns CUDA graphs on without an option: a hit of the
+    # default compile would hand back a callable without them.
+    _run()
+    _outcomes(caplog)
+    torch._dynamo.reset()
+    x, y = torch.randn(8, 16), torch.randn(16, 32)
+    with torch.no_grad():
+        torch.compile(_f, backend="coil", mode="reduce-overhead")(x, y)
+    assert _outcomes(caplog) == ["miss"]
+
+
 def test_miss_on_another_coil_version(caplog, monkeypatch):
     _run()
     _outcomes(caplog)
