@@ -109,6 +109,43 @@ def test_hit_after_restart_in_a_new_process(tmp_path):
     assert "graph cache" not in second  # coil's compiler never ran
 
 
+def _compile_in_processes(tmp_path, n: int) -> list[str]:
+    """``n`` processes compiling the same function at once; their cache lines."""
+    script = tmp_path / "compile_one.py"
+    script.write_text(textwrap.dedent(_PROCESS))
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(n)
+    ]
+    results = [p.communicate(timeout=300) for p in procs]
+    for proc, (_, err) in zip(procs, results):
+        assert proc.returncode == 0, err  # each checked its result against eager
+    return [out for out, _ in results]
+
+
+def test_two_processes_at_once_then_a_hit(tmp_path):
+    # torch writes each entry atomically under a name hashed from its content:
+    # both may store, neither reads a partial file, a later process hits.
+    for out in _compile_in_processes(tmp_path, 2):
+        assert "AOTAutograd cache miss" in out or "AOTAutograd cache hit" in out
+    [later] = _compile_in_processes(tmp_path, 1)
+    assert "AOTAutograd cache hit" in later
+    entries = list((tmp_path / "cache" / "aotautograd").rglob("*"))
+    assert not [e for e in entries if e.name.startswith(".")]  # no temporary left
+
+
+def test_cache_dir_that_cannot_exist_still_compiles(caplog, tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("COIL_CACHE_DIR", str(blocker / "cache"))
+    _run()
+    _run()  # correct both times (_run checks against eager), nothing stored
+    assert _outcomes(caplog) == ["miss", "miss"]
+    assert blocker.read_text() == "not a directory"
+
+
 @pytest.mark.parametrize(
     "options",
     [
