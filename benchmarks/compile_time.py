@@ -77,10 +77,10 @@ def child(backend: str, name: str, smoke: bool) -> dict:
         class Count(logging.Handler):
             def emit(self, record: logging.LogRecord) -> None:
                 message = record.getMessage()
-                for cache in ("AOTAutograd cache", "graph cache"):
+                for cache, tag in (("AOTAutograd cache", "AOT "), ("graph cache", "")):
                     if message.startswith(f"coil: {cache} "):
                         outcome = message.split(f"{cache} ", 1)[1].split(" ", 1)[0]
-                        hits.append(f"{'AOT ' if cache[0] == 'A' else ''}{outcome}")
+                        hits.append(tag + outcome)
 
         logging.getLogger("coil").addHandler(Count())
         logging.getLogger("coil").setLevel(logging.INFO)

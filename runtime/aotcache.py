@@ -164,7 +164,9 @@ def available() -> bool:
     """Whether this torch has what the cache relies on."""
     try:
         from torch._functorch._aot_autograd.autograd_cache import AOTAutogradCache
-        from torch._functorch._aot_autograd.schemas import SerializableAOTDispatchCompiler
+        from torch._functorch._aot_autograd.schemas import (  # noqa: F401 (must exist)
+            SerializableAOTDispatchCompiler,
+        )
     except ImportError:
         return False
     return (
@@ -172,7 +174,6 @@ def available() -> bool:
         and hasattr(AOTAutogradCache, "_get_tmp_dir")
         and hasattr(torch._functorch.config, "bundled_autograd_cache")
         and hasattr(torch.compiler.config, "cache_key_tag")
-        and SerializableAOTDispatchCompiler is not None
     )
 
 

@@ -377,33 +377,28 @@ def _tree_generic_reduce() -> Callable[[], None]:
             return original(self, given)
         dtypes = [arg.dtype for arg in inputs]
         vals = [np.moveaxis(d, axis, -1) for d in datas]
+
+        def as_array(r: Any) -> Any:  # a combiner's result: a tensor or a Python scalar
+            return np.asarray(r.handle.data if isinstance(r, tl.core.tensor) else r)
+
         while vals[0].shape[-1] > 1:
             n = vals[0].shape[-1]
             pairs = 2 * (n // 2)
-            ret = self.combine_fn.fn(
-                *(
-                    self.to_tensor(np.ascontiguousarray(v[..., 0:pairs:2]), t)
+            lefts, rights = (
+                [
+                    self.to_tensor(np.ascontiguousarray(v[..., k:pairs:2]), t)
                     for v, t in zip(vals, dtypes)
-                ),
-                *(
-                    self.to_tensor(np.ascontiguousarray(v[..., 1:pairs:2]), t)
-                    for v, t in zip(vals, dtypes)
-                ),
+                ]
+                for k in (0, 1)
             )
+            ret = self.combine_fn.fn(*lefts, *rights)
             ret = ret if isinstance(ret, tuple) else (ret,)
             shape = vals[0].shape[:-1] + (n // 2,)
-            vals = [
-                np.concatenate([r, v[..., pairs:]], -1)
-                for r, v in zip(
-                    (
-                        np.broadcast_to(
-                            np.asarray(r.handle.data if isinstance(r, tl.core.tensor) else r),
-                            shape,
-                        ).astype(v.dtype)
-                        for r, v in zip(ret, vals)
-                    ),
-                    vals,
+            vals = [  # the odd last element, if any, carried to the next round
+                np.concatenate(
+                    [np.broadcast_to(as_array(r), shape).astype(v.dtype), v[..., pairs:]], -1
                 )
+                for r, v in zip(ret, vals)
             ]
         out = []
         for v, t in zip(vals, dtypes):

@@ -12,10 +12,10 @@ import logging
 import pickle
 import subprocess
 import sys
-import textwrap
 
 import pytest
 import torch
+from cache_child import PRELUDE
 
 from coil.pipeline import PIPELINES
 from coil.runtime import aotcache, codecache, graphcache
@@ -77,42 +77,20 @@ def test_second_compile_hits_and_skips_aotautograd_and_coil(caplog, monkeypatch,
     assert _outcomes(caplog) == ["hit"]
 
 
-_PROCESS = """
-import logging, torch
-messages = []
-handler = logging.Handler()
-handler.emit = lambda record: messages.append(record.getMessage())
-logging.getLogger("coil").addHandler(handler)
-logging.getLogger("coil").setLevel(logging.INFO)
-
-def f(x, y):
-    return torch.softmax(x @ y, -1) * 2 + 1
-
-x, y = torch.randn(8, 16), torch.randn(16, 32)
+_PROCESS = (
+    PRELUDE
+    + """
 with torch.no_grad():
     torch.testing.assert_close(torch.compile(f, backend="coil")(x, y), f(x, y))
 print("\\n".join(m for m in messages if "cache" in m))
 """
-
-
-def test_hit_after_restart_in_a_new_process(tmp_path):
-    script = tmp_path / "compile_one.py"
-    script.write_text(textwrap.dedent(_PROCESS))
-    first, second = (
-        subprocess.run(
-            [sys.executable, str(script)], capture_output=True, text=True, check=True
-        ).stdout
-        for _ in range(2)
-    )
-    assert "AOTAutograd cache miss" in first and "graph cache miss" in first
-    assert "AOTAutograd cache hit" in second
-    assert "graph cache" not in second  # coil's compiler never ran
+)
 
 
 def _compile_in_processes(tmp_path, n: int) -> list[str]:
     """``n`` processes compiling the same function at once; their cache lines."""
     script = tmp_path / "compile_one.py"
-    script.write_text(textwrap.dedent(_PROCESS))
+    script.write_text(_PROCESS)
     procs = [
         subprocess.Popen(
             [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -123,6 +101,14 @@ def _compile_in_processes(tmp_path, n: int) -> list[str]:
     for proc, (_, err) in zip(procs, results):
         assert proc.returncode == 0, err  # each checked its result against eager
     return [out for out, _ in results]
+
+
+def test_hit_after_restart_in_a_new_process(tmp_path):
+    [first] = _compile_in_processes(tmp_path, 1)
+    [second] = _compile_in_processes(tmp_path, 1)
+    assert "AOTAutograd cache miss" in first and "graph cache miss" in first
+    assert "AOTAutograd cache hit" in second
+    assert "graph cache" not in second  # coil's compiler never ran
 
 
 def test_two_processes_at_once_then_a_hit(tmp_path):

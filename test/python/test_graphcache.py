@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from cache_child import PRELUDE
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -92,23 +93,12 @@ def test_second_compile_hits_and_skips_the_pipeline(caplog, monkeypatch, tmp_pat
     assert second.coil_source == first.coil_source
 
 
-_PROCESS = """
-import logging, sys, time
-from pathlib import Path
-import torch
+_PROCESS = (
+    PRELUDE
+    + """
 from torch.fx.experimental.proxy_tensor import make_fx
 from coil.backend import compile_graph
 
-messages = []
-handler = logging.Handler()
-handler.emit = lambda record: messages.append(record.getMessage())
-logging.getLogger("coil").addHandler(handler)
-logging.getLogger("coil").setLevel(logging.INFO)
-
-def f(x, y):
-    return torch.softmax(x @ y, -1) * 2 + 1
-
-x, y = torch.randn(8, 16), torch.randn(16, 32)
 gm = make_fx(f, tracing_mode="fake")(x, y)
 if len(sys.argv) > 1:  # a barrier: every process compiles at once
     Path(sys.argv[1]).touch()
@@ -118,6 +108,7 @@ run = compile_graph(gm, [x, y])
 torch.testing.assert_close(run(x, y), f(x, y))
 print(next(m for m in messages if "graph cache" in m))
 """
+)
 
 
 def _script(tmp_path: Path) -> Path:
