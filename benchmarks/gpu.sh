@@ -13,7 +13,8 @@
 #   NCU="mean_all bf16,sum_dim1 bf16"  benchmarks/ncu_kernels.py under ncu (hardware
 #            counters of coil's and Inductor's kernels for roofline workloads);
 #   MODELS="gpt2 bert ..."   benchmarks/models.py on those models;
-#   OVERHEAD="mlp20_b1 ..."  benchmarks/overhead.py (host overhead per call);
+#   OVERHEAD="mlp20_b1 ..."  benchmarks/overhead.py (host overhead per call;
+#                            OVERHEAD_DUMP=1 adds coil's dump of each under $OUT/dump);
 #   HOSTPROF="mlp20_b1:coil-cudagraphs ..."  benchmarks/host_profile.py (cProfile
 #                            of host time per call) on NAME:VARIANT pairs;
 #   PROFILE="bert ..."       benchmarks/profile_model.py (torch.profiler: kernel

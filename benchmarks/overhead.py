@@ -13,7 +13,8 @@ Inductor and Inductor ``mode="reduce-overhead"``:
 Also the cost of one launch of a tiny Triton kernel through ``kernel[grid]``
 (Triton's own launch path) against coil's bound launcher (runtime/launch.py).
 Run on the GPU machine: ``python benchmarks/overhead.py [names...]``; the table
-is printed last and written to ``$OUT/overhead.md``.
+is printed last and written to ``$OUT/overhead.md``. ``OVERHEAD_DUMP=1`` also
+writes coil's IR and wrapper of each workload under ``$OUT/dump/NAME``.
 """
 
 from __future__ import annotations
@@ -135,6 +136,15 @@ def launch_cost() -> str:
     return "; ".join(out)
 
 
+def _dump(name: str) -> dict:
+    """With OVERHEAD_DUMP=1 (and OUT), coil's default variant writes its IR and
+    wrapper under $OUT/dump/NAME (COIL_DUMP_DIR's files), to read the GPU
+    wrapper off the device."""
+    if os.environ.get("OVERHEAD_DUMP") == "1" and os.environ.get("OUT"):
+        return {"dump_dir": os.path.join(os.environ["OUT"], "dump", name)}
+    return {}
+
+
 def main() -> int:
     names = sys.argv[1:] or list(WORKLOADS)
     import triton
@@ -157,7 +167,7 @@ def main() -> int:
             "eager": lambda m: m,
             "inductor": lambda m: torch.compile(m),
             "inductor reduce-overhead": lambda m: torch.compile(m, mode="reduce-overhead"),
-            "coil": lambda m: torch.compile(m, backend="coil"),
+            "coil": lambda m: torch.compile(m, backend="coil", options=_dump(name)),
             "coil cudagraphs": lambda m: torch.compile(
                 m, backend="coil", options={"cudagraphs": True}
             ),

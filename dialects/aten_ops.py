@@ -710,6 +710,22 @@ class AtenAddmmDtypeOp(AtenOp):
 
 
 @irdl_op_definition
+class AtenAddmmOutOp(AtenOp):
+    """aten::addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"""
+
+    name = "aten.addmm.out"
+    OVERLOAD: ClassVar[str] = "aten.addmm.out"
+    SCHEMA: ClassVar[str] = 'aten::addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)'
+    self = operand_def(AnyAttr())
+    mat1 = operand_def(AnyAttr())
+    mat2 = operand_def(AnyAttr())
+    beta = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
+    alpha = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
+    out = operand_def(AnyAttr())
+    result = result_def(AnyAttr())
+
+
+@irdl_op_definition
 class AtenAddmm_Op(AtenOp):
     """aten::addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)"""
 
@@ -1394,6 +1410,22 @@ class AtenBaddbmmDtypeOp(AtenOp):
 
 
 @irdl_op_definition
+class AtenBaddbmmOutOp(AtenOp):
+    """aten::baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"""
+
+    name = "aten.baddbmm.out"
+    OVERLOAD: ClassVar[str] = "aten.baddbmm.out"
+    SCHEMA: ClassVar[str] = 'aten::baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)'
+    self = operand_def(AnyAttr())
+    batch1 = operand_def(AnyAttr())
+    batch2 = operand_def(AnyAttr())
+    beta = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
+    alpha = opt_prop_def(ExprAttr | FloatAttr | IntegerAttr)
+    out = operand_def(AnyAttr())
+    result = result_def(AnyAttr())
+
+
+@irdl_op_definition
 class AtenBaddbmm_Op(AtenOp):
     """aten::baddbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)"""
 
@@ -1709,6 +1741,19 @@ class AtenBmmDtypeOp(AtenOp):
     out_dtype = opt_prop_def(Attribute)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class AtenBmmOutOp(AtenOp):
+    """aten::bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)"""
+
+    name = "aten.bmm.out"
+    OVERLOAD: ClassVar[str] = "aten.bmm.out"
+    SCHEMA: ClassVar[str] = 'aten::bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)'
+    self = operand_def(AnyAttr())
+    mat2 = operand_def(AnyAttr())
+    out = operand_def(AnyAttr())
+    result = result_def(AnyAttr())
 
 
 @irdl_op_definition
@@ -5011,6 +5056,19 @@ class AtenMmDtypeOp(AtenOp):
     out_dtype = opt_prop_def(Attribute)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class AtenMmOutOp(AtenOp):
+    """aten::mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)"""
+
+    name = "aten.mm.out"
+    OVERLOAD: ClassVar[str] = "aten.mm.out"
+    SCHEMA: ClassVar[str] = 'aten::mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)'
+    self = operand_def(AnyAttr())
+    mat2 = operand_def(AnyAttr())
+    out = operand_def(AnyAttr())
+    result = result_def(AnyAttr())
 
 
 @irdl_op_definition
@@ -10670,6 +10728,7 @@ ATEN_OPS = [
     AtenAdd_TensorOp,
     AtenAddmmOp,
     AtenAddmmDtypeOp,
+    AtenAddmmOutOp,
     AtenAddmm_Op,
     AtenAliasOp,
     AtenAmaxOp,
@@ -10721,6 +10780,7 @@ ATEN_OPS = [
     AtenAvgPool3dOp,
     AtenBaddbmmOp,
     AtenBaddbmmDtypeOp,
+    AtenBaddbmmOutOp,
     AtenBaddbmm_Op,
     AtenBernoulliTensorOp,
     AtenBernoulliOp,
@@ -10746,6 +10806,7 @@ ATEN_OPS = [
     AtenBitwiseXor_TensorOp,
     AtenBmmOp,
     AtenBmmDtypeOp,
+    AtenBmmOutOp,
     AtenCatOp,
     AtenCeilScalarOp,
     AtenCeilOp,
@@ -10998,6 +11059,7 @@ ATEN_OPS = [
     AtenMinimumOp,
     AtenMmOp,
     AtenMmDtypeOp,
+    AtenMmOutOp,
     AtenMovedimIntOp,
     AtenMovedimIntlistOp,
     AtenMseLossOp,

@@ -242,7 +242,8 @@ def schema_info(schema_text: str, inplace_view: bool = False) -> OpSchema:
         parsed = _parse_schema(text)
     except (RuntimeError, AssertionError, KeyError) as e:  # types torchgen does not model
         raise UnsupportedSchema(str(e)) from None
-    kwarg_only = {a.name for a in parsed.arguments.flat_kwarg_only}
+    # torchgen keeps ``out`` arguments apart from the other keyword-only ones.
+    kwarg_only = {a.name for a in (*parsed.arguments.flat_kwarg_only, *parsed.arguments.out)}
     args = []
     for arg in parsed.arguments.flat_all:
         kind, optional = classify(arg.type)

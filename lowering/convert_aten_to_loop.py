@@ -82,6 +82,11 @@ EXTERN_BY_DESIGN = frozenset(
         "aten.bmm.default",
         "aten.addmm.default",
         "aten.baddbmm.default",
+        # memory-plan's out= forms of the four above (products into planned buffers)
+        "aten.mm.out",
+        "aten.bmm.out",
+        "aten.addmm.out",
+        "aten.baddbmm.out",
         "aten.convolution.default",
         "aten.convolution_backward.default",
         "aten._scaled_dot_product_flash_attention.default",

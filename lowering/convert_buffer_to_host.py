@@ -12,7 +12,9 @@ types and attributes (``coil.output_tree``, ``coil.peak_bytes`` ...), its ops
 in the same order:
 
 * ``buffer.alloc``            -> ``host.empty_strided``
-* ``buffer.view`` / ``reuse`` -> ``host.reinterpret`` (same storage, new layout)
+* ``buffer.view`` / ``reuse`` -> ``host.reinterpret`` (same storage, new layout;
+  a view of a view is one view of the first's source, and a view nothing but
+  such views read is dropped)
 * ``buffer.dealloc``          -> ``host.free``
 * ``buffer.extern``           -> ``host.extern`` (region moved, ``buffer.yield``
   -> ``host.yield``)
@@ -98,7 +100,14 @@ class LowerAllocOp(RewritePattern):
 
 
 def _reinterpret(op: B.ViewOp | B.ReuseOp, rewriter: PatternRewriter) -> None:
-    new = H.ReinterpretOp(op.source, op.result.type)
+    # A view of a view is a view of the first one's source: layouts in types
+    # are absolute (offsets count from the storage root), so nothing changes
+    # but the number of views the wrapper makes per call (GPT-2 made a
+    # [1, 128, 768] view of each LayerNorm output only to view it as [128, 768]).
+    source = op.source
+    while isinstance(source.owner, H.ReinterpretOp):
+        source = source.owner.source
+    new = H.ReinterpretOp(source, op.result.type)
     new.result.name_hint = op.result.name_hint
     rewriter.replace(op, [new], [new.result])
 
@@ -211,6 +220,11 @@ class ConvertBufferToHostPass(ModulePass):
         )
         for f in functions:
             walker.rewrite_region(f.body)
+            # The views only other views read (all folded into those).
+            for o in reversed(list(f.body.block.ops)):
+                if isinstance(o, H.ReinterpretOp) and not o.result.uses:
+                    o.detach()
+                    o.erase()
         # Functions last: the body is moved, not rewalked.
         for f in functions:
             LowerFuncOp().match_and_rewrite(f, PatternRewriter(f))

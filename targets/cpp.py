@@ -749,7 +749,10 @@ class CppPrinter:
         call = f"coil::call_op({handle}(), {{{', '.join(stack)}}})"
         results = list(op.results)
         returns = overload._schema.returns
-        if not results:
+        if not results or (
+            len(results) == 1 and not results[0].uses and _returns_written_argument(returns)
+        ):
+            # (an ``out=`` call of memory-plan's: its readers read the buffer it writes)
             self.emit(call + ";")
             return
         names = []
@@ -983,3 +986,10 @@ class CppTarget(Target):
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         output.write(emit_cpp(module))
+
+
+def _returns_written_argument(returns: Any) -> bool:
+    """Whether an op's one return is an argument it writes (``out=``, in place)."""
+    return (
+        len(returns) == 1 and returns[0].alias_info is not None and returns[0].alias_info.is_write
+    )

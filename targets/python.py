@@ -56,7 +56,7 @@ from xdsl.dialects.builtin import (
     NoneAttr,
     StringAttr,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.target import Target
 
@@ -227,6 +227,10 @@ class HostPrinter:
         self.counters: dict[str, int] = {}
         # Inside a host.extern: region values the extern yields -> the result's name hint.
         self.hints: dict[SSAValue, str | None] = {}
+        # Tensor constants made once at module level (read only).
+        self.hoisted: set[SSAValue] = set()
+        # Results of ATen calls that return an argument they write -> that argument.
+        self.written: dict[SSAValue, SSAValue] = {}
         # Kernel name -> the user lines it came from (its coil.source_lines).
         self.kernel_lines: dict[str, list[str]] = {}
         for op in module.ops:
@@ -660,7 +664,10 @@ class HostPrinter:
             self.names[r]
             for inner in block.ops
             for r in inner.results
-            if r not in term.values and r in self.names and isinstance(r.type, TensorType)
+            if r not in term.values
+            and r in self.names
+            and r not in self.hoisted
+            and isinstance(r.type, TensorType)
         ]
         if temps:
             self.emit(f"del {', '.join(temps)}")
@@ -668,6 +675,15 @@ class HostPrinter:
         for r, v in zip(op.res, term.values):
             if v in block.args or v in taken:
                 self.emit(f"{self.define(r)} = {self.name(v)}")
+            elif v in self.written:
+                # An out= call's result: the buffer it wrote (a block argument).
+                self.names[r] = self.name(v)
+                source = self.written[v]
+                if isinstance(source, BlockArgument) and source.owner is block:
+                    source = op.args[source.index]
+                for known in (self.fresh, self.aligned):
+                    if source in known:
+                        known.add(r)
             else:
                 self.names[r] = self.name(v)
                 owner = v.owner
@@ -697,10 +713,17 @@ class HostPrinter:
             t = op.result.type
             values = [python_literal(v) for v in op.value.get_values()]
             name = self.define(op.result, "const")
-            self.emit(
-                f"{name} = torch.tensor([{', '.join(values)}], dtype={t.dtype}, "
+            made = (
+                f"torch.tensor([{', '.join(values)}], dtype={t.dtype}, "
                 f'device="{t.device}").reshape({self.exprs(t.shape)})'
             )
+            if _only_read(op.result) and not _type_symbols(t):
+                # Made once, when the module loads: a copy to the GPU per call
+                # costs a host-to-device transfer (and ~10 us of host time).
+                self.hoisted.add(op.result)
+                self.module_lines.append(f"{name} = {made}  # read only: made once")
+            else:
+                self.emit(f"{name} = {made}")
             return
         if isinstance(op, AtenOp):
             call = self.aten_call(op)
@@ -714,6 +737,16 @@ class HostPrinter:
         if not results:
             self.emit(call)
             return
+        written = _returned_argument(op, returns)
+        if written is not None and not results[0].uses:
+            # ``torch.addmm(..., out=buf)`` (memory-plan's destination-passing
+            # form): called for its effect, as readers read ``buf``.
+            self.emit(call)
+            return
+        if written is not None:
+            # The result is that argument itself (under its own name, as the
+            # argument's may be dropped before the result's).
+            self.written[results[0]] = written
         names = []
         for r in results:
             name = self.fresh_name(self.hints.get(r, r.name_hint), "buf")
@@ -803,6 +836,41 @@ class HostPrinter:
         raise PythonTargetError(f"-t python: cannot print argument {attr}")
 
 
+def _only_read(value: SSAValue) -> bool:
+    """Whether every use of ``value`` is an aten op argument its schema neither
+    writes nor returns a view of (so one tensor can serve every call)."""
+    for use in value.uses:
+        op = use.operation
+        if not isinstance(op, AtenOp):
+            return False
+        names = [name for name, vs in op.operand_groups().items() if value in vs]
+        args = {a.name: a for a in op.overload()._schema.arguments}
+        if not names or any(args[n].alias_info is not None for n in names):
+            return False
+    return True
+
+
+def _returned_argument(op: Operation, returns: Sequence[Any]) -> SSAValue | None:
+    """The operand an aten op returns as its one result because it writes it
+    (``out=``, an in-place op's ``self``), per its schema; else None."""
+    if (
+        not isinstance(op, AtenOp)
+        or len(returns) != 1
+        or returns[0].alias_info is None
+        or not returns[0].alias_info.is_write
+    ):
+        return None
+    alias = set(returns[0].alias_info.before_set)
+    groups = op.operand_groups()
+    for a in op.overload()._schema.arguments:
+        info = a.alias_info
+        if info is not None and info.is_write and alias & set(info.before_set):
+            values = groups.get(a.name, [])
+            if len(values) == 1 and values[0] is not None:
+                return values[0]
+    return None
+
+
 def _aligned_offset(offset: Any, dtype: torch.dtype) -> bool:
     """Whether ``offset`` elements of ``dtype`` are a multiple of 16 bytes for every
     value of the size symbols in it."""
@@ -830,6 +898,10 @@ PUBLIC_BINDINGS = {
     "aten.bmm.default": "torch.bmm",
     "aten.addmm.default": "torch.addmm",
     "aten.baddbmm.default": "torch.baddbmm",
+    "aten.mm.out": "torch.mm",
+    "aten.bmm.out": "torch.bmm",
+    "aten.addmm.out": "torch.addmm",
+    "aten.baddbmm.out": "torch.baddbmm",
 }
 """Extern calls made through torch's generated Python bindings, as Inductor's
 ``extern_kernels`` does: the same ATen op with the same arguments, parsed by

@@ -14,8 +14,10 @@ Which overloads get an op class:
   ``_c10d_functional_autograd``), on the bases of ``dialects/c10d.py``
   (communicating, so never ``Pure``);
 
-skipping aten/prims ``out=`` overloads that are not tagged core, and schemas
-with argument kinds the dialect has no form for (Dimname, Stream, str[] ...).
+skipping aten/prims ``out=`` overloads that are not tagged core (but for the
+GEMMs' in ``KEPT_OUT``: memory-plan has ATen write their products into planned
+buffers), and schemas with argument kinds the dialect has no form for
+(Dimname, Stream, str[] ...).
 Anything else imports as the generic ``aten.operator``.
 """
 
@@ -60,6 +62,10 @@ EXTRA_PACKETS = """
     max_pool2d_with_indices_backward _adaptive_avg_pool2d upsample_nearest2d
     upsample_bilinear2d col2im im2col tril triu logsumexp clamp_min clamp_max
     """.split()
+
+KEPT_OUT = {"aten::mm.out", "aten::bmm.out", "aten::addmm.out", "aten::baddbmm.out"}
+"""``out=`` overloads with an op class though not tagged core: memory-plan's
+``_externs_into_buffers`` calls them (Inductor's ``extern_kernels.mm(..., out=)``)."""
 
 
 def _packets(namespace: str) -> list[str]:
@@ -116,7 +122,13 @@ def selected_overloads() -> list[torch._ops.OpOverload]:
                 for a in op._schema.arguments
             )
         )
-        if is_out and torch.Tag.core not in op.tags and op.namespace not in C10D_NAMESPACES:
+        kept = f"{op._schema.name}.{name}" in KEPT_OUT
+        if (
+            is_out
+            and not kept
+            and torch.Tag.core not in op.tags
+            and op.namespace not in C10D_NAMESPACES
+        ):
             continue
         try:
             op_schema(op)

@@ -10,7 +10,12 @@ Output:
 * ``buffer.dealloc %b`` right after the last use of each ``buffer.alloc`` and
   of each fresh extern result (what ATen allocated for a call whose schema
   returns no alias) that is not a result of the function and not aliased by one;
-* with ``reuse=true`` (default) a later ``buffer.alloc`` with the same storage
+* with ``reuse=true`` (default) first a GEMM extern (``mm``, ``bmm``,
+  ``addmm``, ``baddbmm``) with a row-major product writes it through its
+  ``out=`` form into a new ``buffer.alloc`` and has no result (readers read the
+  buffer), so the plan below places products like a kernel's outputs
+  (Inductor's ``extern_kernels.mm(..., out=buf)``); then
+* with ``reuse=true`` a later ``buffer.alloc`` with the same storage
   size in bytes (symbolic equality), dtype and device as a dead allocation
   (an allocation or a fresh extern result)
   becomes ``buffer.reuse %dead : A -> B`` placed just before its first use
@@ -136,6 +141,39 @@ def _operator_groups(op: OperatorOp, schema: torch.FunctionSchema) -> dict[str, 
     return groups
 
 
+def aliased_operands(op: B.ExternOp, result: int) -> list[SSAValue]:
+    """The operands of ``op`` that its result number ``result`` may share storage
+    with: those the schema gives the result's alias set (``mm.out``'s result is
+    its ``out``, ``view``'s its ``self``); every operand where that is unknown
+    (no schema, several calls in the region, ``wait_tensor``)."""
+    everything = list(op.args)
+    schema = _schema(op.kernel_name)
+    inner = [o for o in op.body.block.ops if not isinstance(o, B.YieldOp)]
+    if op.kernel_name == WAIT_TENSOR or schema is None or len(inner) != 1:
+        return everything
+    call = inner[0]
+    if result >= len(schema.returns) or op.body.block.last_op.operands[result] not in call.results:
+        return everything
+    info = schema.returns[result].alias_info
+    if info is None:
+        return []
+    if isinstance(call, AtenOp):
+        groups = call.operand_groups()
+    elif isinstance(call, OperatorOp):
+        groups = _operator_groups(call, schema)
+    else:
+        return everything
+    block, found = op.body.block, []
+    for a in schema.arguments:
+        if a.alias_info is None or not (set(a.alias_info.before_set) & set(info.before_set)):
+            continue
+        for v in groups.get(a.name, []):
+            if not (isinstance(v, BlockArgument) and v.owner is block):
+                return everything  # aliases a value made inside the region
+            found.append(op.args[v.index])
+    return found
+
+
 def storage_roots(value: SSAValue) -> set[SSAValue]:
     """The storage holders ``value`` may live in: ``buffer.alloc``/``buffer.reuse``
     results and function arguments, through views and aliasing extern results."""
@@ -145,7 +183,7 @@ def storage_roots(value: SSAValue) -> set[SSAValue]:
     if isinstance(owner, B.ExternOp):
         roots = {value}
         if extern_results_alias(owner):
-            for a in owner.args:
+            for a in aliased_operands(owner, owner.res.index(value)):
                 if isinstance(a.type, B.BufferType):
                     roots |= storage_roots(a)
         return roots
@@ -249,12 +287,70 @@ def _externs_in_place(ops: list[Operation], ret: Operation) -> None:
         Rewriter.replace_op(inner[0], new)
 
 
+OUT_VARIANTS = {
+    "aten.mm.default": "aten.mm.out",
+    "aten.bmm.default": "aten.bmm.out",
+    "aten.addmm.default": "aten.addmm.out",
+    "aten.baddbmm.default": "aten.baddbmm.out",
+}
+"""GEMMs and their ``out=`` forms, for :func:`_externs_into_buffers`."""
+
+
+def _externs_into_buffers(ops: list[Operation]) -> None:
+    """An extern calling one of :data:`OUT_VARIANTS` writes its product into a
+    ``buffer.alloc`` of the product's (row-major) layout through the ``out=``
+    form, as Inductor's ``extern_kernels.mm(..., out=buf)``, and has no result:
+    its readers read that buffer. The plan below then frees and reuses that
+    storage like a kernel's. Left to ATen, each
+    product was a fresh allocation per call (GPT-2 at batch 1: 48 of them) and
+    a dead buffer could not be held across the call for a later reuse."""
+    for op in ops:
+        if not isinstance(op, B.ExternOp) or len(op.res) != 1:
+            continue
+        block = op.body.block
+        inner = [o for o in block.ops if not isinstance(o, B.YieldOp)]
+        if len(inner) != 1 or not isinstance(inner[0], AtenOp):
+            continue
+        call, t = inner[0], op.res[0].type
+        variant = op_class_named(OUT_VARIANTS.get(call.name, ""))
+        if (
+            variant is None
+            or list(block.last_op.operands) != [call.results[0]]
+            or not isinstance(t, B.BufferType)
+            or not t.is_contiguous()
+            or to_expr(t.offset_attr.data) != 0
+        ):
+            continue
+        alloc = B.AllocOp(t)
+        alloc.result.name_hint = op.res[0].name_hint
+        Rewriter.insert_op(alloc, InsertPoint.before(op))
+        r = call.results[0].type  # the out tensor's type too: same layout
+        out = block.insert_arg(r, len(block.args))
+        out.name_hint = "out"
+        attrs = {
+            spec.name: call.properties[spec.accessor]
+            for spec in call.schema().props
+            if spec.accessor in call.properties
+        }
+        new = variant.build_from_attrs({**call.operand_groups(), "out": out}, attrs, [r])
+        new.location = call.location
+        Rewriter.replace_op(call, new)
+        # Destination-passing style: the call yields nothing, its readers read
+        # the buffer it writes.
+        Rewriter.replace_op(block.last_op, B.YieldOp())
+        body = op.detach_region(op.body)
+        dps = B.ExternOp([*op.args, alloc.result], [], body)
+        dps.location = op.location
+        Rewriter.replace_op(op, dps, [alloc.result])
+
+
 def _plan(fn: func.FuncOp, reuse: bool) -> None:
     block = fn.body.block
     if "coil.peak_bytes" in fn.attributes:
         return  # already planned: planning again changes nothing
     if reuse:
         _externs_in_place(list(block.ops), block.last_op)
+        _externs_into_buffers(list(block.ops))
     ops = list(block.ops)
     ret = block.last_op
     pos = {o: k for k, o in enumerate(ops)}
@@ -364,7 +460,10 @@ def _in_place(nest: Operation, out: SSAValue, dying: list[SSAValue]) -> SSAValue
     if [to_expr(r) for r in nest.ranges.data] != [to_expr(n) for n in t.shape]:
         return None
     identity = L.index_symbols(rank)
-    stored = _address(identity, t)
+    # An index over a size-1 dimension is 0: GELU's [1, 128, 3072] result
+    # reads its [128, 3072] matmul input at the address it writes.
+    ones = {i: 0 for i, n in zip(identity, t.shape) if to_expr(n) == 1}
+    stored = _address(identity, t).subs(ones)
     for dead in dying:
         d = dead.type
         if not (
@@ -378,7 +477,7 @@ def _in_place(nest: Operation, out: SSAValue, dying: list[SSAValue]) -> SSAValue
         if reads and all(
             isinstance(o, L.LoadOp)
             and not o.indirect
-            and sympy.expand(_address(o.index.data, o.source.type) - stored) == 0
+            and sympy.expand(_address(o.index.data, o.source.type).subs(ones) - stored) == 0
             for o in reads
         ):
             return dead

@@ -19,12 +19,13 @@
 // PIPE: aten.exp.default
 
 // DEFAULT-LABEL: func.func @forward
-// DEFAULT: buffer.extern "aten.addmm.default"
+// DEFAULT: %[[OUT:.*]] = buffer.alloc : !buffer.buffer<[2, 4], f32>
+// DEFAULT: buffer.extern "aten.addmm.out" ({{.*}}, %[[OUT]])
 // DEFAULT: loop.fused
 // DEFAULT: loop.reduction max
 
 // HOST: tt.func public @coil_
 // HOST-LABEL: host.func @forward
-// HOST: host.extern "aten.addmm.default"
+// HOST: host.extern "aten.addmm.out"
 // HOST: host.launch @coil_
 // HOST: host.return

@@ -52,6 +52,23 @@ func.func @forward(%n: index {coil.symbol = #coil.expr<s0>}, %x: !buffer.buffer<
 
 // -----
 
+// A view of a view is one view of the first's source (offsets in types count
+// from the storage root, so the layout is unchanged), and the intermediate
+// view, read by nothing else, is dropped; a view something else reads stays.
+
+// CHECK-LABEL: host.func @view_chain
+// CHECK-NEXT:  %[[V1:.*]] = host.reinterpret %x : !buffer.buffer<[2, 8], f32> -> !buffer.buffer<[4, 4], f32>
+// CHECK-NEXT:  %[[V3:.*]] = host.reinterpret %x : !buffer.buffer<[2, 8], f32> -> !buffer.buffer<[4], f32, offset 4>
+// CHECK-NEXT:  host.return %[[V1]], %[[V3]]
+func.func @view_chain(%x: !buffer.buffer<[2, 8], f32>) -> (!buffer.buffer<[4, 4], f32>, !buffer.buffer<[4], f32, offset 4>) {
+  %v1 = buffer.view %x : !buffer.buffer<[2, 8], f32> -> !buffer.buffer<[4, 4], f32>
+  %v2 = buffer.view %v1 : !buffer.buffer<[4, 4], f32> -> !buffer.buffer<[1, 16], f32>
+  %v3 = buffer.view %v2 : !buffer.buffer<[1, 16], f32> -> !buffer.buffer<[4], f32, offset 4>
+  func.return %v1, %v3 : !buffer.buffer<[4, 4], f32>, !buffer.buffer<[4], f32, offset 4>
+}
+
+// -----
+
 // A nest convert-loop-to-tt has not lowered is an error that names it.
 // ERR: convert-buffer-to-host: loop.pointwise remains in @not_launched; run convert-loop-to-tt first
 // ERR-NOT: Traceback

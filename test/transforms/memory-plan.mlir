@@ -112,17 +112,17 @@ func.func @aliases(%x: !buffer.buffer<[4, 8], f32>) -> (!buffer.buffer<[8, 4], f
 // -----
 
 // An extern call whose result aliases its operand (a view op) keeps the
-// operand alive while the result is (%a dies after the mm reads %t); mm's
-// result does not alias: the copy after it runs in place over it.
+// operand alive while the result is (%a dies after the clone reads %t); the
+// clone's result does not alias: the copy after it runs in place over it.
 
 // CHECK-LABEL: func.func @externs
 // CHECK:      %[[A:.*]] = buffer.alloc : !buffer.buffer<[4, 4], f32>
 // CHECK:      buffer.extern "aten.t.default" (%[[A]])
-// CHECK:      %[[MM:.*]] = buffer.extern "aten.mm.default"
+// CHECK:      %[[CL:.*]] = buffer.extern "aten.clone.default"
 // CHECK:      buffer.dealloc %[[A]]
-// CHECK-NEXT: %[[B:.*]] = buffer.reuse %[[MM]]
+// CHECK-NEXT: %[[B:.*]] = buffer.reuse %[[CL]]
 // NOREUSE-LABEL: func.func @externs
-// NOREUSE:      buffer.extern "aten.mm.default"
+// NOREUSE:      buffer.extern "aten.clone.default"
 // NOREUSE:      buffer.dealloc %[[A:.*]] :
 // NOREUSE-NEXT: buffer.alloc
 func.func @externs(%x: !buffer.buffer<[4, 4], f32>) -> !buffer.buffer<[4, 4], f32> {
@@ -137,18 +137,68 @@ func.func @externs(%x: !buffer.buffer<[4, 4], f32>) -> !buffer.buffer<[4, 4], f3
     %0 = aten.t.default(%arg) : !aten.tensor<[4, 4], f32, strides [1, 4]>
     buffer.yield %0 : !aten.tensor<[4, 4], f32, strides [1, 4]>
   }
-  %mm = buffer.extern "aten.mm.default" (%t, %x) : (!buffer.buffer<[4, 4], f32, strides [1, 4]>, !buffer.buffer<[4, 4], f32>) -> (!buffer.buffer<[4, 4], f32>) {
-  ^bb0(%p: !aten.tensor<[4, 4], f32, strides [1, 4]>, %q: !aten.tensor<[4, 4], f32>):
-    %1 = aten.mm.default(%p, %q) : !aten.tensor<[4, 4], f32>
+  %cl = buffer.extern "aten.clone.default" (%t) : (!buffer.buffer<[4, 4], f32, strides [1, 4]>) -> (!buffer.buffer<[4, 4], f32>) {
+  ^bb0(%p: !aten.tensor<[4, 4], f32, strides [1, 4]>):
+    %1 = aten.clone.default(%p, memory_format = contiguous_format) : !aten.tensor<[4, 4], f32>
     buffer.yield %1 : !aten.tensor<[4, 4], f32>
   }
   %b = buffer.alloc : !buffer.buffer<[4, 4], f32>
   loop.pointwise [4, 4] outs(%b : !buffer.buffer<[4, 4], f32>) {
   ^bb0(%i0: index, %i1: index):
-    %v = loop.load %mm[i0, i1] : !buffer.buffer<[4, 4], f32>
+    %v = loop.load %cl[i0, i1] : !buffer.buffer<[4, 4], f32>
     loop.yield %v : f32
   }
   func.return %b : !buffer.buffer<[4, 4], f32>
+}
+
+// -----
+
+// A GEMM writes its product into a planned buffer through its out= form
+// (destination-passing: the extern has no result, readers read the buffer),
+// so the product's storage is reused like a kernel's: the second product
+// takes over %a, dead after the first product read it (never the storage the
+// call itself reads). A product with another layout than the row-major one
+// ATen makes keeps its own result. Without reuse nothing changes.
+
+// CHECK-LABEL: func.func @gemm_out
+// CHECK:      %[[A:.*]] = buffer.alloc : !buffer.buffer<[4, 4], f32>
+// CHECK:      %[[M1:.*]] = buffer.alloc : !buffer.buffer<[4, 4], f32>
+// CHECK-NEXT: buffer.extern "aten.mm.out" (%[[A]], %x, %[[M1]]) : ({{.*}}) -> () {
+// CHECK-NEXT: ^{{.*}}(%{{.*}}: !aten.tensor<[4, 4], f32>, %{{.*}}: !aten.tensor<[4, 4], f32>, %out: !aten.tensor<[4, 4], f32>):
+// CHECK-NEXT:   aten.mm.out(%{{.*}}, %{{.*}}, %out) : !aten.tensor<[4, 4], f32>
+// CHECK-NEXT:   buffer.yield{{$}}
+// CHECK:      %[[M2:.*]] = buffer.reuse %[[A]]
+// CHECK-NEXT: buffer.extern "aten.addmm.out" (%x, %[[M1]], %x, %[[M2]])
+// CHECK:        aten.addmm.out({{.*}}beta = 2
+// CHECK:      buffer.dealloc %[[M1]]
+// CHECK:      %[[T:.*]] = buffer.extern "aten.mm.default" (%[[M2]], %x)
+// CHECK:      func.return %[[T]]
+// NOREUSE-LABEL: func.func @gemm_out
+// NOREUSE-NOT:  .out
+// NOREUSE:      func.return
+func.func @gemm_out(%x: !buffer.buffer<[4, 4], f32>) -> !buffer.buffer<[4, 4], f32, strides [1, 4]> {
+  %a = buffer.alloc : !buffer.buffer<[4, 4], f32>
+  loop.pointwise [4, 4] outs(%a : !buffer.buffer<[4, 4], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %v = loop.load %x[i0, i1] : !buffer.buffer<[4, 4], f32>
+    loop.yield %v : f32
+  }
+  %m1 = buffer.extern "aten.mm.default" (%a, %x) : (!buffer.buffer<[4, 4], f32>, !buffer.buffer<[4, 4], f32>) -> (!buffer.buffer<[4, 4], f32>) {
+  ^bb0(%p: !aten.tensor<[4, 4], f32>, %q: !aten.tensor<[4, 4], f32>):
+    %0 = aten.mm.default(%p, %q) : !aten.tensor<[4, 4], f32>
+    buffer.yield %0 : !aten.tensor<[4, 4], f32>
+  }
+  %m2 = buffer.extern "aten.addmm.default" (%x, %m1, %x) : (!buffer.buffer<[4, 4], f32>, !buffer.buffer<[4, 4], f32>, !buffer.buffer<[4, 4], f32>) -> (!buffer.buffer<[4, 4], f32>) {
+  ^bb0(%b: !aten.tensor<[4, 4], f32>, %p: !aten.tensor<[4, 4], f32>, %q: !aten.tensor<[4, 4], f32>):
+    %1 = aten.addmm.default(%b, %p, %q, beta = 2) : !aten.tensor<[4, 4], f32>
+    buffer.yield %1 : !aten.tensor<[4, 4], f32>
+  }
+  %t = buffer.extern "aten.mm.default" (%m2, %x) : (!buffer.buffer<[4, 4], f32>, !buffer.buffer<[4, 4], f32>) -> (!buffer.buffer<[4, 4], f32, strides [1, 4]>) {
+  ^bb0(%p: !aten.tensor<[4, 4], f32>, %q: !aten.tensor<[4, 4], f32>):
+    %2 = aten.mm.default(%p, %q) : !aten.tensor<[4, 4], f32, strides [1, 4]>
+    buffer.yield %2 : !aten.tensor<[4, 4], f32, strides [1, 4]>
+  }
+  func.return %t : !buffer.buffer<[4, 4], f32, strides [1, 4]>
 }
 
 // -----
@@ -204,13 +254,13 @@ func.func @symbolic(%x: !buffer.buffer<[s0, 16], f32>) -> !buffer.buffer<[s0], f
 
 // -----
 
-// What ATen allocates is storage too: a matmul's result counts in the peak
+// What ATen allocates is storage too: a clone's result counts in the peak
 // and its storage is reused, here in place by the relu (which reads each
 // element only where it writes it, Inductor's in-place buffers); the
-// transposed read after it cannot run in place (mm/relu 1 KB + e 1 KB).
+// transposed read after it cannot run in place (clone/relu 1 KB + e 1 KB).
 // CHECK-LABEL: func.func @extern_results
 // CHECK-SAME:    coil.peak_bytes = #coil.expr<2048>
-// CHECK:       %[[MM:.*]] = buffer.extern "aten.mm.default"
+// CHECK:       %[[MM:.*]] = buffer.extern "aten.clone.default"
 // CHECK:       %[[R:.*]] = buffer.reuse %[[MM]] : !buffer.buffer<[16, 16], f32> -> !buffer.buffer<[16, 16], f32>
 // CHECK:       loop.pointwise [16, 16] outs(%[[R]]
 // CHECK-NEXT:  ^bb0
@@ -224,9 +274,9 @@ func.func @symbolic(%x: !buffer.buffer<[s0, 16], f32>) -> !buffer.buffer<[s0], f
 // NOREUSE:       }
 // NOREUSE-NEXT:  buffer.dealloc %[[MM]]
 func.func @extern_results(%x: !buffer.buffer<[16, 16], f32>) -> !buffer.buffer<[16, 16], f32> {
-  %mm = buffer.extern "aten.mm.default" (%x, %x) : (!buffer.buffer<[16, 16], f32>, !buffer.buffer<[16, 16], f32>) -> (!buffer.buffer<[16, 16], f32>) {
-  ^bb0(%a: !aten.tensor<[16, 16], f32>, %b: !aten.tensor<[16, 16], f32>):
-    %m = aten.mm.default(%a, %b) : !aten.tensor<[16, 16], f32>
+  %mm = buffer.extern "aten.clone.default" (%x) : (!buffer.buffer<[16, 16], f32>) -> (!buffer.buffer<[16, 16], f32>) {
+  ^bb0(%a: !aten.tensor<[16, 16], f32>):
+    %m = aten.clone.default(%a) : !aten.tensor<[16, 16], f32>
     buffer.yield %m : !aten.tensor<[16, 16], f32>
   }
   %r = buffer.alloc : !buffer.buffer<[16, 16], f32>
@@ -340,7 +390,7 @@ func.func @operator_results(%q: !buffer.buffer<[1, 2, 4, 8], f32>) -> !buffer.bu
 // CHECK:      %[[A:.*]] = buffer.alloc : !buffer.buffer<[16], f32>
 // CHECK:      %[[B:.*]] = buffer.alloc : !buffer.buffer<[16], f32>
 // CHECK:      buffer.dealloc %[[A]]
-// CHECK-NEXT: %{{.*}} = buffer.extern "aten.mm.default"
+// CHECK-NEXT: %{{.*}} = buffer.extern "aten.clone.default"
 // CHECK:      %c = buffer.reuse %[[B]]
 // CHECK:      %d = buffer.alloc
 func.func @not_held_across_externs(%x: !buffer.buffer<[16], f32>, %m: !buffer.buffer<[4, 4], f32>) -> (!buffer.buffer<[4, 4], f32>, !buffer.buffer<[16], f32>) {
@@ -356,9 +406,9 @@ func.func @not_held_across_externs(%x: !buffer.buffer<[16], f32>, %m: !buffer.bu
     %v = loop.load %a[15 - i0] : !buffer.buffer<[16], f32>
     loop.yield %v : f32
   }
-  %mm = buffer.extern "aten.mm.default" (%m, %m) : (!buffer.buffer<[4, 4], f32>, !buffer.buffer<[4, 4], f32>) -> (!buffer.buffer<[4, 4], f32>) {
-  ^bb0(%p: !aten.tensor<[4, 4], f32>, %q: !aten.tensor<[4, 4], f32>):
-    %0 = aten.mm.default(%p, %q) : !aten.tensor<[4, 4], f32>
+  %mm = buffer.extern "aten.clone.default" (%m) : (!buffer.buffer<[4, 4], f32>) -> (!buffer.buffer<[4, 4], f32>) {
+  ^bb0(%p: !aten.tensor<[4, 4], f32>):
+    %0 = aten.clone.default(%p) : !aten.tensor<[4, 4], f32>
     buffer.yield %0 : !aten.tensor<[4, 4], f32>
   }
   %c = buffer.alloc : !buffer.buffer<[16], f32>
@@ -374,4 +424,32 @@ func.func @not_held_across_externs(%x: !buffer.buffer<[16], f32>, %m: !buffer.bu
     loop.yield %v : f32
   }
   func.return %mm, %d : !buffer.buffer<[4, 4], f32>, !buffer.buffer<[16], f32>
+}
+
+// -----
+
+// In place through a size-1 dimension: the [1, 4, 8] result is written at the
+// addresses its [4, 8] input is read from (the index over the 1 is always 0;
+// GPT-2's GELU over its [128, 3072] matmul product).
+
+// CHECK-LABEL: func.func @in_place_unit_dim
+// CHECK:      %[[A:.*]] = buffer.alloc : !buffer.buffer<[4, 8], f32>
+// CHECK:      %[[B:.*]] = buffer.reuse %[[A]] : !buffer.buffer<[4, 8], f32> -> !buffer.buffer<[1, 4, 8], f32>
+// CHECK-NEXT: loop.pointwise [1, 4, 8] outs(%[[B]]
+func.func @in_place_unit_dim(%x: !buffer.buffer<[4, 8], f32>) -> !buffer.buffer<[1, 4, 8], f32> {
+  %a = buffer.alloc : !buffer.buffer<[4, 8], f32>
+  loop.pointwise [4, 8] outs(%a : !buffer.buffer<[4, 8], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %v = loop.load %x[i0, i1] : !buffer.buffer<[4, 8], f32>
+    %w = math.exp %v : f32
+    loop.yield %w : f32
+  }
+  %b = buffer.alloc : !buffer.buffer<[1, 4, 8], f32>
+  loop.pointwise [1, 4, 8] outs(%b : !buffer.buffer<[1, 4, 8], f32>) {
+  ^bb0(%i0: index, %i1: index, %i2: index):
+    %v = loop.load %a[i1, i2] : !buffer.buffer<[4, 8], f32>
+    %w = math.exp %v : f32
+    loop.yield %w : f32
+  }
+  func.return %b : !buffer.buffer<[1, 4, 8], f32>
 }

@@ -4,8 +4,8 @@
 // (addmm's beta and alpha: parsing them costs host time on every call); one
 // that differs is passed.
 // CHECK-LABEL: def call(args):
-// CHECK:      a = torch.addmm(b, x, x){{$}}
-// CHECK:      c = torch.addmm(b, x, a, beta=2){{$}}
+// CHECK:      torch.addmm(b, x, x, out=a){{$}}
+// CHECK:      torch.addmm(b, x, a, beta=2, out=c){{$}}
 func.func @other_layout(%x: !buffer.buffer<[16, 16], f32>, %b: !buffer.buffer<[16], f32>) -> !buffer.buffer<[256], f32> {
   %a = buffer.extern "aten.addmm.default" (%b, %x, %x) : (!buffer.buffer<[16], f32>, !buffer.buffer<[16, 16], f32>, !buffer.buffer<[16, 16], f32>) -> (!buffer.buffer<[16, 16], f32>) {
   ^bb0(%bb: !aten.tensor<[16], f32>, %p: !aten.tensor<[16, 16], f32>, %q: !aten.tensor<[16, 16], f32>):

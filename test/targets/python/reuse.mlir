@@ -1,16 +1,19 @@
 // RUN: fx-opt %s -p memory-plan,convert-loop-to-tt,convert-buffer-to-host -t python | filecheck %s
 // RUN: fx-opt %s -p memory-plan,convert-loop-to-tt,convert-buffer-to-host -t cpp | filecheck %s --check-prefix=CPP
 
-// memory-plan's reuse is a host.reinterpret of a dead buffer (here the ATen
-// result mm, which the relu overwrites in place): the wrapper drops the dead
-// name at its last read, or it would hold the storage until the call returns
-// (on the H100, ViT kept 12 attention products of 18.5 MB each alive so).
-// A reuse with the dead buffer's own layout is the tensor itself, no new view.
-// CHECK:      mm = torch.mm(x, x)
+// memory-plan's reuse is a host.reinterpret of a dead buffer (here the matmul's
+// product mm, which ATen writes into a planned buffer and the relu overwrites
+// in place): the wrapper drops the dead name at its last read, or it would
+// hold the storage until the call returns (on the H100, ViT kept 12 attention
+// products of 18.5 MB each alive so). A reuse with the dead buffer's own
+// layout is the tensor itself, no new view.
+// CHECK:      mm = torch.empty_strided((16, 16), (16, 1), dtype=torch.float32, device="cpu")
+// CHECK-NEXT: torch.mm(x, x, out=mm)
 // CHECK:      r = mm{{$}}
 // CHECK:      coil_r_0_launch.run(1, 1, 1, stream, mm, r)
 // CHECK-NEXT: del mm
-// CPP:        at::Tensor r = mm.as_strided({16, 16}, {16, 1}, mm.storage_offset());
+// CPP:        coil::call_op(op_aten_mm_out(), {x, x, mm});
+// CPP:        at::Tensor r = mm.as_strided({16, 16}, {16, 1}, 0);
 // CPP-NEXT:   coil_r_0.launch(
 // CPP-NEXT:   mm.reset();
 func.func @extern_results(%x: !buffer.buffer<[16, 16], f32>) -> !buffer.buffer<[16, 16], f32> {
