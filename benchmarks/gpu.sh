@@ -85,6 +85,10 @@ if [ -n "${OVERHEAD:-}" ]; then
   # shellcheck disable=SC2086
   python3 benchmarks/overhead.py $OVERHEAD 2>&1 | tee -a "$OUT/overhead.log"
   status=$(( status | PIPESTATUS[0] ))
+  # The dumps' wrappers as flat files (what comes back from $OUT is shallow).
+  for d in "$OUT"/dump/*/graph_*; do
+    [ -f "$d/wrapper.py" ] && cp "$d/wrapper.py" "$OUT/wrapper-$(basename "$(dirname "$d")")-$(basename "$d").py"
+  done
 fi
 if [ -n "${PROFILE:-}" ]; then
   # shellcheck disable=SC2086

@@ -12,7 +12,10 @@ on the ``AtenOp`` base class) and run in xDSL's stock ``canonicalize`` pass.
   the result type is x's (a float ``x + 0`` turns -0.0 into +0.0: kept);
 * scalar operands: a 0-d ``scalar_tensor``/``full`` operand of add/sub/mul/div
   becomes a wrapped-number ``aten.constant`` (its value rounded to its dtype)
-  when it has x's dtype, so type promotion cannot differ.
+  when it has x's dtype, so type promotion cannot differ;
+* full reductions from partial ones: ``sum``/``mean``/``amax``/``amin`` of all
+  of x reduces a partial reduction of x the function makes anyway (sums in
+  f32/f64 only), reading the smaller result instead of x again.
 
 Every pattern keeps results exact, aliasing included: nothing is forwarded in
 a function that writes any tensor in place (a write may reach the value
@@ -27,7 +30,7 @@ import weakref
 from typing import Any
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import NoneAttr, StringAttr
+from xdsl.dialects.builtin import NoneAttr, StringAttr, f32, f64
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint
@@ -39,16 +42,23 @@ from coil.dialects.aten_ops import (
     AtenAddScalarOp,
     AtenAddTensorOp,
     AtenAliasOp,
+    AtenAmaxOp,
+    AtenAminOp,
     AtenCloneOp,
     AtenDetachOp,
+    AtenDivScalarOp,
     AtenDivTensorOp,
     AtenFullOp,
     AtenLiftFreshCopyOp,
+    AtenMeanDimOp,
+    AtenMeanOp,
     AtenMulScalarOp,
     AtenMulTensorOp,
     AtenReshapeOp,
     AtenScalarTensorOp,
     AtenSubTensorOp,
+    AtenSumDimIntListOp,
+    AtenSumOp,
     AtenViewOp,
     PrimsConvertElementTypeOp,
 )
@@ -302,6 +312,113 @@ class FoldScalarTensorOperand(RewritePattern):
             return
 
 
+# --------------------------------------------------------------------------
+# Full reductions from partial ones
+# --------------------------------------------------------------------------
+
+
+def _full_reduction(op: Operation) -> str | None:
+    """ "sum", "mean", "amax" or "amin" where ``op`` reduces its whole input to
+    a 0-d tensor of the input's dtype; else None."""
+    t = op.self.type if isinstance(op, AtenOp) and hasattr(op, "self") else None
+    if not isinstance(t, TensorType) or op.result.type.element_type != t.element_type:
+        return None
+    kinds = {
+        AtenSumOp: "sum",
+        AtenSumDimIntListOp: "sum",
+        AtenMeanOp: "mean",
+        AtenMeanDimOp: "mean",
+        AtenAmaxOp: "amax",
+        AtenAminOp: "amin",
+    }
+    kind = kinds.get(type(op))
+    if kind is None:
+        return None
+    schema_args = {spec.name for spec in op.schema().props}
+    if "dtype" in schema_args and not isinstance(op.arg_attr("dtype"), NoneAttr):
+        return None
+    if "dim" in schema_args:
+        rank = len(t.shape)
+        if op.arg("keepdim") or _dims(op.arg("dim"), rank) != set(range(rank)):
+            return None
+    return kind
+
+
+def _dims(dims: Any, rank: int) -> set[int]:
+    """The dimensions a reduction's ``dim`` argument names (none or [] is all)."""
+    if not dims:
+        return set(range(rank))
+    return {d % rank for d in dims} if rank else set()
+
+
+def _partial_reduction(x: SSAValue, kind: str, full: Operation) -> Operation | None:
+    """Another op of ``full``'s block reducing ``x`` over some (not all) of its
+    dimensions the same way, into x's dtype: the one with the fewest results."""
+    t = x.type
+    rank = len(t.shape)
+    want = AtenSumDimIntListOp if kind in ("sum", "mean") else type(full)
+    best, best_size = None, None
+    for use in x.uses:
+        p = use.operation
+        if p is full or not isinstance(p, want) or p.parent is not full.parent:
+            continue
+        if isinstance(p, AtenSumDimIntListOp) and not isinstance(p.arg_attr("dtype"), NoneAttr):
+            continue
+        dims = _dims(p.arg("dim"), rank)
+        if not dims or dims == set(range(rank)) or p.result.type.element_type != t.element_type:
+            continue
+        if not p.result.type.is_static:
+            continue
+        size = math.prod(p.result.type.shape)
+        if best is None or size < best_size:
+            best, best_size = p, size
+    return best
+
+
+class FullReductionFromPartial(RewritePattern):
+    """sum(x) -> sum(sum(x, d)), mean(x) -> sum(sum(x, d)) / numel(x),
+    amax(x) -> amax(amax(x, d)) (amin alike), where the function reduces x over
+    dimensions d anyway: the full reduction then reads that partial result, not
+    x again (``x.sum(0)`` and ``x.mean()`` of a 32768 x 2048 matrix read it
+    twice, 268 MB each in f32). Sums and means only in f32/f64, whose partial
+    sums keep their precision (a bf16 partial is rounded); max/min are exact.
+    The partial reduction moves before the full one when it came after (both
+    read x only; not where the function writes any tensor in place)."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        kind = _full_reduction(op)
+        if kind is None:
+            return
+        x = op.self
+        t = x.type
+        if not t.shape or not t.is_static:
+            return
+        if kind in ("sum", "mean") and t.element_type not in (f32, f64):
+            return
+        partial = _partial_reduction(x, kind, op)
+        if partial is None or _function_writes_in_place(op, rewriter):
+            return
+        block = op.parent
+        if block.get_operation_index(partial) > block.get_operation_index(op):
+            partial.detach()
+            rewriter.insert_op(partial, InsertPoint.before(op))
+        result = TensorType([], t.element_type, None, t.device_attr.data)
+        if kind in ("sum", "mean"):
+            new: list[Operation] = [AtenSumOp.build_from({"self": partial.result}, {}, [result])]
+            if kind == "mean":
+                new[0].result.name_hint = f"{op.result.name_hint or 'mean'}_sum"
+                numel = math.prod(int(n) for n in t.shape)
+                new.append(
+                    AtenDivScalarOp.build_from({"self": new[0].result}, {"other": numel}, [result])
+                )
+        else:
+            new = [type(op).build_from({"self": partial.result}, {"dim": []}, [result])]
+        new[-1].results[0].name_hint = op.result.name_hint
+        for n in new:
+            n.location = op.location
+        rewriter.replace_op(op, new)
+
+
 PATTERNS: dict[type[Operation], tuple[RewritePattern, ...]] = {}
 for _cls in _VIEWS:
     PATTERNS[_cls] = (FoldViewChain(),)
@@ -315,6 +432,8 @@ for _cls in (
 ):
     PATTERNS[_cls] = (DropNoOpConversion(),)
 PATTERNS[AtenMulScalarOp] = (FoldMulByOne(),)
+for _cls in (AtenSumOp, AtenSumDimIntListOp, AtenMeanOp, AtenMeanDimOp, AtenAmaxOp, AtenAminOp):
+    PATTERNS[_cls] = (FullReductionFromPartial(),)
 PATTERNS[AtenAddScalarOp] = (FoldAddZero(),)
 for _cls in _BINARY:
     extra: tuple[RewritePattern, ...] = ()

@@ -181,3 +181,32 @@ func.func @scalar_tensor_operands(%x: !aten.tensor<[4], f32>, %i: !aten.tensor<[
   %l = aten.lt.Tensor(%x, %f) : !aten.tensor<[4], i1>
   func.return %m, %a, %mx, %d, %l : !aten.tensor<[4], f32>, !aten.tensor<[4], f32>, !aten.tensor<[4], f32>, !aten.tensor<[4], bf16>, !aten.tensor<[4], i1>
 }
+
+// -----
+
+// A full reduction reduces a partial reduction of the same tensor the
+// function makes anyway (the one with the fewest elements), reading it
+// instead of x again: sum and mean in f32 (the partial moves before the
+// mean, which came first), amax in any dtype.
+// CHECK-LABEL: func.func @full_from_partial
+// CHECK-NEXT: %[[COLS:.*]] = aten.sum.dim_IntList(%x, dim = [0]) : !aten.tensor<[64], f32>
+// CHECK-NEXT: %[[S:.*]] = aten.sum.default(%[[COLS]]) : !aten.tensor<[], f32>
+// CHECK-NEXT: %[[MEAN:.*]] = aten.div.Scalar(%[[S]], other = 16384) : !aten.tensor<[], f32>
+// CHECK-NEXT: %[[ROWS:.*]] = aten.sum.dim_IntList(%x, dim = [-1], keepdim = true) : !aten.tensor<[256, 1], f32>
+// CHECK-NEXT: %[[ALL:.*]] = aten.sum.default(%[[COLS]]) : !aten.tensor<[], f32>
+// CHECK-NEXT: %[[RMAX:.*]] = aten.amax.default(%h, dim = [1]) : !aten.tensor<[256], bf16>
+// CHECK-NEXT: %[[MAX:.*]] = aten.amax.default(%[[RMAX]]) : !aten.tensor<[], bf16>
+// A bf16 partial sum is rounded: the full sum still reads h.
+// CHECK-NEXT: aten.sum.dim_IntList(%h, dim = [0])
+// CHECK-NEXT: aten.sum.default(%h) : !aten.tensor<[], bf16>
+func.func @full_from_partial(%x: !aten.tensor<[256, 64], f32>, %h: !aten.tensor<[256, 64], bf16>) -> (!aten.tensor<[], f32>, !aten.tensor<[256, 1], f32>, !aten.tensor<[64], f32>, !aten.tensor<[], f32>, !aten.tensor<[256], bf16>, !aten.tensor<[], bf16>, !aten.tensor<[64], bf16>, !aten.tensor<[], bf16>) {
+  %mean = aten.mean.default(%x) : !aten.tensor<[], f32>
+  %rows = aten.sum.dim_IntList(%x, dim = [-1], keepdim = true) : !aten.tensor<[256, 1], f32>
+  %cols = aten.sum.dim_IntList(%x, dim = [0]) : !aten.tensor<[64], f32>
+  %all = aten.sum.default(%x) : !aten.tensor<[], f32>
+  %rmax = aten.amax.default(%h, dim = [1]) : !aten.tensor<[256], bf16>
+  %max = aten.amax.default(%h) : !aten.tensor<[], bf16>
+  %hcols = aten.sum.dim_IntList(%h, dim = [0]) : !aten.tensor<[64], bf16>
+  %hall = aten.sum.default(%h) : !aten.tensor<[], bf16>
+  func.return %mean, %rows, %cols, %all, %rmax, %max, %hcols, %hall : !aten.tensor<[], f32>, !aten.tensor<[256, 1], f32>, !aten.tensor<[64], f32>, !aten.tensor<[], f32>, !aten.tensor<[256], bf16>, !aten.tensor<[], bf16>, !aten.tensor<[64], bf16>, !aten.tensor<[], bf16>
+}
