@@ -7,7 +7,7 @@
 #   BENCH=1   benchmarks/bench.py (kernels against eager and Inductor);
 #   ROOFLINE="softmax sum_ ..."  benchmarks/roofline.py on the workloads whose
 #            names contain one (ROOFLINE=all: every one; ROOFLINE_ARGS adds
-#            options, e.g. --no-inductor);
+#            options, e.g. --no-inductor, --kernels);
 #   SWEEP="var_dim0 bf16,mean_all bf16"  benchmarks/tile_sweep.py (launch configs of
 #            roofline workloads, comma-separated, against Inductor's);
 #   NCU="mean_all bf16,sum_dim1 bf16"  benchmarks/ncu_kernels.py under ncu (hardware

@@ -547,6 +547,10 @@ class CppPrinter:
                     # check_input lets a 0-d CPU tensor stand for a CUDA scalar.
                     name = self.name(arg)
                     self.emit(f"{name} = {name}.to({cpp_device(t.device)});")
+        # The graph is a pure function of its inputs: ATen builds no autograd
+        # graph for the calls, and an out= call (memory-plan's GEMMs) is legal
+        # on inputs that require grad (C++ callers run with grad mode on).
+        self.emit("at::NoGradGuard no_grad;")
         if self.guard_device is not None:
             # Kernels load into, and launch on, the current device's context.
             self.emit(f"c10::DeviceGuard device_guard({cpp_device(self.guard_device)});")

@@ -18,6 +18,7 @@
 // CHECK-NEXT:   coil::check_input("x", x, {s0, s1}, {s1, 1}, at::ScalarType::Float, at::Device(at::kCPU));
 // CHECK-NEXT:   coil::check_input("y", y, {s0, 4}, {s3, 1}, at::ScalarType::Float, at::Device(at::kCPU));
 // CHECK-NEXT:   coil::check_input("z", z, {2*s2 + 1}, {1}, at::ScalarType::Long, at::Device(at::kCPU));
+// CHECK-NEXT:   at::NoGradGuard no_grad;
 // CHECK-NEXT:   at::Tensor row = y.as_strided({4}, {1}, y.storage_offset() + s3);
 // CHECK-NEXT:   at::Tensor nz = coil::call_op(op_aten_nonzero_default(), {z})[0].toTensor();
 // CHECK-NEXT:   int64_t u0 = nz.size(0);

@@ -13,6 +13,8 @@
 // CHECK:        at::Tensor x = coil::tensor_input(args, 0, "x");
 // CHECK-NEXT:   args.clear();
 // CHECK-NEXT:   coil::check_input("x", x, {4096}, {1}, at::ScalarType::Float, at::Device(at::kCUDA, 0));
+// No autograd graph for ATen's calls (and out= calls on inputs requiring grad).
+// CHECK-NEXT:   at::NoGradGuard no_grad;
 // CHECK-NEXT:   c10::DeviceGuard device_guard(at::Device(at::kCUDA, 0));
 // CHECK-NEXT:   at::Tensor exp = coil::empty_strided({4096}, {1}, at::ScalarType::Float, at::Device(at::kCUDA, 0));
 // CHECK-NEXT:   coil_exp_0.launch(at::Device(at::kCUDA, 0), 4, 1, 1, {coil::ptr(x), coil::ptr(exp)});
