@@ -8,7 +8,9 @@ Inductor and Inductor ``mode="reduce-overhead"``:
 * GPU ms per call (sum of kernel durations under torch.profiler);
 * host overhead = wall - GPU, and launches per call (kernels in the profile;
   a CUDA graph replay still runs its kernels, so the count is what the GPU runs);
-* overhead per launch (µs) = host overhead / launches.
+* overhead per launch (µs) = host overhead / launches;
+* cudaMalloc and cudaFree calls of the caching allocator per timed call
+  (``torch.cuda.memory_stats``): a steady state that still makes them stalls.
 
 Also the cost of one launch of a tiny Triton kernel through ``kernel[grid]``
 (Triton's own launch path) against coil's bound launcher (runtime/launch.py).
@@ -77,16 +79,19 @@ def build_cuda(name: str) -> tuple[torch.nn.Module, tuple]:
     return module, args
 
 
-def measure(fn, args) -> tuple[float, float, float]:
-    """(wall ms, GPU ms, launches) per call."""
+def measure(fn, args) -> tuple[float, float, float, float]:
+    """(wall ms, GPU ms, launches, cudaMalloc+cudaFree calls of the caching
+    allocator) per call."""
     for _ in range(5):
         fn(*args)
     torch.cuda.synchronize()
+    before = _device_allocs()
     t = time.perf_counter()
     for _ in range(CALLS):
         fn(*args)
     torch.cuda.synchronize()
     wall = (time.perf_counter() - t) / CALLS * 1e3
+    mallocs = (_device_allocs() - before) / CALLS
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         for _ in range(10):
             fn(*args)
@@ -97,7 +102,15 @@ def measure(fn, args) -> tuple[float, float, float]:
         if e.device_type == torch.autograd.DeviceType.CUDA and "Memcpy" not in e.name
     ]
     gpu = sum(e.device_time_total for e in kernels) / 10 / 1e3
-    return wall, gpu, len(kernels) / 10
+    return wall, gpu, len(kernels) / 10, mallocs
+
+
+def _device_allocs() -> int:
+    """cudaMalloc and cudaFree calls of torch's caching allocator so far: each
+    one synchronizes or stalls, so a backend whose steady state makes them
+    pays time that is neither its kernels' nor its wrapper's."""
+    stats = torch.cuda.memory_stats()
+    return stats.get("num_device_alloc", 0) + stats.get("num_device_free", 0)
 
 
 def launch_cost() -> str:
@@ -157,8 +170,8 @@ def main() -> int:
         launch_cost(),
         "",
         "| workload | backend | wall ms | GPU ms | host overhead ms | launches | "
-        "overhead per launch us |",
-        "|---|---|---|---|---|---|---|",
+        "overhead per launch us | cudaMalloc/Free per call |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name in names:
         torch.manual_seed(0)
@@ -180,11 +193,11 @@ def main() -> int:
                     f = make(module)
                     got = f(*args).float()
                     err = float((got - want).norm() / want.norm())
-                    wall, gpu, launches = measure(f, args)
+                    wall, gpu, launches, mallocs = measure(f, args)
                     per = (wall - gpu) * 1e3 / launches if launches else float("nan")
                     row = (
                         f"| {name} | {variant} | {wall:.3f} | {gpu:.3f} | {wall - gpu:.3f} | "
-                        f"{launches:.0f} | {per:.1f} |"
+                        f"{launches:.0f} | {per:.1f} | {mallocs:.1f} |"
                     )
                     if err > 3e-2:
                         row += f" WRONG (rel. error {err:.1e})"
