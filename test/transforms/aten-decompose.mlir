@@ -41,6 +41,30 @@ func.func @batch_norm_eval(%x: !aten.tensor<[2, 3, 4, 4], f32>, %w: !aten.tensor
 
 // -----
 
+// bf16 eval batch norm on a CUDA device: torch's decomposition returns saved
+// mean and invstd of [3] f32 where the op's are [0] bf16. Nothing reads them,
+// so it decomposes all the same (it stayed an ATen call, and the kernels
+// around it unfused); where one of them is read, the op stays.
+// CHECK-LABEL: func.func @batch_norm_eval_bf16
+// CHECK-NOT: batch_norm
+// CHECK: aten.reciprocal.default
+// CHECK-NOT: batch_norm
+// CHECK-LABEL: func.func @batch_norm_result_read
+// CHECK-NEXT: aten._native_batch_norm_legit_no_training.default
+!x = !aten.tensor<[2, 3, 4, 4], bf16, device "cuda:0">
+!c = !aten.tensor<[3], bf16, device "cuda:0">
+!e = !aten.tensor<[0], bf16, device "cuda:0">
+func.func @batch_norm_eval_bf16(%x: !x, %w: !c, %b: !c, %rm: !c, %rv: !c) -> !x {
+  %y, %m, %r = aten._native_batch_norm_legit_no_training.default(%x, %w, %b, %rm, %rv, momentum = 0.1, eps = 1.0e-05) : (!x, !e, !e)
+  func.return %y : !x
+}
+func.func @batch_norm_result_read(%x: !x, %w: !c, %b: !c, %rm: !c, %rv: !c) -> (!x, !e) {
+  %y, %m, %r = aten._native_batch_norm_legit_no_training.default(%x, %w, %b, %rm, %rv, momentum = 0.1, eps = 1.0e-05) : (!x, !e, !e)
+  func.return %y, %m : !x, !e
+}
+
+// -----
+
 // CHECK-LABEL: func.func @gelu
 // ONLY-GELU-LABEL: func.func @gelu
 func.func @gelu(%x: !aten.tensor<[8], f16>) -> !aten.tensor<[8], f16> {
