@@ -676,7 +676,8 @@ class HostPrinter:
             if v in block.args or v in taken:
                 self.emit(f"{self.define(r)} = {self.name(v)}")
             elif v in self.written:
-                # An out= call's result: the buffer it wrote (a block argument).
+                # A call's result that is an argument it writes (an in-place
+                # op's self): known aligned where that argument is.
                 self.names[r] = self.name(v)
                 source = self.written[v]
                 if isinstance(source, BlockArgument) and source.owner is block:

@@ -318,8 +318,8 @@ class FoldScalarTensorOperand(RewritePattern):
 
 
 def _full_reduction(op: Operation) -> str | None:
-    """ "sum", "mean", "amax" or "amin" where ``op`` reduces its whole input to
-    a 0-d tensor of the input's dtype; else None."""
+    """The kind of ``op`` (sum, mean, amax or amin) where it reduces its whole
+    input to a 0-d tensor of the input's dtype; else None."""
     t = op.self.type if isinstance(op, AtenOp) and hasattr(op, "self") else None
     if not isinstance(t, TensorType) or op.result.type.element_type != t.element_type:
         return None

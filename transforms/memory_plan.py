@@ -301,9 +301,9 @@ def _externs_into_buffers(ops: list[Operation]) -> None:
     ``buffer.alloc`` of the product's (row-major) layout through the ``out=``
     form, as Inductor's ``extern_kernels.mm(..., out=buf)``, and has no result:
     its readers read that buffer. The plan below then frees and reuses that
-    storage like a kernel's. Left to ATen, each
-    product was a fresh allocation per call (GPT-2 at batch 1: 48 of them) and
-    a dead buffer could not be held across the call for a later reuse."""
+    storage like a kernel's. Left to ATen, each product was a fresh allocation
+    per call (GPT-2 at batch 1: 48 of them), and a dead buffer could not be
+    held across the call for a later reuse."""
     for op in ops:
         if not isinstance(op, B.ExternOp) or len(op.res) != 1:
             continue
