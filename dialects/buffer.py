@@ -289,7 +289,9 @@ class YieldOp(YieldBase):
 class ExternBase(IRDLOperation):
     """Call ATen (the universal fallback): the region holds the aten op(s) to run
     on the operands; the results are what the region yields (with ``YIELD``).
-    ``buffer.extern`` and ``host.extern`` share this."""
+    An extern with no results writes an operand in place (destination-passing:
+    memory-plan's ``aten.mm.out(..., %out)`` into a planned buffer, which its
+    readers then read). ``buffer.extern`` and ``host.extern`` share this."""
 
     YIELD: ClassVar[type[IRDLOperation]]
 
