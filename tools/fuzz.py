@@ -8,7 +8,8 @@ applies one op to values already in the graph: unary and binary pointwise ops
 with broadcasting and type promotion, comparisons and ``where``, reductions
 over a random dim (or all) with and without keepdim, softmax/cumsum, views
 (transpose, permute, reshape, unsqueeze/squeeze, strided slices, select,
-expand, flip), casts, ``cat``, and gathers through an index input. Every step
+expand, flip), casts, ``cat``, gathers through an index input, and matmuls
+(``mm``, ``addmm`` with a bias input) between coil's kernels. Every step
 is run eagerly while the graph is built (shapes, dtypes and validity come from
 the real values; a step eager rejects is redrawn), so every graph is valid.
 
@@ -275,7 +276,13 @@ def _step(draw, b: _Builder) -> None:
                 w.dim() == 2 and w.dtype == b.values[k].dtype and w.shape[0] == b.values[k].shape[1]
             ),
         )
-        b.call("call_function", torch.mm, [_Ref(k), _Ref(j)])
+        if draw(st.booleans()):
+            b.call("call_function", torch.mm, [_Ref(k), _Ref(j)])
+        else:  # with a bias over the columns (memory-plan's addmm.out into a buffer)
+            n = b.values[j].shape[1]
+            bias = b.add_input(torch.randn(n, generator=b.gen).to(b.values[k].dtype))
+            beta = draw(st.sampled_from([1, 0.5]))
+            b.call("call_function", torch.addmm, [_Ref(bias), _Ref(k), _Ref(j)], {"beta": beta})
     elif kind == "stack":
         k = _pick(draw, b)
         j = _pick(draw, b, lambda w: w.shape == b.values[k].shape)

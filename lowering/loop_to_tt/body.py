@@ -233,7 +233,7 @@ class BodyEmitter:
         src = op.source
         member = self.member_value(src, tile) if not isinstance(src.type, BufferType) else None
         if member is not None:
-            return self._member_load(op, member, tile)
+            return self._member_load(op, member, vals, tile)
         if not isinstance(src.type, BufferType):
             raise LoweringError(
                 f"convert-loop-to-tt: loop.load reads {src.type}, which is neither a buffer "
@@ -304,12 +304,19 @@ class BodyEmitter:
             message += f" in {' at '.join(where)}"
         b.insert(tt.AssertOp(ok, message))
 
-    def _member_load(self, op: L.LoadOp, member: SSAValue, tile: Tile) -> SSAValue:
-        if op.indirect or op.mask is not None:
-            raise LoweringError(
-                "convert-loop-to-tt: a group member is read with an indirect or masked index"
-            )
-        return self.b.broadcast_to(member, tile.shape)
+    def _member_load(self, op: L.LoadOp, member: SSAValue, vals, tile: Tile) -> SSAValue:
+        """A group member read at the tile's own point: its value (a gather from
+        registers has no form). Masked-off lanes read 0, as a buffer load's
+        ``other`` (``cat``/``stack`` read a broadcast member under masks)."""
+        if op.indirect:
+            raise LoweringError("convert-loop-to-tt: a group member is read with an indirect index")
+        b = self.b
+        value = b.broadcast_to(member, tile.shape)
+        if op.mask is None:
+            return value
+        mask = b.broadcast_to(self._get(vals, op.mask, tile), tile.shape)
+        zero = b.const(0, element_of(member.type), tile.shape)
+        return b.select(mask, value, zero)
 
     def store(
         self, buffer: SSAValue, index: Sequence[sympy.Expr], value: SSAValue, tile: Tile

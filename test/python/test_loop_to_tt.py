@@ -178,6 +178,23 @@ def test_argmax():
     check(_argmax, [x])
 
 
+def _argmax_stacked(x, index):
+    # The fuzzer's graph 697 (seed 23): stack reads the 0-d argmax it is fused
+    # with under the masks of its two halves.
+    neg = torch.neg(x)
+    sub = neg - x
+    argmax = sub.argmax(0)
+    neg_1 = torch.neg(argmax)
+    return torch.neg(neg_1), torch.stack([argmax, neg_1], 0), neg[::3][index], sub
+
+
+def test_group_member_read_under_a_mask():
+    # It failed to lower ("a group member is read with an indirect or masked
+    # index"); masked-off lanes now read 0, as a buffer load's other.
+    for n in (2, 7):
+        check(_argmax_stacked, [torch.randn(n), torch.randint(-1, 1, (5,))])
+
+
 @pytest.mark.parametrize("kind", ["softmax", "layernorm", "argmax"])
 def test_looped_reductions(kind):
     looped = PIPELINES["buffer"] + ",convert-loop-to-tt{persistent-threshold=16 rblock=16}"
