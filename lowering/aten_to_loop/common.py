@@ -9,7 +9,7 @@ from xdsl.ir import Attribute, SSAValue
 
 from coil.dialects.aten import AtenOp
 from coil.dialects.loop import is_tensor_like
-from coil.dialects.symbolic import SymInt, to_expr
+from coil.dialects.symbolic import SymInt, sym_eq, to_expr
 from coil.lowering.body_builder import BodyBuilder, CannotLower, check_supported
 from coil.lowering.convert_aten_to_loop import Lowerer
 
@@ -41,17 +41,25 @@ def broadcast_index(
     in_shape: Sequence[SymInt], out_shape: Sequence[SymInt], idx: Sequence[sympy.Expr]
 ) -> list[sympy.Expr]:
     """Index into a tensor broadcast (right-aligned) to ``out_shape``: size-1
-    dimensions that broadcast read element 0."""
+    dimensions that broadcast read element 0.
+
+    A symbolic size that is neither 1 nor provably the result's (a slice's
+    ``(s0 + 1) // 3`` against ``s0``) is one or the other at run time, as the
+    trace guarded: its index is ``i * Min(1, size - 1)``, element 0 where the
+    size is 1. (Indexing it by ``i`` read past its end where it was 1.)"""
     offset = len(out_shape) - len(in_shape)
     if offset < 0:
         raise CannotLower("operand has more dimensions than the result")
     index = []
     for k, size in enumerate(in_shape):
-        out_size = out_shape[offset + k]
-        if to_expr(size) == 1 and to_expr(out_size) != 1:
+        s, out_size = to_expr(size), to_expr(out_shape[offset + k])
+        i = idx[offset + k]
+        if s == 1 and out_size != 1:
             index.append(sympy.Integer(0))
+        elif out_size == 1 or sym_eq(s, out_size) or s.is_Integer:
+            index.append(i)
         else:
-            index.append(idx[offset + k])
+            index.append(i * sympy.Min(1, s - 1))
     return index
 
 

@@ -116,11 +116,22 @@ def _strided_half_reshaped(x):
     return torch.cumsum(x.mean(0, keepdim=True), 2), r + 2, torch.cat([a, a], 2), r
 
 
+def _broadcast_slice(x, y):
+    # Seed 47, graph 243: x * x[..., 1::3] with a dynamic last size s0; the
+    # slice's (s0 + 1) // 3 is 1 at run time (the trace guarded it) and was
+    # read at the result's index, past its end (garbage where eager says 1.96).
+    return x * x[:, :, :, 1::3], y.logsumexp(3, keepdim=True)
+
+
 FOUND = {
     "square_reshaped": (_square_reshaped, lambda: [torch.randn(16, 16)]),
     "strided_half_reshaped": (
         _strided_half_reshaped,
         lambda: [torch.randn(16, 14, 1, dtype=torch.float16)[:, ::2]],
+    ),
+    "broadcast_slice": (
+        _broadcast_slice,
+        lambda: [torch.randn(4).as_strided((1, 1, 1, 2), (4, 4, 2, 1)), torch.randn(1, 1, 1, 2)],
     ),
 }
 

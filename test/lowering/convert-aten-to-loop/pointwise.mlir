@@ -229,3 +229,16 @@ func.func @fmod_f64(%x: !aten.tensor<[8], f64>) -> !aten.tensor<[8], f64> {
   %0 = aten.fmod.Scalar(%x, other = 0.7) : !aten.tensor<[8], f64>
   func.return %0 : !aten.tensor<[8], f64>
 }
+
+// -----
+
+// An operand size that is neither 1 nor provably the result's ((s0 + 1) // 3
+// against s0: a slice of x) is one or the other at run time, as the trace
+// guarded: its index is i * min(1, size - 1), element 0 where it is 1.
+// CHECK-LABEL: func.func @symbolic_broadcast
+// CHECK:       loop.load %x[i0, i1]
+// CHECK-NEXT:  loop.load %y[i0, i1*min(1, (s0 + 1) floordiv 3 - 1)]
+func.func @symbolic_broadcast(%x: !aten.tensor<[3, s0], f32>, %y: !aten.tensor<[3, (s0 + 1) floordiv 3], f32>) -> !aten.tensor<[3, s0], f32> {
+  %m = aten.mul.Tensor(%x, %y) : !aten.tensor<[3, s0], f32>
+  func.return %m : !aten.tensor<[3, s0], f32>
+}
