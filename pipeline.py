@@ -125,6 +125,7 @@ OPTION_RULES: dict[str, dict[str, OptionRule]] = {
         ),
         "autotune": OptionRule("0 (off) or an integer from 1 to 64", lambda v: 0 <= v <= 64),
         "tile2d": one_of("auto", "off"),
+        "eviction": one_of("auto", "stream", "off"),
         "yblock": pow2_or_zero(1024),
     },
     "convert-aten-to-loop": {"fallback": one_of("extern", "error")},

@@ -117,6 +117,11 @@ class ConvertLoopToTtPass(ModulePass):
     outer_reduction: bool = True
     """Outer reductions (loads contiguous along the output index) get a wide
     XBLOCK and a short looped RBLOCK."""
+    eviction: str = "auto"
+    """L2 eviction hints of loads (``loop_to_tt/eviction.py``): "auto" (Inductor's
+    rules: broadcast and strided reads evict_last, a looped reduction's last
+    read of a buffer evict_first), "stream" (also a persistent reduction's and a
+    pointwise kernel's last reads evict_first), "off"."""
 
     def __post_init__(self) -> None:
         from coil.pipeline import check_options
@@ -135,6 +140,7 @@ class ConvertLoopToTtPass(ModulePass):
             self.tile2d,
             self.yblock,
             self.outer_reduction,
+            self.eviction,
         )
         counter = 0
         for f in list(op.body.block.ops):

@@ -25,6 +25,7 @@ from coil.dialects.buffer import BufferType
 from coil.dialects.tt import block_of, element_of, shape_of
 from coil.ir import source_line, source_op
 from coil.lowering.loop_to_tt.builder import KernelBuilder, LoweringError, Shape
+from coil.lowering.loop_to_tt.eviction import EvictionPlan
 
 _WIDENED = {op.name: op for op in A.WIDENED}
 
@@ -130,6 +131,10 @@ class BodyEmitter:
     """Assert on the device that every indirect index is in range (see ``check_bounds``)."""
     flat_groups: list[tuple[sympy.Symbol, tuple, tuple]] = field(default_factory=list)
     """(flat symbol, index symbols, sizes): indices bound as ``decompose(flat, sizes)``."""
+    eviction: EvictionPlan = field(default_factory=EvictionPlan)
+    """The L2 eviction hints of the kernel's loads (see ``eviction.py``)."""
+    stores: int = 0
+    """Stores emitted so far: a load is reused only while this is unchanged."""
 
     def emit(self, block: Block, tile: Tile) -> list[SSAValue]:
         """The values the body yields, as blocks of ``tile.shape``."""
@@ -215,8 +220,14 @@ class BodyEmitter:
     def address(self, buffer_type: BufferType, index: Sequence[sympy.Expr], tile: Tile):
         """``sum(index_k * stride_k)`` (no offset: the pointer is the first element),
         with the nest's flattened indices folded back where it reads them in order."""
+        return self._fold(self._offset(buffer_type, index, tile))
+
+    @staticmethod
+    def _offset(buffer_type: BufferType, index: Sequence[sympy.Expr], tile: Tile) -> sympy.Expr:
         strides = buffer_type.strides_attr.data
-        offset = sum((tile.index(e) * s for e, s in zip(index, strides)), sympy.Integer(0))
+        return sum((tile.index(e) * s for e, s in zip(index, strides)), sympy.Integer(0))
+
+    def _fold(self, offset: sympy.Expr) -> sympy.Expr:
         for flat, syms, sizes in self.flat_groups:
             offset = refold(offset, flat, syms, sizes)
         return merge_divmod(offset)
@@ -249,18 +260,29 @@ class BodyEmitter:
             b.bind(fresh, raw[fresh])
             subs[L.indirect_symbol(k)] = fresh
         inner = Tile(tile.shape, tile.mask, subs)
-        offset = self.address(src.type, op.index.data, inner)
-        p = self.pointers(src, offset, inner)
+        unfolded = self._offset(src.type, op.index.data, inner)
+        p = self.pointers(src, self._fold(unfolded), inner)
         mask = tile.mask
         if op.mask is not None:
             mask = b.and_(b.broadcast_to(self._get(vals, op.mask, tile), tile.shape), mask)
         if op.indirect and self.bounds_check:
             self.check_bounds(op, inner, mask, raw)
+        if mask is not None:
+            mask = b.broadcast_to(mask, tile.shape)
+        # The same elements read twice (members of a fused group reading one
+        # input) are one load, until a store may have changed them.
+        key = ("load", p, mask, self.stores)
+        found = b.lookup(key)
+        if found is not None:
+            return found
+        evict = self.eviction.policy(unfolded, self.flat_groups, bool(op.indirect))
         if mask is None:
-            return b.emit(tt.LoadOp(p))
-        mask = b.broadcast_to(mask, tile.shape)
-        other = b.const(0, element_of(src.type.element_type), tile.shape)
-        return b.emit(tt.LoadOp(p, mask, other))
+            load = tt.LoadOp(p, evict=evict or "normal")
+        else:
+            other = b.const(0, element_of(src.type.element_type), tile.shape)
+            load = tt.LoadOp(p, mask, other, evict=evict or "normal")
+        self.eviction.record(load, src, evict is not None)
+        return b.remember(key, b.emit(load))
 
     def check_bounds(
         self,
@@ -326,6 +348,7 @@ class BodyEmitter:
         p = self.pointers(buffer, self.address(buffer.type, index, tile), tile)
         mask = b.broadcast_to(tile.mask, tile.shape) if tile.mask is not None else None
         b.insert(tt.StoreOp(p, value, mask))
+        self.stores += 1
 
     # ---- random numbers ----
 

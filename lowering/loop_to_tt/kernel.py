@@ -53,6 +53,7 @@ from coil.lowering.loop_to_tt import reductions as R
 from coil.lowering.loop_to_tt import tiling as T
 from coil.lowering.loop_to_tt.body import BodyEmitter, Tile, checked_dims
 from coil.lowering.loop_to_tt.builder import KernelBuilder, LoweringError
+from coil.lowering.loop_to_tt.eviction import EvictionPlan
 from coil.transforms.loop_cost import nest_cost
 
 XINDEX = symbol("xindex")
@@ -74,6 +75,7 @@ class Options:
     tile2d: str = "auto"  # "auto": [YBLOCK, XBLOCK] tiles where strides disagree; "off"
     yblock: int = 0
     outer_reduction: bool = True  # outer reductions: wide XBLOCK, short looped RBLOCK
+    eviction: str = "auto"  # L2 eviction hints of loads: "auto", "stream", "off" (eviction.py)
 
 
 @dataclass
@@ -398,11 +400,13 @@ class KernelLowering:
             self._member_value,
             self._seed,
             bounds_check=self.options.bounds_check,
+            eviction=EvictionPlan(self.options.eviction),
         )
         if isinstance(self.nest, L.PointwiseOp):
             grid, warps = self._pointwise()
         else:
             grid, warps = self._group()
+        self.body.eviction.finish()
         self.b.insert(tt.ReturnOp())
         region_dce(func.body)  # constants and splats a broadcast made unnecessary
         return Kernel(
@@ -785,6 +789,7 @@ class KernelLowering:
             body.args[0].name_hint = "roffset"
             lb, ub, step = b.const(0, it), b.emit_index(rnumel), b.const(rblock, it)
             with b.at(body):
+                self.body.eviction.in_loop = True
                 rindex = b.binary(xarith.AddiOp, body.args[0], rbase)
                 rindex.name_hint = "rindex"
                 self._rtile(rindex, rnumel, rblock)
@@ -805,6 +810,7 @@ class KernelLowering:
                         vals = [vals] if vals is not None else self._compute_pointwise(m)
                         self._store_outputs(m, vals)
                 b.insert(scf.YieldOp(*new))
+                self.body.eviction.in_loop = False
             loop = scf.ForOp(lb, ub, step, inits, Region(body))
             b.insert(loop)
             results = list(loop.res)
