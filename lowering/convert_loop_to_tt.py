@@ -120,8 +120,8 @@ class ConvertLoopToTtPass(ModulePass):
     eviction: str = "auto"
     """L2 eviction hints of loads (``loop_to_tt/eviction.py``): "auto" (Inductor's
     rules: broadcast and strided reads evict_last, a looped reduction's last
-    read of a buffer evict_first), "stream" (also a persistent reduction's and a
-    pointwise kernel's last reads evict_first), "off"."""
+    read of a buffer evict_first; and a persistent reduction's, where it writes
+    one value per row), "stream" (every kernel's last reads evict_first), "off"."""
 
     def __post_init__(self) -> None:
         from coil.pipeline import check_options

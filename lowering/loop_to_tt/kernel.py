@@ -725,6 +725,10 @@ class KernelLowering:
 
     def _persistent(self) -> None:
         b = self.b
+        # Only per-row results: the rows stream through once (eviction.py).
+        self.body.eviction.streaming = not any(
+            m.kind == "P2" and (id(m.op), 0) in self.outputs for m in self.members
+        )
         for m in self.members:
             if m.kind == "P1":
                 self._set_results(m, self._compute_pointwise(m))
@@ -789,7 +793,7 @@ class KernelLowering:
             body.args[0].name_hint = "roffset"
             lb, ub, step = b.const(0, it), b.emit_index(rnumel), b.const(rblock, it)
             with b.at(body):
-                self.body.eviction.in_loop = True
+                self.body.eviction.streaming = True
                 rindex = b.binary(xarith.AddiOp, body.args[0], rbase)
                 rindex.name_hint = "rindex"
                 self._rtile(rindex, rnumel, rblock)
@@ -810,7 +814,7 @@ class KernelLowering:
                         vals = [vals] if vals is not None else self._compute_pointwise(m)
                         self._store_outputs(m, vals)
                 b.insert(scf.YieldOp(*new))
-                self.body.eviction.in_loop = False
+                self.body.eviction.streaming = False
             loop = scf.ForOp(lb, ub, step, inits, Region(body))
             b.insert(loop)
             results = list(loop.res)

@@ -111,4 +111,28 @@ func.func @gather(%x: !buffer.buffer<[64, 32], f32, strides [1, 64]>) -> !buffer
   func.return %copy : !buffer.buffer<[64, 32], f32>
 }
 
+// -----
+
+// A row sum held whole in registers (persistent) writes one value per row:
+// its read of the row streams (evict_first), which Inductor's rules leave
+// unhinted (see eviction.py for the measurement).
+
+// CHECK-LABEL: tt.func public @coil_sum_0
+// CHECK:         tt.load %{{[^ ]*}} {evict = evict_first}
+// CHECK-NOT:     tt.load
+
+// OFF-LABEL: tt.func public @coil_sum_0
+// OFF-NOT:     evict
+// OFF:         tt.return
+func.func @row_sum(%x: !buffer.buffer<[32, 64], bf16>) -> !buffer.buffer<[32], f32> {
+  %sum = buffer.alloc : !buffer.buffer<[32], f32>
+  loop.reduction sum [32] [64] outs(%sum : !buffer.buffer<[32], f32>) {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %x[i0, r0] : !buffer.buffer<[32, 64], bf16>
+    %1 = arith.extf %0 : bf16 to f32
+    loop.yield %1 : f32
+  }
+  func.return %sum : !buffer.buffer<[32], f32>
+}
+
 // ERR: convert-loop-to-tt: option 'eviction' must be one of "auto", "stream", "off"; got always
