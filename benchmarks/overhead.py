@@ -4,7 +4,8 @@ For each workload, in one process and on the same inputs (bf16 inference):
 eager, coil, coil with CUDA graphs (``options={"cudagraphs": True}``),
 Inductor and Inductor ``mode="reduce-overhead"``:
 
-* wall ms per call (host clock over many calls, synchronized at the end);
+* wall ms per call (host clock over many calls, synchronized at the end; the
+  best of ``ROUNDS`` such runs, since one run can be slowed by the machine);
 * GPU ms per call (sum of kernel durations under torch.profiler);
 * host overhead = wall - GPU, and launches per call (kernels in the profile;
   a CUDA graph replay still runs its kernels, so the count is what the GPU runs);
@@ -31,6 +32,7 @@ import torch
 sys.path.insert(0, os.path.dirname(__file__))
 
 CALLS = 50
+ROUNDS = 3
 
 
 def mlp20():
@@ -86,12 +88,14 @@ def measure(fn, args) -> tuple[float, float, float, float]:
         fn(*args)
     torch.cuda.synchronize()
     before = _device_allocs()
-    t = time.perf_counter()
-    for _ in range(CALLS):
-        fn(*args)
-    torch.cuda.synchronize()
-    wall = (time.perf_counter() - t) / CALLS * 1e3
-    mallocs = (_device_allocs() - before) / CALLS
+    wall = float("inf")
+    for _ in range(ROUNDS):
+        t = time.perf_counter()
+        for _ in range(CALLS):
+            fn(*args)
+        torch.cuda.synchronize()
+        wall = min(wall, (time.perf_counter() - t) / CALLS * 1e3)
+    mallocs = (_device_allocs() - before) / (CALLS * ROUNDS)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         for _ in range(10):
             fn(*args)
