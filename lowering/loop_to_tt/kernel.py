@@ -469,9 +469,13 @@ class KernelLowering:
     def _pointwise(self) -> tuple[list[sympy.Expr], int]:
         op = self.nest
         ranges = op.ranges.data
-        plan = T.pointwise_tiling(op, self.options.tile2d, self.options.yblock, self.options.xblock)
+        # Lanes walk the output's memory order (tiling.output_order).
+        order = T.output_order(op, len(ranges))
+        plan = T.pointwise_tiling(
+            op, self.options.tile2d, self.options.yblock, self.options.xblock, order
+        )
         if plan is not None:
-            return self._pointwise_2d(plan)
+            return self._pointwise_2d(plan, order)
         xnumel = _prod(ranges)
         if self.options.xblock:
             xblock = next_pow2(self.options.xblock)
@@ -482,20 +486,20 @@ class KernelLowering:
         self.xblock, self.rblock, self.persistent = xblock, 0, False
         xmask = self._xindex(xblock, xnumel, 1)
         syms = index_symbols(len(ranges))
-        self._bind_indices(XINDEX, syms, ranges)
+        self._bind_indices(XINDEX, [syms[k] for k in order], [ranges[k] for k in order])
         tile = Tile((xblock,), xmask)
         (value,) = self.body.emit(op.body.block, tile)
         self.body.store(op.outs[0], syms, value, tile)
         warps = 4 if xblock <= 1024 else 8
         return [cdiv(xnumel, xblock), sympy.Integer(1), sympy.Integer(1)], warps
 
-    def _pointwise_2d(self, plan: T.Tiling2D) -> tuple[list[sympy.Expr], int]:
+    def _pointwise_2d(self, plan: T.Tiling2D, order: list[int]) -> tuple[list[sympy.Expr], int]:
         """A ``[YBLOCK, XBLOCK]`` tile: ``yindex`` (``[YBLOCK, 1]``) over the flattened
-        ``ranges[:split]``, ``xindex`` (``[1, XBLOCK]``) over ``ranges[split:]``
-        (see ``tiling.py``)."""
+        ``ranges[:split]``, ``xindex`` (``[1, XBLOCK]``) over ``ranges[split:]``, the
+        ranges taken in ``order`` (see ``tiling.py``)."""
         op = self.nest
         b, it = self.b, self.index_type
-        ranges = op.ranges.data
+        ranges = [op.ranges.data[k] for k in order]
         ysizes, xsizes = ranges[: plan.split], ranges[plan.split :]
         ynumel, xnumel = _prod(ysizes), _prod(xsizes)
         yblock, xblock = plan.yblock, plan.xblock
@@ -530,7 +534,8 @@ class KernelLowering:
                 mask = b.cmpi(index, b.emit_index(numel), "slt")
                 mask.name_hint = f"{name}mask"
                 masks.append(mask)
-        syms = index_symbols(len(ranges))
+        logical = index_symbols(len(ranges))
+        syms = [logical[k] for k in order]
         self._bind_indices(YINDEX, syms[: plan.split], ysizes)
         self._bind_indices(XINDEX, syms[plan.split :], xsizes)
         mask = None
@@ -541,7 +546,7 @@ class KernelLowering:
             mask = b.broadcast_to(mask, shape)
         tile = Tile(shape, mask)
         (value,) = self.body.emit(op.body.block, tile)
-        self.body.store(op.outs[0], syms, value, tile)
+        self.body.store(op.outs[0], logical, value, tile)
         return grid, plan.num_warps
 
     # ---- reductions and groups ----
@@ -552,12 +557,16 @@ class KernelLowering:
         ranges, rranges = nest.ranges.data, self._rranges()
         n = len(ranges)
         xnumel, rnumel = _prod(ranges), _prod(rranges)
+        # Lanes walk the output's memory order (tiling.output_order).
+        self.order = T.output_order(nest, n)
         persistent, xblock, rblock, inner = self._reduction_tile(xnumel, rnumel)
         self.xblock, self.rblock, self.persistent = xblock, rblock, persistent
         self.xmask = self._xindex(xblock, xnumel, 2)
         self.isyms = index_symbols(n, len(rranges))[:n]
         self.rsyms = index_symbols(n, len(rranges))[n:]
-        self._bind_indices(XINDEX, self.isyms, ranges)
+        self._bind_indices(
+            XINDEX, [self.isyms[k] for k in self.order], [ranges[k] for k in self.order]
+        )
         rbase = b.emit(tt.ExpandDimsOp(b.cast_int(b.emit(tt.MakeRangeOp(0, rblock)), it), 0))
         rbase.name_hint = "rbase"
         self.tile1 = Tile((xblock, 1), self.xmask)
@@ -622,7 +631,7 @@ class KernelLowering:
         in flight; an outer reduction (loads contiguous along the last output
         index, see ``tiling.py``) gets wide XBLOCK and a short looped RBLOCK."""
         opts = self.options
-        outer = T.is_outer_reduction(self.nest) if opts.outer_reduction else 0
+        outer = T.is_outer_reduction(self.nest, self.order) if opts.outer_reduction else 0
         threshold = opts.persistent_threshold
         if outer:
             threshold = min(threshold, T.OUTER_PERSISTENT)

@@ -1,8 +1,12 @@
 """Tile selection from access strides: 2-D pointwise tiles and outer reductions.
 
-A pointwise nest lowers to a 1-D tile over its flattened ``ranges``: lanes next
-to each other differ in the last loop index, so an access is coalesced when its
-stride along that index is 1. A transpose (``x.t().contiguous()``), a permute
+A kernel walks its output dimensions in the output's memory order
+(``output_order``, as Inductor picks a loop order from the output's strides):
+a channels-last ``[N, C, H, W]`` output is walked as ``(N, H, W, C)``. Below,
+"the last loop index" means the last in that order. A pointwise nest lowers to
+a 1-D tile over its flattened ``ranges``: lanes next to each other differ in
+the last loop index, so an access is coalesced when its stride along that
+index is 1. A transpose (``x.t().contiguous()``), a permute
 (NCHW <-> NHWC) or an add of a transposed input has loads and a store that
 disagree on their contiguous loop index, and one of them is strided across the
 whole tile. As Inductor's ``SIMDScheduling.candidate_tilings`` does, such a
@@ -128,6 +132,36 @@ def _nontrivial(ranges: Sequence[sympy.Expr]) -> list[int]:
     return [k for k, d in enumerate(ranges) if sympy.sympify(d) != 1]
 
 
+def output_order(nest: Operation, n: int) -> list[int]:
+    """The nest's first ``n`` loop dimensions in the order its first ``n``-D output
+    lays them out in memory, slowest first (Inductor iterates a kernel in its
+    output's stride order too): a channels-last output ``[N, C, H, W]`` with
+    strides ``[HWC, 1, WC, C]`` gives ``[0, 2, 3, 1]``, so neighbouring lanes
+    differ in C and both the output and channels-last inputs are contiguous
+    along the lanes. Size-1 dimensions come first (their index is 0); the
+    logical order where the output is row-major, has symbolic strides, or is
+    not ``n``-D."""
+    identity = list(range(n))
+    ranges = [sympy.sympify(d) for d in nest.ranges.data][:n]
+    for buf in nest.outs:
+        t = buf.type
+        if not isinstance(t, BufferType) or len(t.shape_attr.data) != n:
+            continue
+        strides = [sympy.sympify(st) for st in t.strides_attr.data]
+        dims = _nontrivial(ranges)
+        if any(not strides[k].is_Integer for k in dims):
+            return identity
+        ordered = sorted(dims, key=lambda k: -int(strides[k]))  # stable: ties keep order
+        return [k for k in identity if k not in dims] + ordered
+    return identity
+
+
+def permuted(a: Access, order: Sequence[int]) -> Access:
+    """``a`` with its strides along ``order`` (a permutation of its first dims)."""
+    n = len(order)
+    return Access(tuple(a.strides[k] for k in order) + tuple(a.strides[n:]), a.weight, a.what)
+
+
 def contiguous_dim(a: Access, ranges: Sequence[sympy.Expr]) -> int | None:
     """The loop index ``a`` is contiguous along (stride 1), counting a broadcast
     read (stride 0 along every later index) as contiguous along the last one;
@@ -213,15 +247,18 @@ def block_sizes(
 
 
 def pointwise_tiling(
-    nest: L.PointwiseOp, mode: str, yblock: int = 0, xblock: int = 0
+    nest: L.PointwiseOp, mode: str, yblock: int = 0, xblock: int = 0, order=None
 ) -> Tiling2D | None:
-    """The 2-D tiling of a pointwise nest, or None for the 1-D tile."""
+    """The 2-D tiling of a pointwise nest iterated in ``order`` (its dimensions,
+    slowest first; the logical order when None), or None for the 1-D tile."""
     if mode == "off":
         return None
     ranges = [sympy.sympify(d) for d in nest.ranges.data]
+    order = list(order) if order is not None else list(range(len(ranges)))
+    ranges = [ranges[k] for k in order]
     if any(d == 0 for d in ranges):
         return None
-    split = choose_split(ranges, pointwise_accesses(nest))
+    split = choose_split(ranges, [permuted(a, order) for a in pointwise_accesses(nest)])
     if split is None:
         return None
     ynumel, xnumel = _numel(ranges[:split]), _numel(ranges[split:])
@@ -254,14 +291,17 @@ def reduction_loads(nest: Operation, n: int, m: int) -> list[Access]:
     return out
 
 
-def is_outer_reduction(nest: Operation) -> int:
+def is_outer_reduction(nest: Operation, order: Sequence[int] | None = None) -> int:
     """Whether the nest's reductions read more bytes contiguously along the last
-    output index than along the last reduction index (``x.sum(0)``): the
-    smallest element size (bytes) of those loads, or 0 when it is not."""
+    output index (of ``order``, the output dimensions slowest first) than along
+    the last reduction index (``x.sum(0)``; a channels-last max pool's window):
+    the smallest element size (bytes) of those loads, or 0 when it is not."""
     ranges = [sympy.sympify(d) for d in nest.ranges.data]
     rranges = [sympy.sympify(d) for d in nest.reduction_ranges.data]
     n = len(ranges)
     xdims = _nontrivial(ranges)
+    if order is not None:
+        xdims = [k for k in order if k in xdims]
     rdims = [n + k for k in _nontrivial(rranges)]
     if not xdims or not rdims:
         return 0
@@ -311,6 +351,8 @@ __all__ = [
     "is_outer_reduction",
     "linear_strides",
     "outer_reduction_tile",
+    "output_order",
+    "permuted",
     "pointwise_accesses",
     "pointwise_tiling",
 ]

@@ -134,15 +134,24 @@ def test_broadcast_column_stays_1d(tmp_path, poisoned):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_sliced_and_strided_inputs(dtype, tmp_path, poisoned):
-    """Transposed reads of slices (offset, step 2) next to a contiguous one."""
+    """Transposed reads of slices (offset, step 2) next to a strided one. With
+    the strided slice first, eager's result is row-major and the transposed read
+    needs the 2-D tile; with the transposed read first, the result is
+    column-major (eager's layout) and the kernel walks it in memory order, where
+    the transposed read is contiguous too: a 1-D tile."""
 
     def f(x, y):
+        return y[:, ::2] * x[3:, 1:-2].t() + 1.0
+
+    def g(x, y):
         return x[3:, 1:-2].t() * y[:, ::2] + 1.0
 
     x = _randn(45, 70, dtype=dtype)
     y = _randn(67, 84, dtype=dtype)
     kernels = run(f, (x, y), tmp_path=tmp_path)
     assert "yindex = " in kernels
+    kernels = run(g, (x, y), tmp_path=tmp_path / "g")
+    assert "yindex" not in kernels
 
 
 def test_transpose_of_3d(tmp_path, poisoned):

@@ -1,0 +1,61 @@
+// RUN: fx-opt %s -p convert-loop-to-tt --split-input-file | filecheck %s
+
+// A kernel's lanes walk its output in memory order (tiling.output_order):
+// a channels-last output [N, C, H, W] (strides [HWC, 1, WC, C]) decomposes
+// xindex over (N, H, W, C), so C is the fastest index and the output and
+// the channels-last input are read and written at xindex itself: a 1-D tile,
+// no division per element for the addresses.
+
+// CHECK-LABEL: tt.func public @coil_out_0
+// CHECK-NOT:     yindex
+// CHECK:         %i1 = arith.remsi %xindex, %{{.*}} : tensor<1024xi32>
+// CHECK:         tt.addptr %{{.*}}, %xindex
+// CHECK:         tt.load
+// CHECK:         tt.addptr %{{.*}}, %i1
+// CHECK:         tt.store
+func.func @channels_last_scale(%x: !buffer.buffer<[2, 64, 8, 8], f32, strides [4096, 1, 512, 64]>, %w: !buffer.buffer<[64], f32>) -> !buffer.buffer<[2, 64, 8, 8], f32, strides [4096, 1, 512, 64]> {
+  %out = buffer.alloc : !buffer.buffer<[2, 64, 8, 8], f32, strides [4096, 1, 512, 64]>
+  loop.pointwise [2, 64, 8, 8] outs(%out : !buffer.buffer<[2, 64, 8, 8], f32, strides [4096, 1, 512, 64]>) {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    %0 = loop.load %x[i0, i1, i2, i3] : !buffer.buffer<[2, 64, 8, 8], f32, strides [4096, 1, 512, 64]>
+    %1 = loop.load %w[i1] : !buffer.buffer<[64], f32>
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.constant 0.000000e+00 : f32
+    %4 = arith.maximumf %2, %3 : f32
+    loop.yield %4 : f32
+  }
+  func.return %out : !buffer.buffer<[2, 64, 8, 8], f32, strides [4096, 1, 512, 64]>
+}
+
+// -----
+
+// A channels-last 3x3 max pool (stride 2): the window is a reduction over
+// channels-last reads. In the output's memory order C is the last output
+// index, along which the reads are contiguous: an outer reduction whose
+// [XBLOCK, RBLOCK] tile puts 64 channels on the lanes (a persistent 16-wide
+// window), not 64 output columns 64 elements apart.
+
+// CHECK-LABEL: tt.func public @coil_out_0
+// CHECK:         %{{.*}} = tt.make_range {start = 0 : i32, end = 64 : i32}
+// CHECK:         %i1 = arith.remsi %xindex
+// CHECK:         %rbase = tt.expand_dims %{{.*}} {axis = 0 : i32} : tensor<16xi32> -> tensor<1x16xi32>
+// CHECK-NOT:     scf.for
+// CHECK:         "tt.reduce"
+// CHECK:       host.launch @coil_out_0 grid [128, 1, 1]
+func.func @max_pool(%x: !buffer.buffer<[2, 64, 16, 16], f32, strides [16384, 1, 1024, 64]>) -> !buffer.buffer<[2, 64, 8, 8], f32, strides [4096, 1, 512, 64]> {
+  %out = buffer.alloc : !buffer.buffer<[2, 64, 8, 8], f32, strides [4096, 1, 512, 64]>
+  loop.reduction max [2, 64, 8, 8] [3, 3] outs(%out : !buffer.buffer<[2, 64, 8, 8], f32, strides [4096, 1, 512, 64]>) {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index, %r0: index, %r1: index):
+    %0 = loop.index 2*i2 + r0 : i64
+    %1 = arith.constant 16 : i64
+    %2 = arith.cmpi slt, %0, %1 : i64
+    %3 = loop.index 2*i3 + r1 : i64
+    %4 = arith.cmpi slt, %3, %1 : i64
+    %5 = arith.andi %2, %4 : i1
+    %6 = loop.load %x[i0, i1, 2*i2 + r0, 2*i3 + r1] mask(%5) : !buffer.buffer<[2, 64, 16, 16], f32, strides [16384, 1, 1024, 64]>
+    %7 = arith.constant 0xff800000 : f32
+    %8 = arith.select %5, %6, %7 : f32
+    loop.yield %8 : f32
+  }
+  func.return %out : !buffer.buffer<[2, 64, 8, 8], f32, strides [4096, 1, 512, 64]>
+}
