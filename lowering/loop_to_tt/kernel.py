@@ -95,6 +95,11 @@ class Kernel:
     yblock: int = 0  # a 2-D pointwise tile's rows (0: 1-D or a reduction)
 
 
+# The largest static window a reduction unrolls in registers (``_unrolls``);
+# Inductor lowers pooling windows up to 25 points as pointwise kernels.
+UNROLL = 25
+
+
 def next_pow2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
@@ -559,7 +564,14 @@ class KernelLowering:
         xnumel, rnumel = _prod(ranges), _prod(rranges)
         # Lanes walk the output's memory order (tiling.output_order).
         self.order = T.output_order(nest, n)
-        persistent, xblock, rblock, inner = self._reduction_tile(xnumel, rnumel)
+        unrolled = self._unrolls(xnumel, rnumel)
+        if unrolled:
+            persistent, rblock, inner = True, 1, False
+            xblock = min(1024, next_pow2(int(xnumel))) if xnumel.is_Integer else 1024
+            if self.options.xblock:
+                xblock = next_pow2(self.options.xblock)
+        else:
+            persistent, xblock, rblock, inner = self._reduction_tile(xnumel, rnumel)
         self.xblock, self.rblock, self.persistent = xblock, rblock, persistent
         self.xmask = self._xindex(xblock, xnumel, 2)
         self.isyms = index_symbols(n, len(rranges))[:n]
@@ -574,7 +586,9 @@ class KernelLowering:
         self.outputs: dict[tuple[int, int], list[SSAValue]] = {}
         self._collect_outputs()
         self.rnumel = rnumel
-        if persistent:
+        if unrolled:
+            self._unrolled(int(rnumel))
+        elif persistent:
             self._rtile(rbase, rnumel, rblock)
             self._persistent()
         else:
@@ -585,6 +599,41 @@ class KernelLowering:
         if inner and xblock * rblock >= 2048:
             warps = 8
         return [cdiv(xnumel, xblock), sympy.Integer(1), sympy.Integer(1)], warps
+
+    def _unrolls(self, xnumel: sympy.Expr, rnumel: sympy.Expr) -> bool:
+        """Whether the nest is a small window reduced in registers, one output per
+        lane (``_unrolled``): a single reduction (not a group, not Welford) over at
+        most ``UNROLL`` static points, whose loads are contiguous along the output
+        (an outer reduction: a channels-last max pool's 3x3 window). A
+        ``[XBLOCK, RBLOCK]`` tile would leave most of each program's lanes on a
+        padded window and put few outputs in a program; Inductor lowers such
+        pools as pointwise kernels with the window unrolled."""
+        nest, opts = self.nest, self.options
+        if not isinstance(nest, L.ReductionOp) or nest.kind.data == "welford":
+            return False
+        if not rnumel.is_Integer or not 1 <= int(rnumel) <= UNROLL or opts.rblock:
+            return False
+        return bool(opts.outer_reduction and T.is_outer_reduction(nest, self.order))
+
+    def _unrolled(self, rnumel: int) -> None:
+        """The reduction over each lane's window, point by point: the body at each
+        static window index, combined elementwise in index order (the first
+        index wins an arg reduction's tie, NaN propagates as in ``tt.reduce``)."""
+        b = self.b
+        (m,) = self.members
+        kind = m.op.kind.data
+        acc: list[SSAValue] | None = None
+        rranges = [sympy.sympify(d) for d in self._rranges()]
+        for r in range(rnumel):
+            at = decompose(sympy.Integer(r), rranges)
+            tile = Tile(self.tile1.shape, self.tile1.mask, dict(zip(self.rsyms, at)))
+            (v,) = self.body.emit(m.op.body.block, tile)
+            vals = [v]
+            if kind in R.ARG_KINDS:
+                vals.append(self.b.const(r, i64, self.tile1.shape))
+            acc = vals if acc is None else R.combine(b, kind, acc, vals)
+        assert acc is not None
+        self._set_results(m, [acc[1]] if kind in R.ARG_KINDS else acc)
 
     def _reads_rows_contiguously(self) -> bool:
         """Whether the kernel's loads walk memory along the innermost reduction

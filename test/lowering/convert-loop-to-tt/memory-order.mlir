@@ -31,17 +31,20 @@ func.func @channels_last_scale(%x: !buffer.buffer<[2, 64, 8, 8], f32, strides [4
 
 // A channels-last 3x3 max pool (stride 2): the window is a reduction over
 // channels-last reads. In the output's memory order C is the last output
-// index, along which the reads are contiguous: an outer reduction whose
-// [XBLOCK, RBLOCK] tile puts 64 channels on the lanes (a persistent 16-wide
-// window), not 64 output columns 64 elements apart.
+// index, along which the reads are contiguous (an outer reduction), and the
+// window is small: it is unrolled (kernel.py `_unrolls`), one output per lane
+// and 1024 on a program, nine loads combined with maximumf in window order,
+// no tt.reduce; not 64 output columns 64 elements apart.
 
 // CHECK-LABEL: tt.func public @coil_out_0
-// CHECK:         %{{.*}} = tt.make_range {start = 0 : i32, end = 64 : i32}
+// CHECK:         %{{.*}} = tt.make_range {start = 0 : i32, end = 1024 : i32}
 // CHECK:         %i1 = arith.remsi %xindex
-// CHECK:         %rbase = tt.expand_dims %{{.*}} {axis = 0 : i32} : tensor<16xi32> -> tensor<1x16xi32>
-// CHECK-NOT:     scf.for
-// CHECK:         "tt.reduce"
-// CHECK:       host.launch @coil_out_0 grid [128, 1, 1]
+// CHECK-COUNT-9: tt.load
+// CHECK-NOT:     tt.load
+// CHECK-NOT:     tt.reduce
+// CHECK:         arith.maximumf
+// CHECK:         tt.store
+// CHECK:       host.launch @coil_out_0 grid [8, 1, 1]
 func.func @max_pool(%x: !buffer.buffer<[2, 64, 16, 16], f32, strides [16384, 1, 1024, 64]>) -> !buffer.buffer<[2, 64, 8, 8], f32, strides [4096, 1, 512, 64]> {
   %out = buffer.alloc : !buffer.buffer<[2, 64, 8, 8], f32, strides [4096, 1, 512, 64]>
   loop.reduction max [2, 64, 8, 8] [3, 3] outs(%out : !buffer.buffer<[2, 64, 8, 8], f32, strides [4096, 1, 512, 64]>) {
