@@ -308,6 +308,8 @@ def is_outer_reduction(nest: Operation, order: Sequence[int] | None = None) -> i
     outer = inner = 0
     sizes = []
     for a in reduction_loads(nest, n, len(rranges)):
+        if all(a.strides[k] == 0 for k in rdims):
+            continue  # one value per output (a per-channel scale): no vote
         c = contiguous_dim(a, ranges + rranges)
         if c == xdims[-1]:
             outer += a.weight

@@ -34,18 +34,20 @@ func.func @channels_last_scale(%x: !buffer.buffer<[2, 64, 8, 8], f32, strides [4
 // index, along which the reads are contiguous (an outer reduction), and the
 // window is small: it is unrolled (kernel.py `_unrolls`), one output per lane
 // and 1024 on a program, nine loads combined with maximumf in window order,
-// no tt.reduce; not 64 output columns 64 elements apart.
+// no tt.reduce; not 64 output columns 64 elements apart. The per-channel
+// scale (a batch norm folded into the window) moves with no window index and
+// has no say in whether the reads run along the output.
 
 // CHECK-LABEL: tt.func public @coil_out_0
 // CHECK:         %{{.*}} = tt.make_range {start = 0 : i32, end = 1024 : i32}
 // CHECK:         %i1 = arith.remsi %xindex
-// CHECK-COUNT-9: tt.load
+// CHECK-COUNT-18: tt.load
 // CHECK-NOT:     tt.load
 // CHECK-NOT:     tt.reduce
 // CHECK:         arith.maximumf
 // CHECK:         tt.store
 // CHECK:       host.launch @coil_out_0 grid [8, 1, 1]
-func.func @max_pool(%x: !buffer.buffer<[2, 64, 16, 16], f32, strides [16384, 1, 1024, 64]>) -> !buffer.buffer<[2, 64, 8, 8], f32, strides [4096, 1, 512, 64]> {
+func.func @max_pool(%x: !buffer.buffer<[2, 64, 16, 16], f32, strides [16384, 1, 1024, 64]>, %w: !buffer.buffer<[64], f32>) -> !buffer.buffer<[2, 64, 8, 8], f32, strides [4096, 1, 512, 64]> {
   %out = buffer.alloc : !buffer.buffer<[2, 64, 8, 8], f32, strides [4096, 1, 512, 64]>
   loop.reduction max [2, 64, 8, 8] [3, 3] outs(%out : !buffer.buffer<[2, 64, 8, 8], f32, strides [4096, 1, 512, 64]>) {
   ^bb0(%i0: index, %i1: index, %i2: index, %i3: index, %r0: index, %r1: index):
@@ -56,8 +58,10 @@ func.func @max_pool(%x: !buffer.buffer<[2, 64, 16, 16], f32, strides [16384, 1, 
     %4 = arith.cmpi slt, %3, %1 : i64
     %5 = arith.andi %2, %4 : i1
     %6 = loop.load %x[i0, i1, 2*i2 + r0, 2*i3 + r1] mask(%5) : !buffer.buffer<[2, 64, 16, 16], f32, strides [16384, 1, 1024, 64]>
+    %s = loop.load %w[i1] mask(%5) : !buffer.buffer<[64], f32>
+    %m = arith.mulf %6, %s : f32
     %7 = arith.constant 0xff800000 : f32
-    %8 = arith.select %5, %6, %7 : f32
+    %8 = arith.select %5, %m, %7 : f32
     loop.yield %8 : f32
   }
   func.return %out : !buffer.buffer<[2, 64, 8, 8], f32, strides [4096, 1, 512, 64]>
