@@ -602,14 +602,19 @@ class KernelLowering:
 
     def _unrolls(self, xnumel: sympy.Expr, rnumel: sympy.Expr) -> bool:
         """Whether the nest is a small window reduced in registers, one output per
-        lane (``_unrolled``): a single reduction (not a group, not Welford) over at
-        most ``UNROLL`` static points, whose loads are contiguous along the output
-        (an outer reduction: a channels-last max pool's 3x3 window). A
-        ``[XBLOCK, RBLOCK]`` tile would leave most of each program's lanes on a
-        padded window and put few outputs in a program; Inductor lowers such
-        pools as pointwise kernels with the window unrolled."""
+        lane (``_unrolled``): one reduction (not Welford), alone or with pointwise
+        members over its outputs (a cast, a copy into the result), over at most
+        ``UNROLL`` static points, whose loads are contiguous along the output (an
+        outer reduction: a channels-last max pool's 3x3 window). A ``[XBLOCK,
+        RBLOCK]`` tile would leave most of each program's lanes on a padded
+        window and put few outputs in a program; Inductor lowers such pools as
+        pointwise kernels with the window unrolled."""
         nest, opts = self.nest, self.options
-        if not isinstance(nest, L.ReductionOp) or nest.kind.data == "welford":
+        kinds = [m.kind for m in _members(nest)]
+        if kinds.count("R") != 1 or "P2" in kinds:
+            return False
+        reds = [nest] if isinstance(nest, L.ReductionOp) else list(nest.members())
+        if any(isinstance(r, L.ReductionOp) and r.kind.data == "welford" for r in reds):
             return False
         if not rnumel.is_Integer or not 1 <= int(rnumel) <= UNROLL or opts.rblock:
             return False
@@ -618,22 +623,26 @@ class KernelLowering:
     def _unrolled(self, rnumel: int) -> None:
         """The reduction over each lane's window, point by point: the body at each
         static window index, combined elementwise in index order (the first
-        index wins an arg reduction's tie, NaN propagates as in ``tt.reduce``)."""
+        index wins an arg reduction's tie, NaN propagates as in ``tt.reduce``);
+        pointwise members over the outputs around it, as in ``_persistent``."""
         b = self.b
-        (m,) = self.members
-        kind = m.op.kind.data
-        acc: list[SSAValue] | None = None
         rranges = [sympy.sympify(d) for d in self._rranges()]
-        for r in range(rnumel):
-            at = decompose(sympy.Integer(r), rranges)
-            tile = Tile(self.tile1.shape, self.tile1.mask, dict(zip(self.rsyms, at)))
-            (v,) = self.body.emit(m.op.body.block, tile)
-            vals = [v]
-            if kind in R.ARG_KINDS:
-                vals.append(self.b.const(r, i64, self.tile1.shape))
-            acc = vals if acc is None else R.combine(b, kind, acc, vals)
-        assert acc is not None
-        self._set_results(m, [acc[1]] if kind in R.ARG_KINDS else acc)
+        for m in self.members:
+            if m.kind == "P1":
+                self._set_results(m, self._compute_pointwise(m))
+                continue
+            kind = m.op.kind.data
+            acc: list[SSAValue] | None = None
+            for r in range(rnumel):
+                at = decompose(sympy.Integer(r), rranges)
+                tile = Tile(self.tile1.shape, self.tile1.mask, dict(zip(self.rsyms, at)))
+                (v,) = self.body.emit(m.op.body.block, tile)
+                vals = [v]
+                if kind in R.ARG_KINDS:
+                    vals.append(b.const(r, i64, self.tile1.shape))
+                acc = vals if acc is None else R.combine(b, kind, acc, vals)
+            assert acc is not None
+            self._set_results(m, [acc[1]] if kind in R.ARG_KINDS else acc)
 
     def _reads_rows_contiguously(self) -> bool:
         """Whether the kernel's loads walk memory along the innermost reduction

@@ -66,3 +66,40 @@ func.func @max_pool(%x: !buffer.buffer<[2, 64, 16, 16], f32, strides [16384, 1, 
   }
   func.return %out : !buffer.buffer<[2, 64, 8, 8], f32, strides [4096, 1, 512, 64]>
 }
+
+// -----
+
+// The same window in a group with a pointwise member over its result (the
+// bf16 pool's copy into the output): unrolled too, the member computed on the
+// reduced lanes.
+
+// CHECK-LABEL: tt.func public @coil_max_copy_out_0
+// CHECK-COUNT-9: tt.load
+// CHECK-NOT:     tt.reduce
+// CHECK:         tt.store
+// CHECK:       host.launch @coil_max_copy_out_0 grid [8, 1, 1]
+func.func @max_pool_group(%x: !buffer.buffer<[2, 64, 16, 16], bf16, strides [16384, 1, 1024, 64]>) -> !buffer.buffer<[2, 64, 8, 8], bf16, strides [4096, 1, 512, 64]> {
+  %out = buffer.alloc : !buffer.buffer<[2, 64, 8, 8], bf16, strides [4096, 1, 512, 64]>
+  loop.fused [2, 64, 8, 8] [3, 3] outs(%out : !buffer.buffer<[2, 64, 8, 8], bf16, strides [4096, 1, 512, 64]>) {
+    %max = loop.reduction max [2, 64, 8, 8] [3, 3] : !loop.tensor<[2, 64, 8, 8], bf16> {
+    ^bb0(%i0: index, %i1: index, %i2: index, %i3: index, %r0: index, %r1: index):
+      %0 = loop.index 2*i2 + r0 : i64
+      %1 = arith.constant 16 : i64
+      %2 = arith.cmpi slt, %0, %1 : i64
+      %3 = loop.index 2*i3 + r1 : i64
+      %4 = arith.cmpi slt, %3, %1 : i64
+      %5 = arith.andi %2, %4 : i1
+      %6 = loop.load %x[i0, i1, 2*i2 + r0, 2*i3 + r1] mask(%5) : !buffer.buffer<[2, 64, 16, 16], bf16, strides [16384, 1, 1024, 64]>
+      %7 = arith.constant 0xff80 : bf16
+      %8 = arith.select %5, %6, %7 : bf16
+      loop.yield %8 : bf16
+    }
+    %copy = loop.pointwise [2, 64, 8, 8] : !loop.tensor<[2, 64, 8, 8], bf16> {
+    ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+      %9 = loop.load %max[i0, i1, i2, i3] : !loop.tensor<[2, 64, 8, 8], bf16>
+      loop.yield %9 : bf16
+    }
+    loop.yield %copy : !loop.tensor<[2, 64, 8, 8], bf16>
+  }
+  func.return %out : !buffer.buffer<[2, 64, 8, 8], bf16, strides [4096, 1, 512, 64]>
+}
