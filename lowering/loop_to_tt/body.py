@@ -263,8 +263,17 @@ class BodyEmitter:
         unfolded = self._offset(src.type, op.index.data, inner)
         p = self.pointers(src, self._fold(unfolded), inner)
         mask = tile.mask
+        guard = None  # the body's mask, applied to the loaded value instead
         if op.mask is not None:
-            mask = b.and_(b.broadcast_to(self._get(vals, op.mask, tile), tile.shape), mask)
+            body_mask = b.broadcast_to(self._get(vals, op.mask, tile), tile.shape)
+            if not op.indirect and self.in_bounds(src.type, op.index.data, inner):
+                # The address is valid wherever the tile is: load without the
+                # body's mask (a pool window's validity on a per-channel scale),
+                # so the reads of all window points are one load, and give 0
+                # where the mask is off, as the masked load would.
+                guard = body_mask
+            else:
+                mask = b.and_(body_mask, mask)
         if op.indirect and self.bounds_check:
             self.check_bounds(op, inner, mask, raw)
         if mask is not None:
@@ -282,7 +291,41 @@ class BodyEmitter:
             other = b.const(0, element_of(src.type.element_type), tile.shape)
             load = tt.LoadOp(p, mask, other, evict=evict or "normal")
         self.eviction.record(load, src, evict is not None)
-        return b.remember(key, b.emit(load))
+        value = b.remember(key, b.emit(load))
+        if guard is not None:
+            value = b.select(guard, value, b.const(0, element_of(value.type), tile.shape))
+        return value
+
+    def in_bounds(self, buffer_type: BufferType, index: Sequence[sympy.Expr], tile: Tile) -> bool:
+        """Whether each of ``index`` (affine in the kernel's loop indices, whose
+        extents ``flat_groups`` give) lies in ``[0, size)`` of its static
+        dimension at every point of the nest: then a load there is valid without
+        the body's mask (lanes past the nest keep the tile's mask)."""
+        extent: dict[sympy.Expr, int] = {}
+        for _, syms, sizes in self.flat_groups:
+            for sym, size in zip(syms, sizes):
+                size = sympy.sympify(size)
+                if size.is_Integer:
+                    extent[sym] = int(size)
+        for e, size in zip(index, buffer_type.shape_attr.data):
+            size = sympy.sympify(size)
+            if not size.is_Integer:
+                return False
+            lo = hi = 0
+            for term in sympy.Add.make_args(sympy.expand(tile.index(sympy.sympify(e)))):
+                c, rest = term.as_coeff_Mul()
+                if not c.is_Integer:
+                    return False
+                if rest == 1:
+                    lo, hi = lo + int(c), hi + int(c)
+                    continue
+                if rest not in extent:
+                    return False
+                span = int(c) * (extent[rest] - 1)
+                lo, hi = lo + min(0, span), hi + max(0, span)
+            if lo < 0 or hi > int(size) - 1:
+                return False
+        return True
 
     def check_bounds(
         self,
