@@ -320,9 +320,6 @@ class FoldScalarTensorOperand(RewritePattern):
 def _full_reduction(op: Operation) -> str | None:
     """The kind of ``op`` (sum, mean, amax or amin) where it reduces its whole
     input to a 0-d tensor of the input's dtype; else None."""
-    t = op.self.type if isinstance(op, AtenOp) and hasattr(op, "self") else None
-    if not isinstance(t, TensorType) or op.result.type.element_type != t.element_type:
-        return None
     kinds = {
         AtenSumOp: "sum",
         AtenSumDimIntListOp: "sum",
@@ -333,6 +330,9 @@ def _full_reduction(op: Operation) -> str | None:
     }
     kind = kinds.get(type(op))
     if kind is None:
+        return None
+    t = op.self.type  # each of these reduces its ``self``
+    if not isinstance(t, TensorType) or op.result.type.element_type != t.element_type:
         return None
     schema_args = {spec.name for spec in op.schema().props}
     if "dtype" in schema_args and not isinstance(op.arg_attr("dtype"), NoneAttr):
