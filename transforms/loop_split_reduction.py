@@ -28,6 +28,16 @@ count is the reduction's numel. Everything is expressed with existing kinds and
 masked loads, so the reference executor, fusion and the Triton lowering need
 nothing new.
 
+A softmax denominator, a sum of ``exp(a - M)`` where ``M`` is a max over the
+same domain of the same ``a`` that was split the same way, is split *online*
+(the split form of the online softmax): stage 1 sums ``exp(a - m_s)`` against
+its own chunk's max ``m_s`` (the max's stage-1 partial, so both stage-1 nests
+read ``a`` in one kernel), and stage 2 rescales each chunk's sum to the
+overall max, ``sum_s s_s * exp(m_s - M)`` (0 for a chunk whose max is -inf,
+whose terms are all 0). Split plainly, the sum's stage 1 would wait for the
+max's stage 2 and read ``a`` again: a column softmax read its input three
+times (max, sum, output) where it now reads it twice.
+
 The heuristic (``split=0``) follows ``num_splits`` in spirit but counts coil's
 programs: a reduction is split when its kernel would run fewer than
 ``2*num-sms`` programs, with static outputs and a row longer than a persistent
@@ -57,7 +67,7 @@ import sympy
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin
 from xdsl.dialects.builtin import IndexType, StringAttr, i1, i64
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -193,12 +203,13 @@ class LoopSplitReductionPass(ModulePass):
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         for block in function_blocks(op):
             work = [o for o in block.ops if isinstance(o, L.ReductionOp) and not o.is_bufferized]
+            maxima: dict[SSAValue, _SplitMax] = {}
             while work:
                 red = work.pop(0)
                 plan = self._plan(red)
                 if plan is None:
                     continue
-                stage2 = _Splitter(red, plan).run()
+                stage2 = _Splitter(red, plan, maxima).run()
                 if not self.split and plan.nsplit.is_Integer:
                     # A static stage 2 may still be long (a huge full reduction);
                     # a dynamic one is not split again (it would never end).
@@ -307,9 +318,58 @@ def _prefer_divisor(d: int, n: int) -> int:
 # --------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _SplitMax:
+    """A max reduction split by this pass, for the softmax denominators that
+    read its result: its stage-1 partials, the value its stage-1 body reduces
+    (before any chunk mask) and its plan."""
+
+    partial: SSAValue
+    value: SSAValue
+    plan: _Plan
+    reduction_ranges: ShapeAttr
+
+
+def _same_tree(a: SSAValue, b: SSAValue) -> bool:
+    """Whether ``a`` and ``b``, in two loop bodies with the same index arguments,
+    compute the same scalar: the same ops with the same properties over the same
+    loads (same source and index) and the same index arguments."""
+    if a is b:
+        return True
+    if a.type != b.type:
+        return False
+    if isinstance(a, BlockArgument) or isinstance(b, BlockArgument):
+        return isinstance(a, BlockArgument) and isinstance(b, BlockArgument) and a.index == b.index
+    x, y = a.owner, b.owner
+    if not isinstance(x, Operation) or not isinstance(y, Operation):
+        return False
+    if (
+        x.name != y.name
+        or x.regions
+        or y.regions
+        or a.index != b.index
+        or x.properties != y.properties
+        or x.attributes != y.attributes
+        or len(x.operands) != len(y.operands)
+    ):
+        return False
+    if isinstance(x, L.LoadOp):
+        if x.source is not y.source or len(x.indirect) != len(y.indirect):
+            return False
+        if (x.mask is None) != (y.mask is None):
+            return False
+        pairs = list(zip(x.indirect, y.indirect))
+        if x.mask is not None:
+            pairs.append((x.mask, y.mask))
+        return all(_same_tree(p, q) for p, q in pairs)
+    return all(_same_tree(p, q) for p, q in zip(x.operands, y.operands))
+
+
 class _Splitter:
-    def __init__(self, red: L.ReductionOp, plan: _Plan):
+    def __init__(self, red: L.ReductionOp, plan: _Plan, maxima: dict[SSAValue, _SplitMax]):
         self.red, self.plan = red, plan
+        self.maxima = maxima
+        self.value: SSAValue | None = None  # what the last stage-1 body reduces
         self.kind = red.kind.data
         self.ranges = tuple(red.ranges.data)
         self.n = len(self.ranges)
@@ -427,6 +487,7 @@ class _Splitter:
         v = term.values[0]
         Rewriter.erase_op(term)
         b = BodyBuilder(new, n + 1, m_new)
+        self.value = v
         if valid is not None and yield_kind is not None:
             v = b.select(valid, v, b.const(identity(yield_kind, v.type), v.type))
         return new, b, v, valid
@@ -463,10 +524,16 @@ class _Splitter:
             results, stage2 = self._arg()
         elif kind == "welford":
             results, stage2 = self._welford()
+        elif kind == "sum" and (online := self._online_denominator()) is not None:
+            results, stage2 = online
         else:
             part = self._stage1(kind, [self.elem], (f"{self.name}_part",))
             last = self._stage2(kind, part.res[0], self.name)
             results, stage2 = [last.res[0]], [last]
+            if kind == "max":
+                self.maxima[last.res[0]] = _SplitMax(
+                    part.res[0], self.value, self.plan, self.red.reduction_ranges
+                )
         red = self.red
         for op in self.new_ops:
             Rewriter.insert_op(op, InsertPoint.before(red))
@@ -476,6 +543,61 @@ class _Splitter:
         if self.kind == "welford":
             _inline_constant(results[2].owner)
         return stage2
+
+    def _online_denominator(self) -> tuple[list[SSAValue], list[L.ReductionOp]] | None:
+        """A sum of ``exp(a - M)``, ``M`` a max of the same ``a`` split by this
+        pass with the same plan and read at this sum's own output, split online
+        (see the module's docstring); ``None``, with nothing built, otherwise."""
+        exp = self.red.body.block.last_op.values[0].owner
+        if not (isinstance(exp, Operation) and exp.name == "math.exp"):
+            return None
+        sub = exp.operands[0].owner
+        if not (isinstance(sub, arith.SubfOp) and isinstance(sub.rhs.owner, L.LoadOp)):
+            return None
+        overall = sub.rhs.owner.source
+        top = self.maxima.get(overall)
+        if top is None or top.plan != self.plan or top.value.type != exp.result.type:
+            return None
+        if top.reduction_ranges != self.red.reduction_ranges:
+            return None
+        if overall.type.shape_attr != self.red.res[0].type.shape_attr:
+            return None
+        n, p = self.n, self.plan
+        own = index_symbols(n + 1)  # the split index, then the outputs'
+        block, b, v, _ = self._stage1_body("sum")
+        sub = self.value.owner.operands[0].owner  # exp(a - M), before any chunk mask
+        load = sub.rhs.owner
+        at = load.index.data
+        if (
+            load.indirect
+            or load.mask is not None
+            or load.result.uses.get_length() != 1
+            or not all(
+                e == own[k + 1] or (self.ranges[k] == 1 and e == 0) for k, e in enumerate(at)
+            )
+            or not _same_tree(sub.lhs, top.value)
+        ):
+            block.erase()
+            return None
+        # Stage 1: against the chunk's own max, not the overall one.
+        chunk_max = L.LoadOp(top.partial, [own[0], *at])
+        chunk_max.result.name_hint = "chunk_max"
+        Rewriter.insert_op(chunk_max, InsertPoint.before(load))
+        load.result.replace_all_uses_with(chunk_max.result)
+        Rewriter.erase_op(load)
+        b.yield_(v)
+        ranges, rranges = (p.nsplit, *self.ranges), (p.chunk, *self.rest)
+        part = self._reduction("sum", ranges, rranges, block, [self.elem], (f"{self.name}_part",))
+        # Stage 2: each chunk's sum rescaled to the overall max, s * exp(m - M);
+        # a chunk whose max is -inf adds 0 (its s may be NaN: exp(-inf - -inf)).
+        block, b, at2 = self._stage2_builder()
+        s = b.load(part.res[0], at2)
+        m = b.load(top.partial, at2)
+        scaled = b.mul(s, b.math("exp", b.sub(m, b.load(overall, list(index_symbols(n))))))
+        empty = b.cmp("eq", m, b.const(-math.inf, m.type))
+        b.yield_(b.select(empty, b.const(0.0, m.type), scaled))
+        last = self._reduction("sum", self.ranges, (p.nsplit,), block, [self.elem], (self.name,))
+        return [last.res[0]], [last]
 
     def _arg(self) -> tuple[list[SSAValue], list[L.ReductionOp]]:
         kind, elem, p = self.kind, self.elem, self.plan

@@ -59,6 +59,7 @@ KINDS = {
     "std": lambda x: (x.std(0), x.std(1, correction=0)),
     "any_all": lambda x: ((x > 1.5).any(0), (x > -3.0).all()),
     "softmax0": lambda x: torch.softmax(x, 0),
+    "log_softmax0": lambda x: torch.log_softmax(x, 0),
 }
 
 
@@ -98,7 +99,7 @@ def test_arg_reductions_with_nan():
     assert_close_to_eager(_compile(fn, 4)(x), fn(x))
 
 
-@pytest.mark.parametrize("name", ["sum_all", "var_all", "argmax", "sum0", "max_dim"])
+@pytest.mark.parametrize("name", ["sum_all", "var_all", "argmax", "sum0", "max_dim", "softmax0"])
 def test_forced_split_dynamic(name):
     # A symbolic chunk (s + 3) floordiv 4 with masks; sizes below the split
     # count leave whole chunks empty.
@@ -149,6 +150,58 @@ def test_heuristic_leaves_wide_reductions_alone():
     assert [len(r.ranges.data) for r in reds] == [1, 1, 1]
     reds = _reductions(lambda x: x.amax(0), [torch.empty(4096, 512)], PIPELINES["loop"])
     assert [len(r.ranges.data) for r in reds] == [2, 1]  # stage 1 [chunks, 512], stage 2
+
+
+def _reads_chunk_max(red: L.ReductionOp) -> bool:
+    """Whether ``red`` (a stage-1 sum) loads a max over its own chunks (a max
+    reduction's result with ``red``'s shape), not the overall max."""
+    return any(
+        isinstance(o, L.LoadOp)
+        and isinstance(o.source.owner, L.ReductionOp)
+        and o.source.owner.kind.data == "max"
+        and o.source.type.shape_attr == red.res[0].type.shape_attr
+        for o in red.body.walk()
+    )
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_softmax_denominator_split_online(dtype):
+    # A column softmax/log_softmax of a tall matrix: the denominator's stage 1
+    # sums exp(x - m) against its chunk's own max, so x is read twice, not three
+    # times; odd row counts leave a masked last chunk.
+    # Also three rows longer than a persistent tile (an inner split).
+    for fn, shape in (
+        (lambda x: torch.softmax(x, 0), (3001, 7)),
+        (lambda x: torch.log_softmax(x, 0), (3001, 7)),
+        (lambda x: torch.softmax(x, 1), (3, 10007)),
+    ):
+        x = torch.randn(*shape, dtype=dtype) * 4
+        reds = _reductions(fn, [x], PIPELINES["loop"])
+        (stage1_sum,) = [r for r in reds if r.kind.data == "sum" and len(r.ranges.data) == 2]
+        assert _reads_chunk_max(stage1_sum)
+        assert_close_to_eager(_compile(fn)(x), fn(x))
+        torch._dynamo.reset()
+    # Not for exp(2x - max(x)): 2x may exceed its chunk's max.
+    fn = lambda x: torch.exp(2 * x - x.amax(0, keepdim=True)).sum(0)  # noqa: E731
+    x = torch.randn(3001, 7)
+    reds = _reductions(fn, [x], PIPELINES["loop"])
+    (stage1_sum,) = [r for r in reds if r.kind.data == "sum" and len(r.ranges.data) == 2]
+    assert not _reads_chunk_max(stage1_sum)
+    assert_close_to_eager(_compile(fn)(x), fn(x))
+
+
+def test_softmax_denominator_infinite_chunks():
+    # Forced 4 chunks of 10 rows. Column 1: a whole chunk is -inf (its sum of
+    # exp(-inf - -inf) is NaN, and must add 0); column 2 is all -inf (NaN, as in
+    # eager); column 3 holds a NaN; column 4 a +inf.
+    x = torch.randn(40, 6)
+    x[0:10, 1] = float("-inf")
+    x[:, 2] = float("-inf")
+    x[15, 3] = float("nan")
+    x[33, 4] = float("inf")
+    for fn in (lambda x: torch.softmax(x, 0), lambda x: torch.log_softmax(x, 0)):
+        assert_close_to_eager(_compile(fn, 4)(x), fn(x))
+        torch._dynamo.reset()
 
 
 def test_fused_producer_and_consumer():

@@ -230,3 +230,72 @@ func.func @column_sum(%x: !buffer.buffer<[4096, 768], f32>) -> !loop.tensor<[768
   }
   func.return %s : !loop.tensor<[768], f32>
 }
+
+// -----
+
+// A column softmax's max and denominator (bf16 x, 8192 x 4096): the sum of
+// exp(x - M) is split online. Its stage 1 subtracts its own chunk's max (the
+// max's stage-1 partial), so both stage-1 nests read x in one kernel; its
+// stage 2 rescales each chunk's sum to the overall max, 0 for a -inf chunk.
+// CHECK-LABEL: func.func @softmax_denominator
+// CHECK:      %[[MP:.*]] = loop.reduction max [32, 4096] [256]
+// CHECK:      %[[M:.*]] = loop.reduction max [4096] [32]
+// CHECK:      %[[SP:.*]] = loop.reduction sum [32, 4096] [256]
+// CHECK:        %[[X:.*]] = arith.extf
+// CHECK:        %[[CM:.*]] = loop.load %[[MP]][i0, i1]
+// CHECK:        %[[D:.*]] = arith.subf %[[X]], %[[CM]]
+// CHECK:        math.exp %[[D]]
+// CHECK:      %[[S:.*]] = loop.reduction sum [4096] [32]
+// CHECK:        %[[PS:.*]] = loop.load %[[SP]][r0, i0]
+// CHECK:        %[[PM:.*]] = loop.load %[[MP]][r0, i0]
+// CHECK:        %[[TOP:.*]] = loop.load %[[M]][i0]
+// CHECK:        %[[E:.*]] = math.exp
+// CHECK:        %[[SC:.*]] = arith.mulf %[[PS]], %[[E]]
+// CHECK:        %[[NEG:.*]] = arith.constant 0xff800000 : f32
+// CHECK:        %[[EMPTY:.*]] = arith.cmpf oeq, %[[PM]], %[[NEG]]
+// CHECK:        arith.select %[[EMPTY]], %{{.*}}, %[[SC]]
+// CHECK:      func.return %[[M]], %[[S]]
+func.func @softmax_denominator(%x: !buffer.buffer<[8192, 4096], bf16>) -> (!loop.tensor<[4096], f32>, !loop.tensor<[4096], f32>) {
+  %m = loop.reduction max [4096] [8192] : !loop.tensor<[4096], f32> {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %x[r0, i0] : !buffer.buffer<[8192, 4096], bf16>
+    %1 = arith.extf %0 : bf16 to f32
+    loop.yield %1 : f32
+  }
+  %s = loop.reduction sum [4096] [8192] : !loop.tensor<[4096], f32> {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %x[r0, i0] : !buffer.buffer<[8192, 4096], bf16>
+    %1 = arith.extf %0 : bf16 to f32
+    %2 = loop.load %m[i0] : !loop.tensor<[4096], f32>
+    %3 = arith.subf %1, %2 : f32
+    %4 = math.exp %3 : f32
+    loop.yield %4 : f32
+  }
+  func.return %m, %s : !loop.tensor<[4096], f32>, !loop.tensor<[4096], f32>
+}
+
+// -----
+
+// exp(2x - M) is no softmax denominator (2x may exceed a chunk's max, and
+// exp would overflow against it): its split waits for the overall max.
+// CHECK-LABEL: func.func @not_a_denominator
+// CHECK:      %[[M:.*]] = loop.reduction max [4096] [32]
+// CHECK:      loop.reduction sum [32, 4096] [256]
+// CHECK:        loop.load %[[M]][i1]
+func.func @not_a_denominator(%x: !buffer.buffer<[8192, 4096], f32>) -> (!loop.tensor<[4096], f32>, !loop.tensor<[4096], f32>) {
+  %m = loop.reduction max [4096] [8192] : !loop.tensor<[4096], f32> {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %x[r0, i0] : !buffer.buffer<[8192, 4096], f32>
+    loop.yield %0 : f32
+  }
+  %s = loop.reduction sum [4096] [8192] : !loop.tensor<[4096], f32> {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %x[r0, i0] : !buffer.buffer<[8192, 4096], f32>
+    %1 = arith.addf %0, %0 : f32
+    %2 = loop.load %m[i0] : !loop.tensor<[4096], f32>
+    %3 = arith.subf %1, %2 : f32
+    %4 = math.exp %3 : f32
+    loop.yield %4 : f32
+  }
+  func.return %m, %s : !loop.tensor<[4096], f32>, !loop.tensor<[4096], f32>
+}
