@@ -25,6 +25,20 @@ the same cache rather than writing a second one:
   its inductor cache directory), written atomically by torch; an unreadable
   entry is skipped with torch's warning and the graph recompiles.
 
+Torch's key costs a warm start more than everything else coil does on a
+hit: computing it the first time in a process imports Inductor's code
+generators and hashes torch's and Triton's sources (a two-layer GPT-2 on a
+CPU: 2.3 s of a 2.8 s backend share; Inductor pays the same). So inside coil's scope the
+key function is memoized on disk (:func:`_memo_key`): a *prekey*, hashed with
+torch's own cache pickler over the Dynamo graph, its inputs' metadata, the
+AOT config and the runtime state torch's key records (grad mode, autocast,
+deterministic algorithms, functorch's config, the default dtype), plus the
+torch/Triton/Python versions, the CUDA devices and ``cache_key_tag`` (coil's
+versions, pipeline and options), maps to the key torch computed for it once.
+What the prekey leaves out is what cannot change coil's entry: Inductor's
+config and custom passes, and torch's and Triton's source hashes within one
+version. A graph the prekey cannot hash takes torch's key as before.
+
 Scope. Inference graphs only: a training graph's backward compiles lazily at
 the first ``backward()``, after the compile that would save the entry has
 returned (torch saves it then only for Inductor's own entries); those keep the
@@ -247,6 +261,90 @@ class AotCache:
         return scope(key_tag(self.pipeline, self.options), self.label)
 
 
+def _prekey(gm: Any, example_inputs: Any, aot_config: Any, extra: Any) -> str:
+    """What torch's AOTAutograd key depends on that can change coil's entry,
+    hashed by torch's own cache pickler (see the module's docstring)."""
+    import sys
+
+    import triton
+    from torch._functorch._aot_autograd.autograd_cache import (
+        AOTAutogradCachePickler,
+        sanitize_gm_for_cache,
+    )
+
+    gm = getattr(gm, "gm", gm)  # dynamo's GmWrapper
+    autocast = {
+        d: torch.get_autocast_dtype(d)
+        for d in torch._C._autocast_supported_devices()
+        if torch.is_autocast_enabled(d)
+    }
+    devices = sorted(
+        {
+            (str(t.device), torch.cuda.get_device_name(t.device))
+            for t in example_inputs
+            if isinstance(t, torch.Tensor) and t.device.type == "cuda"
+        }
+    )
+    state = (
+        torch.__version__,
+        torch.version.git_version,
+        triton.__version__,
+        sys.version,
+        devices,
+        torch.compiler.config.cache_key_tag,
+        torch.is_grad_enabled(),
+        autocast,
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+        torch.get_default_dtype(),
+        torch._functorch.config.save_config_portable(),
+    )
+    with sanitize_gm_for_cache(gm):
+        pickler = AOTAutogradCachePickler(gm)
+        return "coil-prekey-" + pickler.get_hash(
+            (gm, list(example_inputs), aot_config, extra, state)
+        )
+
+
+def _memo_key(original: Callable[..., Any], root: str) -> Callable[..., Any]:
+    """torch's ``autograd_cache_key`` with its result remembered under ``root``
+    by prekey: a later process with the same prekey gets the same key without
+    computing it."""
+    import os
+
+    from torch._functorch._aot_autograd import autograd_cache
+    from torch._inductor.codecache import write_atomic
+
+    prefix = getattr(autograd_cache, "AOTAUTOGRAD_CACHE_PREFIX", "a")
+
+    def key(gm: Any, example_inputs: Any, aot_config: Any, *rest: Any, **kw: Any) -> Any:
+        extra = rest[0] if rest else kw.get("compiler_config_extra", kw.get("fx_config"))
+        try:
+            path = os.path.join(root, "prekeys", _prekey(gm, example_inputs, aot_config, extra))
+        except Exception as e:  # something torch's pickler cannot hash: torch's own key
+            log.debug("coil: no AOTAutograd cache prekey (%s: %s)", type(e).__name__, e)
+            return original(gm, example_inputs, aot_config, *rest, **kw)
+        try:
+            with open(path) as f:
+                remembered = json.load(f)
+            k = remembered["key"]
+            if isinstance(k, str) and k.startswith(prefix) and k.isalnum():  # else damaged
+                # in the shape torch's function returned it: (key, debug lines)
+                return (k, []) if remembered["pair"] else k
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # none yet, or damaged: torch's key, remembered anew
+        result = original(gm, example_inputs, aot_config, *rest, **kw)
+        pair = isinstance(result, tuple)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            write_atomic(path, json.dumps({"key": result[0] if pair else result, "pair": pair}))
+        except OSError as e:  # an unwritable cache: the next process computes it again
+            log.debug("coil: AOTAutograd cache prekey not written (%s)", e)
+        return result
+
+    return key
+
+
 @contextlib.contextmanager
 def scope(tag: str, label: str) -> Iterator[None]:
     """AOTAutograd, inside, looks up and stores bundled entries under coil's cache
@@ -254,6 +352,7 @@ def scope(tag: str, label: str) -> Iterator[None]:
     from unittest import mock
 
     from torch._dynamo.utils import counters
+    from torch._functorch._aot_autograd import autograd_cache
     from torch._functorch._aot_autograd.autograd_cache import AOTAutogradCache
 
     root = str(config.cache_dir() / "aotautograd")
@@ -265,6 +364,11 @@ def scope(tag: str, label: str) -> Iterator[None]:
         # torch's directory for these entries is fixed (its inductor cache dir);
         # coil's go where COIL_CACHE_DIR says, for this call only.
         mock.patch.object(AOTAutogradCache, "_get_tmp_dir", classmethod(lambda cls: root)),
+        mock.patch.object(
+            autograd_cache,
+            "autograd_cache_key",
+            _memo_key(autograd_cache.autograd_cache_key, root),
+        ),
     ):
         yield
     delta = {k: v - before.get(k, 0) for k, v in counters["aot_autograd"].items()}

@@ -8,6 +8,7 @@ interpreter), small functions so a compile takes about a second."""
 
 from __future__ import annotations
 
+import json
 import logging
 import pickle
 import subprocess
@@ -83,6 +84,7 @@ _PROCESS = (
 with torch.no_grad():
     torch.testing.assert_close(torch.compile(f, backend="coil")(x, y), f(x, y))
 print("\\n".join(m for m in messages if "cache" in m))
+print("inductor codegen imported:", "torch._inductor.codegen.wrapper" in sys.modules)
 """
 )
 
@@ -109,6 +111,10 @@ def test_hit_after_restart_in_a_new_process(tmp_path):
     assert "AOTAutograd cache miss" in first and "graph cache miss" in first
     assert "AOTAutograd cache hit" in second
     assert "graph cache" not in second  # coil's compiler never ran
+    # torch's key was remembered, not computed: computing it imports Inductor's
+    # code generators (most of a warm start's backend time).
+    assert "inductor codegen imported: True" in first
+    assert "inductor codegen imported: False" in second
 
 
 def test_two_processes_at_once_then_a_hit(tmp_path):
@@ -225,10 +231,63 @@ def test_graph_holding_a_tensor_attribute_bypasses():
     assert aotcache.bypass_reason(plain, training=False, enabled=None, dump_dir=None) is None
 
 
+def _entries(tmp_path) -> list:
+    """torch's entry files (not coil's remembered keys)."""
+    root = tmp_path / "cache" / "aotautograd"
+    return [e for e in root.glob("*/*") if e.parent.name != "prekeys"]
+
+
+def _prekeys(tmp_path) -> list:
+    return list((tmp_path / "cache" / "aotautograd" / "prekeys").iterdir())
+
+
+def test_a_hit_takes_the_remembered_key(caplog, monkeypatch, tmp_path):
+    _run()
+    assert _outcomes(caplog) == ["miss"]
+    [prekey] = _prekeys(tmp_path)
+    [entry] = _entries(tmp_path)
+    assert json.loads(prekey.read_text())["key"] == entry.parent.name  # torch's key
+
+    def no_key(*args, **kwargs):
+        raise AssertionError("a remembered key must not be computed again")
+
+    from torch._functorch._aot_autograd import autograd_cache
+
+    monkeypatch.setattr(autograd_cache, "autograd_cache_key", no_key)
+    _run()
+    assert _outcomes(caplog) == ["hit"]
+
+
+def test_runtime_state_is_in_the_remembered_key(caplog, tmp_path):
+    # Torch's key records deterministic algorithms; so must the prekey, or a
+    # remembered key would hand back the other mode's entry.
+    _run()
+    torch.use_deterministic_algorithms(True)
+    try:
+        _run()
+    finally:
+        torch.use_deterministic_algorithms(False)
+    assert _outcomes(caplog) == ["miss", "miss"]
+    assert len(_prekeys(tmp_path)) == 2
+    _run()
+    assert _outcomes(caplog) == ["hit"]
+
+
+def test_damaged_remembered_key_is_computed_again(caplog, tmp_path):
+    _run()
+    [prekey] = _prekeys(tmp_path)
+    text = prekey.read_text()
+    for damaged in ('{"key": "a/../../elsewhere", "pair": true}', "{", ""):
+        prekey.write_text(damaged)
+        _run()  # torch's key again: still a hit, and remembered anew
+        assert prekey.read_text() == text
+    assert _outcomes(caplog) == ["miss", "hit", "hit", "hit"]
+
+
 def test_damaged_entry_recompiles(caplog, tmp_path):
     _run()
     _outcomes(caplog)
-    [entry] = (tmp_path / "cache" / "aotautograd").glob("*/*")
+    [entry] = _entries(tmp_path)
     entry.write_bytes(entry.read_bytes()[:100])  # truncated
     _run()  # compiles again, and correctly (torch warns of the unreadable entry)
     assert _outcomes(caplog) == ["miss"]
