@@ -16,7 +16,7 @@ import torch.fx
 from torch._dynamo.backends.common import aot_autograd
 
 from coil.frontend.attention import contiguous_attention_masks
-from coil.frontend.decompositions import decomposition_table
+from coil.frontend.decompositions import LazyTable
 
 if TYPE_CHECKING:
     from coil.runtime.aotcache import AotCache
@@ -86,7 +86,7 @@ def aot_backend(
             fw_compiler=fw,
             bw_compiler=bw,
             inference_compiler=inference,
-            decompositions=decomposition_table(training),
+            decompositions=LazyTable(training),
             partition_fn=min_cut_rematerialization_partition,
         )
 

@@ -10,6 +10,7 @@ the few it keeps that coil decomposes before AOTAutograd partitions a graph.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator, Mapping
 
 import torch
 from torch._decomp import core_aten_decompositions
@@ -53,3 +54,27 @@ def decomposition_table(training: bool = False) -> dict[torch._ops.OpOverload, o
         for op in TRAINING:
             table[op] = torch_table[op]
     return table
+
+
+class LazyTable(Mapping):
+    """:func:`decomposition_table` (``training`` as there), built at first use.
+
+    AOTAutograd reads its table only when it traces: a graph that hits the
+    AOTAutograd cache never does, and building the table costs a warm start
+    about 0.14 s on a CPU (torch materializes its composite ops)."""
+
+    def __init__(self, training: bool = False) -> None:
+        self.training = training
+
+    @functools.cached_property
+    def _table(self) -> dict[torch._ops.OpOverload, object]:
+        return decomposition_table(self.training)
+
+    def __getitem__(self, op: torch._ops.OpOverload) -> object:
+        return self._table[op]
+
+    def __iter__(self) -> Iterator[torch._ops.OpOverload]:
+        return iter(self._table)
+
+    def __len__(self) -> int:
+        return len(self._table)
