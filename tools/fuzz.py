@@ -484,10 +484,12 @@ def graphs(draw, max_steps: int = 8) -> Program:
     return Program(gm, b.inputs, draw(st.booleans()), b.steps)
 
 
-def check(program: Program) -> str | None:
+def check(program: Program, split: int = 0) -> str | None:
     """Compile ``program`` with coil and compare with eager: None when they agree,
     else what went wrong (a difference or the error coil raised). A program
-    eager itself rejects is discarded (``hypothesis.reject``)."""
+    eager itself rejects is discarded (``hypothesis.reject``). ``split`` N >= 2
+    forces ``loop-split-reduction{split=N}`` (the fuzzer's tensors are too
+    small for the heuristic to split)."""
     from coil.backend import coil
     from coil.testing import difference
 
@@ -510,8 +512,17 @@ def check(program: Program) -> str | None:
         except Exception:
             reference = None
 
+    options: dict[str, Any] = {"fallback": "extern"}
+    if split:
+        from coil.pipeline import PIPELINES
+
+        default = PIPELINES["default"]
+        options["pipeline"] = default.replace(
+            "loop-split-reduction,", f"loop-split-reduction{{split={split}}},"
+        )
+
     def backend(gm: torch.fx.GraphModule, inputs: list[Any]) -> Any:
-        return coil(gm, inputs, options={"fallback": "extern"})
+        return coil(gm, inputs, options=options)
 
     torch._dynamo.reset()
     try:
@@ -559,7 +570,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--graphs", type=int, default=200, help="how many graphs to check")
     parser.add_argument("--seed", type=int, default=0, help="hypothesis seed")
     parser.add_argument("--max-steps", type=int, default=8, help="ops per graph (at most)")
+    parser.add_argument(
+        "--split",
+        type=int,
+        default=0,
+        help="force every reduction over at least N elements into N chunks "
+        "(loop-split-reduction{split=N}), so split reductions get fuzzed",
+    )
     args = parser.parse_args(argv)
+    if args.split == 1 or args.split < 0:
+        parser.error("--split: 0 (the heuristic) or at least 2")
     failures: list[tuple[Program, str]] = []
     checked = 0
     start = time.monotonic()
@@ -576,7 +596,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         nonlocal checked
         checked += 1
         try:
-            problem = check(program)
+            problem = check(program, args.split)
         except UnsatisfiedAssumption:  # eager rejects it: hypothesis draws another
             checked -= 1
             raise

@@ -98,6 +98,21 @@ def test_random_fx_graph_matches_eager(program: Program):
     assert problem is None, f"{problem}\n{program.describe()}"
 
 
+@settings(
+    max_examples=15,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
+@given(graphs())
+def test_random_fx_graph_with_split_reductions_matches_eager(program: Program):
+    # The fuzzer's tensors are too small for the split heuristic: --split 3
+    # forces every reduction over 3 or more elements into chunks.
+    problem = check(program, split=3)
+    assert problem is None, f"{problem}\n{program.describe()}"
+
+
 # ---- graphs the fuzzer failed on ----------------------------------------------------------
 
 
