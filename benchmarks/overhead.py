@@ -10,6 +10,12 @@ Inductor and Inductor ``mode="reduce-overhead"``:
 * host overhead = wall - GPU, and launches per call (kernels in the profile;
   a CUDA graph replay still runs its kernels, so the count is what the GPU runs);
 * overhead per launch (µs) = host overhead / launches;
+* issue ms: the host's own time for one call, measured directly (the median
+  over calls, each started on an idle GPU and timed until it returns, without
+  waiting for its kernels), and issue µs per launch. Where the GPU is the
+  bottleneck (large batches) wall - GPU says little about the host (the host
+  works while the GPU runs, and the difference is noise around 0); this
+  column is the host's cost at any batch size;
 * cudaMalloc and cudaFree calls of the caching allocator per timed call
   (``torch.cuda.memory_stats``): a steady state that still makes them stalls.
 
@@ -23,6 +29,7 @@ writes coil's IR and wrapper of each workload under ``$OUT/dump/NAME``.
 from __future__ import annotations
 
 import os
+import statistics
 import sys
 import time
 import traceback
@@ -81,12 +88,20 @@ def build_cuda(name: str) -> tuple[torch.nn.Module, tuple]:
     return module, args
 
 
-def measure(fn, args) -> tuple[float, float, float, float]:
+def measure(fn, args) -> tuple[float, float, float, float, float]:
     """(wall ms, GPU ms, launches, cudaMalloc+cudaFree calls of the caching
-    allocator) per call."""
+    allocator, issue ms) per call."""
     for _ in range(5):
         fn(*args)
     torch.cuda.synchronize()
+    issue = []
+    for _ in range(CALLS):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        fn(*args)
+        issue.append(time.perf_counter() - t)
+    torch.cuda.synchronize()
+    issue_ms = statistics.median(issue) * 1e3
     before = _device_allocs()
     wall = float("inf")
     for _ in range(ROUNDS):
@@ -106,7 +121,7 @@ def measure(fn, args) -> tuple[float, float, float, float]:
         if e.device_type == torch.autograd.DeviceType.CUDA and "Memcpy" not in e.name
     ]
     gpu = sum(e.device_time_total for e in kernels) / 10 / 1e3
-    return wall, gpu, len(kernels) / 10, mallocs
+    return wall, gpu, len(kernels) / 10, mallocs, issue_ms
 
 
 def _device_allocs() -> int:
@@ -174,8 +189,8 @@ def main() -> int:
         launch_cost(),
         "",
         "| workload | backend | wall ms | GPU ms | host overhead ms | launches | "
-        "overhead per launch us | cudaMalloc/Free per call |",
-        "|---|---|---|---|---|---|---|---|",
+        "overhead per launch us | issue ms | issue per launch us | cudaMalloc/Free per call |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name in names:
         torch.manual_seed(0)
@@ -197,11 +212,13 @@ def main() -> int:
                     f = make(module)
                     got = f(*args).float()
                     err = float((got - want).norm() / want.norm())
-                    wall, gpu, launches, mallocs = measure(f, args)
+                    wall, gpu, launches, mallocs, issue = measure(f, args)
                     per = (wall - gpu) * 1e3 / launches if launches else float("nan")
+                    issue_per = issue * 1e3 / launches if launches else float("nan")
                     row = (
                         f"| {name} | {variant} | {wall:.3f} | {gpu:.3f} | {wall - gpu:.3f} | "
-                        f"{launches:.0f} | {per:.1f} | {mallocs:.1f} |"
+                        f"{launches:.0f} | {per:.1f} | {issue:.3f} | {issue_per:.1f} | "
+                        f"{mallocs:.1f} |"
                     )
                     if err > 3e-2:
                         row += f" WRONG (rel. error {err:.1e})"
