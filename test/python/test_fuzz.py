@@ -85,26 +85,25 @@ def test_random_program_matches_eager(seed, dynamic):
     assert_close_to_eager(compiled(x.clone(), y.clone()), fn(x, y))
 
 
-@settings(
-    max_examples=30,
-    derandomize=True,
-    deadline=None,
-    database=None,
-    suppress_health_check=list(HealthCheck),
-)
+def _drawn(examples: int):
+    """Hypothesis settings of a fixed-seed fuzz test drawing ``examples`` graphs."""
+    return settings(
+        max_examples=examples,
+        derandomize=True,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+
+
+@_drawn(30)
 @given(graphs())
 def test_random_fx_graph_matches_eager(program: Program):
     problem = check(program)
     assert problem is None, f"{problem}\n{program.describe()}"
 
 
-@settings(
-    max_examples=15,
-    derandomize=True,
-    deadline=None,
-    database=None,
-    suppress_health_check=list(HealthCheck),
-)
+@_drawn(15)
 @given(graphs())
 def test_random_fx_graph_with_split_reductions_matches_eager(program: Program):
     # The fuzzer's tensors are too small for the split heuristic: --split 3
