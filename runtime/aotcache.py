@@ -37,7 +37,9 @@ torch/Triton/Python versions, the CUDA devices and ``cache_key_tag`` (coil's
 versions, pipeline and options), maps to the key torch computed for it once.
 What the prekey leaves out is what cannot change coil's entry: Inductor's
 config and custom passes, and torch's and Triton's source hashes within one
-version. A graph the prekey cannot hash takes torch's key as before.
+version. A graph the prekey cannot hash, or one calling user-defined Triton
+kernels (whose sources torch's key reads from a side table), takes torch's
+key as before.
 
 Scope. Inference graphs only: a training graph's backward compiles lazily at
 the first ``backward()``, after the compile that would save the entry has
@@ -273,6 +275,7 @@ def _prekey(gm: Any, example_inputs: Any, aot_config: Any, extra: Any) -> str:
     )
 
     gm = getattr(gm, "gm", gm)  # dynamo's GmWrapper
+    _no_user_kernels(gm)
     autocast = {
         d: torch.get_autocast_dtype(d)
         for d in torch._C._autocast_supported_devices()
@@ -285,12 +288,14 @@ def _prekey(gm: Any, example_inputs: Any, aot_config: Any, extra: Any) -> str:
             if isinstance(t, torch.Tensor) and t.device.type == "cuda"
         }
     )
+    current = torch.cuda.current_device() if torch.cuda.is_initialized() else None
     state = (
         torch.__version__,
         torch.version.git_version,
         triton.__version__,
         sys.version,
         devices,
+        current,  # where a graph without tensor inputs allocates
         torch.compiler.config.cache_key_tag,
         torch.is_grad_enabled(),
         autocast,
@@ -304,6 +309,22 @@ def _prekey(gm: Any, example_inputs: Any, aot_config: Any, extra: Any) -> str:
         return "coil-prekey-" + pickler.get_hash(
             (gm, list(example_inputs), aot_config, extra, state)
         )
+
+
+def _no_user_kernels(gm: torch.fx.GraphModule) -> None:
+    """Raise where ``gm`` calls user-defined Triton kernels: their sources are
+    not in the graph's code (torch's key reads them from its side table), so
+    a prekey would not see an edited kernel."""
+    from torch._higher_order_ops.triton_kernel_wrap import (
+        triton_kernel_wrapper_functional,
+        triton_kernel_wrapper_mutation,
+    )
+
+    for module in gm.modules():
+        if isinstance(module, torch.fx.GraphModule):
+            for target in (triton_kernel_wrapper_functional, triton_kernel_wrapper_mutation):
+                if module.graph.find_nodes(op="call_function", target=target):
+                    raise ValueError("the graph calls user-defined Triton kernels")
 
 
 def _memo_key(original: Callable[..., Any], root: str) -> Callable[..., Any]:

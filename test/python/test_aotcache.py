@@ -327,3 +327,22 @@ def test_empty_and_non_plain_constants_in_an_entry():
     code = aotcache.CoilOutputCode(recipe=aotcache.Recipe("", True, [fake], {}))
     with pytest.raises(Exception, match="constant 0 is not a plain tensor"):
         code.prepare_for_serialization()
+
+
+def test_no_prekey_for_user_defined_triton_kernels():
+    # Their sources live in torch's side table, not in the graph's code: such a
+    # graph takes torch's own key (which reads the table), never a remembered one.
+    from torch._higher_order_ops.triton_kernel_wrap import triton_kernel_wrapper_mutation
+
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    graph.call_function(
+        triton_kernel_wrapper_mutation,
+        kwargs={"kernel_idx": 0, "constant_args_idx": 0, "grid": [(1, 1, 1)], "kwargs": {}},
+    )
+    graph.output(x)
+    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+    with pytest.raises(ValueError, match="user-defined Triton kernels"):
+        aotcache._no_user_kernels(gm)
+    plain = torch.fx.symbolic_trace(lambda x: x + 1)
+    aotcache._no_user_kernels(plain)  # no error
