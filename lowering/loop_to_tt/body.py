@@ -281,17 +281,17 @@ class BodyEmitter:
         # The same elements read twice (members of a fused group reading one
         # input) are one load, until a store may have changed them.
         key = ("load", p, mask, self.stores)
-        found = b.lookup(key)
-        if found is not None:
-            return found
-        evict = self.eviction.policy(unfolded, self.flat_groups, bool(op.indirect))
-        if mask is None:
-            load = tt.LoadOp(p, evict=evict or "normal")
-        else:
-            other = b.const(0, element_of(src.type.element_type), tile.shape)
-            load = tt.LoadOp(p, mask, other, evict=evict or "normal")
-        self.eviction.record(load, src, evict is not None)
-        value = b.remember(key, b.emit(load))
+        value = b.lookup(key)
+        if value is None:
+            evict = self.eviction.policy(unfolded, self.flat_groups, bool(op.indirect))
+            if mask is None:
+                load = tt.LoadOp(p, evict=evict or "normal")
+            else:
+                other = b.const(0, element_of(src.type.element_type), tile.shape)
+                load = tt.LoadOp(p, mask, other, evict=evict or "normal")
+            self.eviction.record(load, src, evict is not None)
+            value = b.remember(key, b.emit(load))
+        # Each read keeps its own mask: a shared load is the raw value.
         if guard is not None:
             value = b.select(guard, value, b.const(0, element_of(value.type), tile.shape))
         return value

@@ -105,3 +105,32 @@ func.func @max_pool_group(%x: !buffer.buffer<[2, 64, 16, 16], bf16, strides [163
   }
   func.return %out : !buffer.buffer<[2, 64, 8, 8], bf16, strides [4096, 1, 512, 64]>
 }
+
+// -----
+
+// A window sum over x plus a per-channel w read under the window's mask: w's
+// index is in bounds wherever the tile is, so it is loaded once, and each
+// window point selects it under its own mask (nine selects of that one load;
+// a shared load used raw gave border outputs w added at masked-off points).
+// CHECK-LABEL: tt.func public @coil_out_0
+// CHECK:         %[[W:.*]] = tt.load %{{.*}} {evict = evict_last}
+// CHECK-COUNT-9: arith.select %{{.*}}, %[[W]], %{{.*}}
+// CHECK-NOT:     %[[W]]
+// CHECK:         tt.return
+func.func @masked_window_scale(%x: !buffer.buffer<[2, 64, 9, 9], f32, strides [5184, 1, 576, 64]>, %w: !buffer.buffer<[64], f32>) -> !buffer.buffer<[2, 64, 8, 8], f32, strides [4096, 1, 512, 64]> {
+  %out = buffer.alloc : !buffer.buffer<[2, 64, 8, 8], f32, strides [4096, 1, 512, 64]>
+  loop.reduction sum [2, 64, 8, 8] [3, 3] outs(%out : !buffer.buffer<[2, 64, 8, 8], f32, strides [4096, 1, 512, 64]>) {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index, %r0: index, %r1: index):
+    %0 = loop.index i2 + r0 : i64
+    %1 = arith.constant 9 : i64
+    %2 = arith.cmpi slt, %0, %1 : i64
+    %3 = loop.index i3 + r1 : i64
+    %4 = arith.cmpi slt, %3, %1 : i64
+    %5 = arith.andi %2, %4 : i1
+    %v = loop.load %x[i0, i1, i2 + r0, i3 + r1] mask(%5) : !buffer.buffer<[2, 64, 9, 9], f32, strides [5184, 1, 576, 64]>
+    %s = loop.load %w[i1] mask(%5) : !buffer.buffer<[64], f32>
+    %t = arith.addf %v, %s : f32
+    loop.yield %t : f32
+  }
+  func.return %out : !buffer.buffer<[2, 64, 8, 8], f32, strides [4096, 1, 512, 64]>
+}
