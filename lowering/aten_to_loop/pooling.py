@@ -3,9 +3,13 @@
 Each output element reduces the [kh, kw] window of its input plane, read at
 ``oh * stride - padding + k * dilation``; positions in the padding are masked
 and count as -inf (the lowest value of an integer type), so only real elements
-win. The indices (the flat ``ih * W + iw`` of the first maximum, NaN counting
-as the maximum, as ATen picks it) come from an argmax over the same window,
-mapped back to the input plane by a pointwise nest; an inference graph that
+win. The indices are the flat ``ih * W + iw`` ATen's kernels give: the first
+maximum (an argmax over the same window), but the last NaN where the window
+holds NaNs (ATen's loop takes every NaN it meets: a max over the window of
+the positions of NaNs), and the first in-bounds point where every real
+element is -inf (the argmax may then stop on a padding point, whose index
+would be negative or past the row); a pointwise nest maps them back to the
+input plane. An inference graph that
 drops them never computes them (``convert-aten-to-loop`` erases unused
 nests). ATen's kernels always compute both: ResNet-50's first pooling wrote
 51 MB of int64 indices a call at batch 32, and read an NCHW copy of its
@@ -79,21 +83,48 @@ def _max_pool2d(lw: Lowerer, op: AtenOp):
 
     (values,) = lw.reduction("max", [n, c, oh, ow], kernel, dtype, window)
     (arg,) = lw.reduction("argmax", [n, c, oh, ow], kernel, dtypes.i64, window, dtype)
+    last_nan = None
+    if is_float(dtype):
+
+        def nan_position(b: BodyBuilder, idx: list[sympy.Symbol]):
+            # the window position r0 * kw + r1 of a NaN, else -1 (padding reads -inf)
+            r0, r1 = idx[4:]
+            v = window(b, idx)
+            return b.select(b.isnan(v), b.index(r0 * kernel[1] + r1), b.const(-1, builtin.i64))
+
+        (last_nan,) = lw.reduction("max", [n, c, oh, ow], kernel, dtypes.i64, nan_position)
 
     def flat_index(b: BodyBuilder, idx: list[sympy.Symbol]):
         i0, i1, i2, i3 = idx
         r = b.load(arg, [i0, i1, i2, i3])
+        if last_nan is not None:
+            nan_at = b.load(last_nan, [i0, i1, i2, i3])
+            r = b.select(b.cmp("ge", nan_at, b.const(0, builtin.i64)), nan_at, r)
         kw = b.const(kernel[1], builtin.i64)
         r0, r1 = b.floordivsi(r, kw), b.remsi(r, kw)
-        ih = b.add(
-            b.index(i2 * stride[0] - padding[0]),
-            b.mul(r0, b.const(dilation[0], builtin.i64)),
-        )
-        iw = b.add(
-            b.index(i3 * stride[1] - padding[1]),
-            b.mul(r1, b.const(dilation[1], builtin.i64)),
-        )
-        return b.add(b.mul(ih, b.index(width)), iw)
+        zero = b.const(0, builtin.i64)
+        inside = None
+        firsts = []
+        for start, k, d, size in (
+            (i2 * stride[0] - padding[0], r0, dilation[0], height),
+            (i3 * stride[1] - padding[1], r1, dilation[1], width),
+        ):
+            origin = b.index(start)
+            pos = b.add(origin, b.mul(k, b.const(d, builtin.i64)))
+            ok = b.andi(b.cmp("ge", pos, zero), b.cmp("lt", pos, b.index(size)))
+            inside = ok if inside is None else b.andi(inside, ok)
+            # the window's first in-bounds position: the origin moved up by whole
+            # dilation steps when it lies in the padding (as ATen's kernels start)
+            steps = b.floordivsi(
+                b.add(b.neg(origin), b.const(d - 1, builtin.i64)), b.const(d, builtin.i64)
+            )
+            moved = b.add(origin, b.mul(steps, b.const(d, builtin.i64)))
+            firsts.append((pos, b.select(b.cmp("lt", origin, zero), moved, origin)))
+        (ih, fh), (iw, fw) = firsts
+        at = b.add(b.mul(ih, b.index(width)), iw)
+        first = b.add(b.mul(fh, b.index(width)), fw)
+        # Outside only when every real element is -inf (a padding point won the tie).
+        return b.select(inside, at, first)
 
     indices = lw.pointwise([n, c, oh, ow], dtypes.i64, flat_index)
     return [values, indices]
