@@ -28,13 +28,14 @@ count is the reduction's numel. Everything is expressed with existing kinds and
 masked loads, so the reference executor, fusion and the Triton lowering need
 nothing new.
 
-A softmax denominator, a sum of ``exp(a - M)`` where ``M`` is a max over the
-same domain of the same ``a`` that was split the same way, is split *online*
-(the split form of the online softmax): stage 1 sums ``exp(a - m_s)`` against
+A softmax denominator, a sum of ``exp(a - g(M))`` where ``M`` is a max over the
+same domain of the same ``a`` that was split the same way and ``g`` the
+identity or logsumexp's ``M if |M| != inf else 0``, is split *online* (the
+split form of the online softmax): stage 1 sums ``exp(a - g(m_s))`` against
 its own chunk's max ``m_s`` (the max's stage-1 partial, so both stage-1 nests
 read ``a`` in one kernel), and stage 2 rescales each chunk's sum to the
-overall max, ``sum_s s_s * exp(m_s - M)`` (0 for a chunk whose max is -inf,
-whose terms are all 0). Split plainly, the sum's stage 1 would wait for the
+overall max, ``sum_s s_s * exp(g(m_s) - g(M))`` (0 for a chunk whose max is
+-inf, whose terms are all 0). Split plainly, the sum's stage 1 would wait for the
 max's stage 2 and read ``a`` again: a column softmax read its input three
 times (max, sum, output) where it now reads it twice.
 
@@ -330,16 +331,26 @@ class _SplitMax:
     reduction_ranges: ShapeAttr
 
 
-def _same_tree(a: SSAValue, b: SSAValue) -> bool:
-    """Whether ``a`` and ``b``, in two loop bodies with the same index arguments,
-    compute the same scalar: the same ops with the same properties over the same
-    loads (same source and index) and the same index arguments."""
+Renaming = dict[sympy.Symbol, sympy.Expr]
+
+
+def _same_tree(a: SSAValue, b: SSAValue, ra: Renaming, rb: Renaming) -> bool:
+    """Whether ``a`` and ``b``, in two loop bodies, compute the same scalar: the
+    same ops with the same properties over the same loads (same source, and
+    the same index once ``ra`` and ``rb`` rename each body's index symbols
+    into shared ones). Index arguments used as values must sit at the same
+    position, under renamings that leave them alone."""
     if a is b:
         return True
     if a.type != b.type:
         return False
     if isinstance(a, BlockArgument) or isinstance(b, BlockArgument):
-        return isinstance(a, BlockArgument) and isinstance(b, BlockArgument) and a.index == b.index
+        return (
+            isinstance(a, BlockArgument)
+            and isinstance(b, BlockArgument)
+            and a.index == b.index
+            and all(k == v for k, v in (*ra.items(), *rb.items()))
+        )
     x, y = a.owner, b.owner
     if not isinstance(x, Operation) or not isinstance(y, Operation):
         return False
@@ -348,10 +359,22 @@ def _same_tree(a: SSAValue, b: SSAValue) -> bool:
         or x.regions
         or y.regions
         or a.index != b.index
-        or x.properties != y.properties
         or x.attributes != y.attributes
         or len(x.operands) != len(y.operands)
     ):
+        return False
+
+    def exprs(op: Operation, r: Renaming) -> list[sympy.Expr]:
+        held = op.index if isinstance(op, L.LoadOp) else op.expr
+        return [sympy.sympify(e).xreplace(r) for e in held.data]
+
+    if isinstance(x, L.LoadOp | L.IndexOp):
+        if exprs(x, ra) != exprs(y, rb):
+            return False
+        rest = {k: v for k, v in x.properties.items() if k not in ("index", "expr")}
+        if rest != {k: v for k, v in y.properties.items() if k not in ("index", "expr")}:
+            return False
+    elif x.properties != y.properties:
         return False
     if isinstance(x, L.LoadOp):
         if x.source is not y.source or len(x.indirect) != len(y.indirect):
@@ -361,8 +384,46 @@ def _same_tree(a: SSAValue, b: SSAValue) -> bool:
         pairs = list(zip(x.indirect, y.indirect))
         if x.mask is not None:
             pairs.append((x.mask, y.mask))
-        return all(_same_tree(p, q) for p, q in pairs)
-    return all(_same_tree(p, q) for p, q in zip(x.operands, y.operands))
+        return all(_same_tree(p, q, ra, rb) for p, q in pairs)
+    return all(_same_tree(p, q, ra, rb) for p, q in zip(x.operands, y.operands))
+
+
+def _constant(v: SSAValue, value: float) -> bool:
+    op = v.owner
+    return (
+        isinstance(op, arith.ConstantOp)
+        and getattr(op.value, "value", None) is not None
+        and (op.value.value.data == value)
+    )
+
+
+def _shift_of_max(rhs: SSAValue) -> tuple[list[L.LoadOp], bool] | None:
+    """What a softmax denominator subtracts: a max's result ``M`` read by one
+    load (``exp(x - M)``), or ``select(|M| == inf, 0, M)`` (logsumexp's
+    decomposition, reading M twice). (the loads of M, whether masked at inf),
+    or None."""
+    op = rhs.owner
+    if isinstance(op, L.LoadOp):
+        return [op], False
+    if not (isinstance(op, arith.SelectOp) and isinstance(op.rhs.owner, L.LoadOp)):
+        return None
+    load = op.rhs.owner
+    cmp, zero = op.cond.owner, op.lhs
+    if not (isinstance(cmp, arith.CmpfOp) and cmp.predicate.value.data == 1):  # oeq
+        return None
+    absf = cmp.lhs.owner
+    if not (
+        isinstance(absf, Operation)
+        and absf.name == "math.absf"
+        and isinstance(absf.operands[0].owner, L.LoadOp)
+        and _constant(cmp.rhs, math.inf)
+        and _constant(zero, 0.0)
+    ):
+        return None
+    other = absf.operands[0].owner
+    if other.source is not load.source:
+        return None
+    return [load, other], True
 
 
 class _Splitter:
@@ -545,59 +606,84 @@ class _Splitter:
         return stage2
 
     def _online_denominator(self) -> tuple[list[SSAValue], list[L.ReductionOp]] | None:
-        """A sum of ``exp(a - M)``, ``M`` a max of the same ``a`` split by this
-        pass with the same plan and read at this sum's own output, split online
-        (see the module's docstring); ``None``, with nothing built, otherwise."""
+        """A sum of ``exp(a - g(M))``, ``M`` a max of the same ``a`` split by this
+        pass with the same plan and read at this sum's own output, ``g`` the
+        identity or logsumexp's ``M if |M| != inf else 0``, split online (see
+        the module's docstring); ``None``, with nothing built, otherwise."""
         exp = self.red.body.block.last_op.values[0].owner
         if not (isinstance(exp, Operation) and exp.name == "math.exp"):
             return None
         sub = exp.operands[0].owner
-        if not (isinstance(sub, arith.SubfOp) and isinstance(sub.rhs.owner, L.LoadOp)):
+        if not isinstance(sub, arith.SubfOp) or (shift := _shift_of_max(sub.rhs)) is None:
             return None
-        overall = sub.rhs.owner.source
+        overall, masked_inf = shift[0][0].source, shift[1]
         top = self.maxima.get(overall)
         if top is None or top.plan != self.plan or top.value.type != exp.result.type:
             return None
         if top.reduction_ranges != self.red.reduction_ranges:
             return None
-        if overall.type.shape_attr != self.red.res[0].type.shape_attr:
-            return None
         n, p = self.n, self.plan
         own = index_symbols(n + 1)  # the split index, then the outputs'
+        m_shape = overall.type.shape
         block, b, v, _ = self._stage1_body("sum")
-        sub = self.value.owner.operands[0].owner  # exp(a - M), before any chunk mask
-        load = sub.rhs.owner
-        at = load.index.data
+        sub = self.value.owner.operands[0].owner  # exp(a - g(M)), before any chunk mask
+        loads, _ = _shift_of_max(sub.rhs)
+        at = loads[0].index.data
+        # M read at this sum's own output: its unit dimensions at 0, the others
+        # the sum's non-unit output indices in order.
+        wanted = [own[k + 1] for k, size in enumerate(self.ranges) if size != 1]
         if (
-            load.indirect
-            or load.mask is not None
-            or load.result.uses.get_length() != 1
-            or not all(
-                e == own[k + 1] or (self.ranges[k] == 1 and e == 0) for k, e in enumerate(at)
-            )
-            or not _same_tree(sub.lhs, top.value)
+            len(m_shape) != len(at)
+            or any(e != 0 for e, size in zip(at, m_shape) if size == 1)
+            or [e for e, size in zip(at, m_shape) if size != 1] != wanted
+            or any(o.index.data != at or o.indirect or o.mask is not None for o in loads)
+            or any(o.result.uses.get_length() != 1 for o in loads)
+            or not _same_tree(sub.lhs, top.value, *self._renamings(at, m_shape))
         ):
             block.erase()
             return None
         # Stage 1: against the chunk's own max, not the overall one.
-        chunk_max = L.LoadOp(top.partial, [own[0], *at])
-        chunk_max.result.name_hint = "chunk_max"
-        Rewriter.insert_op(chunk_max, InsertPoint.before(load))
-        load.result.replace_all_uses_with(chunk_max.result)
-        Rewriter.erase_op(load)
+        for load in loads:
+            chunk_max = L.LoadOp(top.partial, [own[0], *at])
+            chunk_max.result.name_hint = "chunk_max"
+            Rewriter.insert_op(chunk_max, InsertPoint.before(load))
+            load.result.replace_all_uses_with(chunk_max.result)
+            Rewriter.erase_op(load)
         b.yield_(v)
         ranges, rranges = (p.nsplit, *self.ranges), (p.chunk, *self.rest)
         part = self._reduction("sum", ranges, rranges, block, [self.elem], (f"{self.name}_part",))
-        # Stage 2: each chunk's sum rescaled to the overall max, s * exp(m - M);
+        # Stage 2: each chunk's sum rescaled to the overall max, s * exp(g(m) - g(M));
         # a chunk whose max is -inf adds 0 (its s may be NaN: exp(-inf - -inf)).
         block, b, at2 = self._stage2_builder()
+        down = {own[k + 1]: sym for k, sym in enumerate(index_symbols(n))}
+        at_m = [sympy.sympify(e).xreplace(down) for e in at]
         s = b.load(part.res[0], at2)
-        m = b.load(top.partial, at2)
-        scaled = b.mul(s, b.math("exp", b.sub(m, b.load(overall, list(index_symbols(n))))))
+        m = b.load(top.partial, [at2[0], *at_m])
+
+        def g(x: SSAValue) -> SSAValue:
+            if not masked_inf:
+                return x
+            infinite = b.cmp("eq", b.math("absf", x), b.const(math.inf, x.type))
+            return b.select(infinite, b.const(0.0, x.type), x)
+
+        scaled = b.mul(s, b.math("exp", b.sub(g(m), g(b.load(overall, at_m)))))
         empty = b.cmp("eq", m, b.const(-math.inf, m.type))
         b.yield_(b.select(empty, b.const(0.0, m.type), scaled))
         last = self._reduction("sum", self.ranges, (p.nsplit,), block, [self.elem], (self.name,))
         return [last.res[0]], [last]
+
+    def _renamings(self, at: tuple, m_shape: tuple) -> tuple[Renaming, Renaming]:
+        """This sum's and its max's stage-1 index symbols renamed into shared
+        ones: unit output dimensions to 0, the max's outputs to the sum's
+        (``at``, where the sum reads the max; the split index and the reduction
+        symbols have the same names in both bodies)."""
+        own = index_symbols(self.n + 1)[1:]
+        mine = {sym: sympy.Integer(0) for sym, size in zip(own, self.ranges) if size == 1}
+        theirs = {
+            sym: sympy.sympify(e).xreplace(mine)
+            for sym, e in zip(index_symbols(len(m_shape) + 1)[1:], at)
+        }
+        return mine, theirs
 
     def _arg(self) -> tuple[list[SSAValue], list[L.ReductionOp]]:
         kind, elem, p = self.kind, self.elem, self.plan

@@ -60,6 +60,7 @@ KINDS = {
     "any_all": lambda x: ((x > 1.5).any(0), (x > -3.0).all()),
     "softmax0": lambda x: torch.softmax(x, 0),
     "log_softmax0": lambda x: torch.log_softmax(x, 0),
+    "logsumexp": lambda x: (torch.logsumexp(x, 0), torch.logsumexp(x, (0, 1))),
 }
 
 
@@ -174,6 +175,7 @@ def test_softmax_denominator_split_online(dtype):
         (lambda x: torch.softmax(x, 0), (3001, 7)),
         (lambda x: torch.log_softmax(x, 0), (3001, 7)),
         (lambda x: torch.softmax(x, 1), (3, 10007)),
+        (lambda x: torch.logsumexp(x, 0), (3001, 7)),  # exp(x - (M if |M| != inf else 0))
     ):
         x = torch.randn(*shape, dtype=dtype) * 4
         reds = _reductions(fn, [x], PIPELINES["loop"])
@@ -199,7 +201,11 @@ def test_softmax_denominator_infinite_chunks():
     x[:, 2] = float("-inf")
     x[15, 3] = float("nan")
     x[33, 4] = float("inf")
-    for fn in (lambda x: torch.softmax(x, 0), lambda x: torch.log_softmax(x, 0)):
+    for fn in (
+        lambda x: torch.softmax(x, 0),
+        lambda x: torch.log_softmax(x, 0),
+        lambda x: torch.logsumexp(x, 0),
+    ):
         assert_close_to_eager(_compile(fn, 4)(x), fn(x))
         torch._dynamo.reset()
 

@@ -299,3 +299,41 @@ func.func @not_a_denominator(%x: !buffer.buffer<[8192, 4096], f32>) -> (!loop.te
   }
   func.return %m, %s : !loop.tensor<[4096], f32>, !loop.tensor<[4096], f32>
 }
+
+// -----
+
+// logsumexp's denominator subtracts select(|M| == inf, 0, M), M kept [1, 512]
+// (keepdim) while the sum is [512]: split online as well; stage 1 applies the
+// same select to its chunk's max, stage 2 rescales by exp(g(m) - g(M)).
+// CHECK-LABEL: func.func @logsumexp_denominator
+// CHECK:      %[[MP:.*]] = loop.reduction max [32, 1, 512] [256]
+// CHECK:      %[[M:.*]] = loop.reduction max [1, 512] [32]
+// CHECK:      loop.reduction sum [32, 512] [256]
+// CHECK:        %[[CM:.*]] = loop.load %[[MP]][i0, 0, i1]
+// CHECK:        math.absf %[[CM]]
+// CHECK-NOT:    loop.load %[[M]][0, i1]
+// CHECK:      loop.reduction sum [512] [32]
+// CHECK:        loop.load %[[MP]][r0, 0, i0]
+// CHECK:        loop.load %[[M]][0, i0]
+func.func @logsumexp_denominator(%x: !buffer.buffer<[8192, 512], f32>) -> !loop.tensor<[512], f32> {
+  %m = loop.reduction max [1, 512] [8192] : !loop.tensor<[1, 512], f32> {
+  ^bb0(%i0: index, %i1: index, %r0: index):
+    %0 = loop.load %x[r0, i1] : !buffer.buffer<[8192, 512], f32>
+    loop.yield %0 : f32
+  }
+  %s = loop.reduction sum [512] [8192] : !loop.tensor<[512], f32> {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %x[r0, i0] : !buffer.buffer<[8192, 512], f32>
+    %1 = loop.load %m[0, i0] : !loop.tensor<[1, 512], f32>
+    %2 = math.absf %1 : f32
+    %3 = arith.constant 0x7f800000 : f32
+    %4 = arith.cmpf oeq, %2, %3 : f32
+    %5 = arith.constant 0.000000e+00 : f32
+    %6 = loop.load %m[0, i0] : !loop.tensor<[1, 512], f32>
+    %7 = arith.select %4, %5, %6 : f32
+    %8 = arith.subf %0, %7 : f32
+    %9 = math.exp %8 : f32
+    loop.yield %9 : f32
+  }
+  func.return %s : !loop.tensor<[512], f32>
+}
