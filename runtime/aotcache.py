@@ -303,6 +303,11 @@ def _prekey(gm: Any, example_inputs: Any, aot_config: Any, extra: Any) -> str:
         torch.is_deterministic_algorithms_warn_only_enabled(),
         torch.get_default_dtype(),
         torch._functorch.config.save_config_portable(),
+        # Inductor's config, as torch's key has it: it holds settings AOTAutograd's
+        # caching reads too (unsafe_marked_cacheable_functions' keys, freezing).
+        torch._inductor.config.save_config_portable(
+            ignore_private_configs=False, readonly_values=True
+        ),
     )
     with sanitize_gm_for_cache(gm):
         pickler = AOTAutogradCachePickler(gm)
@@ -337,6 +342,7 @@ def _memo_key(original: Callable[..., Any], root: str) -> Callable[..., Any]:
     from torch._inductor.codecache import write_atomic
 
     prefix = getattr(autograd_cache, "AOTAUTOGRAD_CACHE_PREFIX", "a")
+    check = getattr(autograd_cache, "check_cacheable", lambda gm: None)
 
     def key(gm: Any, example_inputs: Any, aot_config: Any, *rest: Any, **kw: Any) -> Any:
         extra = rest[0] if rest else kw.get("compiler_config_extra", kw.get("fx_config"))
@@ -349,11 +355,16 @@ def _memo_key(original: Callable[..., Any], root: str) -> Callable[..., Any]:
             with open(path) as f:
                 remembered = json.load(f)
             k = remembered["key"]
-            if isinstance(k, str) and k.startswith(prefix) and k.isalnum():  # else damaged
-                # in the shape torch's function returned it: (key, debug lines)
-                return (k, []) if remembered["pair"] else k
+            ok = isinstance(k, str) and k.startswith(prefix) and k.isalnum()  # else damaged
         except (OSError, ValueError, KeyError, TypeError):
-            pass  # none yet, or damaged: torch's key, remembered anew
+            ok = False  # none yet, or damaged: torch's key, remembered anew
+        if ok:
+            # What torch's key function checks before hashing (graph nodes it
+            # cannot cache, the FX graph cache switched off, freezing) raises
+            # its bypass here too.
+            check(getattr(gm, "gm", gm))
+            # in the shape torch's function returned it: (key, debug lines)
+            return (k, []) if remembered["pair"] else k
         result = original(gm, example_inputs, aot_config, *rest, **kw)
         pair = isinstance(result, tuple)
         try:

@@ -35,9 +35,10 @@ split form of the online softmax): stage 1 sums ``exp(a - g(m_s))`` against
 its own chunk's max ``m_s`` (the max's stage-1 partial, so both stage-1 nests
 read ``a`` in one kernel), and stage 2 rescales each chunk's sum to the
 overall max, ``sum_s s_s * exp(g(m_s) - g(M))`` (0 for a chunk whose max is
--inf, whose terms are all 0). Split plainly, the sum's stage 1 would wait for the
-max's stage 2 and read ``a`` again: a column softmax read its input three
-times (max, sum, output) where it now reads it twice.
+-inf below a finite overall max: its terms are all 0). Split plainly, the
+sum's stage 1 would wait for the max's stage 2 and read ``a`` again: a column
+softmax read its input three times (max, sum, output) where it now reads it
+twice.
 
 The heuristic (``split=0``) follows ``num_splits`` in spirit but counts coil's
 programs: a reduction is split when its kernel would run fewer than
@@ -653,7 +654,8 @@ class _Splitter:
         ranges, rranges = (p.nsplit, *self.ranges), (p.chunk, *self.rest)
         part = self._reduction("sum", ranges, rranges, block, [self.elem], (f"{self.name}_part",))
         # Stage 2: each chunk's sum rescaled to the overall max, s * exp(g(m) - g(M));
-        # a chunk whose max is -inf adds 0 (its s may be NaN: exp(-inf - -inf)).
+        # a chunk whose max is -inf adds 0 (its s may be NaN: exp(-inf - -inf)),
+        # unless the overall max is -inf too, where eager's terms are NaN as well.
         block, b, at2 = self._stage2_builder()
         down = {own[k + 1]: sym for k, sym in enumerate(index_symbols(n))}
         at_m = [sympy.sympify(e).xreplace(down) for e in at]
@@ -666,8 +668,10 @@ class _Splitter:
             infinite = b.cmp("eq", b.math("absf", x), b.const(math.inf, x.type))
             return b.select(infinite, b.const(0.0, x.type), x)
 
-        scaled = b.mul(s, b.math("exp", b.sub(g(m), g(b.load(overall, at_m)))))
-        empty = b.cmp("eq", m, b.const(-math.inf, m.type))
+        top_max = b.load(overall, at_m)
+        scaled = b.mul(s, b.math("exp", b.sub(g(m), g(top_max))))
+        lowest = b.const(-math.inf, m.type)
+        empty = b.andi(b.cmp("eq", m, lowest), b.cmp("ne", top_max, lowest))
         b.yield_(b.select(empty, b.const(0.0, m.type), scaled))
         last = self._reduction("sum", self.ranges, (p.nsplit,), block, [self.elem], (self.name,))
         return [last.res[0]], [last]

@@ -273,6 +273,24 @@ def test_runtime_state_is_in_the_remembered_key(caplog, tmp_path):
     assert _outcomes(caplog) == ["hit"]
 
 
+def test_inductor_config_is_in_the_remembered_key(caplog, tmp_path):
+    # Torch's key has Inductor's config, which holds settings AOTAutograd's
+    # caching reads (unsafe_marked_cacheable_functions' keys): a change misses.
+    _run()
+    with torch._inductor.config.patch(max_autotune=True):
+        _run()
+    assert _outcomes(caplog) == ["miss", "miss"]
+
+
+def test_a_remembered_key_still_checks_cacheability(caplog, tmp_path):
+    # What torch's key function refuses (here: the FX graph cache turned off)
+    # is a bypass with a remembered key too, not a hit.
+    _run()
+    with torch._inductor.config.patch(fx_graph_cache=False):
+        _run()
+    assert _outcomes(caplog) == ["miss", "bypass"]
+
+
 def test_damaged_remembered_key_is_computed_again(caplog, tmp_path):
     _run()
     [prekey] = _prekeys(tmp_path)
