@@ -325,11 +325,24 @@ def _no_user_kernels(gm: torch.fx.GraphModule) -> None:
         triton_kernel_wrapper_mutation,
     )
 
+    # torch.library.triton_op custom ops: torch's key hashes their kernels' sources
+    kernels_of = getattr(getattr(torch._library, "triton", None), "get_triton_kernels_for_op", None)
     for module in gm.modules():
-        if isinstance(module, torch.fx.GraphModule):
-            for target in (triton_kernel_wrapper_functional, triton_kernel_wrapper_mutation):
-                if module.graph.find_nodes(op="call_function", target=target):
-                    raise ValueError("the graph calls user-defined Triton kernels")
+        if not isinstance(module, torch.fx.GraphModule):
+            continue
+        for target in (triton_kernel_wrapper_functional, triton_kernel_wrapper_mutation):
+            if module.graph.find_nodes(op="call_function", target=target):
+                raise ValueError("the graph calls user-defined Triton kernels")
+        for node in module.graph.nodes:
+            ops = []
+            if isinstance(node.target, torch._ops.OpOverload):
+                ops = [node.target]
+            elif isinstance(node.target, torch._ops.OpOverloadPacket):
+                ops = [getattr(node.target, name) for name in node.target.overloads()]
+            if kernels_of is None and any(op.namespace not in ("aten", "prims") for op in ops):
+                raise ValueError("this torch cannot list a custom op's Triton kernels")
+            if kernels_of is not None and any(list(kernels_of(op._name)) for op in ops):
+                raise ValueError("the graph calls user-defined Triton kernels")
 
 
 def _memo_key(original: Callable[..., Any], root: str) -> Callable[..., Any]:

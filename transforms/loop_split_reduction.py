@@ -78,7 +78,12 @@ from coil.dialects.symbolic import ShapeAttr, index_symbols, torch_sympy
 from coil.lowering.body_builder import BodyBuilder, is_float
 from coil.lowering.loop_to_tt.tiling import OUTER_PERSISTENT, outer_reduction_tile
 from coil.transforms.loop_cost import element_bytes
-from coil.transforms.loop_utils import function_blocks, substitute_in_body
+from coil.transforms.loop_utils import (
+    EXPR_PROPERTIES,
+    exprs_of,
+    function_blocks,
+    substitute_in_body,
+)
 
 PERSISTENT_ROW = 4096
 """The longest row ``convert-loop-to-tt`` keeps in registers (its default
@@ -365,17 +370,18 @@ def _same_tree(a: SSAValue, b: SSAValue, ra: Renaming, rb: Renaming) -> bool:
     ):
         return False
 
-    def exprs(op: Operation, r: Renaming) -> list[sympy.Expr]:
-        held = op.index if isinstance(op, L.LoadOp) else op.expr
-        return [sympy.sympify(e).xreplace(r) for e in held.data]
-
-    if isinstance(x, L.LoadOp | L.IndexOp):
-        if exprs(x, ra) != exprs(y, rb):
+    # Index expressions (a load's index, loop.index's, a random op's offset)
+    # compare renamed; every other property as it is.
+    held = EXPR_PROPERTIES.get(type(x))
+    if held is not None:
+        ex, ey = exprs_of(x), exprs_of(y)
+        if [sympy.sympify(e).xreplace(ra) for e in ex] != [
+            sympy.sympify(e).xreplace(rb) for e in ey
+        ]:
             return False
-        rest = {k: v for k, v in x.properties.items() if k not in ("index", "expr")}
-        if rest != {k: v for k, v in y.properties.items() if k not in ("index", "expr")}:
-            return False
-    elif x.properties != y.properties:
+    if {k: v for k, v in x.properties.items() if k != held} != {
+        k: v for k, v in y.properties.items() if k != held
+    }:
         return False
     if isinstance(x, L.LoadOp):
         if x.source is not y.source or len(x.indirect) != len(y.indirect):

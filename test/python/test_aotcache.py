@@ -364,3 +364,32 @@ def test_no_prekey_for_user_defined_triton_kernels():
         aotcache._no_user_kernels(gm)
     plain = torch.fx.symbolic_trace(lambda x: x + 1)
     aotcache._no_user_kernels(plain)  # no error
+
+
+def test_no_prekey_for_triton_ops():
+    # torch.library.triton_op custom ops: torch's key hashes their kernels'
+    # sources, the graph's code names only the op.
+    import triton
+    import triton.language as tl
+    from torch.library import triton_op, wrap_triton
+
+    @triton.jit
+    def add_one(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+
+    @triton_op("coil_test_aotcache::add_one", mutates_args={})
+    def op(x: torch.Tensor) -> torch.Tensor:
+        y = torch.empty_like(x)
+        wrap_triton(add_one)[(1,)](x, y, x.numel(), BLOCK=64)
+        return y
+
+    for call in (
+        torch.ops.coil_test_aotcache.add_one,
+        torch.ops.coil_test_aotcache.add_one.default,
+    ):
+        graph = torch.fx.Graph()
+        graph.output(graph.call_function(call, (graph.placeholder("x"),)))
+        gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+        with pytest.raises(ValueError, match="user-defined Triton kernels"):
+            aotcache._no_user_kernels(gm)

@@ -236,7 +236,8 @@ func.func @column_sum(%x: !buffer.buffer<[4096, 768], f32>) -> !loop.tensor<[768
 // A column softmax's max and denominator (bf16 x, 8192 x 4096): the sum of
 // exp(x - M) is split online. Its stage 1 subtracts its own chunk's max (the
 // max's stage-1 partial), so both stage-1 nests read x in one kernel; its
-// stage 2 rescales each chunk's sum to the overall max, 0 for a -inf chunk.
+// stage 2 rescales each chunk's sum to the overall max, 0 for a -inf chunk
+// below a finite overall max (under a -inf one eager's terms are NaN too).
 // CHECK-LABEL: func.func @softmax_denominator
 // CHECK:      %[[MP:.*]] = loop.reduction max [32, 4096] [256]
 // CHECK:      %[[M:.*]] = loop.reduction max [4096] [32]
@@ -253,7 +254,9 @@ func.func @column_sum(%x: !buffer.buffer<[4096, 768], f32>) -> !loop.tensor<[768
 // CHECK:        %[[SC:.*]] = arith.mulf %[[PS]], %[[E]]
 // CHECK:        %[[NEG:.*]] = arith.constant 0xff800000 : f32
 // CHECK:        %[[EMPTY:.*]] = arith.cmpf oeq, %[[PM]], %[[NEG]]
-// CHECK:        arith.select %[[EMPTY]], %{{.*}}, %[[SC]]
+// CHECK:        %[[FINITE:.*]] = arith.cmpf une, %[[TOP]], %[[NEG]]
+// CHECK:        %[[ZERO:.*]] = arith.andi %[[EMPTY]], %[[FINITE]]
+// CHECK:        arith.select %[[ZERO]], %{{.*}}, %[[SC]]
 // CHECK:      func.return %[[M]], %[[S]]
 func.func @softmax_denominator(%x: !buffer.buffer<[8192, 4096], bf16>) -> (!loop.tensor<[4096], f32>, !loop.tensor<[4096], f32>) {
   %m = loop.reduction max [4096] [8192] : !loop.tensor<[4096], f32> {
