@@ -28,15 +28,16 @@ the same cache rather than writing a second one:
 Torch's key costs a warm start more than everything else coil does on a
 hit: computing it the first time in a process imports Inductor's code
 generators and hashes torch's and Triton's sources (a two-layer GPT-2 on a
-CPU: 2.3 s of a 2.8 s backend share; Inductor pays the same). So inside coil's scope the
-key function is memoized on disk (:func:`_memo_key`): a *prekey*, hashed with
-torch's own cache pickler over the Dynamo graph, its inputs' metadata, the
-AOT config and the runtime state torch's key records (grad mode, autocast,
-deterministic algorithms, functorch's config, the default dtype), plus the
-torch/Triton/Python versions, the CUDA devices and ``cache_key_tag`` (coil's
-versions, pipeline and options), maps to the key torch computed for it once.
-What the prekey leaves out is what cannot change coil's entry: Inductor's
-config and custom passes, and torch's and Triton's source hashes within one
+CPU: 2.3 s of a 2.8 s backend share; Inductor pays the same). So inside
+coil's scope the key function is memoized on disk (:func:`_memo_key`): a
+*prekey*, hashed with torch's own cache pickler over the Dynamo graph, its
+inputs' metadata, the AOT config and the state torch's key records (grad
+mode, autocast, deterministic algorithms, the default dtype, functorch's and
+Inductor's configs), plus the torch/Triton/Python versions, the CUDA devices
+and ``cache_key_tag`` (coil's versions, pipeline and options), maps to the
+key torch computed for it once; a hit still runs torch's cacheability check
+of the graph. What the prekey leaves out cannot change coil's entry:
+Inductor's custom passes, torch's and Triton's source hashes within one
 version. A graph the prekey cannot hash, or one calling user-defined Triton
 kernels (whose sources torch's key reads from a side table), takes torch's
 key as before.

@@ -329,7 +329,7 @@ def _prefer_divisor(d: int, n: int) -> int:
 class _SplitMax:
     """A max reduction split by this pass, for the softmax denominators that
     read its result: its stage-1 partials, the value its stage-1 body reduces
-    (before any chunk mask) and its plan."""
+    (before any chunk mask), its plan and its reduction ranges."""
 
     partial: SSAValue
     value: SSAValue
@@ -396,19 +396,19 @@ def _same_tree(a: SSAValue, b: SSAValue, ra: Renaming, rb: Renaming) -> bool:
 
 
 def _constant(v: SSAValue, value: float) -> bool:
+    """Whether ``v`` is an ``arith.constant`` float equal to ``value``."""
     op = v.owner
-    return (
-        isinstance(op, arith.ConstantOp)
-        and getattr(op.value, "value", None) is not None
-        and (op.value.value.data == value)
-    )
+    if not isinstance(op, arith.ConstantOp):
+        return False
+    held = getattr(op.value, "value", None)
+    return held is not None and held.data == value
 
 
 def _shift_of_max(rhs: SSAValue) -> tuple[list[L.LoadOp], bool] | None:
-    """What a softmax denominator subtracts: a max's result ``M`` read by one
-    load (``exp(x - M)``), or ``select(|M| == inf, 0, M)`` (logsumexp's
-    decomposition, reading M twice). (the loads of M, whether masked at inf),
-    or None."""
+    """What a softmax denominator subtracts, if it is ``M`` (a max's result)
+    read by one load (``exp(x - M)``) or logsumexp's ``select(|M| == inf, 0,
+    M)`` reading it twice: the loads of M and whether it is the second form;
+    else None."""
     op = rhs.owner
     if isinstance(op, L.LoadOp):
         return [op], False
