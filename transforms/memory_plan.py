@@ -269,6 +269,9 @@ def _externs_in_place(ops: list[Operation], ret: Operation) -> None:
         others = [a for j, a in enumerate(op.args) if j != self_arg.index]
         if (
             not fresh
+            # the same tensor also as another operand (index_put(a, idx, a)):
+            # the extern's arguments hold it once, so `others` cannot see it
+            or self_arg in list(inner[0].operands)[1:]
             or buf in protected
             or last.get(buf) != k
             or buf.type != op.res[0].type
@@ -477,11 +480,39 @@ def _in_place(nest: Operation, out: SSAValue, dying: list[SSAValue]) -> SSAValue
         if reads and all(
             isinstance(o, L.LoadOp)
             and not o.indirect
+            and _in_units_of(o.source, dead)
             and sympy.expand(_address(o.index.data, o.source.type).subs(ones) - stored) == 0
             for o in reads
         ):
             return dead
     return None
+
+
+def _in_units_of(value: SSAValue, root: SSAValue) -> bool:
+    """Whether ``value``'s layout (offset and strides) counts elements of
+    ``root``'s storage from its start: ``value`` is ``root`` or a chain of
+    buffer views of it, or of the result of an extern that returns the operand
+    it writes (``index_put_``) or waits for (``wait_tensor``), with its type.
+    Through any other ATen alias (``x.view(torch.int16)``, a slice made by
+    ATen) the layout is the alias's own, in its own units and from its own
+    start, so an address computed from it says nothing about ``root``'s."""
+    while value is not root:
+        owner = value.owner
+        if isinstance(owner, B.ViewOp):
+            value = owner.source
+            continue
+        if not (isinstance(owner, B.ExternOp) and extern_results_alias(owner)):
+            return False
+        same = [
+            a
+            for k, a in enumerate(owner.args)
+            if a.type == value.type
+            and (k in extern_mutated_operands(owner) or owner.kernel_name == WAIT_TENSOR)
+        ]
+        if len(same) != 1:
+            return False
+        value = same[0]
+    return True
 
 
 def _address(index, t: B.BufferType) -> sympy.Expr:

@@ -110,6 +110,20 @@ def _storage_root(v: SSAValue) -> SSAValue:
     return v
 
 
+def _roots(v: SSAValue) -> set[SSAValue]:
+    """Every storage ``v`` may live in: through views and reuses, and through
+    ATen results that alias their operands (memory-plan's in-place
+    ``index_put_`` returns the very buffer it writes)."""
+    from coil.transforms.memory_plan import storage_roots
+
+    v = _storage_root(v)
+    out = {v}
+    for r in storage_roots(v):
+        if r is not v:
+            out |= _roots(r)
+    return out
+
+
 def rereads_its_outputs(outs: list[SSAValue], kernel: Kernel) -> bool:
     """Whether running ``kernel`` twice differs from running it once: it writes storage
     it also reads, or accumulates with atomics."""
@@ -117,7 +131,7 @@ def rereads_its_outputs(outs: list[SSAValue], kernel: Kernel) -> bool:
     if any((arg.name_hint or "").startswith("in_out_ptr") for arg in kernel.func.body.block.args):
         return True
     reads = [a for a in kernel.args if isinstance(a.type, BufferType) and a not in outs]
-    read_roots = {_storage_root(b) for b in reads}
-    if any(_storage_root(o) in read_roots for o in outs):
+    read_roots = set().union(set(), *(_roots(b) for b in reads))
+    if any(_roots(o) & read_roots for o in outs):
         return True
     return any(isinstance(op, tt.AtomicRMWOp) for op in kernel.func.walk())

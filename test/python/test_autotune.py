@@ -227,3 +227,37 @@ def test_softmax_autotuned_on_cuda_is_cached():
         timings = dict(AUTOTUNER.timings)
         assert_close_to_eager(compiled(x), eager(x))
         assert AUTOTUNER.timings == timings  # the second call measured nothing
+
+
+def test_a_kernel_over_an_in_place_extern_result_is_not_tuned_on_live_buffers(monkeypatch):
+    # memory-plan runs index_put_ in place over `a`, then p * 2 in place over
+    # `a` too, reading p (index_put_'s result, the same storage). Measuring
+    # candidates runs each one on the live buffers: such a kernel must not be
+    # tuned (on a GPU it multiplied by 2 once per candidate run).
+    def f(x, idx, v):
+        a = x.sin()
+        p = torch.index_put(a, (idx,), v)
+        return p * 2
+
+    def measure(key, candidates):
+        for c in candidates:  # as do_bench does: every candidate runs, repeatedly
+            c()
+            c()
+        return 0
+
+    run = Autotuner.run
+    monkeypatch.setattr(AUTOTUNER, "_measure", measure)
+    monkeypatch.setattr(
+        Autotuner,
+        "run",
+        lambda self, name, sizes, cands, device="cpu", digest=None: run(
+            self, name, sizes, cands, "cuda:0", None
+        ),
+    )
+    AUTOTUNER.clear()
+    pipeline = PIPELINES["default"].replace("convert-loop-to-tt", "convert-loop-to-tt{autotune=8}")
+    x, idx, v = torch.randn(64), torch.tensor([0, 5]), torch.randn(2)
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend="coil", options={"cache": False, "pipeline": pipeline})
+    assert_close_to_eager(compiled(x, idx, v), f(x, idx, v))
+    AUTOTUNER.clear()

@@ -376,3 +376,38 @@ def test_executor_poisons_freed_storage():
 
     (out,) = run_module(parse_module(USE_AFTER_FREE), [torch.randn(4)])
     assert torch.isnan(out).all()
+
+
+def _index_put_self(x, idx):
+    a = x.sin()
+    return torch.index_put(a, (idx,), a) * 2
+
+
+def _scatter_add_self(x, idx):
+    a = x.sin()
+    return a.scatter_add(0, idx, a) * 2
+
+
+def _int16_view(x):
+    # An ATen alias in other units: reading a's int16 halves while writing f32
+    # over a went wrong past the first block of the in-place kernel.
+    a = x * 2
+    return a.view(torch.int16)[: x.numel()].float()
+
+
+@pytest.mark.parametrize(
+    "fn, make",
+    [
+        (_index_put_self, lambda: (torch.randn(6), torch.randperm(6))),
+        (_scatter_add_self, lambda: (torch.randn(4, 3), torch.randint(0, 4, (4, 3)))),
+        (_int16_view, lambda: (torch.randn(4096),)),
+    ],
+)
+def test_in_place_rewrites_keep_eager_results(fn, make):
+    # memory-plan's in-place forms: an extern whose self is also its values/src
+    # (index_put(a, idx, a): ATen refuses the in-place form), and a kernel
+    # overwriting a buffer it reads through an ATen alias in other units.
+    inputs = make()
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="coil", options={"cache": False})
+    assert_close_to_eager(compiled(*inputs), fn(*inputs))

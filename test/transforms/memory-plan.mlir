@@ -453,3 +453,27 @@ func.func @in_place_unit_dim(%x: !buffer.buffer<[4, 8], f32>) -> !buffer.buffer<
   }
   func.return %b : !buffer.buffer<[1, 4, 8], f32>
 }
+
+// -----
+
+// index_put(a, [i], a): `self` is also the values, one argument of the
+// extern. The in-place form would write what it reads (ATen refuses it): the
+// copying form stays though `a` dies at the call.
+// CHECK-LABEL: func.func @extern_self_is_values
+// CHECK:      buffer.extern "aten.index_put.default" (%[[A:.*]], %i)
+// CHECK-NOT:  index_put_
+// CHECK:      func.return
+func.func @extern_self_is_values(%i: !buffer.buffer<[10], i64>) -> !buffer.buffer<[10], f32> {
+  %a = buffer.alloc : !buffer.buffer<[10], f32>
+  loop.pointwise [10] outs(%a : !buffer.buffer<[10], f32>) {
+  ^bb0(%i0: index):
+    %c = arith.constant 1.000000e+00 : f32
+    loop.yield %c : f32
+  }
+  %g = buffer.extern "aten.index_put.default" (%a, %i) : (!buffer.buffer<[10], f32>, !buffer.buffer<[10], i64>) -> (!buffer.buffer<[10], f32>) {
+  ^bb0(%x: !aten.tensor<[10], f32>, %b: !aten.tensor<[10], i64>):
+    %0 = aten.index_put.default(%x, [%b], %x) : !aten.tensor<[10], f32>
+    buffer.yield %0 : !aten.tensor<[10], f32>
+  }
+  func.return %g : !buffer.buffer<[10], f32>
+}
