@@ -61,7 +61,7 @@ class LazyTable(Mapping):
 
     AOTAutograd reads its table only when it traces: a graph that hits the
     AOTAutograd cache never does, and building the table costs a warm start
-    about 0.14 s on a CPU (torch materializes its composite ops)."""
+    about 0.17 s on a CPU (torch materializes its composite ops)."""
 
     def __init__(self, training: bool = False) -> None:
         self.training = training

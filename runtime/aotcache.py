@@ -28,7 +28,7 @@ the same cache rather than writing a second one:
 Torch's key costs a warm start more than everything else coil does on a
 hit: computing it the first time in a process imports Inductor's code
 generators and hashes torch's and Triton's sources (a two-layer GPT-2 on a
-CPU: 2.3 s of a 2.8 s backend share; Inductor pays the same). So inside
+CPU: 1.3 s of a 1.8 s backend share; Inductor pays the same). So inside
 coil's scope the key function is memoized on disk (:func:`_memo_key`): a
 *prekey*, hashed with torch's own cache pickler over the Dynamo graph, its
 inputs' metadata, the AOT config and the state torch's key records (grad
