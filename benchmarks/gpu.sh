@@ -49,7 +49,7 @@ triton.__version__, 'transformers', transformers.__version__)" | tee -a "$OUT/de
 status=0
 if [ "${TESTS:-0}" = 1 ]; then
   # shellcheck disable=SC2086
-  python3 -m pytest ${TEST_FILES:-test/python} -m gpu -p no:cacheprovider -q -rs 2>&1 \
+  python3 -m pytest ${TEST_FILES:-test/python} -m gpu -p no:cacheprovider -q -rs --durations=15 2>&1 \
     | tee "$OUT/pytest-gpu.log"
   status=$(( status | PIPESTATUS[0] ))
 fi
@@ -110,7 +110,7 @@ if [ -n "${COMPILE:-}" ]; then
   status=$(( status | PIPESTATUS[0] ))
 fi
 if [ "${DIST:-0}" = 1 ] || [ "${DIST:-0}" = tests ]; then
-  python3 -m pytest test/python/test_distributed.py -m gpu -p no:cacheprovider -q -rs 2>&1 \
+  python3 -m pytest test/python/test_distributed.py -m gpu -p no:cacheprovider -q -rs --durations=15 2>&1 \
     | tee "$OUT/pytest-distributed.log"
   status=$(( status | PIPESTATUS[0] ))
 fi

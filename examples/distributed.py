@@ -230,8 +230,11 @@ def train_both(
     """``STEPS`` SGD steps of ``ref`` (uncompiled) and ``model`` (called as ``run``,
     its compiled form; the backward under ``backward()``) on the same batches;
     losses and gradients must agree at each step. Returns the (eager, coil) losses."""
-    opt_ref = torch.optim.SGD(ref.parameters(), lr=0.1)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    # foreach=False: under tensor parallelism some parameters are DTensors and
+    # some plain tensors, and CUDA's default multi-tensor step would hand both
+    # to one _foreach_add_, which DTensor refuses (CPU steps one at a time).
+    opt_ref = torch.optim.SGD(ref.parameters(), lr=0.1, foreach=False)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, foreach=False)
     losses = []
     for step in range(STEPS):
         ids = step_ids(step)
