@@ -80,15 +80,21 @@ class Inferred:
 
 
 def _may_be_equal(want: SymInt, got: SymInt) -> bool:
-    """Sizes a result type may have: provably equal, or a number against an
-    expression that is not provably different from it. The tracer may know an
-    expression's value from a guard without substituting it (a [s0, s0] input
-    viewed as [256] has FakeTensor size s0**2 once s0 == 16 is guarded), so only
-    two different numbers or two different expressions are a contradiction."""
+    """Sizes a result type may have: provably equal, or not provably different
+    where one side is a compound expression. The tracer may know a value from a
+    guard without substituting it: a [s0, s0] input viewed as [256] has
+    FakeTensor size s0**2 once s0 == 16 is guarded, and torch 2.11's compiled
+    autograd views to [s62, s57, 64] with the guard s57 == 16 // s62 and types
+    the result [s62, 16 // s62, 64]. The IR does not carry those guards, so
+    only two different numbers, two different symbols (torch turns a guard
+    s0 == s1 into a replacement) or provably different expressions are a
+    contradiction."""
     if same_size(want, got):
         return True
-    mixed = to_expr(want).is_number != to_expr(got).is_number
-    return mixed and not _known_different(want, got)
+    a, b = to_expr(want), to_expr(got)
+    if (a.is_number and b.is_number) or (a.is_Symbol and b.is_Symbol):
+        return False
+    return not _known_different(want, got)
 
 
 def _dim_text(d: Dim) -> str:

@@ -104,3 +104,14 @@ func.func @guarded_size(%x: !aten.tensor<[s0, s0], f32>) {
   %v = aten.view.default(%x, size = [256]) : !aten.tensor<[s0*s0], f32>
   func.return
 }
+
+// The same for a symbol against an expression: torch 2.11's compiled autograd
+// views a [16, 64] gradient as [s1, s0, 64] under the guard s0 == 16 // s1
+// and types the result [s1, 16 // s1, 64] (DDP's backward on 2 GPUs failed to
+// import). Two different symbols stay a contradiction (invalid.mlir).
+// CHECK-LABEL: func.func @guarded_symbol
+// CHECK-NEXT: %v = aten.view.default(%x, size = [s1, s0, 64]) : !aten.tensor<[s1, 16 floordiv s1, 64], f32>
+func.func @guarded_symbol(%x: !aten.tensor<[16, 64], f32>) {
+  %v = aten.view.default(%x, size = [s1, s0, 64]) : !aten.tensor<[s1, 16 floordiv s1, 64], f32>
+  func.return
+}
