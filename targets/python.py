@@ -4,17 +4,19 @@ Python module, like TorchInductor's ``output_code.py``::
     import torch
     import triton
     import triton.language as tl
-    from coil.runtime.wrapper import cdiv, check_input, CoilInputError
+    from coil.runtime.wrapper import cdiv, check_input, CoilInputError, empty_strided_on
 
     @triton.jit
     def coil_softmax_0(in_ptr0, out_ptr0, ...): ...
+
+    empty_cuda0 = empty_strided_on("cuda:0")
 
     def call(args):
         arg0_1, arg1_1 = args
         args.clear()
         s0 = arg0_1.size(0)
         check_input("arg0_1", arg0_1, (s0, 64), (64, 1), torch.float32, "cuda:0")
-        buf0 = torch.empty_strided((s0, 64), (64, 1), dtype=torch.float32, device="cuda:0")
+        buf0 = empty_cuda0((s0, 64), (64, 1), torch.float32)
         coil_softmax_0[(s0, 1, 1)](arg0_1, buf0, s0, num_warps=4, num_stages=1)
         return (buf0,)
 
@@ -77,8 +79,8 @@ from coil.ir import short_lines, source_line
 from coil.targets.lifetimes import last_reads, released_after
 
 WRAPPER_IMPORT = (
-    "from coil.runtime.wrapper import cdiv, check_input, CoilInputError, InputGuard, "
-    "reinterpret_tensor"
+    "from coil.runtime.wrapper import cdiv, check_input, CoilInputError, empty_strided_on, "
+    "InputGuard, reinterpret_tensor"
 )
 LAUNCH_IMPORT = "from coil.runtime.launch import Launcher, raw_stream"
 AUTOTUNE_IMPORT = "from coil.runtime.autotune import autotune"
@@ -94,6 +96,7 @@ _RESERVED = {
     "CoilInputError",
     "InputGuard",
     "reinterpret_tensor",
+    "empty_strided_on",
     "_inputs",
     "autotune",
     "Launcher",
@@ -224,6 +227,7 @@ class HostPrinter:
         self.launchers: dict[tuple[str, str, int, int], list[Any]] = {}
         self.streams: dict[str, str] = {}  # device -> the name of its stream
         self.module_lines: list[str] = []  # module-level state call() uses
+        self.allocators: dict[str, str] = {}  # device -> its allocation helper's name
         self.counters: dict[str, int] = {}
         # Inside a host.extern: region values the extern yields -> the result's name hint.
         self.hints: dict[SSAValue, str | None] = {}
@@ -482,13 +486,23 @@ class HostPrinter:
         alloc = f'dtype={t.dtype}, device="{t.device_attr.data}")'
         sizes, strides = self.exprs(t.shape_attr.data), self.exprs(t.strides_attr.data)
         if to_expr(t.offset_attr.data) == 0:
-            self.emit(f"{name} = torch.empty_strided({sizes}, {strides}, {alloc}")
+            allocate = self.allocator(t.device_attr.data)
+            self.emit(f"{name} = {allocate}({sizes}, {strides}, {t.dtype})")
         else:
             numel = self.expr(t.storage_numel())
             self.emit(
                 f"{name} = torch.empty(({numel},), {alloc}"
                 f".as_strided({sizes}, {strides}, {self.expr(t.offset_attr.data)})"
             )
+
+    def allocator(self, device: str) -> str:
+        """The module-level name of ``device``'s allocation helper
+        (``runtime.wrapper.empty_strided_on``), defined on first use."""
+        if device not in self.allocators:
+            name = self.fresh_name("empty_" + device.replace(":", ""), "empty")
+            self.allocators[device] = name
+            self.module_lines.append(f'{name} = empty_strided_on("{device}")')
+        return self.allocators[device]
 
     @print_op.register
     def _(self, op: H.ReinterpretOp) -> None:

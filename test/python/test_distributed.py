@@ -129,7 +129,7 @@ def made_in_flight(source: str) -> str:
     start = source.index("all_gather_into_tensor.default(")
     end = source.index("wait_tensor.default(")
     ((fresh, viewed, same),) = re.findall(
-        r"\n    \w+ = (?:(torch\.empty_strided)\(|reinterpret_tensor\((\w+),|(\w+)\n)",
+        r"\n    \w+ = (?:(empty_\w+)\(|reinterpret_tensor\((\w+),|(\w+)\n)",
         source[start:end],
     )
     return "fresh" if fresh else viewed or same

@@ -11,7 +11,7 @@ import torch
 from coil.backend import compile_graph
 from coil.examples.models import ResidualStack, build
 from coil.frontend.capture import aot_backend, capture_graphs
-from coil.runtime.wrapper import CoilInputError
+from coil.runtime.wrapper import CoilInputError, empty_strided_on
 from coil.testing import assert_close_to_eager
 
 
@@ -111,6 +111,30 @@ def test_kernels_are_bound_at_compile_time():
     module = codecache._modules[(key, False)]
     bound = launchers(module)
     assert bound and all(lr.run != lr._bind_and_run for lr in bound)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.bool])
+def test_allocation_helper_makes_the_layout_asked_for(dtype):
+    """Wrappers allocate through empty_strided_on (torch's C++ helper): the
+    sizes, strides, dtype and device asked for, 0-d and empty ones too."""
+    alloc = empty_strided_on("cpu")
+    for sizes, strides in [((3, 5), (1, 3)), ((), ()), ((0, 4), (4, 1)), ((2, 3, 4), (12, 1, 3))]:
+        t = alloc(sizes, strides, dtype)
+        assert (t.shape, t.stride(), t.dtype, t.device.type) == (sizes, strides, dtype, "cpu")
+
+
+@pytest.mark.gpu
+@gpu
+def test_allocation_helper_allocates_on_its_device_whatever_is_current():
+    """The CUDA helper allocates on the current device, so the wrapper's checks
+    it: with another device current the tensor still lands on the module's."""
+    count = torch.cuda.device_count()
+    for index in range(count):
+        alloc = empty_strided_on(f"cuda:{index}")
+        for current in range(count):
+            with torch.cuda.device(current):
+                t = alloc((4, 3), (1, 4), torch.float16)
+            assert t.device == torch.device("cuda", index) and t.stride() == (1, 4)
 
 
 @pytest.mark.gpu

@@ -10,7 +10,7 @@
 // CHECK:      def coil_sum_0_c0(in_ptr0, out_ptr0, s0, s1):
 // CHECK:      def coil_sum_0_c1(in_ptr0, out_ptr0, s0, s1):
 // CHECK:      def call(args):
-// CHECK:          total = torch.empty_strided((s0,), (1,), dtype=torch.float32, device="cpu")
+// CHECK:          total = empty_cpu((s0,), (1,), torch.float32)
 // CHECK-NEXT:     autotune("coil_sum_0", (s0, s1), [
 // CHECK-NEXT:         lambda: coil_sum_0_c0[((s0 + 31) // 32, 1, 1)](x, total, s0, s1, num_warps=4, num_stages=1),
 // CHECK-NEXT:         lambda: coil_sum_0_c1[(s0, 1, 1)](x, total, s0, s1, num_warps=8, num_stages=1),

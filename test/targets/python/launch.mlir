@@ -10,13 +10,17 @@
 // CHECK:      import torch
 // CHECK-NEXT: import triton
 // CHECK-NEXT: import triton.language as tl
-// CHECK-NEXT: from coil.runtime.wrapper import cdiv, check_input, CoilInputError, InputGuard
+// CHECK-NEXT: from coil.runtime.wrapper import cdiv, check_input, CoilInputError, empty_strided_on, InputGuard
 // CHECK-NEXT: from coil.runtime.launch import Launcher, raw_stream
 // CHECK-NOT:  libdevice
 // CHECK:      @triton.jit(do_not_specialize=["s0"])
 // CHECK-NEXT: def coil_exp_0(in_ptr0, out_ptr0, s0):
 // CHECK:      coil_exp_0_launch = Launcher(globals(), "coil_exp_0", ("*float32", "*float32", "i64"), "cuda:0", 4, 1, checked=(0,))
 // CHECK-NOT:  Launcher(
+// One allocation helper per device (runtime.wrapper.empty_strided_on: torch's
+// C++ empty_strided, not torch.empty_strided's argument parsing).
+// CHECK:      empty_cuda0 = empty_strided_on("cuda:0")
+// CHECK-NOT:  empty_strided_on(
 // CHECK:      def call(args):
 // CHECK-NEXT:     if len(args) != 2:
 // CHECK-NEXT:         raise CoilInputError(f"call takes 2 inputs, got {len(args)}")
@@ -29,11 +33,11 @@
 // CHECK-NEXT:         _inputs.learn((s0,), arg0, arg1)
 // An input is deleted after its last use (here: none), so a boxed caller frees it.
 // CHECK-NEXT:     del arg1
-// CHECK-NEXT:     exp = torch.empty_strided((s0, 64), (64, 1), dtype=torch.float32, device="cuda:0")
+// CHECK-NEXT:     exp = empty_cuda0((s0, 64), (64, 1), torch.float32)
 // CHECK-NEXT:     stream = raw_stream("cuda:0")
 // CHECK-NEXT:     coil_exp_0_launch.run((s0 + 7) // 8, 1, 1, stream, arg0, exp, s0)
 // CHECK-NEXT:     del arg0
-// CHECK-NEXT:     buf0 = torch.empty_strided((s0,), (1,), dtype=torch.float32, device="cuda:0")
+// CHECK-NEXT:     buf0 = empty_cuda0((s0,), (1,), torch.float32)
 // CHECK-NEXT:     coil_exp_0_launch.run(s0, 1, 1, stream, exp, buf0, s0)
 // CHECK-NEXT:     del exp
 // CHECK-NEXT:     return (buf0,)

@@ -7,7 +7,7 @@
 // hold the storage until the call returns (on the H100, ViT kept 12 attention
 // products of 18.5 MB each alive so). A reuse with the dead buffer's own
 // layout is the tensor itself, no new view.
-// CHECK:      mm = torch.empty_strided((16, 16), (16, 1), dtype=torch.float32, device="cpu")
+// CHECK:      mm = empty_cpu((16, 16), (16, 1), torch.float32)
 // CHECK-NEXT: torch.mm(x, x, out=mm)
 // CHECK:      r = mm{{$}}
 // CHECK:      coil_r_0_launch.run(1, 1, 1, stream, mm, r)

@@ -14,7 +14,7 @@
 // CHECK-LABEL: def coil_s_1(in_ptr0, out_ptr0):
 // CHECK:           for roffset in range(0, 128, 64):
 // CHECK-LABEL: def call(args):
-// CHECK:           s_part = torch.empty_strided((128, 2048), (2048, 1), dtype=torch.float32
+// CHECK:           s_part = empty_cpu((128, 2048), (2048, 1), torch.float32)
 // CHECK:           coil_s_part_0_launch.run(4096, 1, 1, stream, x, s_part)
 // CHECK:           coil_s_1_launch.run(256, 1, 1, stream, s_part, s)
 func.func @column(%x: !buffer.buffer<[32768, 2048], f32>) -> !loop.tensor<[2048], f32> {
