@@ -200,9 +200,13 @@ def compile_graph(
     progress: bool | float | None = None,
     label: str | None = None,
     wrapper: str = "python",
+    static_inputs: Sequence[int] = (),
 ) -> Callable[..., Any]:
     """Compile one aten-level FX graph; returns a callable taking the graph's inputs.
     ``wrapper="cpp"`` runs the host program as a C++ library (see :data:`OPTIONS`).
+    ``static_inputs``: positions of inputs passed unchanged call after call
+    (parameters, buffers); their launches skip the alignment check where they
+    were aligned when traced (``coil.aligned``, see the importer).
 
     The graph cache (:mod:`coil.runtime.graphcache`) is used unless ``cache`` is
     False, ``COIL_DISABLE_CACHE`` is set (when ``cache`` is None), or a dump or
@@ -218,7 +222,16 @@ def compile_graph(
     )
     with trace, collector_paused():
         return _compile(
-            gm, example_inputs, pipeline, observe, dump_dir, cache, options, trace, wrapper
+            gm,
+            example_inputs,
+            pipeline,
+            observe,
+            dump_dir,
+            cache,
+            options,
+            trace,
+            wrapper,
+            static_inputs,
         )
 
 
@@ -256,12 +269,13 @@ def _compile(
     options: dict[str, Any] | None,
     trace: CompileTrace,
     wrapper: str = "python",
+    static_inputs: Sequence[int] = (),
 ) -> Callable[..., Any]:
     from coil.runtime import graphcache
     from coil.runtime.codecache import load_module
 
     with trace.stage("import"):
-        module = import_graph(gm, example_inputs)
+        module = import_graph(gm, example_inputs, static_inputs=static_inputs)
         constants = constant_inputs(module, gm)
         tokens = effect_tokens(gm)
 
@@ -615,6 +629,8 @@ def coil(
         graph_pipeline = _graph_pipeline(pipeline, inference, tf32)
 
         def compile_one(graph: torch.fx.GraphModule, inputs: list[Any]) -> Callable[..., Any]:
+            # The backward's saved activations change every step: none is static.
+            static = _static_input_indices() if kind == "forward" else ()
             run = compile_graph(
                 graph,
                 inputs,
@@ -625,11 +641,10 @@ def coil(
                 progress=options.get("progress"),
                 label=next_graph_label(kind),
                 wrapper=wrapper,
+                static_inputs=static,
             )
             if not cudagraphs:
                 return run
-            # The backward's saved activations change every step: none is static.
-            static = _static_input_indices() if kind == "forward" else ()
             return _with_cudagraphs(run, static, f"the {kind} graph")
 
         return compile_one

@@ -204,10 +204,30 @@ def _hint(name: str) -> str | None:
 # --------------------------------------------------------------------------
 
 
+ALIGNMENT = 16
+"""Bytes of alignment Triton's compiled kernels assume of every pointer."""
+
+
+def _aligned_by_offset(val: Any) -> bool:
+    """A tensor whose storage offset keeps it 16-byte aligned (storages of the
+    caching allocator start aligned): Inductor's ``tensor_is_aligned``."""
+    if not isinstance(val, torch.Tensor):
+        return False
+    offset = val.storage_offset()
+    return isinstance(offset, int) and offset * val.element_size() % ALIGNMENT == 0
+
+
 class _Importer:
-    def __init__(self, gm: torch.fx.GraphModule, func_name: str, rename: Rename = None):
+    def __init__(
+        self,
+        gm: torch.fx.GraphModule,
+        func_name: str,
+        rename: Rename = None,
+        static_inputs: Sequence[int] = (),
+    ):
         self.gm = gm
         self.rename = rename
+        self.static_inputs = frozenset(static_inputs)
         self.func_name = func_name
         self.values: dict[torch.fx.Node, Any] = {}  # SSA value, tuple of them, or a symint
         self.known_symbols: set[sympy.Symbol] = set()
@@ -220,13 +240,18 @@ class _Importer:
         graph = self.gm.graph
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
         arg_types, arg_attrs = [], []
-        for node in placeholders:
+        for position, node in enumerate(placeholders):
             with _located(node):
                 val = node.meta["val"]
                 arg_types.append(value_type(val, self.rename))
                 attrs: dict[str, Attribute] = {}
                 if isinstance(val, torch.SymInt) and not isinstance(sym_expr(val), int):
                     attrs["coil.symbol"] = ExprAttr(sym_expr(val, self.rename))
+                if position in self.static_inputs and _aligned_by_offset(val):
+                    # A parameter or buffer (AOTAutograd's static inputs), aligned
+                    # when traced: its launches skip the per-call alignment check,
+                    # as Inductor's do (compile_fx.get_input_idxs_to_check).
+                    attrs["coil.aligned"] = builtin.UnitAttr()
                 arg_attrs.append(attrs)
                 self._learn_symbols(val)
         self.block = Block(arg_types=arg_types)
@@ -304,7 +329,10 @@ class _Importer:
         arg = self.block.insert_arg(tensor_type(value, self.rename), len(self.block.args))
         arg.name_hint = _hint(node.name)
         arg_types.append(arg.type)
-        arg_attrs.append({"coil.constant": StringAttr(str(node.target))})
+        attrs: dict[str, Attribute] = {"coil.constant": StringAttr(str(node.target))}
+        if _aligned_by_offset(value):  # the same tensor on every call
+            attrs["coil.aligned"] = builtin.UnitAttr()
+        arg_attrs.append(attrs)
         self.values[node] = arg
 
     def _import_call(self, node: torch.fx.Node) -> None:
@@ -682,13 +710,17 @@ def import_graph(
     *,
     func_name: str = "forward",
     rename_symbols: Rename = None,
+    static_inputs: Sequence[int] = (),
 ) -> builtin.ModuleOp:
     """Import an aten-level GraphModule (nodes with ``meta['val']``) into the aten dialect.
 
     ``rename_symbols`` maps the graph's ShapeEnv symbols to IR expressions (for
-    graphs traced on a :class:`coil.frontend.fake.FakeEnv`)."""
+    graphs traced on a :class:`coil.frontend.fake.FakeEnv`). ``static_inputs``
+    are the positions of inputs passed unchanged call after call (parameters and
+    buffers): those aligned when traced get ``coil.aligned``, as large constants
+    do."""
     ensure_meta(gm, example_inputs)
-    module = _Importer(gm, func_name, rename_symbols).run()
+    module = _Importer(gm, func_name, rename_symbols, static_inputs).run()
     module.verify()
     return module
 

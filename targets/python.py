@@ -422,6 +422,11 @@ class HostPrinter:
             if isinstance(sym, ExprAttr) and sym.data.is_Symbol and sym.data not in self.bound:
                 self.emit(f"{sym.data.name} = {self.name(arg)}")
                 self.bound.add(sym.data)
+            if attrs is not None and "coil.aligned" in attrs.data:
+                # A parameter, buffer or constant aligned when traced: its
+                # launches skip the per-launch data_ptr check (Inductor's
+                # rule for static inputs).
+                self.aligned.add(arg)
         for arg in args:
             self.bind_from(arg, arg.type)
         self.bind_derived(args)
@@ -520,6 +525,8 @@ class HostPrinter:
         # result may start anywhere in its storage): the view moves the
         # source's own offset by the difference.
         delta = sympy.expand(offset - to_expr(src.type.offset_attr.data))
+        if src not in self.fresh and src in self.aligned and _aligned_offset(delta, t.dtype):
+            self.aligned.add(op.result)  # an aligned input moved by whole 16 bytes
         if (
             delta == 0
             and t.shape_attr == src.type.shape_attr
