@@ -590,11 +590,17 @@ def _graph_pipeline(pipeline: str, inference: bool, tf32: bool) -> str:
     return pipeline
 
 
-def _static_input_indices() -> list[int]:
-    """Inputs AOTAutograd passes unchanged call after call (parameters, buffers)."""
+def _static_input_indices(training: bool) -> list[int]:
+    """Inputs AOTAutograd passes unchanged call after call (parameters, buffers),
+    as positions among the compiled forward graph's inputs. Effect tokens come
+    first in that graph; torch moves the indices past them for an inference
+    graph only (graph_capture_wrappers: not when tracing the joint graph), so a
+    training forward's are moved here."""
     ctx = torch._guards.TracingContext.try_get()
     meta = getattr(ctx, "fw_metadata", None) if ctx is not None else None
-    return list(getattr(meta, "static_input_indices", None) or [])
+    indices = list(getattr(meta, "static_input_indices", None) or [])
+    tokens = len(getattr(meta, "tokens", None) or ()) if training else 0
+    return [i + tokens for i in indices]
 
 
 def coil(
@@ -630,7 +636,7 @@ def coil(
 
         def compile_one(graph: torch.fx.GraphModule, inputs: list[Any]) -> Callable[..., Any]:
             # The backward's saved activations change every step: none is static.
-            static = _static_input_indices() if kind == "forward" else ()
+            static = _static_input_indices(not inference) if kind == "forward" else ()
             run = compile_graph(
                 graph,
                 inputs,

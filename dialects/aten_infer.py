@@ -80,21 +80,27 @@ class Inferred:
 
 
 def _may_be_equal(want: SymInt, got: SymInt) -> bool:
-    """Sizes a result type may have: provably equal, or not provably different
-    where one side is a compound expression. The tracer may know a value from a
-    guard without substituting it: a [s0, s0] input viewed as [256] has
-    FakeTensor size s0**2 once s0 == 16 is guarded, and torch 2.11's compiled
-    autograd views to [s62, s57, 64] with the guard s57 == 16 // s62 and types
-    the result [s62, 16 // s62, 64]. The IR does not carry those guards, so
-    only two different numbers, two different symbols (torch turns a guard
-    s0 == s1 into a replacement) or provably different expressions are a
-    contradiction."""
+    """Sizes a result type may have: provably equal, or one the tracer may know
+    equal from a guard it did not substitute. A number against an expression:
+    a [s0, s0] input viewed as [256] has FakeTensor size s0**2 once s0 == 16 is
+    guarded. A symbol against a compound expression of other symbols: torch
+    2.11's compiled autograd views to [s62, s57, 64] under the guard
+    s57 == 16 // s62 and types the result [s62, 16 // s62, 64]. Either is
+    accepted unless provably different. Two different numbers, two different
+    symbols (torch turns a guard s0 == s1 into a replacement), two different
+    compound expressions, or a symbol against an expression of itself
+    (s0 // 2) are a contradiction."""
     if same_size(want, got):
         return True
     a, b = to_expr(want), to_expr(got)
-    if (a.is_number and b.is_number) or (a.is_Symbol and b.is_Symbol):
+    if a.is_number and b.is_number:
         return False
-    return not _known_different(want, got)
+    if a.is_number or b.is_number:
+        return not _known_different(want, got)
+    if a.is_Symbol == b.is_Symbol:
+        return False
+    symbol, other = (a, b) if a.is_Symbol else (b, a)
+    return symbol not in other.free_symbols and not _known_different(want, got)
 
 
 def _dim_text(d: Dim) -> str:

@@ -100,7 +100,7 @@ def aot_backend(
             return traced(training)(gm, example_inputs)
         if not aot_cache.admits(gm, training):
             return traced(training)(gm, example_inputs)
-        with aot_cache.scope():
+        with aot_cache.scope(gm, example_inputs):
             return traced(training, cached=True)(gm, example_inputs)
 
     return backend

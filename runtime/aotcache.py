@@ -64,7 +64,7 @@ import hashlib
 import itertools
 import json
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -260,8 +260,27 @@ class AotCache:
             log.info("coil: AOTAutograd cache bypass for %s: %s", self.label, why)
         return why is None
 
-    def scope(self) -> contextlib.AbstractContextManager[None]:
-        return scope(key_tag(self.pipeline, self.options), self.label)
+    def scope(
+        self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]
+    ) -> contextlib.AbstractContextManager[None]:
+        tag = key_tag(self.pipeline, self.options) + alignment_tag(gm, example_inputs)
+        return scope(tag, self.label)
+
+
+def alignment_tag(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> str:
+    """Which tensor inputs (and the graph's own parameters and buffers) start
+    16-byte aligned in their storage. The module of a hit launches without
+    checking the parameters that were aligned when it compiled (the importer's
+    ``coil.aligned``), and torch's key leaves storage offsets out; so
+    ``|align:1101`` keeps an entry from a process whose parameters were
+    aligned away from one where one is not."""
+    tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
+    tensors += [*gm.parameters(), *gm.buffers()]
+    bits = "".join(
+        "1" if isinstance(o := t.storage_offset(), int) and o * t.element_size() % 16 == 0 else "0"
+        for t in tensors
+    )
+    return f"|align:{bits}"
 
 
 def _prekey(gm: Any, example_inputs: Any, aot_config: Any, extra: Any) -> str:

@@ -54,8 +54,8 @@ def empty_strided_on(device: str) -> Callable[..., torch.Tensor]:
     if kind == "cpu" and hasattr(guards, "_empty_strided_cpu"):
         return guards._empty_strided_cpu  # type: ignore[union-attr]
     target = torch.device(kind, index) if kind != "cpu" else torch.device("cpu")
-    # (A CPU build of torch has neither: a CUDA module loads there, say to be
-    # inspected, and allocates through torch.empty_strided.)
+    # (A CPU build of torch lacks torch._C._cuda_getDevice: a CUDA module loads
+    # there, say to be inspected, and allocates through torch.empty_strided.)
     current = getattr(torch._C, "_cuda_getDevice", None)
     if kind == "cuda" and hasattr(guards, "_empty_strided_cuda") and current is not None:
         fast = guards._empty_strided_cuda  # type: ignore[union-attr]

@@ -393,3 +393,18 @@ def test_no_prekey_for_triton_ops():
         gm = torch.fx.GraphModule(torch.nn.Module(), graph)
         with pytest.raises(ValueError, match="user-defined Triton kernels"):
             aotcache._no_user_kernels(gm)
+
+
+def test_key_tells_aligned_parameters_from_misaligned_ones():
+    """A module of a hit skips the launch check of parameters that were aligned
+    when it compiled, and torch's key leaves storage offsets out: the tag adds
+    each tensor input's (and the graph's parameters') 16-byte alignment."""
+    from coil.runtime.aotcache import alignment_tag
+
+    flat = torch.randn(4100)
+    gm = torch.fx.symbolic_trace(torch.nn.Linear(4, 4))
+    aligned = alignment_tag(gm, [flat[:4096].view(64, 64), 3])
+    misaligned = alignment_tag(gm, [flat[1:4097].view(64, 64), 3])
+    moved_16_bytes = alignment_tag(gm, [flat[4:4100].view(64, 64), 3])
+    assert aligned == moved_16_bytes != misaligned
+    assert aligned == "|align:111"  # the input, the weight, the bias

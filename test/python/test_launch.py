@@ -150,6 +150,34 @@ def test_parameters_aligned_when_traced_skip_the_launch_check(offset, tmp_path):
     assert checked_shapes == want, (launcher, call)
 
 
+class _Inverse(torch.nn.Module):
+    """linalg.inv checks its result's errors through an effectful op: the
+    training graph gets an effect token as its first input."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(64, 64) + 8 * torch.eye(64))
+
+    def forward(self, x):
+        return torch.linalg.inv(self.w) + x * 2
+
+
+def test_static_inputs_of_a_training_graph_with_an_effect_token(tmp_path):
+    """AOTAutograd moves the static input indices past the effect tokens only
+    for inference graphs: in a training forward coil moves them, so the
+    parameter, not the user's input, is the one assumed aligned."""
+    model = _Inverse()
+    x = torch.randn(1, 64, requires_grad=True)
+    torch._dynamo.reset()
+    got = torch.compile(model, backend="coil", options={"dump_dir": str(tmp_path)})(x)
+    assert_close_to_eager(got, model(x))
+    forward = sorted(tmp_path.glob("*/000-import.mlir"))[0].read_text()
+    start = forward.index("func.func")
+    signature = forward[start : forward.index("{\n", start)]
+    aligned = re.findall(r"!aten\.tensor<\[([\d, ]*)\], f32> \{[^}]*coil\.aligned", signature)
+    assert aligned == ["64, 64"], signature
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.bool])
 def test_allocation_helper_makes_the_layout_asked_for(dtype):
     """Wrappers allocate through empty_strided_on (torch's C++ helper): the

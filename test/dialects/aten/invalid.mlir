@@ -223,6 +223,25 @@ func.func @symbolic_broadcast(%x: !aten.tensor<[s0, 8], f32>, %y: !aten.tensor<[
 
 // -----
 
+// Two different compound expressions, and a symbol against an expression of
+// itself, are contradictions too (only a symbol against an expression of other
+// symbols may be equal under a guard the IR does not carry: ops.mlir).
+func.func @symbolic_compound(%x: !aten.tensor<[s0 + 1, 8], f32>) {
+  %0 = aten.relu.default(%x) : !aten.tensor<[s1 + 1, 8], f32>
+  func.return
+}
+// CHECK: aten.relu.default: result type !aten.tensor<[s1 + 1, 8], f32> does not match the type inferred from its operands: !aten.tensor<[s0 + 1, 8], f32>
+
+// -----
+
+func.func @symbol_of_itself(%x: !aten.tensor<[s0, 8], f32>) {
+  %0 = aten.relu.default(%x) : !aten.tensor<[s0 floordiv 2, 8], f32>
+  func.return
+}
+// CHECK: aten.relu.default: result type !aten.tensor<[s0 floordiv 2, 8], f32> does not match the type inferred from its operands: !aten.tensor<[s0, 8], f32>
+
+// -----
+
 // Type promotion: an int64 tensor plus a float wrapped number is float32.
 func.func @promotion(%x: !aten.tensor<[s0], i64>) {
   %c = aten.constant 0.5 : f64
