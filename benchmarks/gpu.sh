@@ -4,6 +4,10 @@
 # filecheck, lit, expecttest; timm where the machine lacks it), then
 #   TESTS=1   the tests marked `gpu` (Triton kernels compiled for the GPU);
 #             TEST_FILES="test/python/test_x.py ..." limits them to those files;
+#             with pytest-xdist's wheels in .whl (pytest_xdist, execnet) they
+#             run in TEST_WORKERS processes (default 8; 1: one process) -- one
+#             process took 502 s of a 600 s call for 140 tests on an H100 host;
+#             the compiles are CPU-bound and the host has 16 or more cores;
 #   BENCH=1   benchmarks/bench.py (kernels against eager and Inductor);
 #   ROOFLINE="softmax sum_ ..."  benchmarks/roofline.py on the workloads whose
 #            names contain one (ROOFLINE=all: every one; ROOFLINE_ARGS adds
@@ -48,9 +52,13 @@ python3 -c "import torch, triton, transformers; print('torch', torch.__version__
 triton.__version__, 'transformers', transformers.__version__)" | tee -a "$OUT/device.txt"
 status=0
 if [ "${TESTS:-0}" = 1 ]; then
+  workers=()
+  if [ "${TEST_WORKERS:-8}" != 1 ] && python3 -c "import xdist" 2>/dev/null; then
+    workers=(-n "${TEST_WORKERS:-8}")
+  fi
   # shellcheck disable=SC2086
-  python3 -m pytest ${TEST_FILES:-test/python} -m gpu -p no:cacheprovider -q -rs --durations=15 2>&1 \
-    | tee "$OUT/pytest-gpu.log"
+  python3 -m pytest ${TEST_FILES:-test/python} -m gpu "${workers[@]}" -p no:cacheprovider -q -rs \
+    --durations=15 2>&1 | tee "$OUT/pytest-gpu.log"
   status=$(( status | PIPESTATUS[0] ))
 fi
 if [ "${BENCH:-0}" = 1 ]; then
