@@ -18,7 +18,8 @@
 #            counters of coil's and Inductor's kernels for roofline workloads);
 #   MODELS="gpt2 bert ..."   benchmarks/models.py on those models;
 #   OVERHEAD="mlp20_b1 ..."  benchmarks/overhead.py (host overhead per call;
-#                            OVERHEAD_DUMP=1 adds coil's dump of each under $OUT/dump);
+#                            OVERHEAD_DUMP=1 adds coil's dump of each under $OUT/dump;
+#                            OVERHEAD_ISOLATE=1 runs each variant in its own process);
 #   HOSTPROF="mlp20_b1:coil-cudagraphs ..."  benchmarks/host_profile.py (cProfile
 #                            of host time per call) on NAME:VARIANT pairs;
 #   PROFILE="bert ..."       benchmarks/profile_model.py (torch.profiler: kernel
@@ -90,9 +91,20 @@ if [ -n "${MODELS:-}" ]; then
   status=$(( status | PIPESTATUS[0] ))
 fi
 if [ -n "${OVERHEAD:-}" ]; then
-  # shellcheck disable=SC2086
-  python3 benchmarks/overhead.py $OVERHEAD 2>&1 | tee -a "$OUT/overhead.log"
-  status=$(( status | PIPESTATUS[0] ))
+  if [ "${OVERHEAD_ISOLATE:-0}" = 1 ]; then
+    # One process per variant: what one backend's runs leave in a process (the
+    # sixth session's resnet50_b32 ran 1.9 ms a call slower after Inductor's
+    # than alone) does not reach the next.
+    for variant in eager inductor "inductor reduce-overhead" coil "coil cudagraphs"; do
+      # shellcheck disable=SC2086
+      python3 benchmarks/overhead.py --variants "$variant" $OVERHEAD 2>&1 | tee -a "$OUT/overhead.log"
+      status=$(( status | PIPESTATUS[0] ))
+    done
+  else
+    # shellcheck disable=SC2086
+    python3 benchmarks/overhead.py $OVERHEAD 2>&1 | tee -a "$OUT/overhead.log"
+    status=$(( status | PIPESTATUS[0] ))
+  fi
   # The dumps' wrappers as flat files (what comes back from $OUT is shallow).
   for d in "$OUT"/dump/*/graph_*; do
     [ -f "$d/wrapper.py" ] && cp "$d/wrapper.py" "$OUT/wrapper-$(basename "$(dirname "$d")")-$(basename "$d").py"

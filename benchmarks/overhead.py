@@ -22,7 +22,9 @@ Inductor and Inductor ``mode="reduce-overhead"``:
 Also the cost of one launch of a tiny Triton kernel through ``kernel[grid]``
 (Triton's own launch path) against coil's bound launcher (runtime/launch.py).
 Run on the GPU machine: ``python benchmarks/overhead.py [names...]``; the table
-is printed last and written to ``$OUT/overhead.md``. ``OVERHEAD_DUMP=1`` also
+is printed last and written to ``$OUT/overhead.md``. ``--variants coil,inductor``
+runs only those (gpu.sh's ``OVERHEAD_ISOLATE=1`` runs each in its own process:
+in one process the later variants run after what the earlier ones left). ``OVERHEAD_DUMP=1`` also
 writes coil's IR and wrapper of each workload under ``$OUT/dump/NAME``.
 """
 
@@ -40,6 +42,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 CALLS = 50
 ROUNDS = 3
+VARIANTS = ["eager", "inductor", "inductor reduce-overhead", "coil", "coil cudagraphs"]
 
 
 def mlp20():
@@ -178,8 +181,25 @@ def _dump(name: str) -> dict:
 
 
 def main() -> int:
-    names = sys.argv[1:] or list(WORKLOADS)
+    import argparse
+
     import triton
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help=f"workloads (default all): {', '.join(WORKLOADS)}")
+    parser.add_argument(
+        "--variants",
+        default=",".join(VARIANTS),
+        help="comma-separated, of: " + ", ".join(VARIANTS) + " (one per process: "
+        "`for v in coil inductor; do overhead.py --variants $v ...; done` tells "
+        "a backend's cost from what earlier variants left in the process)",
+    )
+    opts = parser.parse_args()
+    names = opts.names or list(WORKLOADS)
+    chosen = [v.strip() for v in opts.variants.split(",") if v.strip()]
+    unknown = sorted(set(chosen) - set(VARIANTS))
+    if unknown:
+        parser.error(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
 
     torch._dynamo.config.cache_size_limit = 64
     lines = [
@@ -204,9 +224,11 @@ def main() -> int:
                 m, backend="coil", options={"cudagraphs": True}
             ),
         }
+        assert list(variants) == VARIANTS
         with torch.no_grad():
             want = module(*args).float()
-            for variant, make in variants.items():
+            for variant in chosen:
+                make = variants[variant]
                 torch._dynamo.reset()
                 try:
                     f = make(module)
