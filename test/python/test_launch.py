@@ -381,3 +381,28 @@ def test_a_cpu_scalar_may_stand_for_a_cuda_one():
     check_input("seed", torch.tensor(3), (), (), torch.int64, "cuda:0")
     with pytest.raises(CoilInputError, match="device"):
         check_input("x", torch.zeros(2), (2,), (1,), torch.float32, "cuda:0")
+
+
+def test_compile_all_hashes_triton_once_before_its_threads(monkeypatch):
+    """Triton's key of its own build (a hash of libtriton) is computed before the
+    compile threads start, not by each of them at once."""
+    from triton.runtime import cache
+    from triton.runtime.jit import JITFunction
+
+    from coil.runtime import launch
+
+    def kernel(x):
+        pass
+
+    seen = []
+
+    class Bound:
+        scope, name = {"kernel": JITFunction(kernel)}, "kernel"
+
+        def bind(self):
+            seen.append(cache.triton_key.cache_info().currsize)
+
+    monkeypatch.setattr(launch, "launchers", lambda module: [Bound(), Bound(), Bound()])
+    cache.triton_key.cache_clear()
+    launch.compile_all(None, workers=3)
+    assert seen == [1, 1, 1]
