@@ -257,7 +257,8 @@ def _prime_triton_key() -> None:
     once each hash it (8 threads on a 2-core CPU: 1.54 s, against 0.38 s once)."""
     import importlib
 
-    for where in ("triton.runtime.cache", "triton.compiler.compiler"):  # 3.5+, older
+    # Newer Triton keeps it in runtime.cache, older releases in compiler.compiler.
+    for where in ("triton.runtime.cache", "triton.compiler.compiler"):
         try:
             key = getattr(importlib.import_module(where), "triton_key", None)
         except ImportError:
