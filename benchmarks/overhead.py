@@ -22,9 +22,10 @@ Inductor and Inductor ``mode="reduce-overhead"``:
 Also the cost of one launch of a tiny Triton kernel through ``kernel[grid]``
 (Triton's own launch path) against coil's bound launcher (runtime/launch.py).
 Run on the GPU machine: ``python benchmarks/overhead.py [names...]``; the table
-is printed last and written to ``$OUT/overhead.md``. ``--variants coil,inductor``
-runs only those (gpu.sh's ``OVERHEAD_ISOLATE=1`` runs each in its own process:
-in one process the later variants run after what the earlier ones left). ``OVERHEAD_DUMP=1`` also
+is printed last and written to ``$OUT/overhead.md``. ``--variants
+coil,inductor`` runs only those (gpu.sh's ``OVERHEAD_ISOLATE=1`` runs each in
+its own process: in one process the later variants run after what the earlier
+ones left). ``OVERHEAD_DUMP=1`` also
 writes coil's IR and wrapper of each workload under ``$OUT/dump/NAME``.
 """
 
@@ -42,7 +43,6 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 CALLS = 50
 ROUNDS = 3
-VARIANTS = ["eager", "inductor", "inductor reduce-overhead", "coil", "coil cudagraphs"]
 
 
 def mlp20():
@@ -180,6 +180,18 @@ def _dump(name: str) -> dict:
     return {}
 
 
+VARIANTS = {
+    "eager": lambda m, name: m,
+    "inductor": lambda m, name: torch.compile(m),
+    "inductor reduce-overhead": lambda m, name: torch.compile(m, mode="reduce-overhead"),
+    "coil": lambda m, name: torch.compile(m, backend="coil", options=_dump(name)),
+    "coil cudagraphs": lambda m, name: torch.compile(
+        m, backend="coil", options={"cudagraphs": True}
+    ),
+}
+"""Each backend variant: (module, workload name) -> the callable to time."""
+
+
 def main() -> int:
     import argparse
 
@@ -215,23 +227,13 @@ def main() -> int:
     for name in names:
         torch.manual_seed(0)
         module, args = build_cuda(name)
-        variants = {
-            "eager": lambda m: m,
-            "inductor": lambda m: torch.compile(m),
-            "inductor reduce-overhead": lambda m: torch.compile(m, mode="reduce-overhead"),
-            "coil": lambda m: torch.compile(m, backend="coil", options=_dump(name)),
-            "coil cudagraphs": lambda m: torch.compile(
-                m, backend="coil", options={"cudagraphs": True}
-            ),
-        }
-        assert list(variants) == VARIANTS
         with torch.no_grad():
             want = module(*args).float()
             for variant in chosen:
-                make = variants[variant]
+                make = VARIANTS[variant]
                 torch._dynamo.reset()
                 try:
-                    f = make(module)
+                    f = make(module, name)
                     got = f(*args).float()
                     err = float((got - want).norm() / want.norm())
                     wall, gpu, launches, mallocs, issue = measure(f, args)

@@ -208,7 +208,7 @@ ALIGNMENT = 16
 """Bytes of alignment Triton's compiled kernels assume of every pointer."""
 
 
-def _aligned_by_offset(val: Any) -> bool:
+def aligned_by_offset(val: Any) -> bool:
     """A tensor whose storage offset keeps it 16-byte aligned (storages of the
     caching allocator start aligned): Inductor's ``tensor_is_aligned``."""
     if not isinstance(val, torch.Tensor):
@@ -247,7 +247,7 @@ class _Importer:
                 attrs: dict[str, Attribute] = {}
                 if isinstance(val, torch.SymInt) and not isinstance(sym_expr(val), int):
                     attrs["coil.symbol"] = ExprAttr(sym_expr(val, self.rename))
-                if position in self.static_inputs and _aligned_by_offset(val):
+                if position in self.static_inputs and aligned_by_offset(val):
                     # A parameter or buffer (AOTAutograd's static inputs), aligned
                     # when traced: its launches skip the per-call alignment check,
                     # as Inductor's do (compile_fx.get_input_idxs_to_check).
@@ -330,7 +330,7 @@ class _Importer:
         arg.name_hint = _hint(node.name)
         arg_types.append(arg.type)
         attrs: dict[str, Attribute] = {"coil.constant": StringAttr(str(node.target))}
-        if _aligned_by_offset(value):  # the same tensor on every call
+        if aligned_by_offset(value):  # the same tensor on every call
             attrs["coil.aligned"] = builtin.UnitAttr()
         arg_attrs.append(attrs)
         self.values[node] = arg

@@ -274,13 +274,11 @@ def alignment_tag(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> st
     ``coil.aligned``), and torch's key leaves storage offsets out; so
     ``|align:1101`` keeps an entry from a process whose parameters were
     aligned away from one where one is not."""
+    from coil.frontend.fx_importer import aligned_by_offset
+
     tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
     tensors += [*gm.parameters(), *gm.buffers()]
-    bits = "".join(
-        "1" if isinstance(o := t.storage_offset(), int) and o * t.element_size() % 16 == 0 else "0"
-        for t in tensors
-    )
-    return f"|align:{bits}"
+    return "|align:" + "".join("1" if aligned_by_offset(t) else "0" for t in tensors)
 
 
 def _prekey(gm: Any, example_inputs: Any, aot_config: Any, extra: Any) -> str:

@@ -113,7 +113,7 @@ def test_kernels_are_bound_at_compile_time():
     assert bound and all(lr.run != lr._bind_and_run for lr in bound)
 
 
-class _ScaledNorm(torch.nn.Module):
+class _ScaleShift(torch.nn.Module):
     """x * w + b read by one kernel; ``offset`` starts w's storage that many floats in."""
 
     def __init__(self, offset: int):
@@ -130,7 +130,7 @@ def test_parameters_aligned_when_traced_skip_the_launch_check(offset, tmp_path):
     """Parameters (AOTAutograd's static inputs) aligned when traced are not
     checked at launch, as Inductor assumes; a parameter traced misaligned (a
     view 4 bytes in) and the activation still are. Results match either way."""
-    model = _ScaledNorm(offset).eval()
+    model = _ScaleShift(offset).eval()
     x = torch.randn(8, 64)
     torch._dynamo.reset()
     with torch.no_grad():
@@ -191,8 +191,8 @@ def test_allocation_helper_makes_the_layout_asked_for(dtype):
 @pytest.mark.gpu
 @gpu
 def test_allocation_helper_allocates_on_its_device_whatever_is_current():
-    """The CUDA helper allocates on the current device, so the wrapper's checks
-    it: with another device current the tensor still lands on the module's."""
+    """torch's CUDA helper allocates on the current device, so ours checks it:
+    with another device current the tensor still lands on the module's."""
     count = torch.cuda.device_count()
     for index in range(count):
         alloc = empty_strided_on(f"cuda:{index}")
