@@ -17,7 +17,10 @@ Inductor and Inductor ``mode="reduce-overhead"``:
   works while the GPU runs, and the difference is noise around 0); this
   column is the host's cost at any batch size;
 * cudaMalloc and cudaFree calls of the caching allocator per timed call
-  (``torch.cuda.memory_stats``): a steady state that still makes them stalls.
+  (``torch.cuda.memory_stats``): a steady state that still makes them stalls;
+* syncs: the calls of one run that wait for the GPU (``torch.cuda``'s sync
+  debug mode: ``.item()``, a copy to or from pageable host memory, ...), each
+  printed with the line that made it.
 
 Also the cost of one launch of a tiny Triton kernel through ``kernel[grid]``
 (Triton's own launch path) against coil's bound launcher (runtime/launch.py).
@@ -127,6 +130,26 @@ def measure(fn, args) -> tuple[float, float, float, float, float]:
     return wall, gpu, len(kernels) / 10, mallocs, issue_ms
 
 
+def syncs(fn, args) -> int:
+    """The operations of one call of ``fn`` that synchronize with the GPU, each
+    printed once with where it was made: a wrapper that waits for its kernels
+    makes its issue time its kernels' time."""
+    import warnings
+
+    torch.cuda.synchronize()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            fn(*args)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    found = [w for w in caught if "synchroniz" in str(w.message)]
+    for w in {(w.filename, w.lineno, str(w.message).splitlines()[0]) for w in found}:
+        print(f"  sync: {w[0]}:{w[1]}: {w[2]}", flush=True)
+    return len(found)
+
+
 def _device_allocs() -> int:
     """cudaMalloc and cudaFree calls of torch's caching allocator so far: each
     one synchronizes or stalls, so a backend whose steady state makes them
@@ -221,8 +244,9 @@ def main() -> int:
         launch_cost(),
         "",
         "| workload | backend | wall ms | GPU ms | host overhead ms | launches | "
-        "overhead per launch us | issue ms | issue per launch us | cudaMalloc/Free per call |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "overhead per launch us | issue ms | issue per launch us | cudaMalloc/Free per call | "
+        "syncs per call |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name in names:
         torch.manual_seed(0)
@@ -237,12 +261,16 @@ def main() -> int:
                     got = f(*args).float()
                     err = float((got - want).norm() / want.norm())
                     wall, gpu, launches, mallocs, issue = measure(f, args)
+                    try:
+                        synced = str(syncs(f, args))
+                    except Exception as e:  # the check is a diagnosis, not the row
+                        synced = f"? ({type(e).__name__})"
                     per = (wall - gpu) * 1e3 / launches if launches else float("nan")
                     issue_per = issue * 1e3 / launches if launches else float("nan")
                     row = (
                         f"| {name} | {variant} | {wall:.3f} | {gpu:.3f} | {wall - gpu:.3f} | "
                         f"{launches:.0f} | {per:.1f} | {issue:.3f} | {issue_per:.1f} | "
-                        f"{mallocs:.1f} |"
+                        f"{mallocs:.1f} | {synced} |"
                     )
                     if err > 3e-2:
                         row += f" WRONG (rel. error {err:.1e})"
