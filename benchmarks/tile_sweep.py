@@ -46,15 +46,21 @@ GRIDS = {
     "col_softmax": dict(eviction=EVICT),
     "cross_entropy": dict(eviction=EVICT),
     "pointwise_chain": dict(eviction=EVICT),
+    # 2-D tiles of transposes: [YBLOCK, XBLOCK] and warps
+    "transpose_add_relu": dict(yblock=[0, 64], xblock=[0, 64], num_warps=[0, 8]),
+    "nchw_to_nhwc": dict(yblock=[0, 64], xblock=[0, 64], num_warps=[0, 8]),
 }
 ROUNDS = 3  # each config's time is its best do_bench median over the rounds
 
 
-def pipeline(xblock=0, rblock=0, num_warps=0, split=0, autotune=0, eviction="") -> str:
+def pipeline(
+    xblock=0, rblock=0, num_warps=0, split=0, autotune=0, eviction="", yblock=0
+) -> str:
     tt = [
         f"{k}={v}"
         for k, v in (
             ("xblock", xblock),
+            ("yblock", yblock),
             ("rblock", rblock),
             ("num_warps", num_warps),
             ("autotune", autotune),
