@@ -112,6 +112,38 @@ func.func @nchw_to_nhwc(%x: !buffer.buffer<[2, 5, 6, 7], f32>) -> !buffer.buffer
 
 // -----
 
+// A large transpose (2**23 static points, bf16 2048x4096): 64 x 64 tiles, each
+// tile row a whole 128-byte line (tiling.py's LARGE_TILE; 32 x 32 below 2**20
+// points, as above), 8 warps, a grid of [64, 32, 1].
+
+// CHECK-LABEL: tt.func public @coil_add_0
+// CHECK:         tt.expand_dims %{{.*}} {axis = 1 : i32} : tensor<64xi32> -> tensor<64x1xi32>
+// CHECK:         tt.expand_dims %{{.*}} {axis = 0 : i32} : tensor<64xi32> -> tensor<1x64xi32>
+// CHECK:         arith.addf %{{.*}} : tensor<64x64xbf16>
+// CHECK:       host.launch @coil_add_0 grid [64, 32, 1]
+// CHECK-SAME:    {num_warps = 8 : i64, num_stages = 1 : i64}
+
+// BLK-LABEL: tt.func public @coil_add_0
+// BLK:         arith.addf %{{.*}} : tensor<16x64xbf16>
+// BLK:       host.launch @coil_add_0 grid [64, 128, 1]
+
+// OFF-LABEL: tt.func public @coil_add_0
+// OFF-NOT:     tt.get_program_id y
+
+func.func @large_transpose(%x: !buffer.buffer<[4096, 2048], bf16>, %y: !buffer.buffer<[2048, 4096], bf16>) -> !buffer.buffer<[2048, 4096], bf16> {
+  %add = buffer.alloc : !buffer.buffer<[2048, 4096], bf16>
+  loop.pointwise [2048, 4096] outs(%add : !buffer.buffer<[2048, 4096], bf16>) {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %x[i1, i0] : !buffer.buffer<[4096, 2048], bf16>
+    %b = loop.load %y[i0, i1] : !buffer.buffer<[2048, 4096], bf16>
+    %c = arith.addf %a, %b : bf16
+    loop.yield %c : bf16
+  }
+  func.return %add : !buffer.buffer<[2048, 4096], bf16>
+}
+
+// -----
+
 // Dynamic sizes: how many y tiles there are is not known, and grid y allows only
 // 65535, so the grid is one flat grid x of (x tiles) * (y tiles) programs and the
 // kernel splits its program id (x tiles fastest); i64 indices, both masks.
