@@ -21,7 +21,8 @@
 #                            OVERHEAD_DUMP=1 adds coil's dump of each under $OUT/dump;
 #                            OVERHEAD_ISOLATE=1 runs each variant in its own process);
 #   HOSTPROF="mlp20_b1:coil-cudagraphs ..."  benchmarks/host_profile.py (cProfile
-#                            of host time per call) on NAME:VARIANT pairs;
+#                            of host time per call) on NAME:VARIANT pairs
+#                            (NAME:VARIANT:V1,V2: after V1 and V2 ran in its process);
 #   PROFILE="bert ..."       benchmarks/profile_model.py (torch.profiler: kernel
 #                            time vs wall, top kernels; eager, Inductor, coil);
 #   MEMORY="vit_hf ..."      benchmarks/memory_probe.py (planned vs measured peak);
@@ -117,7 +118,10 @@ if [ -n "${PROFILE:-}" ]; then
 fi
 if [ -n "${HOSTPROF:-}" ]; then
   for pair in $HOSTPROF; do
-    python3 benchmarks/host_profile.py "${pair%%:*}" "${pair#*:}" 2>&1 | tee -a "$OUT/host_profile.log"
+    # NAME:VARIANT, or NAME:VARIANT:V1,V2 to profile VARIANT after V1 and V2 ran
+    IFS=: read -r hp_name hp_variant hp_after <<< "$pair"
+    python3 benchmarks/host_profile.py "$hp_name" "$hp_variant" ${hp_after:+--after "$hp_after"} 2>&1 \
+      | tee -a "$OUT/host_profile.log"
   done
 fi
 if [ -n "${MEMORY:-}" ]; then

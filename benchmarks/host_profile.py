@@ -4,9 +4,14 @@
 ``models.py`` (built as ``profile_model.py`` does: bf16 inference on the GPU)
 a workload of ``overhead.py`` (``mlp20_b1``, ``gpt2_b1``, ...) or one of
 ``roofline.py`` (``rl_sum_dim1_bf16`` for "sum_dim1 bf16 ..."); VARIANT is
-``coil`` (default), ``coil-cudagraphs``, ``inductor`` or
+``coil`` (default), ``coil-cudagraphs``, ``eager``, ``inductor`` or
 ``inductor-reduce-overhead``. Compiles, warms up, then profiles 20 calls and
 prints the functions with the most own time per call (µs).
+
+``--after V1,V2``: first the host time of VARIANT alone, then V1, V2 (the same
+names) compiled and run in this process, then VARIANT compiled again and
+profiled: what earlier backends leave in a process (overhead.py's table runs
+the variants one after another) and what of it slows the next one's calls.
 """
 
 from __future__ import annotations
@@ -26,9 +31,40 @@ from profile_model import cuda_bf16
 CALLS = 20
 
 
+def compiled(module, backend: str):
+    return {
+        "eager": lambda: module,
+        "coil": lambda: torch.compile(module, backend="coil"),
+        "coil-cudagraphs": lambda: torch.compile(
+            module, backend="coil", options={"cudagraphs": True}
+        ),
+        "inductor": lambda: torch.compile(module),
+        "inductor-reduce-overhead": lambda: torch.compile(module, mode="reduce-overhead"),
+    }[backend]()
+
+
+def host_ms(f, args) -> float:
+    """Host ms per call of a launch loop (no sync inside), after a warm-up."""
+    for _ in range(5):
+        f(*args)
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(CALLS):
+        f(*args)
+    host = (time.perf_counter() - t) / CALLS * 1e3
+    torch.cuda.synchronize()
+    return host
+
+
 def main() -> int:
-    name = sys.argv[1] if len(sys.argv) > 1 else "gpt2"
-    backend = sys.argv[2] if len(sys.argv) > 2 else "coil"
+    argv = sys.argv[1:]
+    after: list[str] = []
+    if "--after" in argv:
+        at = argv.index("--after")
+        after = [v for v in argv[at + 1].split(",") if v]
+        del argv[at : at + 2]
+    name = argv[0] if argv else "gpt2"
+    backend = argv[1] if len(argv) > 1 else "coil"
     if name.startswith("rl_"):  # a roofline workload: rl_sum_dim1_bf16 is "sum_dim1 bf16 ..."
         from roofline import workloads
 
@@ -37,23 +73,17 @@ def main() -> int:
         module, args = w.fn, w.make()
     else:
         module, args = build_cuda(name) if name in WORKLOADS else cuda_bf16(name)
-    f = {
-        "coil": lambda: torch.compile(module, backend="coil"),
-        "coil-cudagraphs": lambda: torch.compile(
-            module, backend="coil", options={"cudagraphs": True}
-        ),
-        "inductor": lambda: torch.compile(module),
-        "inductor-reduce-overhead": lambda: torch.compile(module, mode="reduce-overhead"),
-    }[backend]()
     with torch.no_grad():
-        for _ in range(5):
-            f(*args)
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        for _ in range(CALLS):
-            f(*args)
-        host = (time.perf_counter() - t) / CALLS * 1e3
-        torch.cuda.synchronize()
+        if after:
+            alone = host_ms(compiled(module, backend), args)
+            print(f"== {name} / {backend}: host {alone:.3f} ms per call alone")
+            for other in after:
+                torch._dynamo.reset()
+                ms = host_ms(compiled(module, other), args)
+                print(f"== {name} / {other}: host {ms:.3f} ms per call (run before)")
+            torch._dynamo.reset()
+        f = compiled(module, backend)
+        host = host_ms(f, args)
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(CALLS):
@@ -68,7 +98,10 @@ def main() -> int:
             for _ in range(CALLS):
                 f(*args)
             torch.cuda.synchronize()
-    print(f"== {name} / {backend}: host {host:.3f} ms per call (launch loop, no sync)")
+    print(
+        f"== {name} / {backend}: host {host:.3f} ms per call (launch loop, no sync)"
+        + (f", after {', '.join(after)}" if after else "")
+    )
     table = tprof.key_averages(group_by_input_shape=True).table(
         sort_by="self_cpu_time_total",
         row_limit=15,
