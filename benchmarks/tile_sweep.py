@@ -53,9 +53,7 @@ GRIDS = {
 ROUNDS = 3  # each config's time is its best do_bench median over the rounds
 
 
-def pipeline(
-    xblock=0, rblock=0, num_warps=0, split=0, autotune=0, eviction="", yblock=0
-) -> str:
+def pipeline(xblock=0, rblock=0, num_warps=0, split=0, autotune=0, eviction="", yblock=0) -> str:
     tt = [
         f"{k}={v}"
         for k, v in (
