@@ -40,6 +40,11 @@ set -uo pipefail
 OUT=${OUT:-/tmp/coil-gpu}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
+# Bytecode caches in a writable place: the machine's torch has none it can use,
+# so every new process compiled ~240 of torch's modules from source (1.2-1.9 s
+# of each compile_time.py warm start, either backend, under cProfile); a
+# user's install has them.
+export PYTHONPYCACHEPREFIX=/tmp/pycache
 # No NVLink multicast, in this process and every one it starts.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \
