@@ -229,8 +229,8 @@ def block_sizes(
     ynumel: sympy.Expr, xnumel: sympy.Expr, yblock: int = 0, xblock: int = 0
 ) -> tuple[int, int]:
     """(YBLOCK, XBLOCK): Inductor's ``triton_config(size_hints, 32, 32)`` for static
-    extents, 32 x 32 for dynamic ones; a block given (non-zero) is only capped by
-    its static extent."""
+    extents (64 x 64 from ``LARGE_TILE_NUMEL`` points on), 32 x 32 for dynamic
+    ones; a block given (non-zero) is only capped by its static extent."""
     yhint = int(ynumel) if ynumel.is_Integer else None
     xhint = int(xnumel) if xnumel.is_Integer else None
     base, target = 32, TILE
