@@ -19,7 +19,8 @@
 #   MODELS="gpt2 bert ..."   benchmarks/models.py on those models;
 #   OVERHEAD="mlp20_b1 ..."  benchmarks/overhead.py (host overhead per call;
 #                            OVERHEAD_DUMP=1 adds coil's dump of each under $OUT/dump;
-#                            OVERHEAD_ISOLATE=1 runs each variant in its own process);
+#                            OVERHEAD_ISOLATE=1 runs each variant in its own process;
+#                            OVERHEAD_TRACE=1 a Chrome trace of each under $OUT);
 #   HOSTPROF="mlp20_b1:coil-cudagraphs ..."  benchmarks/host_profile.py (cProfile
 #                            of host time per call) on NAME:VARIANT pairs
 #                            (NAME:VARIANT:V1,V2: after V1 and V2 ran in its process);

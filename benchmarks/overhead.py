@@ -28,7 +28,9 @@ Run on the GPU machine: ``python benchmarks/overhead.py [names...]``; the table
 is printed last and written to ``$OUT/overhead.md``. ``--variants
 coil,inductor`` runs only those (gpu.sh's ``OVERHEAD_ISOLATE=1`` runs each in
 its own process: in one process the later variants run after what the earlier
-ones left). ``OVERHEAD_DUMP=1`` also
+ones left). ``OVERHEAD_TRACE=1`` (with OUT) writes a Chrome trace of 5 calls
+of each variant to ``$OUT/trace-NAME-VARIANT.json`` (the GPU timeline: gaps
+between kernels, a replay's input copies). ``OVERHEAD_DUMP=1`` also
 writes coil's IR and wrapper of each workload under ``$OUT/dump/NAME``.
 """
 
@@ -154,6 +156,19 @@ def syncs(fn, args) -> int:
     return len(found)
 
 
+def trace(fn, args, name: str, variant: str) -> None:
+    """With OVERHEAD_TRACE=1 (and OUT): torch.profiler's Chrome trace of 5 calls."""
+    if os.environ.get("OVERHEAD_TRACE") != "1" or not os.environ.get("OUT"):
+        return
+    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=activities) as prof:
+        for _ in range(5):
+            fn(*args)
+        torch.cuda.synchronize()
+    file = f"trace-{name}-{variant.replace(' ', '-')}.json"
+    prof.export_chrome_trace(os.path.join(os.environ["OUT"], file))
+
+
 def _device_allocs() -> int:
     """cudaMalloc and cudaFree calls of torch's caching allocator so far: each
     one synchronizes or stalls, so a backend whose steady state makes them
@@ -265,6 +280,7 @@ def main() -> int:
                     got = f(*args).float()
                     err = float((got - want).norm() / want.norm())
                     wall, gpu, launches, mallocs, issue = measure(f, args)
+                    trace(f, args, name, variant)
                     try:
                         synced = str(syncs(f, args))
                     except Exception as e:  # the check is a diagnosis, not the row
