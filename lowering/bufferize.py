@@ -56,7 +56,7 @@ from coil.dialects.aten import TensorType
 from coil.dialects.layout import nonnegative, view_address
 from coil.dialects.symbolic import ShapeAttr, SymInt, contiguous_strides, sym_eq, to_expr
 from coil.lowering import gemm_alignment
-from coil.transforms.aten_channels_last import channels_last_strides
+from coil.transforms.aten_channels_last import channels_last_strides, is_channels_last
 from coil.transforms.memory_plan import extern_mutated_operands, storage_roots
 
 
@@ -396,7 +396,12 @@ class _Bufferizer:
                 continue
             if not writable(want.shape, want.strides):
                 continue
-            buf = self.alloc(t.shape, t.element_type, want.strides, op, operand.name_hint)
+            # A copy into NHWC for a convolution is named for what it does (its
+            # kernel: coil_to_nhwc_4 for a weight, not coil_arg16_4).
+            hint = operand.name_hint
+            if is_channels_last(want):
+                hint = f"{hint}_to_nhwc" if hint else "to_nhwc"
+            buf = self.alloc(t.shape, t.element_type, want.strides, op, hint)
             Rewriter.insert_op(
                 copy_nest(operand, buf, location=op.location), InsertPoint.before(op)
             )

@@ -29,18 +29,20 @@
 // TRAIN-NOT:     aten.clone
 // TRAIN:         func.return %c2
 
-// At the buffer level the copies in front of the second convolution are gone:
+// At the buffer level the graph inputs' copies into NHWC are named so
+// (`%x_to_nhwc`: their kernels are coil_x_to_nhwc_N, not named for one
+// argument), and the copies in front of the second convolution are gone:
 // the relu's nest stores NHWC because the convolution reads it so, and the
 // result is copied to eager's (row-major) layout at the end.
 
 // BUF-LABEL: func.func @convs
-// BUF:         %x_1 = buffer.alloc : !buffer.buffer<[8, 64, 16, 16], bf16, strides [16384, 1, 1024, 64]
-// BUF:         %c1 = buffer.extern "aten.convolution.default" (%x_1, %w1_1, %b)
+// BUF:         %x_to_nhwc = buffer.alloc : !buffer.buffer<[8, 64, 16, 16], bf16, strides [16384, 1, 1024, 64]
+// BUF:         %c1 = buffer.extern "aten.convolution.default" (%x_to_nhwc, %w1_to_nhwc, %b)
 // BUF:         %r = buffer.alloc : !buffer.buffer<[8, 128, 16, 16], bf16, strides [32768, 1, 2048, 128]
 // BUF-NEXT:    loop.pointwise [8, 128, 16, 16] outs(%r
 // BUF-NEXT:    ^
 // BUF-NEXT:      loop.load %c1[i0, i1, i2, i3]
-// BUF:         %c2 = buffer.extern "aten.convolution.default" (%r, %w2_1, %b)
+// BUF:         %c2 = buffer.extern "aten.convolution.default" (%r, %w2_to_nhwc, %b)
 // BUF:         %[[OUT:.*]] = buffer.alloc : !buffer.buffer<[8, 128, 16, 16], bf16, device "cuda:0">
 // BUF-NEXT:    loop.pointwise [8, 128, 16, 16] outs(%[[OUT]]
 // BUF:         func.return %[[OUT]]
