@@ -55,6 +55,9 @@ python3 -m pip install -q --no-index --no-deps --no-build-isolation --upgrade --
 python3 -c "import timm" 2>/dev/null \
   || python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/timm-*.whl
 export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
+# Fill the bytecode cache before anything is timed: otherwise the first
+# process (say compile_time.py's first cold row) pays for it alone.
+python3 -c "import torch._dynamo, torch._inductor.compile_fx, triton, coil.backend" 2>/dev/null || true
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/device.txt"
 python3 -c "import torch, triton, transformers; print('torch', torch.__version__, 'triton', \
 triton.__version__, 'transformers', transformers.__version__)" | tee -a "$OUT/device.txt"
@@ -128,6 +131,7 @@ if [ -n "${HOSTPROF:-}" ]; then
     IFS=: read -r hp_name hp_variant hp_after <<< "$pair"
     python3 benchmarks/host_profile.py "$hp_name" "$hp_variant" ${hp_after:+--after "$hp_after"} 2>&1 \
       | tee -a "$OUT/host_profile.log"
+    status=$(( status | PIPESTATUS[0] ))
   done
 fi
 if [ -n "${MEMORY:-}" ]; then

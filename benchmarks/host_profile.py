@@ -59,10 +59,15 @@ def host_ms(f, args) -> float:
 def main() -> int:
     argv = sys.argv[1:]
     after: list[str] = []
-    if "--after" in argv:
-        at = argv.index("--after")
-        after = [v for v in argv[at + 1].split(",") if v]
-        del argv[at : at + 2]
+    for at, arg in enumerate(argv):
+        if arg == "--after" or arg.startswith("--after="):
+            value = arg.partition("=")[2] if "=" in arg else None
+            if value is None and at + 1 >= len(argv):
+                print("host_profile: --after needs variants (--after inductor,eager)")
+                return 2
+            after = [v for v in (value if value is not None else argv[at + 1]).split(",") if v]
+            del argv[at : at + (1 if value is not None else 2)]
+            break
     name = argv[0] if argv else "gpt2"
     backend = argv[1] if len(argv) > 1 else "coil"
     if name.startswith("rl_"):  # a roofline workload: rl_sum_dim1_bf16 is "sum_dim1 bf16 ..."

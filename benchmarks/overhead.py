@@ -30,7 +30,10 @@ coil,inductor`` runs only those (gpu.sh's ``OVERHEAD_ISOLATE=1`` runs each in
 its own process: in one process the later variants run after what the earlier
 ones left). ``OVERHEAD_TRACE=1`` (with OUT) writes a Chrome trace of 5 calls
 of each variant to ``$OUT/trace-NAME-VARIANT.json`` (the GPU timeline: gaps
-between kernels, a replay's input copies). ``OVERHEAD_DUMP=1`` also
+between kernels, a replay's input copies), after the variant's measurements;
+use it with gpu.sh's ``OVERHEAD_ISOLATE=1``, since the profiler can stay
+attached and slow the variants measured after it in one process.
+``OVERHEAD_DUMP=1`` also
 writes coil's IR and wrapper of each workload under ``$OUT/dump/NAME``.
 """
 
@@ -280,7 +283,10 @@ def main() -> int:
                     got = f(*args).float()
                     err = float((got - want).norm() / want.norm())
                     wall, gpu, launches, mallocs, issue = measure(f, args)
-                    trace(f, args, name, variant)
+                    try:
+                        trace(f, args, name, variant)
+                    except Exception as e:  # a trace is a diagnosis, not the row
+                        print(f"overhead: no trace of {name} / {variant}: {e}", flush=True)
                     try:
                         synced = str(syncs(f, args))
                     except Exception as e:  # the check is a diagnosis, not the row

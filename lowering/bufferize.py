@@ -39,6 +39,7 @@ end); ``coil.result_types`` is removed and the function type updated.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -400,7 +401,9 @@ class _Bufferizer:
             # kernel: coil_to_nhwc_4 for a weight, not coil_arg16_4).
             hint = operand.name_hint
             if is_channels_last(want):
-                hint = f"{hint}_to_nhwc" if hint else "to_nhwc"
+                # (the value's counter dropped: relu_2_to_nhwc would keep it)
+                stem = re.sub(r"_\d+$", "", hint) if hint else ""
+                hint = f"{stem}_to_nhwc" if stem else "to_nhwc"
             buf = self.alloc(t.shape, t.element_type, want.strides, op, hint)
             Rewriter.insert_op(
                 copy_nest(operand, buf, location=op.location), InsertPoint.before(op)

@@ -144,7 +144,7 @@ def _hint(v: SSAValue) -> str | None:
         return None
     # AOTAutograd's placeholder names (arg16_1, primals_3, tangents_1) say which
     # input of one graph a value is, nothing about what a kernel does.
-    h = re.sub(r"^(?:arg|primals|tangents)_?\d+(?:_\d+)*_?", "", h)
+    h = re.sub(r"^(?:arg|primals|tangents)_?\d+(?:_\d+)*(?:_|$)", "", h)
     h = re.sub(r"_\d+$", "", h)
     h = re.sub(r"\W", "_", h)
     if not h or h[0].isdigit():

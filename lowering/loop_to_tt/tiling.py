@@ -31,7 +31,8 @@ nothing, as in Inductor.
 
 Block sizes follow Inductor's ``triton_config(size_hints, 32, 32)``: a tile
 of 1024 points (128 when the whole nest is smaller; 64 x 64 from 2**20 static
-points on, where Inductor's autotuning finds its larger tiles), shrunk to the extents
+points on where both extents are at least 64, as Inductor's autotuning finds
+larger tiles there), shrunk to the extents
 when they are static and smaller, then grown along ``x`` and then ``y`` where
 an extent allows (and ``y`` until the ``y`` tiles fit grid y). Programs run
 over a 2-D grid ``[x tiles, y tiles, 1]`` (as Inductor's: grid x allows 2**31 -
@@ -66,7 +67,8 @@ MAX_GRID_Y = 65535
 MAX_XBLOCK = 4096
 MAX_YBLOCK = 1024
 TILE = 1024  # points of a 2-D tile (Inductor's 32 x 32)
-# Nests of at least LARGE_TILE_NUMEL static points take 64 x 64 tiles: each row
+# Nests of at least LARGE_TILE_NUMEL static points, both extents at least 64,
+# take 64 x 64 tiles (unless a block is given): each row
 # of a tile is then a whole 128-byte line in bf16. On an H100 (seventh session,
 # tile_sweep.py) a bf16 2048x4096 transpose ran 0.0197 ms against 0.0229 with
 # 32 x 32 (Inductor, which autotunes its tile: 0.0225), NCHW -> NHWC of
@@ -229,13 +231,18 @@ def block_sizes(
     ynumel: sympy.Expr, xnumel: sympy.Expr, yblock: int = 0, xblock: int = 0
 ) -> tuple[int, int]:
     """(YBLOCK, XBLOCK): Inductor's ``triton_config(size_hints, 32, 32)`` for static
-    extents (64 x 64 from ``LARGE_TILE_NUMEL`` points on), 32 x 32 for dynamic
-    ones; a block given (non-zero) is only capped by its static extent."""
+    extents (64 x 64 from ``LARGE_TILE_NUMEL`` points on where both extents are
+    at least 64 and no block is given), 32 x 32 for dynamic ones; a block given
+    (non-zero) is only capped by its static extent."""
     yhint = int(ynumel) if ynumel.is_Integer else None
     xhint = int(xnumel) if xnumel.is_Integer else None
     base, target = 32, TILE
     if yhint is not None and xhint is not None:
-        if yhint * xhint >= LARGE_TILE_NUMEL:
+        # The larger tile where it was measured: both extents at least 64 (a
+        # whole line per tile row either way) and no block given (a sweep of
+        # one block keeps the other's heuristic).
+        large = yhint * xhint >= LARGE_TILE_NUMEL and min(yhint, xhint) >= 64
+        if large and not (xblock or yblock):
             base, target = 64, LARGE_TILE
         elif yhint * xhint < target:
             target //= 8
