@@ -37,9 +37,24 @@
 #            coil); DIST=tests or DIST=bench runs one of the two.
 # Full logs under $OUT, a summary last. From the repo root on the device:
 #   TESTS=1 BENCH=1 MODELS="gpt2 bert" bash benchmarks/gpu.sh
+# DEADLINE (seconds from the start, default 560; a lent machine's call is cut
+# at 600) bounds every step: a step still running then is stopped (exit 124,
+# its log so far kept), later steps are skipped, and the summary still prints.
 set -uo pipefail
 OUT=${OUT:-/tmp/coil-gpu}
 mkdir -p "$OUT"
+START=$SECONDS
+DEADLINE=${DEADLINE:-560}
+budget() {
+  # Run "$@" for at most the seconds left before DEADLINE (its process group
+  # killed then), or skip it when too few are left.
+  local left=$(( DEADLINE - (SECONDS - START) ))
+  if [ "$left" -le 10 ]; then
+    echo "gpu.sh: DEADLINE ($DEADLINE s) reached: skipped: $*" | tee -a "$OUT/skipped.txt" >&2
+    return 124
+  fi
+  timeout -k 10 "$left" "$@"
+}
 export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
 # Bytecode caches in a writable place: the machine's torch has none it can use,
 # so every new process compiled ~240 of torch's modules from source (1.2-1.9 s
@@ -68,36 +83,36 @@ if [ "${TESTS:-0}" = 1 ]; then
     workers=(-n "${TEST_WORKERS:-8}")
   fi
   # shellcheck disable=SC2086
-  python3 -m pytest ${TEST_FILES:-test/python} -m gpu "${workers[@]}" -p no:cacheprovider -q -rs \
+  budget python3 -m pytest ${TEST_FILES:-test/python} -m gpu "${workers[@]}" -p no:cacheprovider -q -rs \
     --durations=15 2>&1 | tee "$OUT/pytest-gpu.log"
   status=$(( status | PIPESTATUS[0] ))
 fi
 if [ "${BENCH:-0}" = 1 ]; then
-  python3 benchmarks/bench.py 2>&1 | tee "$OUT/bench.log"
+  budget python3 benchmarks/bench.py 2>&1 | tee "$OUT/bench.log"
   status=$(( status | PIPESTATUS[0] ))
 fi
 if [ -n "${ROOFLINE:-}" ]; then
   names=$ROOFLINE
   [ "$names" = all ] && names=
   # shellcheck disable=SC2086
-  python3 benchmarks/roofline.py ${ROOFLINE_ARGS:-} $names 2>&1 | tee -a "$OUT/roofline.log"
+  budget python3 benchmarks/roofline.py ${ROOFLINE_ARGS:-} $names 2>&1 | tee -a "$OUT/roofline.log"
   status=$(( status | PIPESTATUS[0] ))
 fi
 if [ -n "${SWEEP:-}" ]; then
   IFS=, read -r -a sweep <<< "$SWEEP"
-  python3 benchmarks/tile_sweep.py "${sweep[@]}" 2>&1 | tee -a "$OUT/tile_sweep.log"
+  budget python3 benchmarks/tile_sweep.py "${sweep[@]}" 2>&1 | tee -a "$OUT/tile_sweep.log"
   status=$(( status | PIPESTATUS[0] ))
 fi
 if [ -n "${NCU:-}" ]; then
   IFS=, read -r -a ncu_names <<< "$NCU"
   metrics=$(python3 -c "import sys; sys.path.insert(0, 'benchmarks'); import ncu_kernels; print(ncu_kernels.METRICS)")
-  ncu --profile-from-start off --clock-control none --metrics "$metrics" --csv \
+  budget ncu --profile-from-start off --clock-control none --metrics "$metrics" --csv \
     python3 benchmarks/ncu_kernels.py "${ncu_names[@]}" > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
   status=$(( status | $? ))
 fi
 if [ -n "${MODELS:-}" ]; then
   # shellcheck disable=SC2086
-  python3 benchmarks/models.py $MODELS 2>&1 | tee -a "$OUT/models.log"
+  budget python3 benchmarks/models.py $MODELS 2>&1 | tee -a "$OUT/models.log"
   status=$(( status | PIPESTATUS[0] ))
 fi
 if [ -n "${OVERHEAD:-}" ]; then
@@ -107,12 +122,12 @@ if [ -n "${OVERHEAD:-}" ]; then
     # than alone) does not reach the next.
     for variant in eager inductor "inductor reduce-overhead" coil "coil cudagraphs"; do
       # shellcheck disable=SC2086
-      python3 benchmarks/overhead.py --variants "$variant" $OVERHEAD 2>&1 | tee -a "$OUT/overhead.log"
+      budget python3 benchmarks/overhead.py --variants "$variant" $OVERHEAD 2>&1 | tee -a "$OUT/overhead.log"
       status=$(( status | PIPESTATUS[0] ))
     done
   else
     # shellcheck disable=SC2086
-    python3 benchmarks/overhead.py $OVERHEAD 2>&1 | tee -a "$OUT/overhead.log"
+    budget python3 benchmarks/overhead.py $OVERHEAD 2>&1 | tee -a "$OUT/overhead.log"
     status=$(( status | PIPESTATUS[0] ))
   fi
   # The dumps' wrappers as flat files (what comes back from $OUT is shallow).
@@ -122,34 +137,34 @@ if [ -n "${OVERHEAD:-}" ]; then
 fi
 if [ -n "${PROFILE:-}" ]; then
   # shellcheck disable=SC2086
-  python3 benchmarks/profile_model.py $PROFILE 2>&1 | tee -a "$OUT/profile.log"
+  budget python3 benchmarks/profile_model.py $PROFILE 2>&1 | tee -a "$OUT/profile.log"
   status=$(( status | PIPESTATUS[0] ))
 fi
 if [ -n "${HOSTPROF:-}" ]; then
   for pair in $HOSTPROF; do
     # NAME:VARIANT, or NAME:VARIANT:V1,V2 to profile VARIANT after V1 and V2 ran
     IFS=: read -r hp_name hp_variant hp_after <<< "$pair"
-    python3 benchmarks/host_profile.py "$hp_name" "$hp_variant" ${hp_after:+--after "$hp_after"} 2>&1 \
+    budget python3 benchmarks/host_profile.py "$hp_name" "$hp_variant" ${hp_after:+--after "$hp_after"} 2>&1 \
       | tee -a "$OUT/host_profile.log"
     status=$(( status | PIPESTATUS[0] ))
   done
 fi
 if [ -n "${MEMORY:-}" ]; then
   # shellcheck disable=SC2086
-  python3 benchmarks/memory_probe.py $MEMORY 2>&1 | tee -a "$OUT/memory.log"
+  budget python3 benchmarks/memory_probe.py $MEMORY 2>&1 | tee -a "$OUT/memory.log"
 fi
 if [ -n "${COMPILE:-}" ]; then
   # shellcheck disable=SC2086
-  python3 benchmarks/compile_time.py $COMPILE 2>&1 | tee -a "$OUT/compile_time.out"
+  budget python3 benchmarks/compile_time.py $COMPILE 2>&1 | tee -a "$OUT/compile_time.out"
   status=$(( status | PIPESTATUS[0] ))
 fi
 if [ "${DIST:-0}" = 1 ] || [ "${DIST:-0}" = tests ]; then
-  python3 -m pytest test/python/test_distributed.py -m gpu -p no:cacheprovider -q -rs --durations=15 2>&1 \
+  budget python3 -m pytest test/python/test_distributed.py -m gpu -p no:cacheprovider -q -rs --durations=15 2>&1 \
     | tee "$OUT/pytest-distributed.log"
   status=$(( status | PIPESTATUS[0] ))
 fi
 if [ "${DIST:-0}" = 1 ] || [ "${DIST:-0}" = bench ]; then
-  python3 benchmarks/distributed.py 2>&1 | tee "$OUT/distributed.log"
+  budget python3 benchmarks/distributed.py 2>&1 | tee "$OUT/distributed.log"
   status=$(( status | PIPESTATUS[0] ))
 fi
 if [ -n "${BEFORE:-}" ] && [ -f .whl/coil_before.tar ]; then
@@ -158,10 +173,11 @@ if [ -n "${BEFORE:-}" ] && [ -f .whl/coil_before.tar ]; then
     /tmp/before || exit 1
   # The benchmark script of this tree, the coil of the earlier commit.
   # shellcheck disable=SC2086
-  PYTHONPATH=/tmp/site_before:/tmp/site python3 benchmarks/models.py $BEFORE 2>&1 \
+  PYTHONPATH=/tmp/site_before:/tmp/site budget python3 benchmarks/models.py $BEFORE 2>&1 \
     | sed 's/^| /| before: /' | tee -a "$OUT/models-before.log"
 fi
 echo "== summary =="
+[ -f "$OUT/skipped.txt" ] && cat "$OUT/skipped.txt"
 cat "$OUT/device.txt"
 [ -f "$OUT/pytest-gpu.log" ] && tail -n 1 "$OUT/pytest-gpu.log"
 [ -f "$OUT/bench.log" ] && tail -n 6 "$OUT/bench.log"
