@@ -113,6 +113,38 @@ def test_large_transpose_takes_64x64_tiles(tmp_path, poisoned):
     assert "tl.arange(0, 64)" in kernels and "tl.arange(0, 32)" not in kernels
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_large_tiles_on_cuda(dtype, tmp_path):
+    """The 64 x 64 tiles compiled for the GPU (Triton moves each tile between
+    the loads' and the store's layouts through shared memory): transposes and
+    permutes of 2**20 points and more at odd sizes, against eager."""
+
+    def transpose(x, y):
+        return (x.t() + y).relu().t().contiguous()
+
+    def to_nhwc(x):
+        return x.permute(0, 2, 3, 1).contiguous() * 2.0
+
+    def to_nchw(x):
+        return x.permute(0, 3, 1, 2).contiguous() - 1.0
+
+    cases = [
+        (transpose, (_randn(1031, 1029, dtype=dtype), _randn(1029, 1031, dtype=dtype))),
+        (to_nhwc, (_randn(4, 67, 61, 65, dtype=dtype),)),
+        (to_nchw, (_randn(3, 61, 65, 97, dtype=dtype),)),
+    ]
+    for k, (fn, inputs) in enumerate(cases):
+        torch._dynamo.reset()
+        inputs = tuple(x.cuda() for x in inputs)
+        compiled = torch.compile(fn, backend="coil", options={"dump_dir": str(tmp_path / str(k))})
+        got, want = compiled(*inputs), fn(*inputs)
+        assert got.stride() == want.stride()
+        torch.testing.assert_close(got, want, **tolerances(dtype))
+        kernels = "\n".join(p.read_text() for p in (tmp_path / str(k)).glob("graph_*/kernels.py"))
+        assert "tl.arange(0, 64)" in kernels
+
+
 def test_transpose_off_is_1d(tmp_path, poisoned):
     """``tile2d=off`` keeps the 1-D tile (and the same answers)."""
     from coil.pipeline import PIPELINES
