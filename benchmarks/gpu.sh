@@ -117,9 +117,9 @@ if [ -n "${MODELS:-}" ]; then
 fi
 if [ -n "${OVERHEAD:-}" ]; then
   if [ "${OVERHEAD_ISOLATE:-0}" = 1 ]; then
-    # One process per variant: what one backend's runs leave in a process (the
-    # sixth session's resnet50_b32 ran 1.9 ms a call slower after Inductor's
-    # than alone) does not reach the next.
+    # One process per variant: what one backend's runs leave in a process does
+    # not reach the next (the seventh session found no consistent effect, but
+    # host times moved 10-40 % between orders and machines).
     for variant in eager inductor "inductor reduce-overhead" coil "coil cudagraphs"; do
       # shellcheck disable=SC2086
       budget python3 benchmarks/overhead.py --variants "$variant" $OVERHEAD 2>&1 | tee -a "$OUT/overhead.log"

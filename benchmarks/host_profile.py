@@ -25,22 +25,19 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from overhead import WORKLOADS, build_cuda
+from overhead import VARIANTS, WORKLOADS, build_cuda
 from profile_model import cuda_bf16
 
 CALLS = 20
 
 
-def compiled(module, backend: str):
-    return {
-        "eager": lambda: module,
-        "coil": lambda: torch.compile(module, backend="coil"),
-        "coil-cudagraphs": lambda: torch.compile(
-            module, backend="coil", options={"cudagraphs": True}
-        ),
-        "inductor": lambda: torch.compile(module),
-        "inductor-reduce-overhead": lambda: torch.compile(module, mode="reduce-overhead"),
-    }[backend]()
+def compiled(module, backend: str, name: str):
+    """``backend`` (overhead.py's variant name, spaces as dashes:
+    ``coil-cudagraphs``) compiled for ``module``."""
+    by_name = {v.replace(" ", "-"): make for v, make in VARIANTS.items()}
+    if backend not in by_name:
+        raise SystemExit(f"host_profile: unknown variant {backend}; known: {', '.join(by_name)}")
+    return by_name[backend](module, name)
 
 
 def host_ms(f, args) -> float:
@@ -80,14 +77,14 @@ def main() -> int:
         module, args = build_cuda(name) if name in WORKLOADS else cuda_bf16(name)
     with torch.no_grad():
         if after:
-            alone = host_ms(compiled(module, backend), args)
+            alone = host_ms(compiled(module, backend, name), args)
             print(f"== {name} / {backend}: host {alone:.3f} ms per call alone")
             for other in after:
                 torch._dynamo.reset()
-                ms = host_ms(compiled(module, other), args)
+                ms = host_ms(compiled(module, other, name), args)
                 print(f"== {name} / {other}: host {ms:.3f} ms per call (run before)")
             torch._dynamo.reset()
-        f = compiled(module, backend)
+        f = compiled(module, backend, name)
         host = host_ms(f, args)
         prof = cProfile.Profile()
         prof.enable()
