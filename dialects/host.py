@@ -36,6 +36,7 @@ from xdsl.dialects.builtin import (
     FlatSymbolRefAttrConstr,
     StringAttr,
     SymbolRefAttr,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
@@ -152,6 +153,40 @@ class SeedOp(IRDLOperation):
 
     def __init__(self):
         super().__init__(result_types=[i64])
+
+
+@irdl_op_definition
+class SemaphoresOp(IRDLOperation):
+    """``host.semaphores : !buffer.buffer<[n], i32, cuda:0>``: ``n`` int32 counters
+    that are zero before each launch that takes them, kept by the module rather
+    than allocated per call: made (zeroed) on the module's first call on each
+    stream of the device -- so calls on two streams never share them -- and
+    reused by later calls. A kernel that takes them must leave them zero when it
+    ends: the split-reduction finish (``lowering/loop_to_tt/split_finish.py``)
+    counts arriving programs in them and its last program resets its counter.
+    Inductor's ``WorkspaceZeroMode.ZERO_PER_GRAPH`` zeroes its semaphores once per
+    call instead (a fill launch each call)."""
+
+    name = "host.semaphores"
+    result = result_def()
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, result_type: BufferType):
+        super().__init__(result_types=[result_type])
+
+    def verify_(self) -> None:
+        t = self.result.type
+        check_buffer(self, "the result", t)
+        if not (
+            t.rank == 1
+            and t.element_type == i32
+            and t.shape_attr.data[0].is_Integer
+            and t.is_contiguous()
+            and t.offset_attr.data == 0
+        ):
+            raise VerifyException(
+                f"host.semaphores: expected a static 1-D contiguous i32 buffer, got {t}"
+            )
 
 
 @irdl_op_definition
@@ -303,6 +338,7 @@ Host = Dialect(
         ExternOp,
         YieldOp,
         SeedOp,
+        SemaphoresOp,
         LaunchOp,
         AutotuneOp,
     ],

@@ -873,6 +873,20 @@ class AssertOp(IRDLOperation):
         _require(element_of(self.condition.type) == i1, self, "condition must be i1")
 
 
+@irdl_op_definition
+class DebugBarrierOp(IRDLOperation):
+    """``tt.debug_barrier``: every thread of the program waits here
+    (``tl.debug_barrier()``, a CTA barrier). Stores issued before it by any of
+    the program's threads come before whatever one thread does after it, as an
+    atomic that publishes them (the split-reduction finish, ``split_finish.py``)."""
+
+    name = "tt.debug_barrier"
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+
 def has_device_asserts(fn: FuncOp) -> bool:
     """Whether ``fn`` holds a ``tt.assert``: such a kernel is compiled in Triton's
     debug mode, without which ``tl.device_assert`` compiles to nothing."""
@@ -904,6 +918,7 @@ TT = Dialect(
         ExternElementwiseOp,
         PrintOp,
         AssertOp,
+        DebugBarrierOp,
     ],
     [PointerType],
 )

@@ -22,17 +22,21 @@ import io
 import re
 from dataclasses import dataclass
 
+import sympy
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
-from xdsl.ir import Block, Operation, Region
+from xdsl.dialects.builtin import i32
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.printer import Printer
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
+from coil.dialects import buffer as B
 from coil.dialects import host, tt
 from coil.dialects import loop as L
 from coil.dialects.buffer import BufferType
+from coil.lowering.loop_to_tt import split_finish
 from coil.lowering.loop_to_tt.autotune import (
     candidate_options,
     config_key,
@@ -117,6 +121,10 @@ class ConvertLoopToTtPass(ModulePass):
     outer_reduction: bool = True
     """Outer reductions (loads contiguous along the output index) get a wide
     XBLOCK and a short looped RBLOCK."""
+    split_finish: bool = True
+    """A split reduction's stage 2 runs in stage 1's kernel, by the last program of
+    each tile to finish (an atomic counter in ``host.semaphores``): one launch
+    instead of two (``loop_to_tt/split_finish.py``)."""
     eviction: str = "auto"
     """L2 eviction hints of loads (``loop_to_tt/eviction.py``): "auto" (Inductor's
     rules: broadcast and strided reads evict_last, a looped reduction's last
@@ -146,12 +154,20 @@ class ConvertLoopToTtPass(ModulePass):
         for f in list(op.body.block.ops):
             if not isinstance(f, func.FuncOp) or not f.body.blocks:
                 continue
-            for nest in list(f.body.block.ops):
+            ops = list(f.body.block.ops)
+            finished: set[Operation] = set()  # stage-2 nests run by their stage 1
+            for k, nest in enumerate(ops):
+                if nest in finished:
+                    continue
                 if isinstance(nest, L.CopyOp):
                     self._lower_copy(nest, f, options, counter)
                     counter += 1
                 elif isinstance(nest, L.LoopOp) and nest.outs:
-                    self._lower(nest, f, options, counter)
+                    second = self._finishing_stage(ops, k) if self.split_finish else None
+                    if second is not None and self._lower_split(nest, second, f, options, counter):
+                        finished.add(second)
+                    else:
+                        self._lower(nest, f, options, counter)
                     counter += 1
             for left in f.body.block.ops:
                 if isinstance(left, L.LoopOp | L.CopyOp | L.ViewOp):
@@ -173,6 +189,59 @@ class ConvertLoopToTtPass(ModulePass):
         except DiagnosticException as e:
             raise DiagnosticException(f"{e} (in {nest.name} of @{f.sym_name.data})") from e
         self._replace(nest, kernels, f, name)
+
+    def _finishing_stage(self, ops: list[Operation], k: int) -> L.LoopOp | None:
+        """The nest after ``ops[k]`` when it finishes the split reduction ``ops[k]``."""
+        if self.autotune > 1:  # tuned candidates of each stage stay separate launches
+            return None
+        j = k + 1
+        while j < len(ops) and isinstance(ops[j], split_finish.BETWEEN):
+            j += 1
+        if j == len(ops) or not split_finish.stage_pair(ops[k], ops[j], ops[k + 1 : j]):
+            return None
+        return ops[j]  # type: ignore[return-value]
+
+    def _lower_split(
+        self, first: L.LoopOp, second: L.LoopOp, f: func.FuncOp, options: Options, counter: int
+    ) -> bool:
+        """Lower ``first`` with ``second`` run by its last programs (split_finish.py);
+        False (nothing changed) where their tiles do not line up."""
+        kind = _KINDS[first.name]
+        name = kernel_name(second, counter)
+        try:
+            k1 = build_kernel(first, kernel_name(first, counter), options, kind)
+
+            def semaphores(n: int) -> SSAValue:
+                device = first.outs[0].type.device_attr.data
+                sem = host.SemaphoresOp(BufferType([n], i32, device=device))
+                sem.result.name_hint = "sem"
+                Rewriter.insert_op(sem, InsertPoint.before(first))
+                return sem.result
+
+            merged = split_finish.merge(
+                k1,
+                lambda o: build_kernel(second, name, o, _KINDS[second.name]),
+                options,
+                int(sympy.Mul(*second.ranges.data)),
+                name,
+                semaphores,
+            )
+        except DiagnosticException as e:
+            raise DiagnosticException(f"{e} (in {first.name} of @{f.sym_name.data})") from e
+        if merged is None:
+            return False
+        # Stage 2's outputs are written in stage 1's launch: allocate them first
+        # (after stage 1's inputs are freed, their storage could be handed out).
+        for out in second.outs:
+            if isinstance(out.owner, B.AllocOp) and out.owner.parent is first.parent:
+                alloc = out.owner
+                if not alloc.is_before_in_block(first):
+                    alloc.detach()
+                    Rewriter.insert_op(alloc, InsertPoint.before(first))
+        self._replace(first, [merged], f, name)
+        second.detach()
+        second.erase()
+        return True
 
     def _lower_copy(self, op: L.CopyOp, f: func.FuncOp, options: Options, counter: int) -> None:
         for v in (op.value, op.dest):

@@ -183,7 +183,10 @@ class CudaGraphRunner:
         device = next(a.device for a in args if isinstance(a, torch.Tensor))
         try:
             # Warm up on a side stream (lazy initialization, cuBLAS workspaces,
-            # kernel binding), as torch.cuda.graphs documents, then record.
+            # kernel binding), as torch.cuda.graphs documents, then record on
+            # that same stream: what the module keeps per stream (the split
+            # reductions' counters, host.semaphores) is then made in the warm-up,
+            # outside the graph's pool, instead of zeroed inside the graph.
             side = torch.cuda.Stream(device)
             side.wait_stream(torch.cuda.current_stream(device))
             with torch.cuda.stream(side):
@@ -192,7 +195,7 @@ class CudaGraphRunner:
             if self.pool is None:
                 self.pool = torch.cuda.graph_pool_handle()
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, pool=self.pool):
+            with torch.cuda.graph(graph, pool=self.pool, stream=side):
                 outputs = self.run(*inputs)
         except Exception as e:  # an op that cannot be recorded: run without graphs
             self._fallback(f"recording failed ({type(e).__name__}: {e})")

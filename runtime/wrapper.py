@@ -1,6 +1,6 @@
 """What generated host modules import at run time: ``cdiv``, ``CoilInputError``,
 ``check_input``, ``empty_strided_on``, ``InputGuard``, ``interpret_kernels``,
-``reinterpret_tensor``.
+``reinterpret_tensor``, ``Semaphores``.
 
 Kept tiny and cheap: inputs are checked on every call. ``InputGuard`` makes the
 common case (everything as on an earlier call with the same sizes) one C++ call
@@ -24,6 +24,7 @@ __all__ = [
     "empty_strided_on",
     "interpret_kernels",
     "reinterpret_tensor",
+    "Semaphores",
 ]
 
 try:
@@ -169,3 +170,25 @@ def interpret_kernels(namespace: dict) -> None:
             namespace[name] = InterpretedKernel(InterpretedFunction(value.fn))
         elif isinstance(value, InterpretedFunction) and value.fn.__module__ == module:
             namespace[name] = InterpretedKernel(value)
+
+
+class Semaphores:
+    """``host.semaphores``: ``n`` int32 counters on ``device`` that the module
+    keeps, one set per stream (made zero on the first call on that stream; the
+    kernels that take them leave them zero). Per stream, so that two calls of one
+    module running at once on two streams never share counters; a CUDA-graph
+    recording keeps the set of the stream it warmed up and captured on."""
+
+    __slots__ = ("by_stream", "device", "n")
+
+    def __init__(self, device: str, n: int):
+        self.device = torch.device(device)
+        self.n = n
+        self.by_stream: dict[int | None, torch.Tensor] = {}
+
+    def on(self, stream: int | None) -> torch.Tensor:
+        sems = self.by_stream.get(stream)
+        if sems is None:
+            sems = torch.zeros(self.n, dtype=torch.int32, device=self.device)
+            self.by_stream[stream] = sems
+        return sems

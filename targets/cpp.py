@@ -347,6 +347,7 @@ class CppPrinter:
         self.kernel_lines: dict[str, list[str]] = {}
         self.ops: dict[str, tuple[str, str]] = {}  # handle function -> (name, overload)
         self.tuners: dict[str, str] = {}  # autotune key -> Autotuner object name
+        self.semaphores: list[tuple[str, str]] = []  # host.semaphores: (object, n)
         for op in module.ops:
             if isinstance(op, tt.FuncOp):
                 self.kernels[op.sym_name.data] = op
@@ -495,6 +496,8 @@ class CppPrinter:
             ]
         for tuner in self.tuners.values():
             head += ["", f"coil::Autotuner {tuner};"]
+        for state, n in self.semaphores:
+            head += ["", f"coil::Semaphores {state}({n});"]
         tail = [
             "",
             "}  // namespace",
@@ -610,6 +613,15 @@ class CppPrinter:
     @print_op.register
     def _(self, op: H.FreeOp) -> None:
         self.emit(f"{self.name(op.buffer)}.reset();")
+
+    @print_op.register
+    def _(self, op: H.SemaphoresOp) -> None:
+        # The module keeps the counters (zero between launches), one set per stream.
+        t = op.result.type
+        state = f"sems{len(self.semaphores)}"
+        self.semaphores.append((state, self.expr(t.shape_attr.data[0])))
+        name = self.define(op.result, "sem")
+        self.emit(f"at::Tensor {name} = {state}.on({cpp_device(t.device)});")
 
     @print_op.register
     def _(self, op: H.SeedOp) -> None:

@@ -80,7 +80,7 @@ from coil.targets.lifetimes import last_reads, released_after
 
 WRAPPER_IMPORT = (
     "from coil.runtime.wrapper import cdiv, check_input, CoilInputError, empty_strided_on, "
-    "InputGuard, reinterpret_tensor"
+    "InputGuard, reinterpret_tensor, Semaphores"
 )
 LAUNCH_IMPORT = "from coil.runtime.launch import Launcher, raw_stream"
 AUTOTUNE_IMPORT = "from coil.runtime.autotune import autotune"
@@ -96,6 +96,7 @@ _RESERVED = {
     "CoilInputError",
     "InputGuard",
     "reinterpret_tensor",
+    "Semaphores",
     "empty_strided_on",
     "_inputs",
     "autotune",
@@ -596,14 +597,33 @@ class HostPrinter:
             name = self.fresh_name(f"{op.kernel_name}_launch", "launch")
             entry = self.launchers[key] = [name, signature, set()]
         entry[2] |= checked
+        stream = self.stream(device)
+        grid = ", ".join(self.expr(g) for g in op.grid.data)
+        lines = self.kernel_lines.get(op.kernel_name) or [source_line(op.location)]
+        self.emit_source([t for t in lines if t is not None])
+        return f"{entry[0]}.run({grid}, {stream}, {', '.join(args)})"
+
+    def stream(self, device: str) -> str:
+        """The name of ``device``'s current stream in ``call``, read on first use."""
         if device not in self.streams:
             stream = self.fresh_name("stream", "stream")
             self.streams[device] = stream
             self.emit(f'{stream} = raw_stream("{device}")')
-        grid = ", ".join(self.expr(g) for g in op.grid.data)
-        lines = self.kernel_lines.get(op.kernel_name) or [source_line(op.location)]
-        self.emit_source([t for t in lines if t is not None])
-        return f"{entry[0]}.run({grid}, {self.streams[device]}, {', '.join(args)})"
+        return self.streams[device]
+
+    @print_op.register
+    def _(self, op: H.SemaphoresOp) -> None:
+        # The module keeps the counters (zero between launches), one set per stream.
+        t = op.result.type
+        device = t.device_attr.data
+        state = self.fresh_name("_sems", "sems")
+        self.module_lines.append(
+            f'{state} = Semaphores("{device}", {self.expr(t.shape_attr.data[0])})'
+        )
+        stream = self.stream(device)
+        name = self.define(op.result, "sem")
+        self.aligned.add(op.result)
+        self.emit(f"{name} = {state}.on({stream})")
 
     @print_op.register
     def _(self, op: H.AutotuneOp) -> None:

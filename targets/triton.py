@@ -562,6 +562,10 @@ class KernelPrinter:
         self.line(f"tl.device_print({', '.join(args)})")
 
     @emit.register
+    def _(self, op: tt.DebugBarrierOp) -> None:
+        self.line("tl.debug_barrier()")
+
+    @emit.register
     def _(self, op: tt.AssertOp) -> None:
         self.line(f"tl.device_assert({self.val(op.condition)}, {op.message.data!r})")
 

@@ -38,6 +38,7 @@
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/randint.h>
 #include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/zeros.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/Stream.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -295,6 +296,28 @@ inline CUstream current_stream(at::Device device) {
   const auto* impl = c10::impl::getDeviceGuardImpl(at::kCUDA);
   return static_cast<CUstream>(impl->getStream(device).native_handle());
 }
+
+// host.semaphores: `n` int32 counters on a device that the module keeps, one
+// set per stream (zeroed when first used on that stream; the kernels that take
+// them leave them zero), as the Python wrapper's runtime.wrapper.Semaphores.
+class Semaphores {
+ public:
+  explicit Semaphores(int64_t n) : n_(n) {}
+  at::Tensor on(at::Device device) {
+    CUstream stream = current_stream(device);
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = by_stream_.find(stream);
+    if (found != by_stream_.end()) return found->second;
+    at::Tensor sems = at::zeros({n_}, at::TensorOptions().dtype(at::kInt).device(device));
+    by_stream_.emplace(stream, sems);
+    return sems;
+  }
+
+ private:
+  int64_t n_;
+  std::mutex mutex_;
+  std::map<CUstream, at::Tensor> by_stream_;
+};
 
 // ---- kernel arguments -----------------------------------------------------------
 

@@ -171,3 +171,19 @@ func.func @return_in_host_func() {
   host.return
 }
 // CHECK: 'host.return' expects parent op 'host.func'
+
+// -----
+
+host.func @semaphores_are_static_i32() {
+  %sem = host.semaphores : !buffer.buffer<[s0], i32>
+  host.return
+}
+// CHECK: host.semaphores: expected a static 1-D contiguous i32 buffer, got !buffer.buffer<[s0], i32>
+
+// -----
+
+host.func @semaphores_are_i32() {
+  %sem = host.semaphores : !buffer.buffer<[4], f32>
+  host.return
+}
+// CHECK: host.semaphores: expected a static 1-D contiguous i32 buffer, got !buffer.buffer<[4], f32>

@@ -71,6 +71,17 @@ host.func @random(%x: !buffer.buffer<[8, 4], f32, device "cuda:0">) {
   host.return
 }
 
+// Counters the module keeps (zero before each launch that takes them) are a
+// launch argument like any buffer.
+// CHECK-LABEL: host.func @counted
+host.func @counted(%x: !buffer.buffer<[1024], f32, device "cuda:0">) {
+  // CHECK-NEXT: %sem = host.semaphores : !buffer.buffer<[4], i32, device "cuda:0">
+  // CHECK-NEXT: host.launch @coil_rand_1 grid [8, 1, 1] (%x, %sem : !buffer.buffer<[1024], f32, device "cuda:0">, !buffer.buffer<[4], i32, device "cuda:0">)
+  %sem = host.semaphores : !buffer.buffer<[4], i32, device "cuda:0">
+  host.launch @coil_rand_1 grid [8, 1, 1] (%x, %sem : !buffer.buffer<[1024], f32, device "cuda:0">, !buffer.buffer<[4], i32, device "cuda:0">)
+  host.return
+}
+
 // host.autotune: candidate launches of one nest (same arguments; kernels,
 // grids and launch options differ); the runtime runs exactly one of them.
 // CHECK-LABEL: host.func @tuned

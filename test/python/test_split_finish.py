@@ -1,0 +1,111 @@
+"""The split-reduction finish (``lowering/loop_to_tt/split_finish.py``): stage 2
+of a split reduction run by the last program of each tile of stage 1, one
+launch instead of two. On the CPU the kernels run under Triton's interpreter
+(programs one after another, so the last to arrive is always the highest); the
+``gpu`` test runs them where programs race. Fresh random inputs every call:
+the counters must be zero again after each launch or the next call is wrong.
+Inputs are uniform in [0, 1): sums of thousands of normal values cancel, and
+their rounding differences from eager's order would need looser tolerances."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import coil
+from coil.backend import run_pipeline
+from coil.dialects import host
+from coil.pipeline import PIPELINES
+from coil.runtime.codecache import load_module
+from coil.runtime.wrapper import Semaphores
+from coil.targets.python import emit_python
+from coil.testing import assert_close_to_eager
+
+DEFAULT = PIPELINES["default"]
+TWO_LAUNCHES = DEFAULT.replace("convert-loop-to-tt,", "convert-loop-to-tt{split-finish=false},")
+
+
+class _Fn(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *xs):
+        return self.fn(*xs)
+
+
+CASES = {
+    # name: (fn, shape) -- split by the heuristic (few outputs, many rows)
+    "sum0": (lambda x: x.sum(0), (4096, 64)),
+    "sum_all": (lambda x: x.sum(), (512, 96)),
+    "mean_all": (lambda x: x.mean(), (4096, 64)),
+    "var_mean0": (lambda x: torch.var_mean(x, dim=0), (4096, 64)),
+    "var_all": (lambda x: x.var(), (4096, 64)),
+    "amax0_amin": (lambda x: (x.amax(0), x.amin()), (4096, 64)),
+    "argmax": (lambda x: (x.argmax(), x.argmax(0)), (4096, 64)),
+    "softmax0": (lambda x: torch.softmax(x, 0), (4096, 64)),
+    "sum0_3d": (lambda x: x.sum(0), (2048, 4, 32)),
+    "sum02": (lambda x: x.sum((0, 2)), (64, 32, 128)),
+}
+
+
+def _compile(fn, x: torch.Tensor, pipeline: str = DEFAULT):
+    module = coil.import_module(_Fn(fn), (x,))
+    run_pipeline(module, pipeline)
+    launches = sum(isinstance(op, host.LaunchOp) for op in module.walk())
+    finished = sum(isinstance(op, host.SemaphoresOp) for op in module.walk())
+    return load_module(emit_python(module), interpret=x.device.type == "cpu"), launches, finished
+
+
+def _semaphores(mod) -> list[torch.Tensor]:
+    return [
+        t for v in vars(mod).values() if isinstance(v, Semaphores) for t in v.by_stream.values()
+    ]
+
+
+def _check(name: str, device: str, dtype: torch.dtype, calls: int) -> None:
+    fn, shape = CASES[name]
+    x = torch.rand(*shape, device=device, dtype=dtype)
+    mod, launches, finished = _compile(fn, x)
+    _, two_launches, none = _compile(fn, x, TWO_LAUNCHES)
+    assert finished >= 1 and none == 0
+    assert launches == two_launches - finished
+    for _ in range(calls):
+        x = torch.rand(*shape, device=device, dtype=dtype)
+        out = mod.call([x.clone()])
+        assert_close_to_eager(out if len(out) > 1 else out[0], fn(x))
+        sems = _semaphores(mod)
+        assert sems and all(int(s.abs().sum()) == 0 for s in sems)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_finish_in_one_launch_matches_eager(name):
+    _check(name, "cpu", torch.float32, calls=2)
+
+
+def test_finish_bf16():
+    _check("var_mean0", "cpu", torch.bfloat16, calls=2)
+
+
+def test_semaphores_per_stream():
+    sems = Semaphores("cpu", 3)
+    a, b = sems.on(1), sems.on(2)
+    assert a is sems.on(1) and a is not b
+    assert a.dtype == torch.int32 and a.tolist() == [0, 0, 0]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_finish_on_cuda(dtype):
+    # Many programs race for each counter on the GPU; 20 calls each with fresh
+    # inputs would catch a counter left non-zero or a partial read stale.
+    for name in sorted(CASES):
+        _check(name, "cuda", dtype, calls=20)
+    # The benchmark's shapes: f32 32768 x 2048 column sum and variance.
+    for fn in (lambda x: x.sum(0), lambda x: x.var(0)):
+        x = torch.rand(32768, 2048, device="cuda")
+        mod, launches, finished = _compile(fn, x)
+        assert finished == 1
+        for _ in range(5):
+            x = torch.rand(32768, 2048, device="cuda")
+            assert_close_to_eager(mod.call([x.clone()])[0], fn(x))
