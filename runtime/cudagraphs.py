@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -60,6 +60,11 @@ class _Recording:
     # Outputs in memory a replay rewrites: (position in leaves, tensor, its
     # storage's use count when only the runner held it).
     pooled: list[tuple[int, torch.Tensor, int]]
+
+    copied_into: list[torch.Tensor] = field(init=False)  # the graph's buffers of ``copied``
+
+    def __post_init__(self) -> None:
+        self.copied_into = [self.inputs[k] for k in self.copied]
 
 
 def _uses(t: torch.Tensor) -> int:
@@ -141,8 +146,10 @@ class CudaGraphRunner:
             if kept:
                 return self._kept(kept, args)
             self.escaped.clear()
-        for k in recording.copied:
-            recording.inputs[k].copy_(args[k])
+        if recording.copied:
+            # One launch for every input, as cudagraph trees copy them
+            # (_foreach_copy_), rather than one copy_ (a memcpy) each.
+            torch._foreach_copy_(recording.copied_into, [args[k] for k in recording.copied])
         recording.graph.replay()
         copied = self.copied_outputs
         leaves = [

@@ -32,6 +32,7 @@ from xdsl.ir import Operation, SSAValue
 
 from coil.dialects import buffer as B
 from coil.dialects import dtypes
+from coil.dialects import host as H
 from coil.dialects import loop as L
 from coil.dialects.layout import view_address
 from coil.runtime.aten_executor import ExecutionError
@@ -614,6 +615,12 @@ def execute(op: Operation, env: Env) -> bool:
         return True
     if isinstance(op, B.AllocOp):
         env.values[op.result] = _alloc(env, op.result.type)
+        env.bases[op.result] = 0
+        return True
+    if isinstance(op, H.SemaphoresOp):  # counters a launch finds zero (and leaves so)
+        t = op.result.type
+        n = int(t.shape_attr.data[0])
+        env.values[op.result] = torch.zeros(n, dtype=torch.int32, device=t.device_attr.data)
         env.bases[op.result] = 0
         return True
     if isinstance(op, B.ViewOp | B.ReuseOp):
