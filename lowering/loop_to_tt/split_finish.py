@@ -292,7 +292,9 @@ def _clone_body(
         into.add_op(new)
         for inner in new.walk():
             if isinstance(inner, tt.LoadOp) and _pointer_root(inner.ptr) in fresh:
+                # ptxas takes no L2 eviction policy with .cg
                 inner.properties["cache"] = StringAttr("cg")
+                inner.properties["evict"] = StringAttr("normal")
 
 
 def _pointer_root(v: SSAValue) -> SSAValue:

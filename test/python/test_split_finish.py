@@ -87,6 +87,23 @@ def test_finish_bf16():
     _check("var_mean0", "cpu", torch.bfloat16, calls=2)
 
 
+@pytest.mark.parametrize("name", ["softmax0", "var_mean0", "argmax", "sum02"])
+def test_finished_kernels_compile_for_sm90(name):
+    # The interpreter ignores cache modifiers and eviction policies; ptxas does
+    # not (a .cg load with an L2 eviction policy is an error): build the cubins
+    # here, as the C++ wrapper does.
+    from coil.runtime import cpp_wrapper
+    from coil.targets import triton as T
+
+    fn, shape = CASES[name]
+    module = coil.import_module(_Fn(fn), (torch.rand(*shape),))
+    run_pipeline(module, DEFAULT)
+    assert any(isinstance(op, host.SemaphoresOp) for op in module.walk())
+    source = T.header(module) + "\n\n" + T.emit_kernels(module)
+    compiled = cpp_wrapper.compile_kernels(module, source, 90)
+    assert compiled and all(k.asm["cubin"][:4] == b"\x7fELF" for k in compiled.values())
+
+
 def test_semaphores_per_stream():
     sems = Semaphores("cpu", 3)
     a, b = sems.on(1), sems.on(2)
