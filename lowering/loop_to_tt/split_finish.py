@@ -146,12 +146,12 @@ def merge(
     xblock = first.xblock
     if n_out % xblock == 0:
         tiles = n_out // xblock
-        second = build_second(replace(options, xblock=xblock))
+        second = _finish_kernel(first, build_second, replace(options, xblock=xblock))
         if second.xblock != xblock:
             return None
     elif n_out < xblock:
         tiles = 1
-        second = build_second(options)
+        second = _finish_kernel(first, build_second, options)
     else:
         return None
     programs = second.grid[0]
@@ -162,6 +162,21 @@ def merge(
         return None
     sem = semaphores(tiles)
     return _fuse(first, second, tiles, per_tile, sem, name)
+
+
+def _finish_kernel(first: Kernel, build: Callable[[Options], Kernel], options: Options) -> Kernel:
+    """Stage 2 built with a tile of at most twice stage 1's points: the finish's
+    registers count for every program of the launch (a column sum's [64, 64]
+    finish tile took a stage 1 of [64, 8] from 32 to 56 registers a thread on
+    sm_90, and its 4096 programs from 16 resident a multiprocessor to 9:
+    0.0937 ms against 0.0907 for Inductor's two kernels; [64, 16] keeps 32)."""
+    second = build(options)
+    budget = 2 * first.xblock * max(first.rblock, 1)
+    if second.xblock * max(second.rblock, 1) <= budget or options.rblock:
+        return second
+    rblock = max(1, budget // second.xblock)
+    threshold = min(options.persistent_threshold, rblock)
+    return build(replace(options, rblock=rblock, persistent_threshold=threshold))
 
 
 def _fuse(

@@ -11,7 +11,7 @@
 // CHECK-NEXT:      arrived = tl.atomic_add(sem, tl.full([], 1, tl.int32), sem="acq_rel", scope="gpu")
 // CHECK:           if {{tmp[0-9]+}}:
 // CHECK-NEXT:          tl.debug_barrier()
-// CHECK:               tl.load({{.*}}, cache_modifier=".cg", eviction_policy="evict_first")
+// CHECK:               tl.load({{.*}}, cache_modifier=".cg")
 // CHECK:               tl.sum(
 // CHECK:               tl.store(sem, tl.full([], 0, tl.int32))
 // CHECK:           _sems = Semaphores("cpu", 1)
