@@ -20,7 +20,8 @@
 #   OVERHEAD="mlp20_b1 ..."  benchmarks/overhead.py (host overhead per call;
 #                            OVERHEAD_DUMP=1 adds coil's dump of each under $OUT/dump;
 #                            OVERHEAD_ISOLATE=1 runs each variant in its own process;
-#                            OVERHEAD_TRACE=1 a Chrome trace of each under $OUT);
+#                            OVERHEAD_TRACE=1 a Chrome trace of each, summarized
+#                            by benchmarks/trace_summary.py in $OUT/trace_summary.txt);
 #   HOSTPROF="mlp20_b1:coil-cudagraphs ..."  benchmarks/host_profile.py (cProfile
 #                            of host time per call) on NAME:VARIANT pairs
 #                            (NAME:VARIANT:V1,V2: after V1 and V2 ran in its process);
@@ -129,6 +130,12 @@ if [ -n "${OVERHEAD:-}" ]; then
     # shellcheck disable=SC2086
     budget python3 benchmarks/overhead.py $OVERHEAD 2>&1 | tee -a "$OUT/overhead.log"
     status=$(( status | PIPESTATUS[0] ))
+  fi
+  # The traces' GPU side as text (few whole traces come back: a file count
+  # limit); OVERHEAD_TRACE_KEEP=1 keeps the JSON files too.
+  if [ "${OVERHEAD_TRACE:-0}" = 1 ] && ls "$OUT"/trace-*.json >/dev/null 2>&1; then
+    python3 benchmarks/trace_summary.py "$OUT"/trace-*.json > "$OUT/trace_summary.txt" 2>&1
+    [ "${OVERHEAD_TRACE_KEEP:-0}" = 1 ] || rm -f "$OUT"/trace-*.json
   fi
   # The dumps' wrappers as flat files (what comes back from $OUT is shallow).
   for d in "$OUT"/dump/*/graph_*; do
