@@ -221,26 +221,36 @@ class _Bufferizer:
         strides that give that view eager's layout, so no copy is needed at the
         end (stored row-major, the returned transpose was copied: a second
         kernel); else the layout an extern call reading it wants (a channels-last
-        convolution's input: stored row-major, it was copied before the call);
-        else None (row-major)."""
+        convolution's input: stored row-major, it was copied before the call),
+        also through a view that only permutes or adds size-1 dimensions (at
+        batch 1, ResNet-50's max pool wrote NCHW, then a kernel copied it to
+        NHWC for the next convolution); else None (row-major)."""
         own = self.eager_strides(value)
         if own is not None:
             return own
         wanted = self.extern_layout(value) or self.channels_last_input(value)
         if wanted is not None:
             return wanted
-        rank = len(value.type.shape)
-        syms = L.index_symbols(rank)
         for use in value.uses:
             view = use.operation
-            if not isinstance(view, L.ViewOp) or len(view.result.type.shape) != rank:
+            if not isinstance(view, L.ViewOp):
                 continue
-            want = self.eager_strides(view.result)
+            shape = view.result.type.shape
+            syms = L.index_symbols(len(shape))
             index = [sympy.sympify(e) for e in view.index.data]
-            if want is None or set(index) != set(syms):  # not a permutation
+            # A permutation, which may also add size-1 dimensions (a fused group
+            # without its unit ranges, viewed back: loop_fuse squeezes them).
+            if len(set(index)) != len(index) or not all(e in syms for e in index):
+                continue
+            if any(to_expr(n) != 1 for n, q in zip(shape, syms) if q not in index):
+                continue
+            want = self.eager_strides(view.result) or self.extern_layout(view.result)
+            if want is None:
                 continue
             # source dim k is read by view dim q(k): its stride is the view's there.
-            return [want[syms.index(e)] for e in index]
+            strides = [want[syms.index(e)] for e in index]
+            if writable(value.type.shape, strides):
+                return strides
         return None
 
     def extern_layout(self, value: SSAValue) -> Sequence[SymInt] | None:

@@ -215,6 +215,32 @@ func.func @extern_layouts(%x: !buffer.buffer<[4, 6], f32>, %w: !buffer.buffer<[4
 
 // -----
 
+// A nest without its unit batch range (loop-fuse squeezes it), viewed back to
+// 4-D for a convolution that reads NHWC: it is stored in the layout the call
+// wants through the view, so the call reads it as is (no copy in front).
+
+// CHECK-LABEL: func.func @extern_layout_through_a_view
+// CHECK-NEXT: %[[P:.*]] = buffer.alloc : !buffer.buffer<[4, 3, 5], f32, strides [1, 20, 4]>
+// CHECK-NEXT: loop.pointwise [4, 3, 5] outs(%[[P]] : !buffer.buffer<[4, 3, 5], f32, strides [1, 20, 4]>) {
+// CHECK:      %[[V:.*]] = buffer.view %[[P]] : !buffer.buffer<[4, 3, 5], f32, strides [1, 20, 4]> -> !buffer.buffer<[1, 4, 3, 5], f32, strides [60, 1, 20, 4]>
+// CHECK-NEXT: buffer.extern "aten.convolution.default" (%[[V]], %w)
+func.func @extern_layout_through_a_view(%x: !buffer.buffer<[4, 3, 5], f32>, %w: !buffer.buffer<[2, 4, 1, 1], f32, strides [4, 1, 4, 4]>) -> !loop.tensor<[1, 2, 3, 5], f32> attributes {coil.result_types = [!aten.tensor<[1, 2, 3, 5], f32, strides [30, 1, 10, 2]>]} {
+  %p = loop.pointwise [4, 3, 5] : !loop.tensor<[4, 3, 5], f32> {
+  ^bb0(%i0: index, %i1: index, %i2: index):
+    %0 = loop.load %x[i0, i1, i2] : !buffer.buffer<[4, 3, 5], f32>
+    loop.yield %0 : f32
+  }
+  %v = loop.view %p[i1, i2, i3] : !loop.tensor<[4, 3, 5], f32> -> !loop.tensor<[1, 4, 3, 5], f32>
+  %c = buffer.extern "aten.convolution.default" (%v, %w) : (!loop.tensor<[1, 4, 3, 5], f32>, !buffer.buffer<[2, 4, 1, 1], f32, strides [4, 1, 4, 4]>) -> (!loop.tensor<[1, 2, 3, 5], f32>) {
+  ^bb0(%a: !aten.tensor<[1, 4, 3, 5], f32, strides [60, 1, 20, 4]>, %b: !aten.tensor<[2, 4, 1, 1], f32, strides [4, 1, 4, 4]>):
+    %0 = aten.convolution.default(%a, %b, none, stride = [1, 1], padding = [0, 0], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1) : !aten.tensor<[1, 2, 3, 5], f32, strides [30, 1, 10, 2]>
+    buffer.yield %0 : !aten.tensor<[1, 2, 3, 5], f32, strides [30, 1, 10, 2]>
+  }
+  func.return %c : !loop.tensor<[1, 2, 3, 5], f32>
+}
+
+// -----
+
 // Mutation of a graph input: the write goes last, after every read of it;
 // reads after the copy read the copied value; a result that aliases the input
 // through a view made before the copy keeps the value it had.

@@ -91,6 +91,33 @@ def test_forced_on_a_strided_input(tmp_path):
     _check(model, x, FORCED)
 
 
+class Stem(torch.nn.Module):
+    """ResNet's stem and first 1x1 convolution: conv-BN-ReLU, max pool."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 16, 7, 2, 3, bias=False)
+        self.bn = torch.nn.BatchNorm2d(16)
+        self.pool = torch.nn.MaxPool2d(3, 2, 1)
+        self.next = torch.nn.Conv2d(16, 8, 1, bias=False)
+
+    def forward(self, x):
+        return (self.next(self.pool(torch.relu(self.bn(self.conv(x))))),)
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_pool_writes_what_the_next_convolution_reads(batch, tmp_path):
+    # At batch 1 loop-fuse drops the pool group's unit batch range and views the
+    # result back to 4-D: the NHWC layout the convolution wants must reach the
+    # group through that view, or the pool writes NCHW and a kernel copies it.
+    torch.manual_seed(0)
+    _check(Stem().eval(), torch.randn(batch, 3, 33, 29), FORCED, tmp_path)
+    wrapper = next(tmp_path.glob("*/wrapper.py")).read_text()
+    pool = next(line for line in wrapper.splitlines() if "max_pool2d_with_indices = empty" in line)
+    assert pool.endswith(", 128, 16), torch.float32)")  # H, W strides of NHWC (C = 16)
+    assert "to_nhwc" not in wrapper.split("max_pool2d_with_indices = empty")[1]
+
+
 def test_default_rules_leave_the_cpu_alone(tmp_path):
     torch.manual_seed(0)
     model = Net().eval()
