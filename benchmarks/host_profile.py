@@ -12,6 +12,8 @@ prints the functions with the most own time per call (µs).
 names) compiled and run in this process, then VARIANT compiled again and
 profiled: what earlier backends leave in a process (overhead.py's table runs
 the variants one after another) and what of it slows the next one's calls.
+A name of ``--after`` that is an ``overhead.py`` workload (``gpt2_8x512``) runs
+that workload under VARIANT instead: what one backend's earlier models leave.
 """
 
 from __future__ import annotations
@@ -81,6 +83,11 @@ def main() -> int:
             print(f"== {name} / {backend}: host {alone:.3f} ms per call alone")
             for other in after:
                 torch._dynamo.reset()
+                if other in WORKLOADS:  # another workload, under this backend
+                    o_module, o_args = build_cuda(other)
+                    ms = host_ms(compiled(o_module, backend, other), o_args)
+                    print(f"== {other} / {backend}: host {ms:.3f} ms per call (run before)")
+                    continue
                 ms = host_ms(compiled(module, other, name), args)
                 print(f"== {name} / {other}: host {ms:.3f} ms per call (run before)")
             torch._dynamo.reset()
