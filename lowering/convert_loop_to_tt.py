@@ -208,28 +208,28 @@ class ConvertLoopToTtPass(ModulePass):
         False (nothing changed) where their tiles do not line up."""
         kind = _KINDS[first.name]
         name = kernel_name(second, counter)
+        made: list[host.SemaphoresOp] = []
+
+        def semaphores(n: int) -> SSAValue:
+            device = first.outs[0].type.device_attr.data
+            made.append(host.SemaphoresOp(BufferType([n], i32, device=device)))
+            made[-1].result.name_hint = "sem"
+            return made[-1].result
+
         try:
-            k1 = build_kernel(first, kernel_name(first, counter), options, kind)
-
-            def semaphores(n: int) -> SSAValue:
-                device = first.outs[0].type.device_attr.data
-                sem = host.SemaphoresOp(BufferType([n], i32, device=device))
-                sem.result.name_hint = "sem"
-                Rewriter.insert_op(sem, InsertPoint.before(first))
-                return sem.result
-
             merged = split_finish.merge(
-                k1,
+                build_kernel(first, kernel_name(first, counter), options, kind),
                 lambda o: build_kernel(second, name, o, _KINDS[second.name]),
                 options,
                 int(sympy.Mul(*second.ranges.data)),
                 name,
                 semaphores,
             )
-        except DiagnosticException as e:
-            raise DiagnosticException(f"{e} (in {first.name} of @{f.sym_name.data})") from e
+        except DiagnosticException:
+            merged = None  # each nest on its own says what it cannot lower
         if merged is None:
             return False
+        Rewriter.insert_op(made[-1], InsertPoint.before(first))
         # Stage 2's outputs are written in stage 1's launch: allocate them first
         # (after stage 1's inputs are freed, their storage could be handed out).
         for out in second.outs:
