@@ -104,6 +104,24 @@ def test_finished_kernels_compile_for_sm90(name):
     assert compiled and all(k.asm["cubin"][:4] == b"\x7fELF" for k in compiled.values())
 
 
+def test_cpp_wrapper_keeps_the_counters(tmp_path):
+    # The C++ wrapper's coil::Semaphores (runtime/cpp/coil_runtime.h) builds
+    # into a wrapper library with the finished kernels' cubins.
+    import shutil
+
+    from coil.runtime import cpp_wrapper
+
+    if cpp_wrapper.toolchain_problem() is not None or shutil.which("cc") is None:
+        pytest.skip(f"cannot build C/C++ here: {cpp_wrapper.toolchain_problem() or 'no cc'}")
+    fn, shape = CASES["var_mean0"]
+    module = coil.import_module(_Fn(fn), (torch.rand(*shape),))
+    run_pipeline(module, DEFAULT)
+    directory = cpp_wrapper.build(module, tmp_path / "build", arch=90)
+    source = (directory / "wrapper.cpp").read_text()
+    assert "coil::Semaphores sems0(" in source and "sems0.on(" in source
+    assert (directory / "wrapper.so").stat().st_size > 0
+
+
 def test_semaphores_per_stream():
     sems = Semaphores("cpu", 3)
     a, b = sems.on(1), sems.on(2)
