@@ -81,12 +81,9 @@ class ReturnOp(IRDLOperation):
         super().__init__(operands=[values])
 
 
-@irdl_op_definition
-class EmptyStridedOp(IRDLOperation):
-    """``host.empty_strided``: fresh storage with the result type's sizes, strides and
-    device (``torch.empty_strided``)."""
+class _NewBufferOp(IRDLOperation):
+    """An op that makes a buffer of its result type: ``%b = host.<op> : type``."""
 
-    name = "host.empty_strided"
     result = result_def()
     assembly_format = "attr-dict `:` type($result)"
 
@@ -95,6 +92,14 @@ class EmptyStridedOp(IRDLOperation):
 
     def verify_(self) -> None:
         check_buffer(self, "the result", self.result.type)
+
+
+@irdl_op_definition
+class EmptyStridedOp(_NewBufferOp):
+    """``host.empty_strided``: fresh storage with the result type's sizes, strides and
+    device (``torch.empty_strided``)."""
+
+    name = "host.empty_strided"
 
 
 @irdl_op_definition
@@ -156,7 +161,7 @@ class SeedOp(IRDLOperation):
 
 
 @irdl_op_definition
-class SemaphoresOp(IRDLOperation):
+class SemaphoresOp(_NewBufferOp):
     """``host.semaphores : !buffer.buffer<[n], i32, cuda:0>``: ``n`` int32 counters
     that are zero before each launch that takes them, kept by the module rather
     than allocated per call: made (zeroed) on the module's first call on each
@@ -168,15 +173,10 @@ class SemaphoresOp(IRDLOperation):
     call instead (a fill launch each call)."""
 
     name = "host.semaphores"
-    result = result_def()
-    assembly_format = "attr-dict `:` type($result)"
-
-    def __init__(self, result_type: BufferType):
-        super().__init__(result_types=[result_type])
 
     def verify_(self) -> None:
+        super().verify_()
         t = self.result.type
-        check_buffer(self, "the result", t)
         if not (
             t.rank == 1
             and t.element_type == i32

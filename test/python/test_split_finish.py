@@ -25,15 +25,6 @@ DEFAULT = PIPELINES["default"]
 TWO_LAUNCHES = DEFAULT.replace("convert-loop-to-tt,", "convert-loop-to-tt{split-finish=false},")
 
 
-class _Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
-
-
 CASES = {
     # name: (fn, shape) -- split by the heuristic (few outputs, many rows)
     "sum0": (lambda x: x.sum(0), (4096, 64)),
@@ -50,7 +41,7 @@ CASES = {
 
 
 def _compile(fn, x: torch.Tensor, pipeline: str = DEFAULT):
-    module = coil.import_module(_Fn(fn), (x,))
+    module = coil.import_module(fn, (x,))
     run_pipeline(module, pipeline)
     launches = sum(isinstance(op, host.LaunchOp) for op in module.walk())
     finished = sum(isinstance(op, host.SemaphoresOp) for op in module.walk())
@@ -96,7 +87,7 @@ def test_finished_kernels_compile_for_sm90(name):
     from coil.targets import triton as T
 
     fn, shape = CASES[name]
-    module = coil.import_module(_Fn(fn), (torch.rand(*shape),))
+    module = coil.import_module(fn, (torch.rand(*shape),))
     run_pipeline(module, DEFAULT)
     assert any(isinstance(op, host.SemaphoresOp) for op in module.walk())
     source = T.header(module) + "\n\n" + T.emit_kernels(module)
@@ -114,7 +105,7 @@ def test_cpp_wrapper_keeps_the_counters(tmp_path):
     if cpp_wrapper.toolchain_problem() is not None or shutil.which("cc") is None:
         pytest.skip(f"cannot build C/C++ here: {cpp_wrapper.toolchain_problem() or 'no cc'}")
     fn, shape = CASES["var_mean0"]
-    module = coil.import_module(_Fn(fn), (torch.rand(*shape),))
+    module = coil.import_module(fn, (torch.rand(*shape),))
     run_pipeline(module, DEFAULT)
     directory = cpp_wrapper.build(module, tmp_path / "build", arch=90)
     source = (directory / "wrapper.cpp").read_text()
