@@ -128,7 +128,10 @@ OPTION_RULES: dict[str, dict[str, OptionRule]] = {
         "eviction": one_of("auto", "stream", "off"),
         "yblock": pow2_or_zero(1024),
     },
-    "convert-aten-to-loop": {"fallback": one_of("extern", "error")},
+    "convert-aten-to-loop": {
+        "fallback": one_of("extern", "error"),
+        "matvec": one_of("auto", "on", "off"),
+    },
     "aten-channels-last": {"mode": one_of("auto", "on", "off")},
     "aten-decompose": {
         "ops": OptionRule('aten overload names, e.g. "aten._softmax.default"', _known_aten_ops)

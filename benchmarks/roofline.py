@@ -137,6 +137,83 @@ def embedding_gelu(table, idx, pos):
 # ---- the suite -----------------------------------------------------------
 
 
+def linear(x, w, b):
+    return F.linear(x, w, b)
+
+
+def linear_gelu(x, w, b):
+    return F.gelu(F.linear(x, w, b))
+
+
+def addmm_rowmajor(x, w, b):
+    # GPT-2's Conv1D: the weight is [K, N], read down its columns.
+    return torch.addmm(b, x, w)
+
+
+def matvec(a, v):
+    return a @ v
+
+
+def strided_linear(x, w):
+    # a batch-1 row read with stride 2, no bias
+    return x[:, ::2] @ w.t()
+
+
+def matvec_workloads(device: str, smoke: bool) -> list[Workload]:
+    """Matrix-vector products (batch-1 ``Linear``s, ``aten_to_loop/matvec.py``):
+    memory-bound, each reads its matrix once. Sizes of Llama-7B's and GPT-2's
+    decode steps, an odd-sized one and small ones; values scaled so outputs are
+    near 1 (bf16's rounding of the output is then the tolerance)."""
+
+    def rand(*shape, dtype=F32, scale=1.0):
+        return torch.randn(*shape, device=device, dtype=F32).mul_(scale).to(dtype)
+
+    def lin(k, n, dtype, rows=1):
+        return lambda: (
+            rand(rows, k, dtype=dtype),
+            rand(n, k, dtype=dtype, scale=k**-0.5),
+            rand(n, dtype=dtype),
+        )
+
+    big, mid = (96, 80) if smoke else (4096, 11008)
+    out = []
+    for dtype in (BF16, F32):
+        t = "bf16" if dtype is BF16 else "f32"
+        out += [
+            Workload(f"linear_b1 {t} {big}->{big}", linear, lin(big, big, dtype)),
+            Workload(f"linear_gelu_b1 {t} {big}->{mid}", linear_gelu, lin(big, mid, dtype)),
+            Workload(f"linear_b1 {t} {mid}->{big}", linear, lin(mid, big, dtype)),
+        ]
+    k, n = (40, 50) if smoke else (768, 50257)
+    out += [
+        Workload(f"linear_b1 bf16 {k}->{n}", linear, lin(k, n, BF16)),
+        Workload("linear_b1 f32 1000->777", linear, lin(1000, 777, F32)),
+        Workload("linear_gelu_b1 bf16 256->256", linear_gelu, lin(256, 256, BF16)),
+        Workload(
+            f"addmm_rowmajor_b1 bf16 {768 if not smoke else 40}x{3072 if not smoke else 64}",
+            addmm_rowmajor,
+            lambda: (
+                rand(1, 768 if not smoke else 40, dtype=BF16),
+                rand(768 if not smoke else 40, 3072 if not smoke else 64, dtype=BF16, scale=0.03),
+                rand(3072 if not smoke else 64, dtype=BF16),
+            ),
+        ),
+        Workload(
+            f"matvec f32 {big}x{big}@{big}x1",
+            matvec,
+            lambda: (rand(big, big, scale=big**-0.5), rand(big, 1)),
+            atol=1e-3,
+            rtol=1e-3,
+        ),
+        Workload(
+            f"strided_linear_b1 bf16 {big}->{big}",
+            strided_linear,
+            lambda: (rand(1, 2 * big, dtype=BF16), rand(big, big, dtype=BF16, scale=big**-0.5)),
+        ),
+    ]
+    return out
+
+
 def workloads(device: str, smoke: bool) -> list[Workload]:
     # Rows: enough to fill an H100 (132 SMs) many times over; --smoke: tiny.
     rows = 64 if smoke else 32768
@@ -257,7 +334,7 @@ def workloads(device: str, smoke: bool) -> list[Workload]:
             ),
         ),
     ]
-    return out
+    return out + matvec_workloads(device, smoke)
 
 
 def selected(names: list[str], device: str = "cuda", smoke: bool = False) -> list[Workload]:

@@ -53,7 +53,43 @@ def summary(path: str, top: int = TOP) -> str:
     for name, durs in ranked[:top]:
         mean = sum(durs) / len(durs)
         lines.append(f"| {sum(durs):.1f} | {len(durs)} | {mean:.2f} | {name[:90]} |")
-    return "\n".join(lines)
+    return "\n".join(lines + gaps(events, top))
+
+
+def gaps(events: list[dict], top: int = TOP) -> list[str]:
+    """Where the GPU sits idle between one event and the next (per stream,
+    merged over the trace): the sum of the gaps under 100 us (longer ones
+    are between the traced calls, where the host waits), their count and
+    mean, and the kernel pairs (before -> after) with the most idle time. On a
+    GPU-bound workload these gaps are what wall time minus kernel time
+    measures."""
+    by_stream: dict[object, list[dict]] = defaultdict(list)
+    for e in events:
+        by_stream[(e.get("pid"), e.get("tid"))].append(e)
+    pairs: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for stream in by_stream.values():
+        stream.sort(key=lambda e: float(e["ts"]))
+        for a, b in zip(stream, stream[1:]):
+            idle = float(b["ts"]) - (float(a["ts"]) + float(a["dur"]))
+            if 0 < idle < 100:
+                pairs[(_short(a["name"]), _short(b["name"]))].append(idle)
+    every = [g for v in pairs.values() for g in v]
+    if not every:
+        return []
+    lines = [
+        "",
+        f"idle between events (< 100 us): {sum(every):.1f} us over {len(every)} gaps, "
+        f"mean {sum(every) / len(every):.2f} us",
+        "| idle us total | gaps | us mean | before -> after |",
+        "|---|---|---|---|",
+    ]
+    for (a, b), v in sorted(pairs.items(), key=lambda kv: -sum(kv[1]))[:top]:
+        lines.append(f"| {sum(v):.1f} | {len(v)} | {sum(v) / len(v):.2f} | {a} -> {b} |")
+    return lines
+
+
+def _short(name: str) -> str:
+    return name if len(name) <= 60 else name[:57] + "..."
 
 
 def main(argv: list[str]) -> int:

@@ -127,8 +127,10 @@ def loop_type(t: Attribute) -> L.LoopTensorType:
 class Lowerer:
     """Builds the loop ops replacing one aten op, just before it."""
 
-    def __init__(self, fn: func.FuncOp):
+    def __init__(self, fn: func.FuncOp, matvec: str = "auto"):
         self.fn = fn
+        # Which matrix-vector products become reductions (aten_to_loop/matvec.py).
+        self.matvec = matvec
         self.anchor: Operation | None = None
         self._seed: SSAValue | None = None
         self._random_offset: sympy.Expr = sympy.Integer(0)
@@ -308,8 +310,8 @@ def report_fallback(name: str, reason: str) -> None:
 FALLBACKS = ("extern", "error")
 
 
-def _lower_function(fn: func.FuncOp, fallback: str = "extern") -> None:
-    lowerer = Lowerer(fn)
+def _lower_function(fn: func.FuncOp, fallback: str = "extern", matvec: str = "auto") -> None:
+    lowerer = Lowerer(fn, matvec)
     block = fn.body.block
     # Graph inputs are buffers with their real layout.
     for arg in block.args:
@@ -453,6 +455,11 @@ class ConvertAtenToLoopPass(ModulePass):
     """What an op with no lowering becomes: "extern" (an ATen call, logged once) or
     "error" (compilation fails naming the op; mm/conv-like ops stay externs)."""
 
+    matvec: str = "auto"
+    """Matrix-vector products (``mm``/``addmm`` with one row or column) as loop
+    reductions, fusable with their consumers: "auto" (on CUDA), "on" (any
+    device) or "off" (always cuBLAS). See ``aten_to_loop/matvec.py``."""
+
     def __post_init__(self) -> None:
         from coil.pipeline import check_options
 
@@ -468,7 +475,7 @@ class ConvertAtenToLoopPass(ModulePass):
             )
         for fn in op.ops:
             if isinstance(fn, func.FuncOp) and not fn.is_declaration and _at_aten_level(fn):
-                _lower_function(fn, self.fallback)
+                _lower_function(fn, self.fallback, self.matvec)
 
 
 __all__ = [

@@ -168,6 +168,28 @@ def _widened_for_many(loads: list[L.LoadOp]) -> bool:
     )
 
 
+def _epilogue_broadcast_into_reduction(producer: L.PointwiseOp, loads: list[L.LoadOp]) -> bool:
+    """Whether ``producer`` computes on a reduction's results (``loop-fuse``
+    makes it that reduction's epilogue) and a reduction reads it by broadcast:
+    the load's index leaves out one of the reader's output dimensions, so
+    inlined, each element would be recomputed once per output along it. A
+    batch-1 ``Linear`` + GELU read by the next one (``aten_to_loop/matvec.py``)
+    recomputed the bias and GELU 256 times per element, in registers of
+    ``[XBLOCK, RBLOCK]`` tiles; stored by the epilogue, it is one load of the
+    vector, and still no extra launch."""
+    if not any(isinstance(s.owner, L.ReductionOp) for s in external_sources(producer.body.block)):
+        return False
+    for load in loads:
+        reader = L.enclosing_loop(load)
+        if not isinstance(reader, L.ReductionOp):
+            continue
+        used = set().union(*(sympy.sympify(e).free_symbols for e in load.index.data))
+        kept = zip(reader.index_symbols(), reader.ranges.data)
+        if any(sym not in used and estimate(extent) > 1 for sym, extent in kept):
+            return True
+    return False
+
+
 @dataclass(frozen=True)
 class LoopInlinePass(ModulePass):
     """Inline tensor-level ``loop.pointwise`` producers and ``loop.view``s into the
@@ -179,7 +201,8 @@ class LoopInlinePass(ModulePass):
     (their results are materialized), bufferized nests, producers whose body holds
     nested regions, a producer stored anyway, a shared producer that is expensive
     (``max-cost``, ``max-reads``) or whose readers would read more bytes than a
-    store saves, one that would push a reader past ``max-body-ops``, a producer
+    store saves, one that would push a reader past ``max-body-ops``, a
+    reduction's epilogue that a reduction reads by broadcast, a producer
     reading an input that a ``loop.copy`` overwrites before a reader, and one a
     load cannot take after substitution: an indirect index reaching a
     ``loop.index``/random offset, or trapping integer division under a mask.
@@ -285,6 +308,8 @@ class _Inliner:
         if not self._pays(producer, loads):
             return
         if _widened_for_many(loads) and not self._cheap(producer):
+            return
+        if _epilogue_broadcast_into_reduction(producer, loads):
             return
         if not all(self._can_inline(producer, load) for load in loads):
             return

@@ -355,3 +355,78 @@ func.func @guard(%x: !buffer.buffer<[8, 64], f32>) -> !loop.tensor<[8, 64], f32>
   }
   func.return %c : !loop.tensor<[8, 64], f32>
 }
+
+// -----
+
+// A reduction's epilogue that a reduction reads by broadcast (the next batch-1
+// Linear: its load leaves out the output index i1, so each element would be
+// recomputed for each of its 16 outputs) stays stored: loop-fuse makes it the
+// first reduction's epilogue. The same reader of a producer that does not read
+// a reduction (%g) inlines it; a reader that broadcasts only along its own
+// reduction (%s, softmax's sum of exp(x - max)) inlines it too.
+// CHECK-LABEL: func.func @epilogue_broadcast
+// CHECK: %[[R:.*]] = loop.reduction sum [1, 32] [64]
+// CHECK: %[[E:.*]] = loop.pointwise [1, 32]
+// CHECK: math.tanh
+// CHECK: loop.reduction sum [1, 16] [32]
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: loop.load %[[E]][i0, r0]
+// CHECK-NOT: math.tanh
+// CHECK: loop.reduction sum [1, 16] [32]
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: loop.load %x[i0, r0]
+// CHECK-NEXT: math.sin
+// CHECK: loop.reduction sum [1] [32]
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: loop.load %x[i0, r0]
+// CHECK-NEXT: loop.load %[[R]][i0, r0]
+// CHECK-NEXT: arith.subf
+// CHECK: func.return
+func.func @epilogue_broadcast(%a: !buffer.buffer<[1, 64], f32>, %w: !buffer.buffer<[64, 32], f32>, %v: !buffer.buffer<[32, 16], f32>, %x: !buffer.buffer<[1, 32], f32>) -> (!loop.tensor<[1, 16], f32>, !loop.tensor<[1, 16], f32>, !loop.tensor<[1], f32>) {
+  %r = loop.reduction sum [1, 32] [64] : !loop.tensor<[1, 32], f32> {
+  ^bb0(%i0: index, %i1: index, %r0: index):
+    %0 = loop.load %a[i0, r0] : !buffer.buffer<[1, 64], f32>
+    %1 = loop.load %w[r0, i1] : !buffer.buffer<[64, 32], f32>
+    %2 = arith.mulf %0, %1 : f32
+    loop.yield %2 : f32
+  }
+  %e = loop.pointwise [1, 32] : !loop.tensor<[1, 32], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %0 = loop.load %r[i0, i1] : !loop.tensor<[1, 32], f32>
+    %1 = math.tanh %0 : f32
+    loop.yield %1 : f32
+  }
+  %y = loop.reduction sum [1, 16] [32] : !loop.tensor<[1, 16], f32> {
+  ^bb0(%i0: index, %i1: index, %r0: index):
+    %0 = loop.load %e[i0, r0] : !loop.tensor<[1, 32], f32>
+    %1 = loop.load %v[r0, i1] : !buffer.buffer<[32, 16], f32>
+    %2 = arith.mulf %0, %1 : f32
+    loop.yield %2 : f32
+  }
+  %g = loop.pointwise [1, 32] : !loop.tensor<[1, 32], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %0 = loop.load %x[i0, i1] : !buffer.buffer<[1, 32], f32>
+    %1 = math.sin %0 : f32
+    loop.yield %1 : f32
+  }
+  %z = loop.reduction sum [1, 16] [32] : !loop.tensor<[1, 16], f32> {
+  ^bb0(%i0: index, %i1: index, %r0: index):
+    %0 = loop.load %g[i0, r0] : !loop.tensor<[1, 32], f32>
+    %1 = loop.load %v[r0, i1] : !buffer.buffer<[32, 16], f32>
+    %2 = arith.mulf %0, %1 : f32
+    loop.yield %2 : f32
+  }
+  %d = loop.pointwise [1, 32] : !loop.tensor<[1, 32], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %0 = loop.load %x[i0, i1] : !buffer.buffer<[1, 32], f32>
+    %1 = loop.load %r[i0, i1] : !loop.tensor<[1, 32], f32>
+    %2 = arith.subf %0, %1 : f32
+    loop.yield %2 : f32
+  }
+  %s = loop.reduction sum [1] [32] : !loop.tensor<[1], f32> {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %d[i0, r0] : !loop.tensor<[1, 32], f32>
+    loop.yield %0 : f32
+  }
+  func.return %y, %z, %s : !loop.tensor<[1, 16], f32>, !loop.tensor<[1, 16], f32>, !loop.tensor<[1], f32>
+}

@@ -1,0 +1,74 @@
+"""Matrix-vector products as loop reductions: ``mm`` and ``addmm`` where one
+side of the product is a single row (``[1, K] @ [K, N]``, a ``Linear`` at batch
+1) or a single column (``[M, K] @ [K, 1]``).
+
+A matrix product is otherwise an ATen call (cuBLAS) by design. A
+matrix-vector product is not compute-bound: it reads the matrix once, and at
+small sizes its time is the launch. As a ``loop.reduction`` over K (products
+in f32, accumulated in f32, rounded once, as cuBLAS does) it becomes a Triton
+kernel that ``loop-fuse`` can give its consumers as an epilogue: a batch-1
+``Linear`` + bias + activation is one kernel instead of cuBLAS's GEMV and a
+pointwise kernel. Inductor decomposes the same products into a multiply and a
+sum (``torch/_inductor/decomposition.py``, ``mm``), but only under coordinate
+descent tuning, because its reduction tiles did not reach cuBLAS's bandwidth
+otherwise; coil's reduction tiles do (``benchmarks/bench.py matvec``).
+
+Only on CUDA by default (``convert-aten-to-loop{matvec=auto}``): on the CPU
+ATen's GEMV is faster than Triton's interpreter. ``matvec=on`` lowers them on
+any device (the CPU tests run the kernels this way), ``matvec=off`` never.
+Two rows or more stay cuBLAS's: each row would read the whole matrix again.
+"""
+
+from __future__ import annotations
+
+from coil.dialects import dtypes
+from coil.dialects.aten import AtenOp
+from coil.dialects.symbolic import to_expr
+from coil.lowering.aten_to_loop.common import broadcast_index, result_type, shape_of, tensor_arg
+from coil.lowering.aten_to_loop.pointwise import _normalize
+from coil.lowering.body_builder import BodyBuilder, CannotLower
+from coil.lowering.convert_aten_to_loop import Lowerer, register
+
+FLOATS = (dtypes.f16, dtypes.bf16, dtypes.f32)
+
+
+def _is_matvec(lw: Lowerer, op: AtenOp) -> bool:
+    out = result_type(op)
+    if lw.matvec == "off" or (lw.matvec == "auto" and not out.device_attr.data.startswith("cuda")):
+        return False
+    if out.element_type not in FLOATS:
+        return False
+    m, n = (to_expr(s) for s in out.shape)
+    return m == 1 or n == 1
+
+
+@register("aten.mm.default", "aten.addmm.default")
+def _matvec(lw: Lowerer, op: AtenOp):
+    if not _is_matvec(lw, op):
+        raise CannotLower("a matrix product (cuBLAS)")
+    bias = tensor_arg(op, "self") if op.name == "aten.addmm.default" else None
+    if bias is not None and (
+        _normalize(op.arg("beta")) not in (1, None) or _normalize(op.arg("alpha")) not in (1, None)
+    ):
+        raise CannotLower("addmm with beta or alpha")
+    a, b = tensor_arg(op, "mat1" if bias is not None else "self"), tensor_arg(op, "mat2")
+    out = result_type(op)
+    m, n = shape_of(a)[0], shape_of(b)[1]
+    acc = dtypes.f32
+
+    def product(bb: BodyBuilder, idx):
+        i, j, k = idx
+        return bb.mul(bb.cast(bb.load(a, [i, k]), acc), bb.cast(bb.load(b, [k, j]), acc))
+
+    (red,) = lw.reduction("sum", [m, n], [shape_of(a)[1]], acc, product)
+    if bias is None and out.element_type == acc:
+        return [red]
+
+    def finish(bb: BodyBuilder, idx):
+        v = bb.load(red, list(idx))
+        if bias is not None:
+            index = broadcast_index(shape_of(bias), [m, n], list(idx))
+            v = bb.add(v, bb.cast(bb.load(bias, index), acc))
+        return v
+
+    return [lw.pointwise([m, n], out.element_type, finish)]
