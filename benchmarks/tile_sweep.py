@@ -46,6 +46,11 @@ GRIDS = {
     "col_softmax": dict(eviction=EVICT),
     "cross_entropy": dict(eviction=EVICT),
     "pointwise_chain": dict(eviction=EVICT),
+    # matrix-vector products (batch-1 Linears): rows per program, a looped row
+    "linear_b1": dict(xblock=[0, 2, 4], rblock=[0, 1024], num_warps=[0, 8]),
+    "strided_linear_b1": dict(xblock=[0, 2, 4], rblock=[0, 1024], num_warps=[0, 8]),
+    # GPT-2's [K, N] weight: an outer reduction, columns x rows a step
+    "addmm_rowmajor_b1": dict(xblock=[0, 32, 64], rblock=[0, 32], split=[0, 4]),
     # 2-D tiles of transposes: [YBLOCK, XBLOCK] and warps
     "transpose_add_relu": dict(yblock=[0, 64], xblock=[0, 64], num_warps=[0, 8]),
     "nchw_to_nhwc": dict(yblock=[0, 64], xblock=[0, 64], num_warps=[0, 8]),
