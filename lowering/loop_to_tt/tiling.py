@@ -328,12 +328,6 @@ def is_outer_reduction(nest: Operation, order: Sequence[int] | None = None) -> i
     for a in reduction_loads(nest, n, len(rranges)):
         if all(a.strides[k] == 0 for k in rdims):
             continue  # one value per output (a per-channel scale): no vote
-        if all(a.strides[k] == 0 for k in xdims):
-            # The same values for every output (the vector of a matrix-vector
-            # product): read once into cache, whatever the tile; no vote. Its
-            # vote tied GPT-2's batch-1 addmm (x[r] against W[r, i]) to an
-            # inner reduction reading the [K, N] weight 8 bytes a row.
-            continue
         c = contiguous_dim(a, ranges + rranges)
         if c == xdims[-1]:
             outer += a.weight

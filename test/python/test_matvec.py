@@ -34,7 +34,11 @@ def mlp3(x, w1, b1, w2, b2, w3, b3):
     return torch.relu(F.linear(x, w3, b3))
 
 
-def conv1d(b, x, w):  # GPT-2's Conv1D: addmm with a [K, N] weight
+def linear(x, w, b):
+    return F.linear(x, w, b)
+
+
+def conv1d(b, x, w):  # GPT-2's Conv1D: addmm with a row-major [K, N] weight
     # (arguments in the order the graph first uses them: the wrapper's order)
     return torch.addmm(b, x, w)
 
@@ -65,6 +69,8 @@ def _inputs(name, dtype, device, k=100, n=37):
             _weights(n, 24, dtype, device),
             rand(24),
         ]
+    if name == "linear":
+        return linear, [rand(1, k), _weights(k, n, dtype, device), rand(n)]
     if name == "conv1d":
         return conv1d, [rand(n), rand(1, k), _weights(k, n, dtype, device).t().contiguous()]
     if name == "column":
@@ -72,7 +78,7 @@ def _inputs(name, dtype, device, k=100, n=37):
     return strided, [rand(1, 2 * k), _weights(k, n, dtype, device)]
 
 
-CASES = ("mlp3", "conv1d", "column", "strided")
+CASES = ("mlp3", "linear", "column", "strided")
 
 
 def _compile(fn, args, pipeline=MATVEC_ON, dynamic=False):
@@ -120,13 +126,21 @@ def test_chain_does_not_recompute_the_layer_before():
 def test_dynamic_k():
     # A symbolic K (and N): the reduction's ranges are symbols; one compiled
     # graph serves every size.
-    fn, args = _inputs("conv1d", torch.float32, "cpu")
+    fn, args = _inputs("linear", torch.float32, "cpu")
     _, launches, externs = _compile(fn, args, dynamic=True)
     assert launches == 1 and not externs
     compiled = torch.compile(fn, backend="coil", dynamic=True, options={"pipeline": MATVEC_ON})
     for k, n in ((100, 37), (57, 37), (300, 5)):
-        fn, args = _inputs("conv1d", torch.float32, "cpu", k=k, n=n)
+        fn, args = _inputs("linear", torch.float32, "cpu", k=k, n=n)
         assert_close_to_eager(compiled(*args), fn(*args))
+
+
+def test_row_major_matrix_stays_cublas():
+    # A [K, N] weight would be a short column sum (slower than cuBLAS's GEMV).
+    fn, args = _inputs("conv1d", torch.float32, "cpu")
+    mod, launches, externs = _compile(fn, args)
+    assert launches == 0 and len(externs) == 1
+    assert_close_to_eager(mod.call([a.clone() for a in args])[0], fn(*args))
 
 
 def test_two_rows_and_cpu_default_stay_aten():

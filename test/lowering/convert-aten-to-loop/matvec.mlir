@@ -60,15 +60,30 @@ func.func @two_rows(%x: !aten.tensor<[2, 64], bf16, device "cuda:0">, %w: !aten.
 
 // -----
 
-// On the CPU ATen's GEMV is the default; matvec=on lowers it anyway.
+// On the CPU ATen's GEMV is the default; matvec=on lowers it anyway (here
+// with a symbolic K).
 // CHECK-LABEL: func.func @on_cpu
 // CHECK: buffer.extern "aten.mm.default"
 // ON-LABEL: func.func @on_cpu
 // ON: loop.reduction sum [1, 32] [s0]
 // ON-NOT: buffer.extern
-func.func @on_cpu(%x: !aten.tensor<[1, s0], f32>, %w: !aten.tensor<[s0, 32], f32>) -> !aten.tensor<[1, 32], f32> {
-  %0 = aten.mm.default(%x, %w) : !aten.tensor<[1, 32], f32>
+func.func @on_cpu(%x: !aten.tensor<[1, s0], f32>, %w: !aten.tensor<[32, s0], f32>) -> !aten.tensor<[1, 32], f32> {
+  %t = aten.permute.default(%w, dims = [1, 0]) : !aten.tensor<[s0, 32], f32, strides [1, s0]>
+  %0 = aten.mm.default(%x, %t) : !aten.tensor<[1, 32], f32>
   func.return %0 : !aten.tensor<[1, 32], f32>
+}
+
+// -----
+
+// A row-major [K, N] matrix (GPT-2's Conv1D weight) would be a column sum over
+// K rows, slower than cuBLAS's GEMV at these sizes: cuBLAS, even with matvec=on.
+// CHECK-LABEL: func.func @row_major_weight
+// CHECK: buffer.extern "aten.addmm.default"
+// ON-LABEL: func.func @row_major_weight
+// ON: buffer.extern "aten.addmm.default"
+func.func @row_major_weight(%b: !aten.tensor<[32], bf16, device "cuda:0">, %x: !aten.tensor<[1, 64], bf16, device "cuda:0">, %w: !aten.tensor<[64, 32], bf16, device "cuda:0">) -> !aten.tensor<[1, 32], bf16, device "cuda:0"> {
+  %0 = aten.addmm.default(%b, %x, %w) : !aten.tensor<[1, 32], bf16, device "cuda:0">
+  func.return %0 : !aten.tensor<[1, 32], bf16, device "cuda:0">
 }
 
 // -----
