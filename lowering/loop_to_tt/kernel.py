@@ -99,6 +99,10 @@ class Kernel:
 # Inductor lowers pooling windows up to 25 points as pointwise kernels.
 UNROLL = 25
 
+# Programs a persistent reduction of few rows launches at least, while rows per
+# program can still halve: about one per SM of an H100 (132).
+FILL_PROGRAMS = 128
+
 
 def next_pow2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
@@ -720,6 +724,13 @@ class KernelLowering:
             xblock = 1 << (max(1, min(64, budget // rblock)).bit_length() - 1)
             if xnumel.is_Integer:
                 xblock = min(xblock, next_pow2(int(xnumel)))
+                # Few persistent rows on a GPU: fewer a program, so they spread
+                # over the SMs (a batch-1 GPT-2's layer norms, 128 rows of 768,
+                # ran 4 a program on 32 of an H100's 132 SMs). Not on the CPU,
+                # where Triton's interpreter runs programs one after another.
+                spread = persistent and self.device.startswith("cuda")
+                while spread and xblock > 1 and -(-int(xnumel) // xblock) < FILL_PROGRAMS:
+                    xblock //= 2
         return persistent, xblock, rblock, inner
 
     def _collect_outputs(self) -> None:
