@@ -724,11 +724,14 @@ class KernelLowering:
             xblock = 1 << (max(1, min(64, budget // rblock)).bit_length() - 1)
             if xnumel.is_Integer:
                 xblock = min(xblock, next_pow2(int(xnumel)))
-                # Few persistent rows on a GPU: fewer a program, so they spread
-                # over the SMs (a batch-1 GPT-2's layer norms, 128 rows of 768,
-                # ran 4 a program on 32 of an H100's 132 SMs). Not on the CPU,
-                # where Triton's interpreter runs programs one after another.
-                spread = persistent and self.device.startswith("cuda")
+                # Few long persistent rows on a GPU: fewer a program, so they
+                # spread over the SMs (a batch-1 GPT-2's layer norms, 128 rows
+                # of 768, ran 4 a program on 32 of an H100's 132 SMs: 2.0 us a
+                # launch against Inductor's 1.7). Short rows keep theirs: a
+                # batch-1 256 x 256 Linear went from 1.35 to 1.65 us at 2 rows a
+                # program. Not on the CPU, where Triton's interpreter runs
+                # programs one after another.
+                spread = persistent and rblock >= 512 and self.device.startswith("cuda")
                 while spread and xblock > 1 and -(-int(xnumel) // xblock) < FILL_PROGRAMS:
                     xblock //= 2
         return persistent, xblock, rblock, inner

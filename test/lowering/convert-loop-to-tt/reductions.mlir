@@ -164,20 +164,30 @@ func.func @ce_backward(%x: !buffer.buffer<[64, 50257], f32>, %t: !buffer.buffer<
 
 // -----
 
-// Few persistent rows on a GPU spread over the SMs: 256 rows of 64 would be 64
-// a program (4 programs); rows per program halve while fewer than 128 programs
-// launch, so each program takes 2 rows and 128 run. (On the CPU, as in the
-// softmax above, the interpreter runs programs one by one: the tile stays.)
+// Few long persistent rows on a GPU spread over the SMs: 256 rows of 1024
+// would be 4 a program (64 programs); rows per program halve while fewer than
+// 128 programs launch, so each takes 2 rows and 128 run. Rows shorter than 512
+// keep their tile, and so does the CPU (the interpreter runs programs one by
+// one): 64 rows a program, 4 programs.
 // CHECK-LABEL: tt.func public @coil_s_0
 // CHECK-SAME:    coil.device = "cuda:0"
 // CHECK:         tt.make_range {start = 0 : i32, end = 2 : i32} : tensor<2xi32>
+// CHECK-LABEL: tt.func public @coil_t_1
+// CHECK:         tt.make_range {start = 0 : i32, end = 64 : i32} : tensor<64xi32>
 // CHECK:       host.launch @coil_s_0 grid [128, 1, 1]
-func.func @few_rows_on_cuda(%x: !buffer.buffer<[256, 64], f32, device "cuda:0">) -> !buffer.buffer<[256], f32, device "cuda:0"> {
+// CHECK:       host.launch @coil_t_1 grid [4, 1, 1]
+func.func @few_rows_on_cuda(%x: !buffer.buffer<[256, 1024], f32, device "cuda:0">, %y: !buffer.buffer<[256, 64], f32, device "cuda:0">) -> (!buffer.buffer<[256], f32, device "cuda:0">, !buffer.buffer<[256], f32, device "cuda:0">) {
   %s = buffer.alloc : !buffer.buffer<[256], f32, device "cuda:0">
-  loop.reduction sum [256] [64] outs(%s : !buffer.buffer<[256], f32, device "cuda:0">) {
+  loop.reduction sum [256] [1024] outs(%s : !buffer.buffer<[256], f32, device "cuda:0">) {
   ^bb0(%i0: index, %r0: index):
-    %0 = loop.load %x[i0, r0] : !buffer.buffer<[256, 64], f32, device "cuda:0">
+    %0 = loop.load %x[i0, r0] : !buffer.buffer<[256, 1024], f32, device "cuda:0">
     loop.yield %0 : f32
   }
-  func.return %s : !buffer.buffer<[256], f32, device "cuda:0">
+  %t = buffer.alloc : !buffer.buffer<[256], f32, device "cuda:0">
+  loop.reduction sum [256] [64] outs(%t : !buffer.buffer<[256], f32, device "cuda:0">) {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %y[i0, r0] : !buffer.buffer<[256, 64], f32, device "cuda:0">
+    loop.yield %0 : f32
+  }
+  func.return %s, %t : !buffer.buffer<[256], f32, device "cuda:0">, !buffer.buffer<[256], f32, device "cuda:0">
 }
