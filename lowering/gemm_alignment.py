@@ -7,7 +7,7 @@ kernel seven times slower (an H100: 3.3 ms against 0.45 ms for Inductor). A
 larger row stride for the output alone is not enough: the width N itself must
 be a multiple of 8 (bf16), as Inductor's ``pad_mm`` makes it. So, for
 ``C[M, N] = A[M, K] @ B[K, N]`` (and ``bmm``, ``addmm``, ``baddbmm`` with
-default ``beta``/``alpha``), an extern ``constant_pad_nd(B, [0, P])`` (the bias
+default ``beta``/``alpha``), an extern ``cat([B, zeros])`` (the bias
 padded likewise) feeds the product, which writes ``[M, N + P]``; its readers
 see the ``[M, N]`` view with row stride ``N + P``; ``bufferize`` copies a
 returned result to eager's layout, and an ATen consumer's operand to the
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.ir import Block, BlockArgument, Operation, Region
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from coil.dialects import buffer as B
@@ -85,7 +85,7 @@ def plan(op: B.ExternOp, tf32: bool = False) -> GemmPadding | None:
 
 def rewrite(op: B.ExternOp, padding: GemmPadding) -> B.BufferType:
     """Pad the right-hand matrix (and a bias over N) of ``op`` (an extern whose
-    operands are buffers) by a ``buffer.extern`` of ``aten.constant_pad_nd``
+    operands are buffers) by a ``buffer.extern`` of ``aten.cat`` with zeros
     placed before it, and widen the product in its region to ``[.., M, N+P]``.
     Returns the buffer type of the ``[.., M, N]`` view its readers use."""
     aten = padding.aten
@@ -133,8 +133,6 @@ def _pad_operand(op: B.ExternOp, arg: BlockArgument, width: int) -> None:
     device = t.device_attr.data
     wide = shape[:-1] + [width]
     block = Block(arg_types=[t])
-    pad_cls = op_class_named("aten.constant_pad_nd.default")
-    assert pad_cls is not None
     if _column_major(t):
         rank = len(shape)
         rows = shape[:-2] + [shape[-1], shape[-2]]  # the row-major matrix behind it
@@ -149,18 +147,14 @@ def _pad_operand(op: B.ExternOp, arg: BlockArgument, width: int) -> None:
             {"dim0": rank - 2, "dim1": rank - 1},
             [TensorType(rows, t.element_type, _swap_last(t.strides_attr.data), device)],
         )
-        grown = pad_cls.build_from(
-            {"self": back.results[0]},
-            {"pad": [0, 0, 0, extra]},
-            [TensorType(padded_rows, t.element_type, None, device)],
-        )
+        grown = _zero_extend(back.results[0], rank - 2, extra, padded_rows)
         again = transpose.build_from(
-            {"self": grown.results[0]}, {"dim0": rank - 2, "dim1": rank - 1}, [padded]
+            {"self": grown[-1].results[0]}, {"dim0": rank - 2, "dim1": rank - 1}, [padded]
         )
-        calls = [back, grown, again]
+        calls = [back, *grown, again]
     else:
         padded = TensorType(wide, t.element_type, None, device)
-        calls = [pad_cls.build_from({"self": block.args[0]}, {"pad": [0, extra]}, [padded])]
+        calls = _zero_extend(block.args[0], len(shape) - 1, extra, wide)
     for call in calls:
         call.location = op.location
     block.add_ops([*calls, B.YieldOp(calls[-1].results[0])])
@@ -175,6 +169,30 @@ def _pad_operand(op: B.ExternOp, arg: BlockArgument, width: int) -> None:
     Rewriter.insert_op(pad, InsertPoint.before(op))
     op.operands[arg.index] = pad.res[0]
     Rewriter.replace_value_with_new_type(arg, padded)
+
+
+def _zero_extend(value: SSAValue, dim: int, extra: int, shape: list) -> list[Operation]:
+    """``value`` with ``extra`` zeros appended along ``dim`` (result ``shape``,
+    row-major): ``cat([value, value.new_zeros(...)])``. ATen's
+    ``constant_pad_nd`` fills the whole result with zeros before copying the
+    input in: GPT-2's 77 MB LM head took a 24 us fill and a 56 us copy a
+    call on an H100, against Inductor's one 52 us pad kernel; the cat writes
+    the zeros only where they go."""
+    t = value.type
+    zeros_shape = list(t.shape_attr.data)
+    zeros_shape[dim] = extra
+    new_zeros, cat = op_class_named("aten.new_zeros.default"), op_class_named("aten.cat.default")
+    assert new_zeros is not None and cat is not None
+    device = t.device_attr.data
+    zeros = new_zeros.build_from(
+        {"self": value}, {"size": zeros_shape}, [TensorType(zeros_shape, t.element_type, None, device)]
+    )
+    joined = cat.build_from(
+        {"tensors": [value, zeros.results[0]]},
+        {"dim": dim},
+        [TensorType(shape, t.element_type, None, device)],
+    )
+    return [zeros, joined]
 
 
 def _swap_last(strides) -> list:

@@ -336,14 +336,15 @@ func.func @reshape_contiguous(%x: !buffer.buffer<[3, 4, 2], f32>) -> (!loop.tens
 
 // A large CUDA matrix product whose width (50 f32 = 200 bytes) is not a
 // multiple of 16 bytes runs on B padded to 52 columns by an extern of its own
-// (Inductor's pad_mm), so
+// (Inductor's pad_mm: zero columns joined to it, not a zero-filled copy), so
 // cuBLAS runs its aligned kernels; readers see the [1024, 50] view with row
 // stride 52, and the returned product is copied to eager's row-major layout;
 // with padded-results (the backend's choice for inference graphs) it is
 // returned as that view, as Inductor returns its padded mm.
 // CHECK-LABEL: func.func @padded_gemm
-// CHECK:      %[[WP:.*]] = buffer.extern "aten.constant_pad_nd.default" (%w) : {{.*}} -> (!buffer.buffer<[64, 52], f32, device "cuda:0">)
-// CHECK:      aten.constant_pad_nd.default(%{{.*}}, pad = [0, 2]) : !aten.tensor<[64, 52], f32, device "cuda:0">
+// CHECK:      %[[WP:.*]] = buffer.extern "aten.new_zeros.default" (%w) : {{.*}} -> (!buffer.buffer<[64, 52], f32, device "cuda:0">)
+// CHECK:      %[[Z:.*]] = aten.new_zeros.default(%[[W:.*]], size = [64, 2]) : !aten.tensor<[64, 2], f32, device "cuda:0">
+// CHECK:      aten.cat.default([%[[W]], %[[Z]]], dim = 1) : !aten.tensor<[64, 52], f32, device "cuda:0">
 // CHECK:      %[[P:.*]] = buffer.extern "aten.mm.default" (%x, %[[WP]]) : {{.*}} -> (!buffer.buffer<[1024, 52], f32, device "cuda:0">)
 // CHECK:      aten.mm.default(%{{.*}}, %{{.*}}) : !aten.tensor<[1024, 52], f32, device "cuda:0">
 // CHECK:      %[[MM:.*]] = buffer.view %[[P]] : {{.*}} -> !buffer.buffer<[1024, 50], f32, strides [52, 1], device "cuda:0">
@@ -355,12 +356,12 @@ func.func @reshape_contiguous(%x: !buffer.buffer<[3, 4, 2], f32>) -> (!loop.tens
 // PADDED:      %[[MM:.*]] = buffer.view %{{.*}} : {{.*}} -> !buffer.buffer<[1024, 50], f32, strides [52, 1], device "cuda:0">
 // PADDED:      func.return %{{.*}}, %[[MM]]
 // NOPAD-LABEL: func.func @padded_gemm
-// NOPAD-NOT:  constant_pad_nd
+// NOPAD-NOT:  new_zeros
 // Without TF32 an f32 product is not padded (FFMA kernels need no alignment).
 // NOTF32-LABEL: func.func @padded_gemm
-// NOTF32-NOT:  constant_pad_nd
+// NOTF32-NOT:  new_zeros
 // NOTF32:      buffer.extern "aten.mm.default"
-// NOTF32-NOT:  constant_pad_nd
+// NOTF32-NOT:  new_zeros
 // NOTF32-LABEL: func.func @returned_transpose
 // NOPAD:      buffer.extern "aten.mm.default"
 func.func @padded_gemm(%x: !buffer.buffer<[1024, 64], f32, device "cuda:0">, %w: !buffer.buffer<[64, 50], f32, device "cuda:0">) -> (!loop.tensor<[1024, 50], f32>, !loop.tensor<[1024, 50], f32>) attributes {coil.result_types = [!aten.tensor<[1024, 50], f32, device "cuda:0">, !aten.tensor<[1024, 50], f32, device "cuda:0">]} {
@@ -403,12 +404,13 @@ func.func @returned_transpose(%x: !buffer.buffer<[4, 8], f32>) -> !loop.tensor<[
 // -----
 
 // A column-major B (a Linear's weight.t(), strides [1, 64]) is padded in its
-// own layout: the [50, 64] weight behind it gets two zero rows (a contiguous
-// copy), and the product reads the transpose, strides [1, 64].
+// own layout: the [50, 64] weight behind it gets two zero rows joined to it (a
+// contiguous copy), and the product reads the transpose, strides [1, 64].
 // CHECK-LABEL: func.func @padded_gemm_column_major
 // CHECK:      %[[WP:.*]] = buffer.extern "aten.transpose.int" (%w) : {{.*}} -> (!buffer.buffer<[64, 52], f32, strides [1, 64], device "cuda:0">)
 // CHECK:        aten.transpose.int(%{{.*}}, dim0 = 0, dim1 = 1) : !aten.tensor<[50, 64], f32, device "cuda:0">
-// CHECK-NEXT:   aten.constant_pad_nd.default(%{{.*}}, pad = [0, 0, 0, 2]) : !aten.tensor<[52, 64], f32, device "cuda:0">
+// CHECK-NEXT:   aten.new_zeros.default(%{{.*}}, size = [2, 64]) : !aten.tensor<[2, 64], f32, device "cuda:0">
+// CHECK-NEXT:   aten.cat.default([%{{.*}}, %{{.*}}]) : !aten.tensor<[52, 64], f32, device "cuda:0">
 // CHECK-NEXT:   aten.transpose.int(%{{.*}}, dim0 = 0, dim1 = 1) : !aten.tensor<[64, 52], f32, strides [1, 64], device "cuda:0">
 // CHECK:      buffer.extern "aten.mm.default" (%x, %[[WP]])
 // CHECK:        aten.mm.default(%{{.*}}, %{{.*}}) : !aten.tensor<[1024, 52], f32, device "cuda:0">
