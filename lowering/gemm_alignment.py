@@ -184,9 +184,8 @@ def _zero_extend(value: SSAValue, dim: int, extra: int, shape: list) -> list[Ope
     new_zeros, cat = op_class_named("aten.new_zeros.default"), op_class_named("aten.cat.default")
     assert new_zeros is not None and cat is not None
     device = t.device_attr.data
-    zeros = new_zeros.build_from(
-        {"self": value}, {"size": zeros_shape}, [TensorType(zeros_shape, t.element_type, None, device)]
-    )
+    zeros_type = TensorType(zeros_shape, t.element_type, None, device)
+    zeros = new_zeros.build_from({"self": value}, {"size": zeros_shape}, [zeros_type])
     joined = cat.build_from(
         {"tensors": [value, zeros.results[0]]},
         {"dim": dim},
