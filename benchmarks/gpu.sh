@@ -19,7 +19,8 @@
 #   MODELS="gpt2 bert ..."   benchmarks/models.py on those models;
 #   OVERHEAD="mlp20_b1 ..."  benchmarks/overhead.py (host overhead per call;
 #                            OVERHEAD_DUMP=1 adds coil's dump of each under $OUT/dump;
-#                            OVERHEAD_ISOLATE=1 runs each variant in its own process;
+#                            OVERHEAD_ISOLATE=1 runs each variant in its own process,
+#                            in OVERHEAD_ORDER's order when given;
 #                            OVERHEAD_TRACE=1 a Chrome trace of each, summarized
 #                            by benchmarks/trace_summary.py in $OUT/trace_summary.txt);
 #   HOSTPROF="mlp20_b1:coil-cudagraphs ..."  benchmarks/host_profile.py (cProfile
@@ -121,7 +122,12 @@ if [ -n "${OVERHEAD:-}" ]; then
     # One process per variant: what one backend's runs leave in a process does
     # not reach the next (the seventh session found no consistent effect, but
     # host times moved 10-40 % between orders and machines).
-    for variant in eager inductor "inductor reduce-overhead" coil "coil cudagraphs"; do
+    # OVERHEAD_ORDER (comma-separated) sets the order: a machine that slows
+    # during the call (call 5 of the ninth session: Triton's own launch went
+    # from 11 to 18 us a launch between the first and the last process) then
+    # penalizes no backend's pair alone.
+    IFS=, read -r -a variants <<< "${OVERHEAD_ORDER:-eager,inductor,inductor reduce-overhead,coil,coil cudagraphs}"
+    for variant in "${variants[@]}"; do
       # shellcheck disable=SC2086
       budget python3 benchmarks/overhead.py --variants "$variant" $OVERHEAD 2>&1 | tee -a "$OUT/overhead.log"
       status=$(( status | PIPESTATUS[0] ))
