@@ -168,9 +168,9 @@ def matvec_workloads(device: str, smoke: bool) -> list[Workload]:
     def rand(*shape, dtype=F32, scale=1.0):
         return torch.randn(*shape, device=device, dtype=F32).mul_(scale).to(dtype)
 
-    def lin(k, n, dtype, rows=1):
+    def lin(k, n, dtype):
         return lambda: (
-            rand(rows, k, dtype=dtype),
+            rand(1, k, dtype=dtype),
             rand(n, k, dtype=dtype, scale=k**-0.5),
             rand(n, dtype=dtype),
         )
@@ -185,17 +185,18 @@ def matvec_workloads(device: str, smoke: bool) -> list[Workload]:
             Workload(f"linear_b1 {t} {mid}->{big}", linear, lin(mid, big, dtype)),
         ]
     k, n = (40, 50) if smoke else (768, 50257)
+    ck, cn = (40, 64) if smoke else (768, 3072)  # GPT-2's MLP Conv1D
     out += [
         Workload(f"linear_b1 bf16 {k}->{n}", linear, lin(k, n, BF16)),
         Workload("linear_b1 f32 1000->777", linear, lin(1000, 777, F32)),
         Workload("linear_gelu_b1 bf16 256->256", linear_gelu, lin(256, 256, BF16)),
         Workload(
-            f"addmm_rowmajor_b1 bf16 {768 if not smoke else 40}x{3072 if not smoke else 64}",
+            f"addmm_rowmajor_b1 bf16 {ck}x{cn}",
             addmm_rowmajor,
             lambda: (
-                rand(1, 768 if not smoke else 40, dtype=BF16),
-                rand(768 if not smoke else 40, 3072 if not smoke else 64, dtype=BF16, scale=0.03),
-                rand(3072 if not smoke else 64, dtype=BF16),
+                rand(1, ck, dtype=BF16),
+                rand(ck, cn, dtype=BF16, scale=ck**-0.5),
+                rand(cn, dtype=BF16),
             ),
         ),
         Workload(

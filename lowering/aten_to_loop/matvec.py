@@ -54,7 +54,7 @@ def _is_matvec(lw: Lowerer, op: AtenOp) -> bool:
     if m == 1:  # [1, K] @ [K, N]: the matrix is mat2, K its dimension 0
         matrix, k_dim = tensor_arg(op, "mat2"), 0
     elif n == 1:  # [M, K] @ [K, 1]: the matrix is the left one, K its dimension 1
-        matrix, k_dim = op.operands[1 if op.name == "aten.addmm.default" else 0], 1
+        matrix, k_dim = tensor_arg(op, "mat1" if op.name == "aten.addmm.default" else "self"), 1
     else:
         return False
     layout = lw.aten_types.get(matrix, matrix.type)
