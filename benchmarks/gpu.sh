@@ -21,7 +21,8 @@
 #                            OVERHEAD_DUMP=1 adds coil's dump of each under $OUT/dump;
 #                            OVERHEAD_ISOLATE=1 runs each variant in its own process,
 #                            in OVERHEAD_ORDER's order when given;
-#                            OVERHEAD_TRACE=1 a Chrome trace of each, summarized
+#                            OVERHEAD_TRACE=1 a Chrome trace of each (=gpu: of the
+#                            GPU side alone, which adds no host cost), summarized
 #                            by benchmarks/trace_summary.py in $OUT/trace_summary.txt);
 #   HOSTPROF="mlp20_b1:coil-cudagraphs ..."  benchmarks/host_profile.py (cProfile
 #                            of host time per call) on NAME:VARIANT pairs
@@ -139,7 +140,7 @@ if [ -n "${OVERHEAD:-}" ]; then
   fi
   # The traces' GPU side as text (few whole traces come back: a file count
   # limit); OVERHEAD_TRACE_KEEP=1 keeps the JSON files too.
-  if [ "${OVERHEAD_TRACE:-0}" = 1 ] && ls "$OUT"/trace-*.json >/dev/null 2>&1; then
+  if [ "${OVERHEAD_TRACE:-0}" != 0 ] && ls "$OUT"/trace-*.json >/dev/null 2>&1; then
     python3 benchmarks/trace_summary.py "$OUT"/trace-*.json > "$OUT/trace_summary.txt" 2>&1
     [ "${OVERHEAD_TRACE_KEEP:-0}" = 1 ] || rm -f "$OUT"/trace-*.json
   fi

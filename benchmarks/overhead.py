@@ -31,7 +31,8 @@ is printed last and written to ``$OUT/overhead.md``. ``--variants
 coil,inductor`` runs only those (gpu.sh's ``OVERHEAD_ISOLATE=1`` runs each in
 its own process: in one process the later variants run after what the earlier
 ones left). ``OVERHEAD_TRACE=1`` (with OUT) writes a Chrome trace of 5 calls
-of each variant to ``$OUT/trace-NAME-VARIANT.json`` (the GPU timeline: gaps
+of each variant to ``$OUT/trace-NAME-VARIANT-PID.json`` (``=gpu``: 10 calls,
+the GPU side alone, which leaves a GPU-bound workload GPU-bound; the GPU timeline: gaps
 between kernels, a replay's input copies), after the variant's measurements;
 use it with gpu.sh's ``OVERHEAD_ISOLATE=1``, since the profiler can stay
 attached and slow the variants measured after it in one process.
@@ -161,15 +162,24 @@ def syncs(fn, args) -> int:
 
 
 def trace(fn, args, name: str, variant: str) -> None:
-    """With OVERHEAD_TRACE=1 (and OUT): torch.profiler's Chrome trace of 5 calls."""
-    if os.environ.get("OVERHEAD_TRACE") != "1" or not os.environ.get("OUT"):
+    """With OVERHEAD_TRACE=1 (and OUT): torch.profiler's Chrome trace of 5 calls.
+
+    OVERHEAD_TRACE=gpu records the GPU alone (10 calls): the host's side of
+    the profiler costs microseconds per launch, which makes a GPU-bound
+    workload host-bound and its gaps between kernels the host's; without it
+    they are the GPU's own, what wall - GPU measures at large batches."""
+    mode = os.environ.get("OVERHEAD_TRACE")
+    if mode not in ("1", "gpu") or not os.environ.get("OUT"):
         return
-    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    activities = [torch.profiler.ProfilerActivity.CUDA]
+    if mode == "1":
+        activities.append(torch.profiler.ProfilerActivity.CPU)
     with torch.profiler.profile(activities=activities) as prof:
-        for _ in range(5):
+        for _ in range(10 if mode == "gpu" else 5):
             fn(*args)
         torch.cuda.synchronize()
-    file = f"trace-{name}-{variant.replace(' ', '-')}.json"
+    # One file per process and variant: gpu.sh may run a variant in several.
+    file = f"trace-{name}-{variant.replace(' ', '-')}-{os.getpid()}.json"
     prof.export_chrome_trace(os.path.join(os.environ["OUT"], file))
 
 

@@ -67,12 +67,14 @@ def gaps(events: list[dict], top: int = TOP) -> list[str]:
     for e in events:
         by_stream[(e.get("pid"), e.get("tid"))].append(e)
     pairs: dict[tuple[str, str], list[float]] = defaultdict(list)
+    kinds: dict[tuple[str, str], list[float]] = defaultdict(list)
     for stream in by_stream.values():
         stream.sort(key=lambda e: float(e["ts"]))
         for a, b in zip(stream, stream[1:]):
             idle = float(b["ts"]) - (float(a["ts"]) + float(a["dur"]))
-            if 0 < idle < 100:
+            if 0 <= idle < 100:
                 pairs[(_short(a["name"]), _short(b["name"]))].append(idle)
+                kinds[(_kind(a), _kind(b))].append(idle)
     every = [g for v in pairs.values() for g in v]
     if not every:
         return []
@@ -80,12 +82,27 @@ def gaps(events: list[dict], top: int = TOP) -> list[str]:
         "",
         f"idle between events (< 100 us): {sum(every):.1f} us over {len(every)} gaps, "
         f"mean {sum(every) / len(every):.2f} us",
+        "| idle us total | gaps | us mean | kind before -> after |",
+        "|---|---|---|---|",
+    ]
+    # By kind first: a backend whose gaps are longer only around its cuBLAS
+    # calls, or its copies, shows it here before the names do.
+    for (a, b), v in sorted(kinds.items(), key=lambda kv: -sum(kv[1])):
+        lines.append(f"| {sum(v):.1f} | {len(v)} | {sum(v) / len(v):.2f} | {a} -> {b} |")
+    lines += [
+        "",
         "| idle us total | gaps | us mean | before -> after |",
         "|---|---|---|---|",
     ]
     for (a, b), v in sorted(pairs.items(), key=lambda kv: -sum(kv[1]))[:top]:
         lines.append(f"| {sum(v):.1f} | {len(v)} | {sum(v) / len(v):.2f} | {a} -> {b} |")
     return lines
+
+
+def _kind(event: dict) -> str:
+    if event["cat"] != "kernel":
+        return event["cat"].removeprefix("gpu_")
+    return "triton" if _triton(event["name"]) else "other"
 
 
 def _short(name: str) -> str:
