@@ -18,6 +18,11 @@ Inductor and Inductor ``mode="reduce-overhead"``:
   bottleneck (large batches) wall - GPU says little about the host (the host
   works while the GPU runs, and the difference is noise around 0); this
   column is the host's cost at any batch size;
+* queued ms: GPU ms per call with the host out of the way (the calls
+  enqueued behind a sleep kernel, timed by CUDA events): the kernels plus the
+  GPU's own gaps between them. wall - queued is what the host adds (about 0
+  where the GPU is the bottleneck); GPU gap per launch = (queued - GPU) /
+  launches, the part of wall - GPU no host can remove;
 * cudaMalloc and cudaFree calls of the caching allocator per timed call
   (``torch.cuda.memory_stats``): a steady state that still makes them stalls;
 * syncs: the calls of one run that wait for the GPU (``torch.cuda``'s sync
@@ -135,6 +140,30 @@ def measure(fn, args) -> tuple[float, float, float, float, float]:
     kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
     gpu = sum(e.device_time_total for e in kernels) / 10 / 1e3
     return wall, gpu, len(kernels) / 10, mallocs, issue_ms
+
+
+QUEUED_CALLS = 4
+
+
+def queued(fn, args, issue_ms: float) -> float:
+    """GPU ms per call with the host out of the way: a sleep kernel holds the
+    GPU while the host enqueues QUEUED_CALLS calls, and CUDA events time them
+    from the sleep's end. What remains above the kernels' own time is the
+    GPU's gap between one kernel and the next, which no host can shorten;
+    wall minus this is what the host adds. (The calls' launches must fit the
+    driver's queue, some thousand, or the host waits in it and the GPU can
+    catch up: fine for these workloads, at most ~200 launches a call.)"""
+    torch.cuda.synchronize()
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    # Twice the host's time for the calls, at up to 2 GHz (cycles per ms: 2e6).
+    torch.cuda._sleep(int(2 * QUEUED_CALLS * issue_ms * 2e6) + 2_000_000)
+    start.record()
+    for _ in range(QUEUED_CALLS):
+        fn(*args)
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / QUEUED_CALLS
 
 
 def syncs(fn, args) -> int:
@@ -277,9 +306,9 @@ def main() -> int:
         launch_cost(),
         "",
         "| workload | backend | wall ms | GPU ms | host overhead ms | launches | "
-        "overhead per launch us | issue ms | issue per launch us | cudaMalloc/Free per call | "
-        "syncs per call |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "overhead per launch us | issue ms | issue per launch us | queued ms | wall - queued ms | "
+        "GPU gap per launch us | cudaMalloc/Free per call | syncs per call |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name in names:
         torch.manual_seed(0)
@@ -294,6 +323,7 @@ def main() -> int:
                     got = f(*args).float()
                     err = float((got - want).norm() / want.norm())
                     wall, gpu, launches, mallocs, issue = measure(f, args)
+                    queue = min(queued(f, args, issue) for _ in range(3))
                     try:
                         trace(f, args, name, variant)
                     except Exception as e:  # a trace is a diagnosis, not the row
@@ -304,9 +334,11 @@ def main() -> int:
                         synced = f"? ({type(e).__name__})"
                     per = (wall - gpu) * 1e3 / launches if launches else float("nan")
                     issue_per = issue * 1e3 / launches if launches else float("nan")
+                    gap = (queue - gpu) * 1e3 / launches if launches else float("nan")
                     row = (
                         f"| {name} | {variant} | {wall:.3f} | {gpu:.3f} | {wall - gpu:.3f} | "
                         f"{launches:.0f} | {per:.1f} | {issue:.3f} | {issue_per:.1f} | "
+                        f"{queue:.3f} | {wall - queue:.3f} | {gap:.2f} | "
                         f"{mallocs:.1f} | {synced} |"
                     )
                     if err > 3e-2:
