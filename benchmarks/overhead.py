@@ -36,8 +36,8 @@ is printed last and written to ``$OUT/overhead.md``. ``--variants
 coil,inductor`` runs only those (gpu.sh's ``OVERHEAD_ISOLATE=1`` runs each in
 its own process: in one process the later variants run after what the earlier
 ones left). ``OVERHEAD_TRACE=1`` (with OUT) writes a Chrome trace of 5 calls
-of each variant to ``$OUT/trace-NAME-VARIANT-PID.json`` (``=gpu``: 10 calls,
-the GPU side alone, which leaves a GPU-bound workload GPU-bound; the GPU timeline: gaps
+of each variant to ``$OUT/trace-NAME-VARIANT-PID.json`` (``=gpu``: the GPU
+side alone, of calls queued as for ``queued ms``: the GPU's own gaps; the GPU timeline: gaps
 between kernels, a replay's input copies), after the variant's measurements;
 use it with gpu.sh's ``OVERHEAD_ISOLATE=1``, since the profiler can stay
 attached and slow the variants measured after it in one process.
@@ -190,13 +190,13 @@ def syncs(fn, args) -> int:
     return len(found)
 
 
-def trace(fn, args, name: str, variant: str) -> None:
+def trace(fn, args, name: str, variant: str, issue_ms: float) -> None:
     """With OVERHEAD_TRACE=1 (and OUT): torch.profiler's Chrome trace of 5 calls.
 
-    OVERHEAD_TRACE=gpu records the GPU alone (10 calls): the host's side of
-    the profiler costs microseconds per launch, which makes a GPU-bound
-    workload host-bound and its gaps between kernels the host's; without it
-    they are the GPU's own, what wall - GPU measures at large batches."""
+    OVERHEAD_TRACE=gpu records the GPU alone, QUEUED_CALLS calls enqueued
+    behind a sleep kernel as ``queued`` does: the host's side of the profiler
+    costs microseconds per launch, which makes the host the bottleneck of
+    some gaps between kernels; queued, every gap is the GPU's own."""
     mode = os.environ.get("OVERHEAD_TRACE")
     if mode not in ("1", "gpu") or not os.environ.get("OUT"):
         return
@@ -204,8 +204,11 @@ def trace(fn, args, name: str, variant: str) -> None:
     if mode == "1":
         activities.append(torch.profiler.ProfilerActivity.CPU)
     with torch.profiler.profile(activities=activities) as prof:
-        for _ in range(10 if mode == "gpu" else 5):
-            fn(*args)
+        if mode == "gpu":
+            queued(fn, args, issue_ms)
+        else:
+            for _ in range(5):
+                fn(*args)
         torch.cuda.synchronize()
     # One file per process and variant: gpu.sh may run a variant in several.
     file = f"trace-{name}-{variant.replace(' ', '-')}-{os.getpid()}.json"
@@ -325,7 +328,7 @@ def main() -> int:
                     wall, gpu, launches, mallocs, issue = measure(f, args)
                     queue = min(queued(f, args, issue) for _ in range(3))
                     try:
-                        trace(f, args, name, variant)
+                        trace(f, args, name, variant, issue)
                     except Exception as e:  # a trace is a diagnosis, not the row
                         print(f"overhead: no trace of {name} / {variant}: {e}", flush=True)
                     try:
