@@ -21,8 +21,8 @@
 #                            OVERHEAD_DUMP=1 adds coil's dump of each under $OUT/dump;
 #                            OVERHEAD_ISOLATE=1 runs each variant in its own process,
 #                            in OVERHEAD_ORDER's order when given;
-#                            OVERHEAD_TRACE=1 a Chrome trace of each (=gpu: of the
-#                            GPU side alone, which adds no host cost), summarized
+#                            OVERHEAD_TRACE=1 a Chrome trace of each (=gpu: the GPU
+#                            side of calls queued behind a sleep kernel), summarized
 #                            by benchmarks/trace_summary.py in $OUT/trace_summary.txt);
 #   HOSTPROF="mlp20_b1:coil-cudagraphs ..."  benchmarks/host_profile.py (cProfile
 #                            of host time per call) on NAME:VARIANT pairs

@@ -36,10 +36,11 @@ is printed last and written to ``$OUT/overhead.md``. ``--variants
 coil,inductor`` runs only those (gpu.sh's ``OVERHEAD_ISOLATE=1`` runs each in
 its own process: in one process the later variants run after what the earlier
 ones left). ``OVERHEAD_TRACE=1`` (with OUT) writes a Chrome trace of 5 calls
-of each variant to ``$OUT/trace-NAME-VARIANT-PID.json`` (``=gpu``: the GPU
-side alone, of calls queued as for ``queued ms``: the GPU's own gaps; the GPU timeline: gaps
+of each variant to ``$OUT/trace-NAME-VARIANT-PID.json`` (the GPU timeline: gaps
 between kernels, a replay's input copies), after the variant's measurements;
-use it with gpu.sh's ``OVERHEAD_ISOLATE=1``, since the profiler can stay
+``OVERHEAD_TRACE=gpu`` traces the GPU side alone, of calls queued as for
+``queued ms``, so that every gap in it is the GPU's own.
+Use either with gpu.sh's ``OVERHEAD_ISOLATE=1``, since the profiler can stay
 attached and slow the variants measured after it in one process.
 ``OVERHEAD_DUMP=1`` also
 writes coil's IR and wrapper of each workload under ``$OUT/dump/NAME``.
