@@ -377,44 +377,32 @@ def _plan(fn: func.FuncOp, reuse: bool) -> None:
             if root in last_use:
                 first_use.setdefault(root, k)
 
-    # Phase 1: which allocation takes over which dead one (simulated in order).
+    # Phase 1: which allocation takes over which dead one (simulated in order),
+    # then no dead buffer held where that makes the peak.
     dies_at: dict[int, list[SSAValue]] = {}
     for h in holders:
         if h not in protected:
             dies_at.setdefault(last_use[h], []).append(h)
-    pool: list[SSAValue] = []  # dead, not yet reused; most recent last
-    takes_over: dict[SSAValue, SSAValue] = {}  # new alloc -> dead holder
-    for k, top in enumerate(ops):
-        if reuse and isinstance(top, B.AllocOp):
-            h, t = top.result, top.result.type
-            start = first_use.get(h)
-            # In place first: a dead buffer from the pool would leave the kernel's
-            # dying inputs and its result all alive at once.
-            dead = _in_place(ops[start], h, dies_at.get(start, [])) if start is not None else None
-            if dead is not None:
-                dies_at[start].remove(dead)
-                takes_over[h] = dead
-            for dead in reversed(pool) if start is not None and h not in takes_over else ():
-                d = dead.type
-                if (
-                    last_use[dead] < start
-                    and d.element_type == t.element_type
-                    and d.device_attr == t.device_attr
-                    and sym_eq(d.storage_bytes(), t.storage_bytes())
-                ):
-                    pool.remove(dead)
-                    takes_over[h] = dead
-                    break
-        if isinstance(top, B.ExternOp) and not extern_results_alias(top):
-            # ATen allocates this call's results from the caching allocator,
-            # which could hand them a freed dead buffer; one held here for a
-            # later buffer.reuse could not serve them. So dead buffers are not
-            # held across such a call: they are freed where they die. (ConvNeXt:
-            # a block's LayerNorm output, dead after fc1, was held for the next
-            # block while fc2's result was allocated anew: 18 MB over
-            # Inductor's peak, which allocates extern outputs itself.)
-            pool.clear()
-        pool.extend(dies_at.get(k, []))
+    forbidden: set[tuple[SSAValue, SSAValue]] = set()
+    takes_over = _assign(ops, dies_at, first_use, last_use, reuse, forbidden)
+    best: tuple[int, dict[SSAValue, SSAValue]] | None = None
+    for _ in range(MAX_HOLD_ROUNDS):
+        held = _holds_at_peak(ops, holders, takes_over, last_use, protected)
+        if held is None:  # symbolic sizes: the plan as assigned
+            break
+        top, pairs = held
+        if best is None or top < best[0]:
+            best = (top, takes_over)
+        if not pairs or pairs <= forbidden:
+            break
+        forbidden |= pairs
+        takes_over = _assign(ops, dies_at, first_use, last_use, reuse, forbidden)
+    else:
+        held = _holds_at_peak(ops, holders, takes_over, last_use, protected)
+        if held is not None and best is not None and held[0] < best[0]:
+            best = (held[0], takes_over)
+    if best is not None:
+        takes_over = best[1]
 
     # Phase 2: rewrite. A holder that is taken over is freed by its successor.
     renamed: dict[SSAValue, SSAValue] = {}
@@ -445,6 +433,111 @@ def _plan(fn: func.FuncOp, reuse: bool) -> None:
         elif isinstance(o, B.DeallocOp):
             live -= _holder_bytes(o.buffer)
     fn.attributes["coil.peak_bytes"] = ExprAttr(peak(points))
+
+
+MAX_HOLD_ROUNDS = 32
+"""Rounds of :func:`_holds_at_peak` and reassignment at most (each forbids at
+least one more dead buffer -> allocation pair; ConvNeXt-Tiny needs a few)."""
+
+
+def _assign(
+    ops: list[Operation],
+    dies_at: dict[int, list[SSAValue]],
+    first_use: dict[SSAValue, int],
+    last_use: dict[SSAValue, int],
+    reuse: bool,
+    forbidden: set[tuple[SSAValue, SSAValue]],
+) -> dict[SSAValue, SSAValue]:
+    """Which allocation takes over which dead holder (new -> dead), simulated in
+    op order: in place first, else the most recently freed dead buffer of the
+    same storage size, dtype and device, except the ``forbidden`` (dead, new)
+    pairs. ``dies_at`` is not changed."""
+    dying = {k: list(v) for k, v in dies_at.items()}
+    pool: list[SSAValue] = []  # dead, not yet reused; most recent last
+    takes_over: dict[SSAValue, SSAValue] = {}
+    for k, top in enumerate(ops):
+        if reuse and isinstance(top, B.AllocOp):
+            h, t = top.result, top.result.type
+            start = first_use.get(h)
+            # In place first: a dead buffer from the pool would leave the kernel's
+            # dying inputs and its result all alive at once.
+            dead = _in_place(ops[start], h, dying.get(start, [])) if start is not None else None
+            if dead is not None:
+                dying[start].remove(dead)
+                takes_over[h] = dead
+            for dead in reversed(pool) if start is not None and h not in takes_over else ():
+                d = dead.type
+                if (
+                    last_use[dead] < start
+                    and (dead, h) not in forbidden
+                    and d.element_type == t.element_type
+                    and d.device_attr == t.device_attr
+                    and sym_eq(d.storage_bytes(), t.storage_bytes())
+                ):
+                    pool.remove(dead)
+                    takes_over[h] = dead
+                    break
+        if isinstance(top, B.ExternOp) and not extern_results_alias(top):
+            # ATen allocates this call's results from the caching allocator,
+            # which could hand them a freed dead buffer; one held here for a
+            # later buffer.reuse could not serve them. So dead buffers are not
+            # held across such a call: they are freed where they die. (ConvNeXt:
+            # a block's LayerNorm output, dead after fc1, was held for the next
+            # block while fc2's result was allocated anew: 18 MB over
+            # Inductor's peak, which allocates extern outputs itself.)
+            pool.clear()
+        pool.extend(dying.get(k, []))
+    return takes_over
+
+
+def _holds_at_peak(
+    ops: list[Operation],
+    holders: list[SSAValue],
+    takes_over: dict[SSAValue, SSAValue],
+    last_use: dict[SSAValue, int],
+    protected: set[SSAValue],
+) -> tuple[int, set[tuple[SSAValue, SSAValue]]] | None:
+    """(the peak bytes of the plan ``takes_over`` makes, the (dead, new) pairs
+    whose storage is held, dead and not yet reused, at a point where the plan
+    reaches that peak); None where sizes are symbolic.
+
+    Holding a dead buffer for a later allocation of its size saves an
+    allocator call but never memory: freed where it dies, its storage would
+    not count until the new allocation. Where the hold spans the peak it
+    costs the peak its size. ConvNeXt-Tiny's depthwise-convolution output,
+    dead after the LayerNorm, was held through the 4x-wide fc1 product for
+    fc2's product: planned peak 128.6 MiB where Inductor measured 111."""
+    pos = {o: k for k, o in enumerate(ops)}
+    size: dict[SSAValue, int] = {}
+    for h in holders:
+        b = sympy.sympify(_holder_bytes(h))
+        if not b.is_Integer:
+            return None
+        size[h] = int(b)
+    successor = {dead: new for new, dead in takes_over.items()}
+    # Each storage: from the head's allocation to the last use of the last
+    # holder to take it over (to the end where a result holds it).
+    delta = [0] * (len(ops) + 1)
+    for head in holders:
+        if head in takes_over:
+            continue
+        tail = head
+        while tail in successor:
+            tail = successor[tail]
+        end = len(ops) - 1 if tail in protected else max(pos[tail.owner], last_use[tail])
+        delta[pos[head.owner]] += size[head]
+        delta[end + 1] -= size[head]
+    live, total = [], 0
+    for d in delta[:-1]:
+        total += d
+        live.append(total)
+    top = max(live, default=0)
+    pairs = {
+        (dead, new)
+        for new, dead in takes_over.items()
+        if any(live[k] == top for k in range(last_use[dead] + 1, pos[new.owner]))
+    }
+    return top, pairs
 
 
 def _in_place(nest: Operation, out: SSAValue, dying: list[SSAValue]) -> SSAValue | None:
