@@ -24,7 +24,10 @@ Output:
   A dead buffer is first offered in place (a pointwise nest that reads it only
   at the addresses it writes), and is not held for a later allocation across
   an extern call with fresh results (ATen allocates those itself, and could
-  take the freed storage: Inductor allocates extern outputs from its pool);
+  take the freed storage: Inductor allocates extern outputs from its pool),
+  nor, where sizes are static, across a point where the plan reaches its
+  peak (a hold saves an allocator call, never memory; see
+  :func:`_holds_at_peak`);
 * the function attribute ``coil.peak_bytes = #coil.expr<...>``: the largest
   number of bytes held by ``buffer.alloc`` storage and fresh extern results at
   any point (inputs and ATen's workspaces excluded), ``max(...)`` where sizes
@@ -45,6 +48,7 @@ function result refers to it.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
@@ -383,24 +387,20 @@ def _plan(fn: func.FuncOp, reuse: bool) -> None:
     for h in holders:
         if h not in protected:
             dies_at.setdefault(last_use[h], []).append(h)
-    forbidden: set[tuple[SSAValue, SSAValue]] = set()
-    takes_over = _assign(ops, dies_at, first_use, last_use, reuse, forbidden)
+    blocked: list[int] = []  # op positions no dead buffer may be held across
+    takes_over = _assign(ops, dies_at, first_use, last_use, reuse, blocked)
     best: tuple[int, dict[SSAValue, SSAValue]] | None = None
     for _ in range(MAX_HOLD_ROUNDS):
         held = _holds_at_peak(ops, holders, takes_over, last_use, protected)
         if held is None:  # symbolic sizes: the plan as assigned
             break
-        top, pairs = held
+        top, points = held
         if best is None or top < best[0]:
             best = (top, takes_over)
-        if not pairs or pairs <= forbidden:
+        if not points:
             break
-        forbidden |= pairs
-        takes_over = _assign(ops, dies_at, first_use, last_use, reuse, forbidden)
-    else:
-        held = _holds_at_peak(ops, holders, takes_over, last_use, protected)
-        if held is not None and best is not None and held[0] < best[0]:
-            best = (held[0], takes_over)
+        blocked = sorted(set(blocked) | points)
+        takes_over = _assign(ops, dies_at, first_use, last_use, reuse, blocked)
     if best is not None:
         takes_over = best[1]
 
@@ -435,9 +435,11 @@ def _plan(fn: func.FuncOp, reuse: bool) -> None:
     fn.attributes["coil.peak_bytes"] = ExprAttr(peak(points))
 
 
-MAX_HOLD_ROUNDS = 32
-"""Rounds of :func:`_holds_at_peak` and reassignment at most (each forbids at
-least one more dead buffer -> allocation pair; ConvNeXt-Tiny needs a few)."""
+MAX_HOLD_ROUNDS = 16
+"""Rounds of :func:`_holds_at_peak` and reassignment at most: each blocks the
+points where the plan reaches its peak with a dead buffer held. A round's
+plan peaks elsewhere, or at those points with nothing held (the end); a
+6-block residual stack and the eleven benchmark models need at most a few."""
 
 
 def _assign(
@@ -446,12 +448,12 @@ def _assign(
     first_use: dict[SSAValue, int],
     last_use: dict[SSAValue, int],
     reuse: bool,
-    forbidden: set[tuple[SSAValue, SSAValue]],
+    blocked: list[int],
 ) -> dict[SSAValue, SSAValue]:
     """Which allocation takes over which dead holder (new -> dead), simulated in
     op order: in place first, else the most recently freed dead buffer of the
-    same storage size, dtype and device, except the ``forbidden`` (dead, new)
-    pairs. ``dies_at`` is not changed."""
+    same storage size, dtype and device that would not be held, dead, across
+    a ``blocked`` op position (sorted). ``dies_at`` is not changed."""
     dying = {k: list(v) for k, v in dies_at.items()}
     pool: list[SSAValue] = []  # dead, not yet reused; most recent last
     takes_over: dict[SSAValue, SSAValue] = {}
@@ -467,9 +469,10 @@ def _assign(
                 takes_over[h] = dead
             for dead in reversed(pool) if start is not None and h not in takes_over else ():
                 d = dead.type
+                gap = bisect.bisect_right(blocked, last_use[dead])
                 if (
                     last_use[dead] < start
-                    and (dead, h) not in forbidden
+                    and (gap == len(blocked) or blocked[gap] >= k)
                     and d.element_type == t.element_type
                     and d.device_attr == t.device_attr
                     and sym_eq(d.storage_bytes(), t.storage_bytes())
@@ -496,10 +499,10 @@ def _holds_at_peak(
     takes_over: dict[SSAValue, SSAValue],
     last_use: dict[SSAValue, int],
     protected: set[SSAValue],
-) -> tuple[int, set[tuple[SSAValue, SSAValue]]] | None:
-    """(the peak bytes of the plan ``takes_over`` makes, the (dead, new) pairs
-    whose storage is held, dead and not yet reused, at a point where the plan
-    reaches that peak); None where sizes are symbolic.
+) -> tuple[int, set[int]] | None:
+    """(the peak bytes of the plan ``takes_over`` makes, the op positions where
+    it reaches that peak while a dead buffer is held there for a later
+    allocation); None where sizes are symbolic.
 
     Holding a dead buffer for a later allocation of its size saves an
     allocator call but never memory: freed where it dies, its storage would
@@ -532,12 +535,13 @@ def _holds_at_peak(
         total += d
         live.append(total)
     top = max(live, default=0)
-    pairs = {
-        (dead, new)
+    points = {
+        k
         for new, dead in takes_over.items()
-        if any(live[k] == top for k in range(last_use[dead] + 1, pos[new.owner]))
+        for k in range(last_use[dead] + 1, pos[new.owner])
+        if live[k] == top
     }
-    return top, pairs
+    return top, points
 
 
 def _in_place(nest: Operation, out: SSAValue, dying: list[SSAValue]) -> SSAValue | None:
