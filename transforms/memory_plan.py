@@ -394,12 +394,12 @@ def _plan(fn: func.FuncOp, reuse: bool) -> None:
         held = _holds_at_peak(ops, holders, takes_over, last_use, protected)
         if held is None:  # symbolic sizes: the plan as assigned
             break
-        top, points = held
+        top, at_peak = held
         if best is None or top < best[0]:
             best = (top, takes_over)
-        if not points:
+        if not at_peak:
             break
-        blocked = sorted(set(blocked) | points)
+        blocked = sorted(set(blocked) | at_peak)
         takes_over = _assign(ops, dies_at, first_use, last_use, reuse, blocked)
     if best is not None:
         takes_over = best[1]
