@@ -513,7 +513,7 @@ def _holds_at_peak(
     pos = {o: k for k, o in enumerate(ops)}
     size: dict[SSAValue, int] = {}
     for h in holders:
-        b = sympy.sympify(_holder_bytes(h))
+        b = _holder_bytes(h)
         if not b.is_Integer:
             return None
         size[h] = int(b)

@@ -732,7 +732,7 @@ class KernelLowering:
                 # program. Not on the CPU, where Triton's interpreter runs
                 # programs one after another.
                 spread = persistent and rblock >= 512 and self.device.startswith("cuda")
-                while spread and xblock > 1 and -(-int(xnumel) // xblock) < FILL_PROGRAMS:
+                while spread and xblock > 1 and cdiv(xnumel, xblock) < FILL_PROGRAMS:
                     xblock //= 2
         return persistent, xblock, rblock, inner
 
