@@ -527,6 +527,21 @@ def _with_fallback(pipeline: str, fallback: str) -> str:
     )
 
 
+def _dynamo_signal(e: BaseException) -> bool:
+    """Whether ``e`` is Dynamo's own control flow rather than a failure: a request
+    to restart the trace (``RestartAnalysis`` and its kinds, e.g. the
+    ``TensorifyScalarRestartAnalysis`` that ``dynamic=True`` raises from
+    AOTAutograd's scalar pass), to skip the frame, to graph-break
+    (``Unsupported``), or an error Dynamo already reports
+    (``ShortenTraceback``). Dynamo's ``call_user_compiler`` re-raises these
+    itself; a backend that ran eager on them would silently never compile."""
+    from torch._dynamo import exc
+
+    return isinstance(
+        e, (exc.RestartAnalysis, exc.SkipFrame, exc.ShortenTraceback, exc.Unsupported)
+    )
+
+
 def _or_eager(compile_one: Callable[..., Any], what: str) -> Callable[..., Any]:
     """``compile_one``, running its graph in eager PyTorch (after one warning naming
     the cause) when compiling it fails: the 'eager' fallback policy.
@@ -539,6 +554,8 @@ def _or_eager(compile_one: Callable[..., Any], what: str) -> Callable[..., Any]:
         try:
             return compile_one(gm, inputs)
         except Exception as e:
+            if _dynamo_signal(e):
+                raise
             _warn_eager(what, e)
             return gm
 
@@ -674,5 +691,7 @@ def coil(
             aot_cache,
         )(gm, example_inputs)
     except Exception as e:  # AOTAutograd itself failed (tracing, decompositions)
+        if _dynamo_signal(e):
+            raise
         _warn_eager("the graph", e)
         return gm

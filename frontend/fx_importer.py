@@ -29,6 +29,7 @@ import contextlib
 import operator
 import re
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import sympy
@@ -104,6 +105,39 @@ def sym_expr(value: Any, rename: Rename = None) -> sympy.Expr | int:
             raise TypeError(f"symbolic float {expr} is not supported (only integer sizes)")
         return to_symint(canonicalize_symbols(expr))
     return value
+
+
+@dataclass(frozen=True)
+class SymbolicFloat:
+    """A float computed from sizes, ``num / den`` of two integer size
+    expressions: the ``1 / (n * h * w)`` of a batch-norm backward's
+    decomposition under ``dynamic=True``. coil's symbolic scalars are integers,
+    so it has no scalar IR form; used as a tensor argument it imports as the 0-d
+    f64 tensor ``scalar_tensor(num) / scalar_tensor(den)``, which promotes with
+    the other operands exactly as the Python float does (a 0-d tensor takes the
+    dtype of the dimensioned ones of its category)."""
+
+    num: sympy.Expr
+    den: sympy.Expr
+
+
+def sym_float(value: torch.SymFloat, rename: Rename = None) -> SymbolicFloat:
+    """``value`` as a quotient of integer size expressions; TypeError when it is
+    something else (a square root, a float power, a float coefficient)."""
+    fns = torch.utils._sympy.functions
+    expr = sympy.sympify(value.node.expr)
+    expr = expr.replace(fns.IntTrueDiv, lambda a, b: a / b)
+    expr = expr.replace(fns.FloatTrueDiv, lambda a, b: a / b)
+    expr = expr.replace(fns.ToFloat, lambda a: a)
+    expr = expr.xreplace({f: sympy.Rational(float(f)) for f in expr.atoms(sympy.Float)})
+    if rename:
+        expr = expr.xreplace(rename)
+    num, den = sympy.fraction(sympy.together(canonicalize_symbols(expr)))
+    if num.is_integer is not True or den.is_integer is not True:
+        raise TypeError(
+            f"symbolic float {value.node.expr} is not supported (only quotients of integer sizes)"
+        )
+    return SymbolicFloat(sympy.expand(num), sympy.expand(den))
 
 
 def tensor_type(val: torch.Tensor, rename: Rename = None) -> TensorType:
@@ -417,9 +451,15 @@ class _Importer:
         self.values[node] = (self.values[token], *results)
 
     def _fold_symbolic(self, val: Any) -> Any:
-        """A size computation: keep its value (an int or an expression over known symbols)."""
-        expr = sym_expr(val, self.rename)
-        unknown = getattr(expr, "free_symbols", set()) - self.known_symbols
+        """A size computation: keep its value (an int or an expression over known
+        symbols; a :class:`SymbolicFloat` for a float one)."""
+        if isinstance(val, torch.SymFloat):
+            expr: Any = sym_float(val, self.rename)
+            symbols = expr.num.free_symbols | expr.den.free_symbols
+        else:
+            expr = sym_expr(val, self.rename)
+            symbols = getattr(expr, "free_symbols", set())
+        unknown = symbols - self.known_symbols
         if unknown:
             names = ", ".join(sorted(s.name for s in unknown))
             raise GraphImportError(
@@ -455,15 +495,37 @@ class _Importer:
         return bound
 
     def _tensor_value(self, value: Any, node: torch.fx.Node) -> SSAValue:
+        if isinstance(value, SSAValue):  # built by the importer itself
+            return value
         if isinstance(value, torch.fx.Node):
             v = self.values[value]
             if isinstance(v, SSAValue):
                 return v
             value = v  # a folded SymInt used as a tensor argument
+        if isinstance(value, SymbolicFloat):
+            return self._symbolic_float_tensor(value, node)
         if isinstance(value, bool | int | float | sympy.Expr):
             op = self._insert(ConstantOp.from_python(value), node)
             return op.result
         raise GraphImportError(f"unsupported tensor argument {value!r}")
+
+    def _symbolic_float_tensor(self, value: SymbolicFloat, node: torch.fx.Node) -> SSAValue:
+        """``value`` as a 0-d f64 tensor on ``node``'s device (see SymbolicFloat)."""
+        vals = node.meta.get("val")
+        leaves = vals if isinstance(vals, tuple | list) else [vals]
+        device = next((v.device for v in leaves if isinstance(v, torch.Tensor)), "cpu")
+        ty = TensorType([], dtypes.to_mlir(torch.float64), [], device)
+        scalar_tensor = torch.ops.aten.scalar_tensor.default
+        kwargs: dict[str, Any] = {"dtype": torch.float64}
+        if torch.device(device).type != "cpu":
+            kwargs["device"] = device
+        (num,) = self._build_call(scalar_tensor, {"s": value.num, **kwargs}, node, [ty])
+        if value.den == 1:
+            return num
+        (den,) = self._build_call(scalar_tensor, {"s": value.den, **kwargs}, node, [ty])
+        div = torch.ops.aten.div.Tensor
+        (quotient,) = self._build_call(div, {"self": num, "other": den}, node, [ty])
+        return quotient
 
     def _python_value(self, value: Any) -> Any:
         """Replace FX nodes (folded SymInts) inside a non-tensor argument."""
@@ -472,6 +534,11 @@ class _Importer:
             if isinstance(v, SSAValue):
                 raise GraphImportError(
                     f"a runtime value ('{value.name}') used where the schema needs a constant"
+                )
+            if isinstance(v, SymbolicFloat):
+                raise GraphImportError(
+                    f"a float computed from sizes ('{value.name}': ({v.num}) / ({v.den})) "
+                    "used where the schema needs a constant"
                 )
             return v
         if isinstance(value, list | tuple):

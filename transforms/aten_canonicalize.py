@@ -29,8 +29,9 @@ import math
 import weakref
 from typing import Any
 
+import sympy
 from xdsl.dialects import func
-from xdsl.dialects.builtin import NoneAttr, StringAttr, f32, f64
+from xdsl.dialects.builtin import NoneAttr, StringAttr, f32, f64, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint
@@ -299,12 +300,17 @@ class FoldScalarTensorOperand(RewritePattern):
                 continue
             if c.type.element_type != x.type.element_type or x.type.shape != op.result.type.shape:
                 continue
-            import torch  # only where a 0-d constant operand is found
+            if isinstance(fill, sympy.Expr) and not fill.is_number:
+                # A size: exact in an int64 or f64 tensor, as the scalar it becomes.
+                if c.type.element_type not in (i64, f64):
+                    continue
+            else:
+                import torch  # only where a 0-d constant operand is found
 
-            # The value the 0-d tensor held: rounded to its dtype (bf16, int8 ...).
-            fill = torch.tensor(fill, dtype=c.type.dtype).item()
-            if not isinstance(fill, bool | int | float):
-                continue  # complex
+                # The value the 0-d tensor held: rounded to its dtype (bf16, int8 ...).
+                fill = torch.tensor(fill, dtype=c.type.dtype).item()
+                if not isinstance(fill, bool | int | float):
+                    continue  # complex
             const = ConstantOp.from_python(fill)
             rewriter.insert_op(const, InsertPoint.before(op))
             op.operands[1 - i] = const.result

@@ -184,6 +184,25 @@ func.func @scalar_tensor_operands(%x: !aten.tensor<[4], f32>, %i: !aten.tensor<[
 
 // -----
 
+// A symbolic size in an f64 (or i64) 0-d tensor is exact as a scalar: the
+// divisor folds; a size in an f32 tensor may round, kept.
+// CHECK-LABEL: func.func @symbolic_scalar_tensor_operands
+func.func @symbolic_scalar_tensor_operands(%n: index {coil.symbol = #coil.expr<s0>}, %x: !aten.tensor<[s0], f32>) -> (!aten.tensor<[], f64>, !aten.tensor<[s0], f32>) {
+  // CHECK: %[[N:.*]] = aten.scalar_tensor.default(s = s0, dtype = f64)
+  // CHECK: %[[C:.*]] = aten.constant 2*s0 : index
+  // CHECK-NEXT: aten.div.Tensor(%[[N]], %[[C]]) : !aten.tensor<[], f64>
+  %a = aten.scalar_tensor.default(s = s0, dtype = f64) : !aten.tensor<[], f64>
+  %b = aten.scalar_tensor.default(s = 2*s0, dtype = f64) : !aten.tensor<[], f64>
+  %q = aten.div.Tensor(%a, %b) : !aten.tensor<[], f64>
+  // CHECK: %[[F:.*]] = aten.scalar_tensor.default(s = s0, dtype = f32)
+  // CHECK-NEXT: aten.mul.Tensor(%x, %[[F]])
+  %f = aten.scalar_tensor.default(s = s0, dtype = f32) : !aten.tensor<[], f32>
+  %m = aten.mul.Tensor(%x, %f) : !aten.tensor<[s0], f32>
+  func.return %q, %m : !aten.tensor<[], f64>, !aten.tensor<[s0], f32>
+}
+
+// -----
+
 // A full reduction reduces a partial reduction of the same tensor the
 // function makes anyway (the one with the fewest elements), reading it
 // instead of x again: sum and mean in f32 (the partial moves before the

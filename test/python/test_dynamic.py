@@ -1,0 +1,133 @@
+"""``dynamic=True`` through coil's backend: every graph compiles, none runs eager.
+
+Dynamo signals a restart (``TensorifyScalarRestartAnalysis`` from AOTAutograd's
+scalar pass, which every ``dynamic=True`` graph with a Python float can raise)
+by raising through the backend; a backend that took it for a compile failure
+ran the graph in eager PyTorch after a warning. These tests run the backend
+under its default policy (``fallback='eager'``) and fail on that warning, then
+check the outputs against eager at the traced size and at others.
+"""
+
+import copy
+import warnings
+
+import pytest
+import torch
+from torch import nn
+
+from coil.examples.models import MODELS, build
+from coil.testing import assert_close_to_eager
+
+
+def _resized(inputs: tuple, extra: int) -> tuple:
+    """Fresh inputs with the leading dimension ``extra`` larger."""
+    out = []
+    for x in inputs:
+        if not isinstance(x, torch.Tensor) or x.dim() == 0:
+            out.append(x)
+            continue
+        size = (x.shape[0] + extra, *x.shape[1:])
+        if x.is_floating_point():
+            out.append(torch.randn(size, dtype=x.dtype))
+        else:
+            out.append(torch.randint(0, int(x.max()) + 1, size, dtype=x.dtype))
+    return tuple(out)
+
+
+def _compile_without_eager_fallback(model: nn.Module, calls: list[tuple]) -> None:
+    """Compile ``model`` with ``dynamic=True`` under the eager-fallback policy,
+    run it on each input tuple of ``calls`` and compare with eager; fail if any
+    graph ran in eager PyTorch."""
+    eager = copy.deepcopy(model)
+    compiled = torch.compile(model, backend="coil", dynamic=True, options={"fallback": "eager"})
+    for inputs in calls:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.manual_seed(3)
+            out = compiled(*inputs)
+        fell_back = [str(w.message) for w in caught if "runs in eager" in str(w.message)]
+        assert not fell_back, fell_back[0]
+        torch.manual_seed(3)
+        assert_close_to_eager(out, eager(*inputs))
+
+
+# Every example model but the random one (its output is checked by law elsewhere).
+CASES = [name for name, case in MODELS.items() if not case.random]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_example_compiles_dynamic_without_eager_fallback(name):
+    model, inputs = build(name)
+    with torch.set_grad_enabled(MODELS[name].train):
+        _compile_without_eager_fallback(model, [inputs, _resized(inputs, 3)])
+
+
+class _DimReductions(nn.Module):
+    """Reductions over the dynamic dimension and over a static one."""
+
+    def forward(self, x):
+        return x.sum(0), x.var(0), x.amax(1), torch.softmax(x, 0)
+
+
+class _SdpaBlock(nn.Module):
+    """Attention through SDPA with a causal mask over a dynamic length."""
+
+    def __init__(self, dim: int = 32, heads: int = 4):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+        y = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.out(y.transpose(1, 2).reshape(b, t, c))
+
+
+@pytest.mark.parametrize(
+    "model, make",
+    [
+        (_DimReductions(), lambda n: (torch.randn(n, 24),)),
+        (nn.LayerNorm(16), lambda n: (torch.randn(n, 16),)),
+        (nn.GroupNorm(4, 8), lambda n: (torch.randn(2, 8, n, 5),)),
+        (_SdpaBlock(), lambda n: (torch.randn(2, n, 32),)),
+        (
+            nn.Sequential(nn.Conv1d(4, 8, 3), nn.BatchNorm1d(8).eval()),
+            lambda n: (torch.randn(2, 4, n),),
+        ),
+    ],
+    ids=["dim_reductions", "layer_norm", "group_norm", "sdpa_causal", "conv1d_bn"],
+)
+def test_module_compiles_dynamic_without_eager_fallback(model, make):
+    with torch.no_grad():
+        _compile_without_eager_fallback(model, [make(7), make(10), make(3)])
+
+
+def test_dynamo_restart_passes_through_the_eager_policy(monkeypatch):
+    """The fix itself: a restart raised while compiling reaches Dynamo (which
+    retraces) instead of becoming an eager fallback; a real failure still
+    falls back with a warning naming its cause."""
+    from torch._dynamo.exc import TensorifyScalarRestartAnalysis
+
+    import coil.backend as backend
+
+    raised = []
+
+    def compile_graph(*args, **kwargs):
+        if not raised:
+            raised.append(1)
+            raise TensorifyScalarRestartAnalysis
+        raise ValueError("planted failure")
+
+    monkeypatch.setattr(backend, "compile_graph", compile_graph)
+    model = nn.Linear(4, 4)
+    compiled = torch.compile(model, backend="coil", options={"fallback": "eager", "cache": False})
+    x = torch.randn(2, 4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert_close_to_eager(compiled(x), model(x))
+    messages = [str(w.message) for w in caught if "runs in eager" in str(w.message)]
+    assert raised and len(messages) == 1
+    assert "ValueError: planted failure" in messages[0]
+    assert "TensorifyScalarRestartAnalysis" not in messages[0]
