@@ -17,6 +17,11 @@
 #   NCU="mean_all bf16,sum_dim1 bf16"  benchmarks/ncu_kernels.py under ncu (hardware
 #            counters of coil's and Inductor's kernels for roofline workloads);
 #   MODELS="gpt2 bert ..."   benchmarks/models.py on those models;
+#   MODEL_SWEEP="--jobs 24 --gpus 4"  benchmarks/sweep.py with these options (the
+#                            model-zoo sweep: one process per model, resumable by
+#                            commit through benchmarks/results/sweep.csv; its
+#                            deadline is what is left of DEADLINE; SWEEP_COMMIT
+#                            names the commit, as the device has no .git);
 #   OVERHEAD="mlp20_b1 ..."  benchmarks/overhead.py (host overhead per call;
 #                            OVERHEAD_DUMP=1 adds coil's dump of each under $OUT/dump;
 #                            OVERHEAD_ISOLATE=1 runs each variant in its own process,
@@ -118,6 +123,12 @@ if [ -n "${MODELS:-}" ]; then
   budget python3 benchmarks/models.py $MODELS 2>&1 | tee -a "$OUT/models.log"
   status=$(( status | PIPESTATUS[0] ))
 fi
+if [ -n "${MODEL_SWEEP:-}" ]; then
+  left=$(( DEADLINE - (SECONDS - START) - 15 ))
+  # shellcheck disable=SC2086
+  budget python3 benchmarks/sweep.py --deadline "$left" $MODEL_SWEEP 2>&1 | tee -a "$OUT/sweep.out"
+  status=$(( status | PIPESTATUS[0] ))
+fi
 if [ -n "${OVERHEAD:-}" ]; then
   if [ "${OVERHEAD_ISOLATE:-0}" = 1 ]; then
     # One process per variant: what one backend's runs leave in a process does
@@ -198,6 +209,7 @@ cat "$OUT/device.txt"
 [ -f "$OUT/roofline.md" ] && cat "$OUT/roofline.md"
 [ -f "$OUT/tile_sweep.log" ] && sed -n '/^| workload | config/,$p' "$OUT/tile_sweep.log"
 [ -f "$OUT/models.log" ] && grep -h '^| ' "$OUT/models.log" | grep -v -- '---'
+[ -f "$OUT/sweep.md" ] && tail -n 5 "$OUT/sweep.md"
 [ -f "$OUT/models-before.log" ] && grep -h '^| before' "$OUT/models-before.log"
 [ -f "$OUT/pytest-distributed.log" ] && tail -n 1 "$OUT/pytest-distributed.log"
 [ -f "$OUT/distributed.md" ] && cat "$OUT/distributed.md"
