@@ -25,6 +25,16 @@ KEEP: tuple[torch._ops.OpOverload, ...] = (
 )
 """Ops the core table decomposes that coil keeps whole (lowered or called as ATen)."""
 
+ADD: tuple[torch._ops.OpOverload, ...] = (
+    # Kept whole by the core table, it reached coil as an ATen call (F.normalize
+    # in Swin-V2's cosine attention, ConvNeXt-V2's GRN, XCiT: 0.85 ms of
+    # cuBLAS-less reduce kernels a call in a sweep row); decomposed it is a
+    # sum of powers and a root that fuse with their neighbours. Inductor's
+    # table decomposes it too (torch/_inductor/decomposition.py).
+    torch.ops.aten.linalg_vector_norm.default,
+)
+"""Ops the core table keeps whole that coil decomposes while tracing any graph."""
+
 TRAINING: tuple[torch._ops.OpOverload, ...] = (
     # Decomposed before AOTAutograd partitions a training graph (as in
     # Inductor's table): whole, a softmax's output is one value the partitioner
@@ -46,11 +56,13 @@ def decomposition_table(training: bool = False) -> dict[torch._ops.OpOverload, o
     """The table; ``training`` adds :data:`TRAINING` (for graphs AOTAutograd
     will partition into a forward and a backward)."""
     table = dict(core_aten_decompositions())
+    from torch._decomp import decomposition_table as torch_table
+
     for op in KEEP:
         table.pop(op, None)
+    for op in ADD:
+        table[op] = torch_table[op]
     if training:
-        from torch._decomp import decomposition_table as torch_table
-
         for op in TRAINING:
             table[op] = torch_table[op]
     return table
