@@ -22,6 +22,12 @@ KEEP: tuple[torch._ops.OpOverload, ...] = (
     # gradients are wrong (HF GPT-2 on the CPU: rel. error ~5 in ln_1's grads).
     # Inductor excludes it for the same reason (decomps_to_exclude).
     torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default,
+    # The core table's baddbmm runs in f32 for bf16/f16 operands
+    # (pw_cast_for_opmath): Bloom's ALiBi scores became an f32 cuBLAS GEMM,
+    # 1.39 ms a call where ATen's bf16 baddbmm takes 0.48 (a sweep row's
+    # profile, H200). Kept whole, it is an extern call of ATen's baddbmm, as
+    # Inductor keeps it (decomps_to_exclude: "upcasts to fp32, perf issue").
+    torch.ops.aten.baddbmm.default,
 )
 """Ops the core table decomposes that coil keeps whole (lowered or called as ATen)."""
 
