@@ -73,6 +73,15 @@ from coil.dialects.symbolic import ExprAttr, canonicalize_symbols, to_symint
 INLINE_CONSTANT_MAX_NUMEL = 64
 """get_attr tensors up to this many elements are inlined as dense literals."""
 
+_ALIASES = {
+    # ATen aliases that reach coil's graphs under another name: Dynamo's
+    # scalar-tensorify pass (dynamic=True) writes true_divide, which has no
+    # lowering of its own; it is div, whose lowering exists.
+    torch.ops.aten.true_divide.Tensor: torch.ops.aten.div.Tensor,
+    torch.ops.aten.true_divide.Scalar: torch.ops.aten.div.Scalar,
+}
+"""OpOverload -> the overload it is an alias of (same schema, same semantics)."""
+
 _WITH_EFFECTS = getattr(getattr(torch.ops, "higher_order", None), "with_effects", None)
 """AOTAutograd's effect-token wrapper (see ``_Importer._import_with_effects``)."""
 
@@ -370,7 +379,7 @@ class _Importer:
         self.values[node] = arg
 
     def _import_call(self, node: torch.fx.Node) -> None:
-        target = node.target
+        target = _ALIASES.get(node.target, node.target)
         val = node.meta.get("val")
         if target is operator.getitem and isinstance(node.args[0], torch.fx.Node):
             source = self.values[node.args[0]]
