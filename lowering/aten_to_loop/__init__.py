@@ -5,6 +5,7 @@ split). Importing this package registers them all in
 from coil.lowering.aten_to_loop import (  # noqa: F401
     data_movement,
     matvec,
+    norms,
     pointwise,
     pooling,
     reductions,
