@@ -44,7 +44,7 @@ from coil import config
 from coil.config import FALLBACKS
 from coil.frontend.capture import aot_backend
 from coil.frontend.fx_importer import constant_inputs, import_graph
-from coil.pipeline import PIPELINES, available_passes, parse_pipeline
+from coil.pipeline import PIPELINES, available_passes, parse_pipeline, unknown_name
 from coil.runtime.aotcache import AotCache, Recipe
 from coil.timing import CompileTrace, next_graph_label
 
@@ -214,7 +214,7 @@ def compile_graph(
     ``progress`` is the backend option of that name (:func:`coil.config.progress_after`);
     ``label`` names the graph in timing and progress lines."""
     pipeline = pipeline or PIPELINES["default"]
-    dump_dir = dump_dir or os.environ.get("COIL_DUMP_DIR") or None
+    dump_dir = dump_dir or config.dump_dir()
     trace = CompileTrace(
         label or next_graph_label(),
         timing=config.log_timing(),
@@ -630,12 +630,20 @@ def coil(
     """The ``torch.compile`` backend; ``options`` are listed in :data:`OPTIONS`;
     ``mode="reduce-overhead"`` turns on ``cudagraphs``."""
     options = dict(options or {})
-    unknown = sorted(set(options) - set(OPTIONS))
-    if unknown:
-        known = "; ".join(f"{k}: {v}" for k, v in OPTIONS.items())
-        raise ValueError(f"coil: unknown option(s) {', '.join(unknown)} (known: {known})")
+    note = "coil.backend.OPTIONS says what each does"
+    for key in options:
+        if key not in OPTIONS:
+            known = list(OPTIONS)
+            raise ValueError("coil: " + unknown_name("option", key, known, known, "options", note))
     fallback = options.get("fallback") or config.fallback()
     pipeline = _with_fallback(options.get("pipeline") or PIPELINES["default"], fallback)
+    if "pipeline" in options:
+        # A pass or option misspelled is the user's to fix, under every fallback
+        # policy: raise here, before a compile failure could fall back to eager.
+        try:
+            parse_pipeline(pipeline)
+        except ValueError as e:
+            raise ValueError(f"coil: option pipeline: {e}") from None
     dump_dir = options.get("dump_dir")
     cudagraphs = bool(options.get("cudagraphs", mode == "reduce-overhead"))
     wrapper = options.get("wrapper", "python")
@@ -679,7 +687,7 @@ def coil(
         inference_pipeline,
         {**options, "cudagraphs": cudagraphs},  # mode="reduce-overhead" sets it too
         enabled=options.get("cache"),
-        dump_dir=dump_dir or os.environ.get("COIL_DUMP_DIR"),
+        dump_dir=dump_dir or config.dump_dir(),
     )
     if fallback != "eager":
         return aot_backend(fw, bw, inf, aot_cache)(gm, example_inputs)

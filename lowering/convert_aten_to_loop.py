@@ -304,7 +304,8 @@ def report_fallback(name: str, reason: str) -> None:
     if extern_by_design(name):
         log.debug("coil: %s is called through ATen (extern kernel)", name)
     else:
-        log.warning("coil: no loop lowering for %s (%s); calling ATen for it", name, reason)
+        why = f" ({reason})" if reason else ""
+        log.warning("coil: no loop lowering for %s%s; calling ATen for it", name, why)
 
 
 FALLBACKS = ("extern", "error")
@@ -364,7 +365,8 @@ def _lower_function(fn: func.FuncOp, fallback: str = "extern", matvec: str = "au
 def _fall_back(lowerer: Lowerer, op: Operation, name: str, reason: str, fallback: str):
     if fallback == "error" and not extern_by_design(name):
         raise DiagnosticException(
-            f"convert-aten-to-loop: no loop lowering for {name} ({reason}) and the "
+            f"convert-aten-to-loop: no loop lowering for {name}"
+            f"{f' ({reason})' if reason else ''} and the "
             f"fallback policy is 'error'{_where(op)}"
         )
     report_fallback(name, reason)
@@ -381,7 +383,7 @@ def _lower_op(lowerer: Lowerer, op: Operation, fallback: str = "extern") -> list
     name = op.name if isinstance(op, AtenOp) else op.overload_name.data
     lowering = LOWERINGS.get(name) if isinstance(op, AtenOp) else None
     if lowering is None:
-        return _fall_back(lowerer, op, name, "no lowering", fallback)
+        return _fall_back(lowerer, op, name, "", fallback)
     # A lowering that declines must leave no ops behind: build, then roll back.
     before = op.prev_op
     try:

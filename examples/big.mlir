@@ -1,4 +1,5 @@
-// Input of reduce.mlir: one op (cumsum, no loop lowering) fails
+// An input for `coil reduce` (the README's example; test/fx-opt/reduce.mlir):
+// one op (cumsum, which has no loop lowering) fails
 // convert-aten-to-loop{fallback=error}; the rest is there to be cut.
 func.func @helper(%a: !aten.tensor<[4, 8], f32>) -> !aten.tensor<[4, 8], f32> {
   %r = aten.relu.default(%a) : !aten.tensor<[4, 8], f32>
