@@ -170,9 +170,17 @@ def run(w: Workload, device: str, profile: bool) -> tuple[list[dict], str]:
         "coil_static": torch.compile(half, backend="coil", dynamic=False),
         "coil_dynamic": torch.compile(half, backend="coil", dynamic=True),
         "inductor_dynamic": torch.compile(half, backend="inductor", dynamic=True),
+        # CUDA graphs over a dynamic compile: one recording per size seen.
+        "coil_dynamic_cg": torch.compile(
+            half, backend="coil", dynamic=True, mode="reduce-overhead"
+        ),
+        "inductor_dynamic_cg": torch.compile(
+            half, backend="inductor", dynamic=True, mode="reduce-overhead"
+        ),
     }
     if device != "cuda":
-        del runs["inductor_dynamic"]
+        for name in ("inductor_dynamic", "coil_dynamic_cg", "inductor_dynamic_cg"):
+            del runs[name]
     rows, reports = [], []
     for size in w.sizes:
         inputs = tuple(x.to(device) for x in w.make_inputs(*size))
@@ -183,6 +191,8 @@ def run(w: Workload, device: str, profile: bool) -> tuple[list[dict], str]:
             for name, f in runs.items():
                 t = time.perf_counter()
                 out = f(*args)
+                if name.endswith("_cg"):
+                    out = out.clone()  # the next replay rewrites the graph's output
                 if device == "cuda":
                     torch.cuda.synchronize()
                 row[f"{name}_first_s"] = round(time.perf_counter() - t, 2)
@@ -215,15 +225,18 @@ def _fmt(r: dict) -> str:
 def table(rows: list[dict]) -> str:
     lines = [
         "| workload | size | eager ms | coil static ms | coil dynamic ms | dynamic vs static | "
-        "inductor dynamic ms | coil dyn vs inductor dyn | err coil dyn / inductor dyn |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "inductor dynamic ms | coil dyn vs inductor dyn | CUDA graphs: coil dyn / inductor dyn ms "
+        "| err coil dyn / inductor dyn |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         i = r.get("inductor_dynamic_ms")
+        cg = (r.get("coil_dynamic_cg_ms"), r.get("inductor_dynamic_cg_ms"))
         lines.append(
             f"| {r['workload']} | {r['size']} | {r['eager_ms']:.3f} | {r['coil_static_ms']:.3f} | "
             f"{r['coil_dynamic_ms']:.3f} | {r['coil_static_ms'] / r['coil_dynamic_ms']:.2f}x | "
             + (f"{i:.3f} | {i / r['coil_dynamic_ms']:.2f}x | " if i else "- | - | ")
+            + (f"{cg[0]:.3f} / {cg[1]:.3f} | " if None not in cg else "- | ")
             + f"{r['coil_dynamic_err']:.1e} / {r.get('inductor_dynamic_err', float('nan')):.1e} |"
         )
     return "\n".join(lines)
