@@ -197,8 +197,14 @@ def run(w: Workload, device: str, profile: bool) -> tuple[list[dict], str]:
                     torch.cuda.synchronize()
                 row[f"{name}_first_s"] = round(time.perf_counter() - t, 2)
                 row[f"{name}_err"] = _rel_err(out.float(), ref)
-            for name, f in runs.items():
-                row[f"{name}_ms"] = _bench(lambda f=f: f(*args))
+            # Two rounds, the second in reverse order, keeping each variant's
+            # lower median: the first H100 run saw every variant (eager too)
+            # 1.3-1.6x slower at one size than at the next larger one, a
+            # transient of the machine, not of a compile.
+            for order in (list(runs), list(reversed(runs))):
+                for name in order:
+                    ms = _bench(lambda f=runs[name]: f(*args))
+                    row[f"{name}_ms"] = min(ms, row.get(f"{name}_ms", ms))
             if profile and device == "cuda" and size == w.sizes[-2]:
                 for name in ("coil_static", "coil_dynamic", "inductor_dynamic"):
                     reports.append(
