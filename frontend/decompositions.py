@@ -3,8 +3,9 @@
 torch's own core-ATen table (``torch._decomp.core_aten_decompositions``), as
 Inductor starts from: what reaches coil is the core ATen opset plus the few
 composite ops that table keeps (views, ``_to_copy``, norms ...). Later stages
-that want an op kept whole remove it here, in one place; :data:`TRAINING` lists
-the few it keeps that coil decomposes before AOTAutograd partitions a graph.
+that want an op kept whole remove it here, in one place; :data:`EXTRA` lists
+ops outside that table coil decomposes too, :data:`TRAINING` the few it keeps
+that coil decomposes before AOTAutograd partitions a graph.
 """
 
 from __future__ import annotations
@@ -24,6 +25,15 @@ KEEP: tuple[torch._ops.OpOverload, ...] = (
     torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default,
 )
 """Ops the core table decomposes that coil keeps whole (lowered or called as ATen)."""
+
+EXTRA: tuple[torch._ops.OpOverload, ...] = (
+    # Index math over the input (floor, where, index): one fused gather kernel
+    # instead of ATen's, as in Inductor's table. Autograd still differentiates
+    # the whole op: its backward stays ATen's grid_sampler_2d_backward, a
+    # scatter-add (Inductor calls ATen for it too).
+    torch.ops.aten.grid_sampler_2d.default,
+)
+"""Ops the core table keeps whole that coil decomposes (torch's decompositions)."""
 
 TRAINING: tuple[torch._ops.OpOverload, ...] = (
     # Decomposed before AOTAutograd partitions a training graph (as in
@@ -45,14 +55,13 @@ that needs autograd."""
 def decomposition_table(training: bool = False) -> dict[torch._ops.OpOverload, object]:
     """The table; ``training`` adds :data:`TRAINING` (for graphs AOTAutograd
     will partition into a forward and a backward)."""
+    from torch._decomp import decomposition_table as torch_table
+
     table = dict(core_aten_decompositions())
     for op in KEEP:
         table.pop(op, None)
-    if training:
-        from torch._decomp import decomposition_table as torch_table
-
-        for op in TRAINING:
-            table[op] = torch_table[op]
+    for op in EXTRA + (TRAINING if training else ()):
+        table[op] = torch_table[op]
     return table
 
 
