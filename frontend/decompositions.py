@@ -23,6 +23,12 @@ KEEP: tuple[torch._ops.OpOverload, ...] = (
     # gradients are wrong (HF GPT-2 on the CPU: rel. error ~5 in ln_1's grads).
     # Inductor excludes it for the same reason (decomps_to_exclude).
     torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default,
+    # nn.Unfold / nn.Fold: lowered whole as gathers (aten_to_loop/pooling.py),
+    # each the other's derivative. Decomposed, im2col is an index with
+    # computed index tensors and col2im (im2col's backward) an index_put
+    # with accumulate: a scatter-add, as in Inductor.
+    torch.ops.aten.im2col.default,
+    torch.ops.aten.col2im.default,
 )
 """Ops the core table decomposes that coil keeps whole (lowered or called as ATen)."""
 

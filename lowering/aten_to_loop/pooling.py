@@ -1,5 +1,7 @@
 """Pooling as window gathers: max, average and adaptive pooling over 2 or 3
-spatial dimensions, and their backwards (1-d pooling arrives as 2-d).
+spatial dimensions, and their backwards (1-d pooling arrives as 2-d); and
+the patch ops of nn.Unfold / nn.Fold (im2col, col2im), each the other's
+backward, on the same window arithmetic.
 
 Forward: each output element reduces a window of its input plane, read at
 ``o * stride - padding + r * dilation`` (adaptive pooling: from
@@ -37,6 +39,13 @@ ATen for the adaptive backwards and the 3-d max backward, which are gathers
 here too. Unsupported shapes (a dynamic window, an adaptive pool over
 dynamic sizes, integer averages) stay ATen calls. Channels-last inputs are
 read through their strides; the results get the layout eager gives them.
+
+im2col is a pointwise gather (column matrix row ``(c*kh + i)*kw + j``, column
+``bh*BW + bw`` reads ``x[c, bh*s - p + i*d, bw*s - p + j*d]``); col2im sums,
+for each pixel, the column entries of the patch positions that cover it (the
+same window arithmetic as a pool's backward, a dilation dividing the offset),
+where ATen and torch's decomposition (an index_put with accumulate) add each
+patch into the image. Both are kept whole by the decomposition table.
 """
 
 from __future__ import annotations
@@ -758,3 +767,104 @@ def _lower_adaptive_avg_pool_backward(n: int):
 
 register("aten._adaptive_avg_pool2d_backward.default")(_lower_adaptive_avg_pool_backward(2))
 register("aten._adaptive_avg_pool3d_backward.default")(_lower_adaptive_avg_pool_backward(3))
+
+
+# ---- patches: im2col and col2im (nn.Unfold, nn.Fold) ---------------------------------
+
+
+def _patch_args(op: AtenOp) -> tuple[list[int], list[int], list[int], list[int]]:
+    kernel = _ints(op.arg("kernel_size"), 2, [], "window")
+    dilation = _ints(op.arg("dilation"), 2, [1, 1], "dilation")
+    padding = _ints(op.arg("padding"), 2, [0, 0], "padding")
+    stride = _ints(op.arg("stride"), 2, [1, 1], "stride")
+    return kernel, dilation, padding, stride
+
+
+def _blocks(sizes: Sequence[sympy.Expr], kernel, dilation, padding, stride) -> list[sympy.Expr]:
+    """The number of patch positions along each spatial dim."""
+    return [
+        sympy.expand(_floordiv(size + 2 * p - d * (k - 1) - 1, s) + 1)
+        for size, k, d, p, s in zip(sizes, kernel, dilation, padding, stride)
+    ]
+
+
+@register("aten.im2col.default")
+def _im2col(lw: Lowerer, op: AtenOp):
+    """``out[.., (c*kh + i)*kw + j, bh*BW + bw] = x[.., c, bh*s - p + i*d,
+    bw*s - p + j*d]`` (0 in the padding): a pointwise gather."""
+    x = op.operands[0]
+    check_supported(dtype_of(x))
+    prefix, sizes = _spatial(x, 2)
+    kernel, dilation, padding, stride = _patch_args(op)
+    blocks = _blocks(sizes, kernel, dilation, padding, stride)
+    out = result_type(op)
+    win = _strided_windows(sizes, blocks, kernel, stride, padding, dilation)
+    kh, kw = kernel
+    fns = torch_sympy()
+
+    def body(b: BodyBuilder, idx: list[sympy.Symbol]):
+        *batch, q, at = idx
+        c, i, j = _floordiv(q, kh * kw), fns.PythonMod(_floordiv(q, kw), kh), fns.PythonMod(q, kw)
+        bh, bw = _floordiv(at, blocks[1]), fns.PythonMod(at, blocks[1])
+        mask = win.mask(b, [bh, bw], [i, j])
+        v = b.load(x, [*batch, c, *win.positions([bh, bw], [i, j])], mask=mask)
+        return v if mask is None else b.select(mask, v, b.const(0, v.type))
+
+    assert prefix - 1 == len(out.shape) - 2
+    return [lw.pointwise(out.shape, out.element_type, body)]
+
+
+@register("aten.col2im.default")
+def _col2im(lw: Lowerer, op: AtenOp):
+    """nn.Fold as a gather: output pixel ``(h, w)`` sums the column entries of
+    the patches that cover it, the ``ceil(((k - 1) * d + 1) / s)`` patch
+    positions per dim from the first that reaches it, where ``h + p - bh*s``
+    is a multiple of the dilation (kernel row ``i`` = that / d). No scatter:
+    ATen's kernel and torch's decomposition (an index_put with accumulate)
+    add each patch into the image."""
+    cols = op.operands[0]
+    dtype = dtype_of(cols)
+    check_supported(dtype)
+    if dtype == dtypes.i1:
+        raise CannotLower("col2im of booleans")
+    acc = compute_dtype(dtype)
+    out = result_type(op)
+    rank = len(out.shape)
+    prefix = rank - 2  # (N, C) or (C,)
+    sizes = [to_expr(s) for s in out.shape[prefix:]]
+    kernel, dilation, padding, stride = _patch_args(op)
+    blocks = _blocks(sizes, kernel, dilation, padding, stride)
+    cov = _strided_covers(sizes, blocks, kernel, stride, padding, dilation, check_reach=True)
+    kh, kw = kernel
+    fns = torch_sympy()
+
+    def body(b: BodyBuilder, idx: list[sympy.Symbol]):
+        hs, rs = idx[prefix:rank], idx[rank:]
+        conds = [cov.mask(b, hs, rs)]
+        windows = cov.windows(hs, rs)
+        taps = []
+        for k, (h, o) in enumerate(zip(hs, windows)):
+            offset = sympy.expand(h + padding[k] - o * stride[k])  # i * d where it reaches h
+            d = dilation[k]
+            if d != 1:
+                # offset >= -s where masked in or out (o <= first + extent - 1)
+                shifted = sympy.expand(offset + d * -(-stride[k] // d))
+                conds.append(
+                    b.cmp("eq", b.index(fns.PythonMod(shifted, d)), b.const(0, builtin.i64))
+                )
+            # Where the load is unmasked, d divides the offset: a truncating
+            # division (index math's) equals floor even when sympy pulls a
+            # negative term out of the numerator.
+            taps.append(_floordiv(offset, d))
+        mask = _all(b, [c for c in conds if c is not None])
+        row = (idx[prefix - 1] * kh + taps[0]) * kw + taps[1]
+        col = windows[0] * blocks[1] + windows[1]
+        v = b.cast(
+            b.load(cols, [*idx[: prefix - 1], sympy.expand(row), sympy.expand(col)], mask=mask), acc
+        )
+        return v if mask is None else b.select(mask, v, b.const(0, acc))
+
+    (total,) = lw.reduction("sum", list(out.shape), cov.extent, acc, body)
+    if acc == dtype:
+        return [total]
+    return [lw.pointwise(out.shape, dtype, lambda b, idx: b.load(total, list(idx)))]

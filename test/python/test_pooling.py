@@ -249,3 +249,36 @@ def test_adaptive_max_pool2d_nan_and_inf():
     (got, got_index), (want, want_index) = compiled(x), f(x)
     torch.testing.assert_close(got, want, equal_nan=True)
     assert torch.equal(got_index, want_index)
+
+
+# ---- patches: nn.Unfold (im2col) and nn.Fold (col2im), each the other's backward -------
+
+
+@pytest.mark.parametrize(
+    "kernel, dilation, padding, stride, shape, dtype, layout",
+    [
+        (3, 1, 1, 2, (2, 3, 7, 6), torch.float32, torch.contiguous_format),
+        ((2, 3), (2, 1), (0, 1), (1, 2), (2, 3, 7, 6), torch.bfloat16, torch.channels_last),
+        (2, 1, 0, 2, (3, 6, 8), torch.float32, torch.contiguous_format),  # unbatched, tiling
+    ],
+)
+def test_unfold(kernel, dilation, padding, stride, shape, dtype, layout):
+    def f(x):
+        return F.unfold(x, kernel, dilation, padding, stride)
+
+    _check(f, shape, dtype, layout, eager_f32=dtype != torch.float32)
+
+
+@pytest.mark.parametrize(
+    "output, kernel, dilation, padding, stride, shape, dtype",
+    [
+        ((7, 6), 3, 1, 1, 2, (2, 27, 12), torch.float32),
+        ((6, 7), 2, (2, 3), (0, 1), 1, (12, 24), torch.bfloat16),  # unbatched, dilated
+        ((6, 6), 2, 1, 0, 2, (2, 12, 9), torch.float32),  # patches that tile the image
+    ],
+)
+def test_fold(output, kernel, dilation, padding, stride, shape, dtype):
+    def f(x):
+        return F.fold(x, output, kernel, dilation, padding, stride)
+
+    _check(f, shape, dtype, eager_f32=dtype != torch.float32)

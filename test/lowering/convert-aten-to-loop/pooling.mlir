@@ -202,3 +202,53 @@ func.func @avg3d_backward(%g: !aten.tensor<[1, 2, 3, 4, 4], f32>, %x: !aten.tens
   %y = aten.avg_pool3d_backward.default(%g, %x, kernel_size = [2, 2, 2], stride = [2, 2, 2], padding = [1, 1, 1], ceil_mode = false, count_include_pad = true) : !aten.tensor<[1, 2, 5, 6, 7], f32>
   func.return %y : !aten.tensor<[1, 2, 5, 6, 7], f32>
 }
+
+// -----
+
+// im2col (nn.Unfold): a pointwise gather; row q = (c*3 + i)*3 + j of the
+// column matrix, column l = bh*3 + bw of the 2x3 patch grid, reads
+// x[c, 2*bh - 1 + i, 2*bw - 1 + j] (0 in the padding).
+
+// CHECK-LABEL: func.func @im2col
+// CHECK:       %y = loop.pointwise [2, 27, 12] : !loop.tensor<[2, 27, 12], f32> {
+// CHECK:         loop.load %x[i0, i1 floordiv 9, 2*(i2 floordiv 3) + (i1 floordiv 3) mod 3 - 1, i1 mod 3 + 2*(i2 mod 3) - 1] mask(%[[M:.*]]) :
+// CHECK:         arith.select %[[M]]
+
+func.func @im2col(%x: !aten.tensor<[2, 3, 7, 6], f32>) -> !aten.tensor<[2, 27, 12], f32> {
+  %y = aten.im2col.default(%x, kernel_size = [3, 3], dilation = [1, 1], padding = [1, 1], stride = [2, 2]) : !aten.tensor<[2, 27, 12], f32>
+  func.return %y : !aten.tensor<[2, 27, 12], f32>
+}
+
+// -----
+
+// col2im (nn.Fold) as a gather: pixel (h, w) sums the entries of the 2x2 patch
+// positions that can cover it, kernel row h + 1 - 2*bh, where that is in
+// [0, 3); no scatter.
+
+// CHECK-LABEL: func.func @col2im
+// CHECK:       %y = loop.reduction sum [2, 3, 7, 6] [2, 2] : !loop.tensor<[2, 3, 7, 6], f32> {
+// CHECK:         loop.index i2 - 2*r0 - 2*(i2 floordiv 2) + 1 : i64
+// CHECK:         loop.load %c[i0, 9*i1 + 3*i2 + i3 - 6*r0 - 2*r1 - 6*(i2 floordiv 2) - 2*(i3 floordiv 2) + 4, 3*r0 + r1 + 3*(i2 floordiv 2) + i3 floordiv 2] mask(
+
+func.func @col2im(%c: !aten.tensor<[2, 27, 12], f32>) -> !aten.tensor<[2, 3, 7, 6], f32> {
+  %y = aten.col2im.default(%c, output_size = [7, 6], kernel_size = [3, 3], dilation = [1, 1], padding = [1, 1], stride = [2, 2]) : !aten.tensor<[2, 3, 7, 6], f32>
+  func.return %y : !aten.tensor<[2, 3, 7, 6], f32>
+}
+
+// -----
+
+// A dilated col2im: only patch positions whose offset is a multiple of the
+// dilation reach the pixel.
+
+// CHECK-LABEL: func.func @col2im_dilated
+// CHECK:       loop.reduction sum [3, 6, 7] [3, 4] : !loop.tensor<[3, 6, 7], f32> {
+// CHECK:         loop.index (4 - r0) mod 2 : i64
+// CHECK:         arith.cmpi eq
+// CHECK:         loop.index (6 - r1) mod 3 : i64
+// CHECK:         arith.cmpi eq
+// CHECK:         loop.load %c[{{.*}}] mask(
+
+func.func @col2im_dilated(%c: !aten.tensor<[12, 24], bf16>) -> !aten.tensor<[3, 6, 7], bf16> {
+  %y = aten.col2im.default(%c, output_size = [6, 7], kernel_size = [2, 2], dilation = [2, 3], padding = [0, 1], stride = [1, 1]) : !aten.tensor<[3, 6, 7], bf16>
+  func.return %y : !aten.tensor<[3, 6, 7], bf16>
+}
