@@ -10,7 +10,9 @@ Then every pooling op (average, max, adaptive average and max; 1-d, 2-d and
 3-d; unbatched) forward and backward: outputs, their strides and the input's
 gradient against eager, in f32 and bf16, contiguous and channels-last, with
 padding, ceil_mode, count_include_pad, divisor_override and dilation, under
-``fallback="error"``, so an op sent to ATen fails the test."""
+``fallback="error"``, so an op sent to ATen fails the test; nn.Unfold and
+nn.Fold (im2col, col2im) the same way; average and max pools over dynamic
+sizes."""
 
 from __future__ import annotations
 
@@ -282,3 +284,26 @@ def test_fold(output, kernel, dilation, padding, stride, shape, dtype):
         return F.fold(x, output, kernel, dilation, padding, stride)
 
     _check(f, shape, dtype, eager_f32=dtype != torch.float32)
+
+
+def test_dynamic_sizes():
+    """Pools over symbolic sizes: the windows' masks and divisors are index
+    expressions over the size symbols (adaptive pooling needs static sizes)."""
+
+    def f(x):
+        avg = F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False)
+        return avg.sum((2, 3)) + F.max_pool2d(x, 3, 2, 1).sum((2, 3))
+
+    torch._dynamo.reset()
+    compiled = torch.compile(
+        f, backend="coil", dynamic=True, options={"fallback": "error", "cache": False}
+    )
+    for shape in [(2, 3, 9, 11), (1, 2, 12, 7)]:
+        x = torch.randn(shape)
+        results = []
+        for g in (compiled, f):
+            xi = x.clone().requires_grad_(True)
+            y = g(xi)
+            y.backward(torch.randn(y.shape, generator=torch.Generator().manual_seed(1)))
+            results.append((y.detach(), xi.grad))
+        torch.testing.assert_close(results[0], results[1], **tolerances(torch.float32))
