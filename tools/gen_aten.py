@@ -61,6 +61,10 @@ EXTRA_PACKETS = """
     _unsafe_index _unsafe_index_put avg_pool2d max_pool2d_with_indices
     max_pool2d_with_indices_backward _adaptive_avg_pool2d upsample_nearest2d
     upsample_bilinear2d col2im im2col tril triu logsumexp clamp_min clamp_max
+    avg_pool3d_backward max_pool3d_with_indices_backward _adaptive_avg_pool3d_backward
+    adaptive_max_pool2d adaptive_max_pool2d_backward adaptive_max_pool3d
+    adaptive_max_pool3d_backward replication_pad1d_backward replication_pad2d_backward
+    replication_pad3d_backward
     """.split()
 
 KEPT_OUT = {"aten::mm.out", "aten::bmm.out", "aten::addmm.out", "aten::baddbmm.out"}

@@ -2,8 +2,9 @@
 factories (arange, full ...), random ops and in-place copies into inputs.
 
 Every op here is one ``loop.pointwise`` over its result (two for
-``native_dropout``): the body computes which source element an output element
-reads -- an index expression, or a data-dependent one through an indirect
+``native_dropout``; a short sum for the replication pads' backward): the
+body computes which source element an output element reads -- an index
+expression, or a data-dependent one through an indirect
 load -- and where an output element may come from several sources or none
 (cat, pad), loads under a mask and picks with ``arith.select``. Random ops
 draw counter-based numbers: offset = the op's own range of counters
@@ -37,7 +38,13 @@ from coil.lowering.aten_to_loop.views import (
     slice_start,
     unravel,
 )
-from coil.lowering.body_builder import BodyBuilder, CannotLower, check_supported, is_float
+from coil.lowering.body_builder import (
+    BodyBuilder,
+    CannotLower,
+    check_supported,
+    compute_dtype,
+    is_float,
+)
 from coil.lowering.convert_aten_to_loop import Lowerer, register
 
 # ---- body helpers -------------------------------------------------------------------
@@ -199,6 +206,59 @@ def _constant_pad(lw: Lowerer, op: AtenOp):
         return b.select(mask, x, _number(b, value, out.element_type))
 
     return [lw.pointwise(out.shape, out.element_type, body)]
+
+
+@register(
+    "aten.replication_pad1d_backward.default",
+    "aten.replication_pad2d_backward.default",
+    "aten.replication_pad3d_backward.default",
+)
+def _replication_pad_backward(lw: Lowerer, op: AtenOp):
+    """A gather: input position ``i`` of a padded dim (size ``n``, pads ``lo``,
+    ``hi``) was copied to output ``i + lo``, and the edges also to the pads:
+    it sums the gradient over ``[start(i), end(i))``, ``start = (i + lo) *
+    min(i, 1)`` (0 at the first element) and ``end = i + lo + 1 + hi * (1 -
+    min(n - 1 - i, 1))`` (through the high pad at the last), a reduction over
+    the longest such range (``max(lo, hi) + 1``; ``lo + hi + 1`` where ``n``
+    may be 1) with each element's tail masked. Inductor calls ATen for it."""
+    grad, self_ = op.operands[0], op.operands[1]
+    out = result_type(op)
+    dtype = out.element_type
+    check_supported(dtype)
+    if not is_float(dtype):
+        raise CannotLower(f"a padding gradient of {dtypes.name_of(dtype)} values")
+    acc = compute_dtype(dtype)
+    shape = [to_expr(s) for s in shape_of(self_)]
+    pad = [to_expr(p) for p in op.arg("padding")]
+    if len(pad) % 2 or len(pad) // 2 > len(shape) or not all(p.is_Integer for p in pad):
+        raise CannotLower("a replication pad that is not static")
+    rank = len(shape)
+    # Padded dims, innermost first in `pad`: (dim, lo, hi).
+    dims = [(rank - 1 - k, int(pad[2 * k]), int(pad[2 * k + 1])) for k in range(len(pad) // 2)]
+    dims = sorted((d, lo, hi) for d, lo, hi in dims if lo or hi)  # r0 the outermost
+    if any(lo < 0 or hi < 0 for _, lo, hi in dims):
+        raise CannotLower("a negative replication pad")
+    extent = []
+    for d, lo, hi in dims:
+        n = shape[d]
+        extent.append(max(lo, hi) + 1 if n.is_Integer and n > 1 else lo + hi + 1)
+
+    def body(b: BodyBuilder, idx):
+        index, conds = list(idx[:rank]), []
+        for (d, lo, hi), r in zip(dims, idx[rank:]):
+            i, n = idx[d], shape[d]
+            start = (i + lo) * sympy.Min(i, 1)
+            end = i + lo + 1 + hi * (1 - sympy.Min(n - 1 - i, 1))
+            index[d] = sympy.expand(start + r)
+            conds.append(_cmp_index(b, "lt", index[d], end))
+        mask = _all(b, conds)
+        g = b.cast(b.load(grad, index, mask=mask), acc)
+        return g if mask is None else b.select(mask, g, b.const(0, acc))
+
+    (total,) = lw.reduction("sum", out.shape, extent, acc, body)
+    if acc == dtype:
+        return [total]
+    return [lw.pointwise(out.shape, dtype, lambda b, idx: b.load(total, list(idx)))]
 
 
 # ---- reorderings ------------------------------------------------------------------------

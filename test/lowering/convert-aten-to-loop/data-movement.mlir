@@ -190,3 +190,25 @@ func.func @scatters(%x: !aten.tensor<[4, 6], f32>, %i: !aten.tensor<[4, 1], i64>
   %m = aten.scatter.value(%x, dim = 1, %j, value = 2.0) : !aten.tensor<[4, 6], f32>
   func.return %s, %a, %m : !aten.tensor<[4, 6], f32>, !aten.tensor<[4, 6], f32>, !aten.tensor<[4, 6], f32>
 }
+
+// -----
+
+// replication_pad2d_backward as a gather: input column w sums the gradient
+// from (w + 2) * min(1, w) (0 at the first column, through the left pad) up to
+// w + 3, or through the right pad at the last; rows likewise with pads 0 and 3.
+// A [4, 3] window (max(lo, hi) + 1 per dim), each element's tail masked; bf16
+// sums in f32.
+
+// CHECK-LABEL: func.func @replication_pad_backward
+// CHECK:       %[[SUM:.*]] = loop.reduction sum [2, 3, 5, 6] [4, 3] : !loop.tensor<[2, 3, 5, 6], f32> {
+// CHECK:         loop.load %g[i0, i1, i2*min(1, i2) + r0, i3*min(1, i3) + r1 + 2*min(1, i3)] mask(%[[M:.*]]) : !buffer.buffer<[2, 3, 8, 9], bf16>
+// CHECK:         arith.extf
+// CHECK:         arith.select %[[M]]
+// CHECK:       loop.pointwise [2, 3, 5, 6] : !loop.tensor<[2, 3, 5, 6], bf16>
+// CHECK:         loop.load %[[SUM]]
+// CHECK-NEXT:    arith.truncf
+
+func.func @replication_pad_backward(%g: !aten.tensor<[2, 3, 8, 9], bf16>, %x: !aten.tensor<[2, 3, 5, 6], bf16>) -> !aten.tensor<[2, 3, 5, 6], bf16> {
+  %y = aten.replication_pad2d_backward.default(%g, %x, padding = [2, 1, 0, 3]) : !aten.tensor<[2, 3, 5, 6], bf16>
+  func.return %y : !aten.tensor<[2, 3, 5, 6], bf16>
+}
