@@ -35,10 +35,10 @@ from coil.dialects import dtypes
 from coil.dialects import host as H
 from coil.dialects import loop as L
 from coil.dialects.layout import view_address
-from coil.runtime.aten_executor import ExecutionError
+from coil.runtime.execution import ExecutionError
 from coil.transforms.memory_plan import storage_roots
 
-Env = Any  # runtime.aten_executor._Env (values, symbols, evaluate)
+Env = Any  # runtime.aten_executor._Env (values, symbols, evaluate, execute_block)
 
 
 # --------------------------------------------------------------------------
@@ -657,11 +657,9 @@ def execute(op: Operation, env: Env) -> bool:
 
 
 def _extern(env: Env, op: B.ExternOp) -> None:
-    from coil.runtime.aten_executor import execute_block
-
     block = op.body.block
     inner_values = {arg: env.values[v] for arg, v in zip(block.args, op.args)}
-    outs = execute_block(block, inner_values, env)
+    outs = env.execute_block(block, inner_values)
     for r, v in zip(op.res, outs):
         # Data-dependent sizes (u0 ...) are known once ATen has computed them.
         if isinstance(v, torch.Tensor) and hasattr(r.type, "shape_attr"):
