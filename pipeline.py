@@ -53,7 +53,6 @@ SUMMARIES: dict[str, str] = {
 """One line per named pipeline (``coil pipeline NAME``), for ``fx-opt --help``."""
 
 XDSL_PASSES_USED: dict[str, str] = {
-    "canonicalize": "xDSL's canonicalizer with the aten patterns (view chains, no-ops, x*1)",
     "cse": "common subexpression elimination (xDSL)",
     "dce": "dead code elimination (xDSL)",
 }

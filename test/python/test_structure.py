@@ -59,3 +59,14 @@ def test_the_walk_sees_lazy_imports():
     """The check above would pass vacuously if imports inside functions were
     missed: backend.py imports the reference executor inside a function."""
     assert "coil.runtime.aten_executor.run_module" in IMPORTS["coil.backend"]
+
+
+def test_no_dialect_imports_a_pass():
+    """A dialect does not know its passes: canonicalization patterns are
+    registered from transforms/ (dialects/aten_base.CANONICALIZATION_PATTERNS)."""
+    offenders = {
+        m: sorted(i for i in IMPORTS[m] if i.startswith(("coil.transforms", "coil.lowering")))
+        for m in MODULES
+        if m.startswith("coil.dialects")
+    }
+    assert {m: i for m, i in offenders.items() if i} == {}
