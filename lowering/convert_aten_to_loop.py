@@ -91,6 +91,10 @@ EXTERN_BY_DESIGN = frozenset(
         "aten.convolution_backward.default",
         "aten._scaled_dot_product_flash_attention.default",
         "aten._scaled_dot_product_efficient_attention.default",
+        # torch's other fused attention kernels (aten-fuse-attention emits
+        # them where torch picks them; generic ops, named as such)
+        "aten::_scaled_dot_product_flash_attention_for_cpu",
+        "aten::_scaled_dot_product_cudnn_attention",
     }
 )
 """Ops ATen (cuBLAS, cuDNN) does better: called by design, logged at debug level."""

@@ -8,6 +8,7 @@ from xdsl.passes import ModulePass
 SUMMARIES: dict[str, str] = {
     "aten-channels-last": "run 2-D convolutions on NHWC tensors where Inductor's rules say it pays",
     "aten-peel-conv-bias": "a CUDA convolution's bias as an add that fuses into the next kernel",
+    "aten-fuse-attention": "hand-written attention (softmax(q @ k^T * s + mask) @ v) as fused SDPA",
     "aten-decompose": "rewrite composite aten ops (softmax, norms...) with torch's decompositions",
     "loop-inline": "inline pointwise producers and views into the loads that read them",
     "loop-split-reduction": "split a reduction with few outputs: chunk partials, then a finish",
@@ -30,6 +31,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         from coil.transforms.aten_peel_conv_bias import AtenPeelConvBiasPass
 
         return AtenPeelConvBiasPass
+
+    def aten_fuse_attention() -> type[ModulePass]:
+        from coil.transforms.aten_fuse_attention import AtenFuseAttentionPass
+
+        return AtenFuseAttentionPass
 
     def aten_decompose() -> type[ModulePass]:
         from coil.transforms.aten_decompose import AtenDecomposePass
@@ -73,6 +79,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
     return {
         "aten-decompose": aten_decompose,
+        "aten-fuse-attention": aten_fuse_attention,
         "loop-inline": loop_inline,
         "loop-split-reduction": loop_split_reduction,
         "loop-fuse": loop_fuse,
