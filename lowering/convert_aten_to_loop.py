@@ -91,14 +91,14 @@ EXTERN_BY_DESIGN = frozenset(
         "aten.convolution_backward.default",
         "aten._scaled_dot_product_flash_attention.default",
         "aten._scaled_dot_product_efficient_attention.default",
-        "aten._scaled_dot_product_flash_attention_backward.default",
-        "aten._scaled_dot_product_efficient_attention_backward.default",
         # torch's other fused attention kernels (aten-fuse-attention emits
         # them where torch picks them; generic ops, named as such)
         "aten::_scaled_dot_product_flash_attention_for_cpu",
         "aten::_scaled_dot_product_flash_attention_for_cpu_backward",
         "aten::_scaled_dot_product_cudnn_attention",
         "aten::_scaled_dot_product_cudnn_attention_backward",
+        "aten::_scaled_dot_product_flash_attention_backward",
+        "aten::_scaled_dot_product_efficient_attention_backward",
     }
 )
 """Ops ATen (cuBLAS, cuDNN) does better: called by design, logged at debug level."""
