@@ -778,7 +778,8 @@ def match_attention(
         if step.kind == "cast":
             continue
         if step.kind == "dropout":
-            dropout = 1.0 - (1.0 - dropout) * (1.0 - step.factor)
+            # two dropouts: one keeping with the product of their probabilities
+            dropout = step.factor if not dropout else 1.0 - (1.0 - dropout) * (1.0 - step.factor)
             continue
         where = _classify(layout, root_shape, g.shape(x))
         if where is None:
