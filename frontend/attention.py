@@ -418,6 +418,7 @@ def _fuse(gm: torch.fx.GraphModule, fused_only: bool) -> int:
         )(*args)
     view = FxView(trace)
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    replaced: dict[torch.fx.Node, torch.fx.Node] = {}
     rewritten = 0
     products = [
         n
@@ -438,8 +439,12 @@ def _fuse(gm: torch.fx.GraphModule, fused_only: bool) -> int:
                 if match.spec.gqa:
                     continue  # no fused kernel for these heads: try k, v repeated
                 break
-            target = view.dynamo_of[match.target]
-            nodes = [view.dynamo_of[a] for a in operands]
+            # An earlier rewrite may have replaced a node this one reads (the
+            # output of one attention, the query of the next).
+            target = replaced.get(view.dynamo_of[match.target], view.dynamo_of[match.target])
+            nodes = [replaced.get(view.dynamo_of[a], view.dynamo_of[a]) for a in operands]
+            if target.graph is not gm.graph or target not in order:
+                break
             first = min(order[n] for n in nodes)
             if any(order[n] >= order[target] for n in nodes):
                 break
@@ -455,6 +460,7 @@ def _fuse(gm: torch.fx.GraphModule, fused_only: bool) -> int:
                 with example[0].fake_mode:
                     new.meta["example_value"] = attention_replacement(*example, spec=spec)
             target.replace_all_uses_with(new)
+            replaced[target] = new
             _erase_dead(gm, target)
             order = {n: i for i, n in enumerate(gm.graph.nodes)}
             rewritten += 1

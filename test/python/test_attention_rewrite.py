@@ -475,3 +475,17 @@ def test_fx_opt_runs_the_pass_alone(tmp_path):
     module = import_module(matmul_div_sqrt, _qkv())
     run_pipeline(module, "aten-fuse-attention")
     assert print_module(module).count(FLASH_OP) == 1
+
+
+def test_chained_attentions_in_training():
+    # The second attention's query is the first one's output: the rewrite of
+    # the first replaces the node the second reads.
+    def two(q, k, v):
+        return matmul_div_sqrt(matmul_div_sqrt(q, k, v), k, v)
+
+    q, k, v = (t.requires_grad_() for t in _qkv(length=S))
+    grad = torch.randn(B, H, S, E)
+    expected = torch.autograd.grad(two(q, k, v), (q, k, v), grad)
+    torch._dynamo.reset()
+    out = torch.compile(two, backend="coil")(q, k, v)
+    assert difference(torch.autograd.grad(out, (q, k, v), grad), expected) is None
