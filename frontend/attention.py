@@ -242,6 +242,7 @@ class FxView:
     def __init__(self, trace: _AnalysisTrace) -> None:
         self.aten_of = trace.aten_of
         self.emitted_by = trace.emitted_by
+        self.mode: Any = None  # the analysis' FakeTensorMode (its tensors' values)
         self.dynamo_of: dict[torch.fx.Node, torch.fx.Node] = {}
         for dyn, aten in trace.aten_of.items():
             self.dynamo_of.setdefault(aten, dyn)
@@ -381,35 +382,53 @@ def _fused(args: list[torch.Tensor], spec: tuple) -> bool:
 def fuse_attention_for_autograd(gm: torch.fx.GraphModule, fused_only: bool = True) -> int:
     """Rewrite the attention blocks of a Dynamo graph that will be differentiated
     to calls of ``attention_replacement`` (see the comment above); returns how
-    many were rewritten. Any failure leaves the graph as it was."""
+    many were rewritten. A block that cannot be rewritten stays as it is; so
+    does the whole graph when it cannot be analysed."""
     if not _has_softmax(gm):
         return 0
-    if any(
-        n.op == "call_function" and isinstance(n.target, torch._ops.HigherOrderOperator)
-        for n in gm.graph.nodes
-    ):
-        return 0  # a region with its own autograd rules (checkpoint, autograd.Function)
+    for n in gm.graph.nodes:
+        if n.op != "call_function":
+            continue
+        if isinstance(n.target, torch._ops.HigherOrderOperator):
+            return 0  # a region with its own autograd rules (checkpoint, autograd.Function)
+        if "autocast" in _name(n):
+            # autocast's casts are not Dynamo nodes the rewrite could read,
+            # and the analysis must not leave its state entered on a failure
+            return 0
     try:
-        return _fuse(gm, fused_only)
+        with torch.set_grad_enabled(torch.is_grad_enabled()):  # restored on any exit
+            view, products = _analyse(gm)
     except Exception as e:  # never fail a user's program over an optimization
         log.info("coil: attention rewrite before autograd skipped: %s: %s", type(e).__name__, e)
         return 0
+    rewriter = _DynamoRewriter(gm, view, fused_only)
+    for product in products:
+        try:
+            rewriter.rewrite(product)
+        except Exception as e:
+            log.info("coil: an attention block stays unfused: %s: %s", type(e).__name__, e)
+    if rewriter.count:
+        gm.recompile()
+        log.debug("coil: %d attention block(s) rewritten to SDPA before autograd", rewriter.count)
+    return rewriter.count
 
 
-def _fuse(gm: torch.fx.GraphModule, fused_only: bool) -> int:
+def _analyse(gm: torch.fx.GraphModule) -> tuple[FxView, list[torch.fx.Node]]:
+    """The graph traced to aten ops on FakeTensors (coil's decompositions for
+    inference graphs, so the matcher sees what ``aten-fuse-attention`` sees),
+    as a matcher view, and its matrix products."""
     from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
 
     from coil.frontend.decompositions import decomposition_table
-    from coil.transforms.attention_pattern import attention_replacement, match_attention
 
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    examples = [n.meta.get("example_value") for n in placeholders]
+    examples = [n.meta.get("example_value") for n in gm.graph.nodes if n.op == "placeholder"]
     fakes = [x for x in examples if isinstance(x, FakeTensor)]
     if not fakes:
-        return 0
-    shape_env = fakes[0].fake_mode.shape_env
-    mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)
+        raise ValueError("the graph's inputs have no FakeTensor examples")
+    # A mode of its own on Dynamo's ShapeEnv: the same symbolic sizes, and
+    # nothing the analysis does reaches the tensors AOTAutograd will trace.
+    mode = FakeTensorMode(shape_env=fakes[0].fake_mode.shape_env, allow_non_fake_inputs=True)
     args = [mode.from_tensor(x) if isinstance(x, torch.Tensor) else x for x in examples]
     trace = _AnalysisTrace(gm)
     with mode:
@@ -417,58 +436,79 @@ def _fuse(gm: torch.fx.GraphModule, fused_only: bool) -> int:
             lambda *a: trace.run(*a), decomposition_table=decomposition_table(False)
         )(*args)
     view = FxView(trace)
-    order = {n: i for i, n in enumerate(gm.graph.nodes)}
-    replaced: dict[torch.fx.Node, torch.fx.Node] = {}
-    rewritten = 0
+    view.mode = mode
     products = [
         n
         for n in analysis.graph.nodes
         if n.op == "call_function"
         and n.target in (torch.ops.aten.bmm.default, torch.ops.aten.mm.default)
     ]
-    for product in products:
+    return view, products
+
+
+class _DynamoRewriter:
+    """Replaces proven attentions in the Dynamo graph, one product at a time."""
+
+    def __init__(self, gm: torch.fx.GraphModule, view: FxView, fused_only: bool) -> None:
+        self.gm, self.view, self.fused_only = gm, view, fused_only
+        self.order = {n: i for i, n in enumerate(gm.graph.nodes)}
+        # An earlier rewrite may have replaced a node a later one reads (the
+        # output of one attention, the query of the next).
+        self.replaced: dict[torch.fx.Node, torch.fx.Node] = {}
+        self.count = 0
+
+    def _dynamo(self, aten: torch.fx.Node) -> torch.fx.Node:
+        node = self.view.dynamo_of[aten]
+        return self.replaced.get(node, node)
+
+    def rewrite(self, product: torch.fx.Node) -> None:
+        from coil.transforms.attention_pattern import match_attention
+
         for allow_gqa in (True, False):
-            match = match_attention(view, product, allow_gqa=allow_gqa)
+            match = match_attention(self.view, product, allow_gqa=allow_gqa)
             if match is None:
-                break
+                return
             spec = match.spec.as_tuple()
             operands = [match.query, match.key, match.value, *match.masks]
-            with mode:
+            with self.view.mode:
                 fused = _fused([a.meta["val"] for a in operands], spec)
-            if not fused and fused_only:
-                if match.spec.gqa:
-                    continue  # no fused kernel for these heads: try k, v repeated
-                break
-            # An earlier rewrite may have replaced a node this one reads (the
-            # output of one attention, the query of the next).
-            target = replaced.get(view.dynamo_of[match.target], view.dynamo_of[match.target])
-            nodes = [replaced.get(view.dynamo_of[a], view.dynamo_of[a]) for a in operands]
-            if target.graph is not gm.graph or target not in order:
-                break
-            first = min(order[n] for n in nodes)
-            if any(order[n] >= order[target] for n in nodes):
-                break
-            if any(_mutates(n) for n in gm.graph.nodes if first <= order[n] < order[target]):
-                break  # the operands might change between their reads and the target
-            with gm.graph.inserting_before(target):
-                new = gm.graph.call_function(attention_replacement, tuple(nodes), {"spec": spec})
-            for key in ("stack_trace", "nn_module_stack", "source_fn_stack"):
-                if key in target.meta:
-                    new.meta[key] = target.meta[key]
-            example = [n.meta.get("example_value") for n in nodes]
-            if all(isinstance(x, FakeTensor) for x in example):
-                with example[0].fake_mode:
-                    new.meta["example_value"] = attention_replacement(*example, spec=spec)
-            target.replace_all_uses_with(new)
-            replaced[target] = new
-            _erase_dead(gm, target)
-            order = {n: i for i, n in enumerate(gm.graph.nodes)}
-            rewritten += 1
-            break
-    if rewritten:
-        gm.recompile()
-        log.debug("coil: %d attention block(s) rewritten to SDPA before autograd", rewritten)
-    return rewritten
+            if fused or not self.fused_only:
+                self._replace(self._dynamo(match.target), [self._dynamo(a) for a in operands], spec)
+                return
+            if not match.spec.gqa:
+                return  # torch runs its math path for these operands
+            # no fused kernel for these heads: try k and v repeated
+
+    def _replace(self, target: torch.fx.Node, nodes: list[torch.fx.Node], spec: tuple) -> None:
+        from torch._subclasses.fake_tensor import FakeTensor
+
+        from coil.transforms.attention_pattern import attention_replacement
+
+        graph, order = self.gm.graph, self.order
+        if target not in order or any(n not in order for n in nodes):
+            return
+        if any(order[n] >= order[target] for n in nodes):
+            return
+        first = min(order[n] for n in nodes)
+        if any(_mutates(n) for n in graph.nodes if first <= order[n] < order[target]):
+            return  # the operands might change between their reads and the target
+        example = [n.meta.get("example_value") for n in nodes]
+        value = None
+        if all(isinstance(x, FakeTensor) for x in example):
+            with example[0].fake_mode:
+                value = attention_replacement(*example, spec=spec)
+        with graph.inserting_before(target):
+            new = graph.call_function(attention_replacement, tuple(nodes), {"spec": spec})
+        for key in ("stack_trace", "nn_module_stack", "source_fn_stack"):
+            if key in target.meta:
+                new.meta[key] = target.meta[key]
+        if value is not None:
+            new.meta["example_value"] = value
+        target.replace_all_uses_with(new)
+        self.replaced[target] = new
+        _erase_dead(self.gm, target)
+        self.order = {n: i for i, n in enumerate(graph.nodes)}
+        self.count += 1
 
 
 def _erase_dead(gm: torch.fx.GraphModule, start: torch.fx.Node) -> None:
