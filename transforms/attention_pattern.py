@@ -400,6 +400,12 @@ _PRODUCTS = {"aten.bmm.default", "aten.mm.default"}
 _SCALES = {"aten.mul.Tensor", "aten.mul.Scalar", "aten.div.Tensor", "aten.div.Scalar"}
 _SOFTMAX = "aten._softmax.default"
 _FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+_DTYPE_MAX = {
+    "float16": 65504.0,
+    "bfloat16": 3.3895313892515355e38,
+    "float32": 3.4028234663852886e38,
+    "float64": 1.7976931348623157e308,
+}
 FINITE_FILL_LIMIT = -1e4
 """A finite fill at or below this masks like -inf everywhere but a fully masked
 row: a masked weight is ``exp(fill − max)``, which underflows float32's
@@ -756,6 +762,9 @@ def match_attention(
     dropout = 0.0
     terms: list[tuple[_Step, str, tuple[Any, ...], str]] = []  # step, where, batch, dtype
     later_scales: list[float] = []  # per term: the product of the scales after it
+    # per term: the largest magnitude every dtype from it to the softmax holds
+    # (a fill beyond it overflows to -inf on the way: NaN rows in eager)
+    ranges: list[float] = []
     allowed = {q_dtype} | ({"float32"} if q_dtype in ("float16", "bfloat16") else set())
     softmax_at: tuple[str, tuple[Any, ...]] | None = None
     after_softmax = False
@@ -763,6 +772,8 @@ def match_attention(
         x = step.value
         if g.dtype(x) not in allowed:
             return None  # scores or weights in another precision than q's or float32
+        if not after_softmax and step.kind != "softmax":
+            ranges = [min(r, _DTYPE_MAX[g.dtype(x)]) for r in ranges]
         if step.kind == "view":
             try:
                 layout = _view_layout(g, x, layout)
@@ -796,6 +807,7 @@ def match_attention(
             return None
         terms.append((step, where[0], where[1], g.dtype(x)))
         later_scales.append(1.0)
+        ranges.append(_DTYPE_MAX[g.dtype(x)])
     if softmax_at is None:
         return None
     if not same_layout(layout, identity(root_shape)):
@@ -816,7 +828,7 @@ def match_attention(
     mask_terms: list[MaskTerm] = []
     masks: list[Any] = []
     kinds: set[str] = set()
-    for (step, where, tbatch, dtype), after in zip(terms, later_scales):
+    for (step, where, tbatch, dtype), after, limit in zip(terms, later_scales, ranges):
         other = step.other
         if other is None or not g.nameable(other):
             return None
@@ -844,7 +856,14 @@ def match_attention(
                 if inner is None or not g.nameable(inner) or g.dtype(inner) != "bool":
                     break
                 other, masked_when = inner, not masked_when
-            value = step.fill_value * after
+            # The fill in the scores' dtype, scaled as the scores are after it:
+            # -1e9 in float16, or finfo.min times 2, is -inf.
+            value = step.fill_value
+            if abs(value) > _DTYPE_MAX[dtype]:
+                value = math.copysign(math.inf, value)
+            value *= after
+            if abs(value) > limit:
+                value = math.copysign(math.inf, value)
             if value == -math.inf:
                 kinds.add("neg_inf")
             elif math.isfinite(value) and value <= FINITE_FILL_LIMIT:

@@ -342,18 +342,39 @@ def test_not_attention_is_left_alone(name):
     assert FLASH not in text and "aten._softmax" in text, text
 
 
-def test_fully_masked_rows_keep_eagers_values():
-    # -inf: NaN rows; a finite fill: uniform weights (the mean of v); SDPA's
-    # kernels give zeros for both.
-    q, k, v = _qkv()
+def _where_minus_1e9(q, k, v, keep):
+    return torch.softmax(torch.where(keep, q @ k.transpose(-1, -2), -1e9), -1) @ v
+
+
+def _finfo_min_then_scale(q, k, v, keep):  # finfo.min * 2 overflows: -inf
+    s = (q @ k.transpose(-1, -2)).masked_fill(~keep, torch.finfo(q.dtype).min)
+    return torch.softmax(s * 2.0, -1) @ v
+
+
+@pytest.mark.parametrize(
+    "fn, dtype, nan",
+    [
+        (bool_mask_where_empty_rows, torch.float32, True),
+        (causal_where_finfo_min, torch.float32, False),
+        (causal_where_finfo_min, torch.bfloat16, False),
+        (_where_minus_1e9, torch.float32, False),
+        (_where_minus_1e9, torch.float16, True),  # -1e9 is -inf in float16
+        (_finfo_min_then_scale, torch.float32, True),
+    ],
+    ids=["-inf", "finfo.min", "finfo.min-bf16", "-1e9", "-1e9-fp16", "finfo.min*2"],
+)
+def test_fully_masked_rows_keep_eagers_values(fn, dtype, nan):
+    # A row with no key: NaN in eager for -inf, uniform weights (the mean of
+    # v) for a finite fill; SDPA's kernels give zeros for both.
+    q, k, v = _qkv(dtype)
     keep = torch.rand(B, 1, L, S) > 0.4
     keep[0, 0, 1] = False
-    for fn in (bool_mask_where_empty_rows, causal_where_finfo_min):
-        out, text = _run_aten(fn, [q, k, v, keep])
-        assert text.count(FLASH_OP) == 1
-        expected = fn(q, k, v, keep)
-        assert expected[0, :, 1].isnan().all() == (fn is bool_mask_where_empty_rows)
-        torch.testing.assert_close(out, expected, equal_nan=True, rtol=1e-5, atol=1e-5)
+    out, text = _run_aten(fn, [q, k, v, keep])
+    assert text.count(FLASH_OP) == 1
+    expected = fn(q, k, v, keep)
+    assert expected[0, :, 1].isnan().all() == nan and not expected[1].isnan().any()
+    tol = {"rtol": 1e-5, "atol": 1e-5} if dtype == torch.float32 else {"rtol": 2e-2, "atol": 2e-2}
+    torch.testing.assert_close(out, expected, equal_nan=True, **tol)
 
 
 # Through the whole backend (Triton kernels under the interpreter): a few
