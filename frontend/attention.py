@@ -152,11 +152,12 @@ _INPLACE_FUNCTIONS = {
 }
 
 
-def _has_softmax(gm: torch.fx.GraphModule) -> bool:
-    for node in gm.graph.nodes:
-        if node.op in ("call_function", "call_method") and _name(node) in ("softmax", "_softmax"):
-            return True
-    return False
+def _may_attend(gm: torch.fx.GraphModule) -> bool:
+    """Whether the Dynamo graph has a softmax and a matrix product (the
+    analysis, a trace of the whole graph, is skipped otherwise)."""
+    names = {_name(n) for n in gm.graph.nodes if n.op in ("call_function", "call_method")}
+    products = {"matmul", "bmm", "baddbmm", "einsum", "mm"}
+    return bool(names & {"softmax", "_softmax"}) and bool(names & products)
 
 
 def _name(node: torch.fx.Node) -> str:
@@ -384,7 +385,7 @@ def fuse_attention_for_autograd(gm: torch.fx.GraphModule, fused_only: bool = Tru
     to calls of ``attention_replacement`` (see the comment above); returns how
     many were rewritten. A block that cannot be rewritten stays as it is; so
     does the whole graph when it cannot be analysed."""
-    if not _has_softmax(gm):
+    if not _may_attend(gm):
         return 0
     for n in gm.graph.nodes:
         if n.op != "call_function":
