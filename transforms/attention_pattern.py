@@ -641,13 +641,6 @@ def _layout_after(g: GraphView[V], start: V, ops: list[V]) -> Layout | None:
         return None
 
 
-def _flat(batch: Sequence[Any], rest: Sequence[Any]) -> list[Any]:
-    n: Any = sympy.Integer(1)
-    for b in batch:
-        n = n * _expr(b)
-    return ([sympy.expand(n)] if batch else []) + list(rest)
-
-
 @dataclass
 class _Operand:
     value: Any
