@@ -77,7 +77,10 @@ def _expr(x: Any) -> sympy.Expr:
 
 
 def _eq(a: Any, b: Any) -> bool:
-    return sympy.expand(_expr(a) - _expr(b)) == 0
+    a, b = _expr(a), _expr(b)
+    if a.is_Integer and b.is_Integer or a == b:  # the common cases, without expanding
+        return bool(a == b)
+    return sympy.expand(a - b) == 0
 
 
 def _quotient(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr | None:
