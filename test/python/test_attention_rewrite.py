@@ -325,7 +325,14 @@ def test_spelling_is_rewritten(name):
     assert _close(actual, expected, wide) is None, _close(actual, expected, wide)
 
 
-@pytest.mark.parametrize("name", ["matmul_div_sqrt", "additive_padding_mask", "bmm_3d"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "matmul_div_sqrt",
+        pytest.param("additive_padding_mask", marks=pytest.mark.slow),
+        pytest.param("bmm_3d", marks=pytest.mark.slow),
+    ],
+)
 def test_symbolic_sizes(name):
     fn, make = CASES[name]
     inputs = make()
@@ -544,7 +551,7 @@ def _tiny_transformer(name: str):
 @pytest.mark.parametrize(
     "name, blocks",
     [
-        ("gpt2", 2),
+        pytest.param("gpt2", 2, marks=pytest.mark.slow),
         ("llama", 2),
         pytest.param("bert", 2, marks=pytest.mark.slow),
         pytest.param("t5", 6, marks=pytest.mark.slow),
