@@ -620,6 +620,24 @@ def _static_input_indices(training: bool) -> list[int]:
     return [i + tokens for i in indices]
 
 
+def _attention_rewrite(pipeline: str) -> Callable[[torch.fx.GraphModule], Any] | None:
+    """The attention rewrite for graphs that get a backward, where the pipeline
+    runs ``aten-fuse-attention`` (with its options): in training the pass
+    would come after autograd, so the same rewrite runs on the Dynamo graph
+    before AOTAutograd (:func:`coil.frontend.attention.fuse_attention_for_autograd`)."""
+    if "aten-fuse-attention" not in pipeline:
+        return None
+    from xdsl.passes import PassPipeline
+
+    for p in PassPipeline.parse_spec(available_passes(), pipeline).passes:
+        if p.name == "aten-fuse-attention":
+            from coil.frontend.attention import fuse_attention_for_autograd
+
+            fused_only = bool(getattr(p, "fused_only", True))
+            return lambda gm: fuse_attention_for_autograd(gm, fused_only)
+    return None
+
+
 def coil(
     gm: torch.fx.GraphModule,
     example_inputs: Sequence[Any],
@@ -689,14 +707,16 @@ def coil(
         enabled=options.get("cache"),
         dump_dir=dump_dir or config.dump_dir(),
     )
+    before_autograd = _attention_rewrite(pipeline)
     if fallback != "eager":
-        return aot_backend(fw, bw, inf, aot_cache)(gm, example_inputs)
+        return aot_backend(fw, bw, inf, aot_cache, before_autograd)(gm, example_inputs)
     try:
         return aot_backend(
             _or_eager(fw, "the forward graph"),
             _or_eager(bw, "the backward graph"),
             _or_eager(inf, "the forward graph"),
             aot_cache,
+            before_autograd,
         )(gm, example_inputs)
     except Exception as e:  # AOTAutograd itself failed (tracing, decompositions)
         if _dynamo_signal(e):

@@ -16,7 +16,7 @@ from xdsl.passes import ModulePass, PassPipeline, PassPipelineCallbackType
 
 ATEN_CLEANUP = "canonicalize,cse,dce"
 ATEN = (
-    f"canonicalize,aten-decompose,{ATEN_CLEANUP},"
+    f"canonicalize,aten-fuse-attention,aten-decompose,{ATEN_CLEANUP},"
     "aten-peel-conv-bias,aten-channels-last,aten-reorder-collectives"
 )
 LOOP = (

@@ -91,6 +91,15 @@ EXTERN_BY_DESIGN = frozenset(
         "aten.convolution_backward.default",
         "aten._scaled_dot_product_flash_attention.default",
         "aten._scaled_dot_product_efficient_attention.default",
+        # torch's other fused attention kernels and the backwards (where
+        # aten-fuse-attention or SDPA in a training graph gets them):
+        # generic ops, named as buffer.extern names them
+        "aten._scaled_dot_product_flash_attention_for_cpu",
+        "aten._scaled_dot_product_flash_attention_for_cpu_backward",
+        "aten._scaled_dot_product_cudnn_attention",
+        "aten._scaled_dot_product_cudnn_attention_backward",
+        "aten._scaled_dot_product_flash_attention_backward",
+        "aten._scaled_dot_product_efficient_attention_backward",
     }
 )
 """Ops ATen (cuBLAS, cuDNN) does better: called by design, logged at debug level."""
@@ -101,6 +110,8 @@ def extern_by_design(name: str) -> bool:
     above and every c10d collective and wait (``_c10d_functional...``, as a
     generated op or an ``aten.operator`` "ns::op"): torch's c10d does the
     communication, coil schedules the calls (``dialects/c10d.py``)."""
+    if name.replace("::", ".") in EXTERN_BY_DESIGN:  # a generic op: "aten::x" is "aten.x"
+        return True
     return name in EXTERN_BY_DESIGN or name.split("::")[0].split(".")[0] in C10D_NAMESPACES
 
 
