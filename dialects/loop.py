@@ -26,7 +26,8 @@ their ``inner_fn`` bodies, as ops whose region *is* the body:
   random numbers from a ``loop.seed``.
 
 ``loop.reduction`` reduces over ``reduction_ranges`` (sum ... argmax, any/all,
-``welford``); ``loop.fused`` groups nests that become one kernel (a reduction
+``welford``); ``loop.scan`` is an inclusive scan along one of its ranges
+(cumsum ... cummax); ``loop.fused`` groups nests that become one kernel (a reduction
 with its siblings and epilogues); ``loop.view`` is a view with no copy (an
 index map on its source); ``loop.copy`` overwrites a graph input.
 
@@ -43,7 +44,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import sympy
 from xdsl.dialects import builtin
-from xdsl.dialects.builtin import IndexType, IntegerType, StringAttr
+from xdsl.dialects.builtin import I64, IndexType, IntegerAttr, IntegerType, StringAttr
 from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
     AttrSizedOperandSegments,
@@ -423,7 +424,8 @@ def reduction_result_count(kind: str) -> int:
 
 
 class LoopOp(IRDLOperation):
-    """Base of the loop nests: ``loop.pointwise``, ``loop.reduction``, ``loop.fused``.
+    """Base of the loop nests: ``loop.pointwise``, ``loop.reduction``, ``loop.scan``,
+    ``loop.fused``.
 
     Tensor level: results, no ``outs``. Buffer level (after bufferize): ``outs``
     buffers written in place, no results.
@@ -674,6 +676,102 @@ class ReductionOp(LoopOp):
         }
 
 
+SCAN_KINDS = ("sum", "prod", "max", "min", "logsumexp", "argmax", "argmin")
+"""``argmax``/``argmin`` give two results: the running extremum and its position."""
+
+
+def scan_result_count(kind: str) -> int:
+    return 2 if kind in ("argmax", "argmin") else 1
+
+
+def _narrower_float(narrow: Attribute, wide: Attribute) -> bool:
+    return (
+        isinstance(narrow, builtin.AnyFloat)
+        and isinstance(wide, builtin.AnyFloat)
+        and narrow.bitwidth < wide.bitwidth
+    )
+
+
+@irdl_op_definition
+class ScanOp(LoopOp):
+    """Inclusive scan along dimension ``dim`` of ``ranges``: the result's element
+    ``[.., i_dim, ..]`` combines the body's values at ``[.., 0..i_dim, ..]`` in
+    order (Inductor's ``ir.Scan``; ``cumsum``, ``cumprod``, ``logcumsumexp``,
+    ``cummax``/``cummin``).
+
+    ``sum``/``prod``/``max``/``min`` combine as their reductions do (NaN
+    propagates); ``logsumexp`` is ``log(exp(a) + exp(b))``, computed stably;
+    ``argmax``/``argmin`` give the running extremum and its position along
+    ``dim``, the last one on ties and the last NaN once there is one (as
+    ``torch.cummax``). The scan accumulates in the type the body yields; the
+    values result may hold a narrower float (each output rounded once: a bf16
+    ``cumsum`` accumulated in f32, as ATen does)."""
+
+    name = "loop.scan"
+
+    kind = prop_def(StringAttr)
+    dim = prop_def(IntegerAttr[I64])
+
+    def result_count(self) -> int:
+        return scan_result_count(self.kind.data)
+
+    @property
+    def scan_dim(self) -> int:
+        return self.dim.value.data
+
+    def verify_(self) -> None:
+        kind = self.kind.data
+        if kind not in SCAN_KINDS:
+            raise VerifyException(
+                f"loop.scan: unknown kind '{kind}' (one of {', '.join(SCAN_KINDS)})"
+            )
+        super().verify_()
+        rank = len(self.ranges.data)
+        if not 0 <= self.scan_dim < rank:
+            raise VerifyException(
+                f"loop.scan: dim {self.scan_dim} is out of range for {rank} range(s)"
+            )
+        term = _verify_body(self, rank, 1)
+        yielded = term.values[0].type
+        for t in self.targets:
+            if _shape_of(t.type) != self.ranges.data:
+                raise VerifyException(
+                    f"loop.scan: result shape {format_expr_list(_shape_of(t.type))} must "
+                    f"equal its ranges {format_expr_list(self.ranges.data)}"
+                )
+        if kind == "logsumexp" and not isinstance(yielded, builtin.AnyFloat):
+            raise VerifyException(f"loop.scan logsumexp: body must yield a float, not {yielded}")
+        values = self.targets[0].type.element_type
+        if values != yielded and not _narrower_float(values, yielded):
+            raise VerifyException(
+                f"loop.scan {kind}: result holds {values}, expected the yielded {yielded} "
+                "(or a narrower float)"
+            )
+        if len(self.targets) == 2 and self.targets[1].type.element_type != builtin.i64:
+            raise VerifyException(
+                f"loop.scan {kind}: the positions result holds "
+                f"{self.targets[1].type.element_type}, expected i64"
+            )
+
+    def _print_head(self, printer: Printer) -> None:
+        printer.print_string(
+            f" {self.kind.data} dim {self.scan_dim} {format_expr_list(self.ranges.data)}"
+        )
+
+    @classmethod
+    def _parse_head(cls, parser: Parser) -> dict[str, Attribute]:
+        kind = parser.parse_optional_identifier()
+        if kind is None:
+            parser.raise_error(f"loop.scan: expected a scan kind ({', '.join(SCAN_KINDS)})")
+        parser.parse_keyword("dim")
+        dim = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        return {
+            "kind": StringAttr(kind),
+            "dim": IntegerAttr(dim, 64),
+            "ranges": ShapeAttr(parse_expr_list(parser)),
+        }
+
+
 @irdl_op_definition
 class FusedOp(LoopOp):
     """A fusion group: loop nests that become one kernel.
@@ -851,6 +949,7 @@ Loop = Dialect(
     [
         PointwiseOp,
         ReductionOp,
+        ScanOp,
         FusedOp,
         LoadOp,
         IndexOp,
@@ -877,6 +976,9 @@ __all__ = [
     "RandOp",
     "RandnOp",
     "ReductionOp",
+    "SCAN_KINDS",
+    "scan_result_count",
+    "ScanOp",
     "SeedOp",
     "ViewOp",
     "YieldOp",

@@ -208,6 +208,42 @@ class Lowerer:
             r.name_hint = name
         return list(op.res)
 
+    def scan(
+        self,
+        kind: str,
+        shape: Sequence[SymInt],
+        dim: int,
+        value_dtype: Attribute,
+        body: Callable[[BodyBuilder, list[sympy.Symbol]], SSAValue],
+        result_dtype: Attribute | None = None,
+        name: str | None = None,
+    ) -> list[SSAValue]:
+        """``loop.scan`` of ``kind`` along ``dim`` of ``shape``; ``body(b, idx)``
+        returns the element, cast to ``value_dtype`` (what the scan accumulates
+        in); the values result holds ``result_dtype`` (default: the same; a
+        narrower float rounds each output). argmax/argmin also give i64 positions."""
+        check_supported(value_dtype)
+        block = L.new_body(len(shape))
+        b = BodyBuilder(block, len(shape))
+        b.yield_(b.cast(body(b, b.idx), value_dtype))
+        types = [L.LoopTensorType(shape, result_dtype or value_dtype)]
+        if L.scan_result_count(kind) == 2:
+            types.append(L.LoopTensorType(shape, builtin.i64))
+        op = L.ScanOp.build(
+            operands=[[]],
+            result_types=[types],
+            properties={
+                "kind": builtin.StringAttr(kind),
+                "dim": builtin.IntegerAttr(dim, 64),
+                "ranges": L.ShapeAttr(shape),
+            },
+            regions=[Region(block)],
+        )
+        self.insert(op)
+        for r in op.res:
+            r.name_hint = name
+        return list(op.res)
+
     def view(self, source: SSAValue, index: Sequence[SymInt], shape: Sequence[SymInt]) -> SSAValue:
         """``loop.view``: element ``[i0, ...]`` of the result is ``source[index]``."""
         t = source.type
@@ -349,7 +385,9 @@ def _lower_function(fn: func.FuncOp, fallback: str = "extern", matvec: str = "au
     for op in reversed(list(block.ops)):
         if isinstance(op, ConstantOp) and not op.result.uses:
             Rewriter.erase_op(op)
-        elif isinstance(op, L.PointwiseOp | L.ReductionOp) and not any(r.uses for r in op.results):
+        elif isinstance(op, L.PointwiseOp | L.ReductionOp | L.ScanOp) and not any(
+            r.uses for r in op.results
+        ):
             Rewriter.erase_op(op)
     ret = block.last_op
     assert isinstance(ret, func.ReturnOp)

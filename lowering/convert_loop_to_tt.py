@@ -50,7 +50,12 @@ from coil.lowering.loop_to_tt.kernel import (
     launch_config,
 )
 
-_KINDS = {"loop.pointwise": "pointwise", "loop.reduction": "reduction", "loop.fused": "fused"}
+_KINDS = {
+    "loop.pointwise": "pointwise",
+    "loop.reduction": "reduction",
+    "loop.scan": "scan",
+    "loop.fused": "fused",
+}
 
 
 def _copy_as_pointwise(op: L.CopyOp) -> L.PointwiseOp:
@@ -266,7 +271,9 @@ class ConvertLoopToTtPass(ModulePass):
     def _kernels(self, nest: L.LoopOp, name: str, options: Options, kind: str) -> list[Kernel]:
         """The heuristic kernel, then (``autotune``) distinct candidates, named ``_c<k>``."""
         kernel = build_kernel(nest, name, options, kind)
-        if self.autotune <= 1 or rereads_its_outputs(list(nest.outs), kernel):
+        if self.autotune <= 1 or isinstance(nest, L.ScanOp):  # no candidates for scans yet
+            return [kernel]
+        if rereads_its_outputs(list(nest.outs), kernel):
             return [kernel]
         kernels, seen = [kernel], {config_key(kernel)}
         for candidate in candidate_options(nest, options, kernel):

@@ -491,6 +491,29 @@ def _reduction(env: Env, op: L.ReductionOp) -> list[torch.Tensor]:
     return [out.to(result_dtype)]
 
 
+def _scan(env: Env, op: L.ScanOp) -> list[torch.Tensor]:
+    """torch's own scans along the op's dim, in the yielded dtype, then cast."""
+    ranges = [env.evaluate(r) for r in op.ranges.data]
+    (value,), _ = _run_body(env, op, ranges)
+    yielded_dtype = _torch_dtype(op.body.block.last_op.values[0].type)
+    x = _full(value, ranges, yielded_dtype)
+    d, kind = op.scan_dim, op.kind.data
+    if kind == "sum":
+        outs = [torch.cumsum(x, d, dtype=x.dtype)]
+    elif kind == "prod":
+        outs = [torch.cumprod(x, d, dtype=x.dtype)]
+    elif kind in ("max", "min"):
+        outs = [(torch.cummax if kind == "max" else torch.cummin)(x, d).values]
+    elif kind == "logsumexp":
+        outs = [torch.logcumsumexp(x, d)]
+    elif kind in ("argmax", "argmin"):
+        found = (torch.cummax if kind == "argmax" else torch.cummin)(x, d)
+        outs = [found.values, found.indices]
+    else:
+        raise ExecutionError(f"unknown scan kind {kind}")
+    return [v.to(dtypes.to_torch(t.type.element_type)) for v, t in zip(outs, op.targets)]
+
+
 def _fused(env: Env, op: L.FusedOp) -> list[torch.Tensor]:
     for member in op.body.block.ops:
         if isinstance(member, L.YieldOp):
@@ -592,8 +615,13 @@ _RELEASE = object()  # env.values[_RELEASE, nest]: a buffer that dies after nest
 
 def execute(op: Operation, env: Env) -> bool:
     """Run ``op`` if it is a loop/buffer op; False when it is not one."""
-    if isinstance(op, L.PointwiseOp | L.ReductionOp | L.FusedOp):
-        run = {L.PointwiseOp: _pointwise, L.ReductionOp: _reduction, L.FusedOp: _fused}[type(op)]
+    if isinstance(op, L.PointwiseOp | L.ReductionOp | L.ScanOp | L.FusedOp):
+        run = {
+            L.PointwiseOp: _pointwise,
+            L.ReductionOp: _reduction,
+            L.ScanOp: _scan,
+            L.FusedOp: _fused,
+        }[type(op)]
         values = run(env, op)  # every value is read before any is stored
         if op.outs:
             _store(env, op, values)

@@ -8,5 +8,6 @@ from coil.lowering.aten_to_loop import (  # noqa: F401
     pointwise,
     pooling,
     reductions,
+    scans,
     views,
 )

@@ -193,6 +193,109 @@ func.func @unknown_reduction_kind(%x: !loop.tensor<[4, 8], f32>) {
 
 // -----
 
+// Unknown scan kind.
+func.func @unknown_scan_kind(%x: !loop.tensor<[4, 8], f32>) {
+  %y = loop.scan mean dim 1 [4, 8] : !loop.tensor<[4, 8], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %x[i0, i1] : !loop.tensor<[4, 8], f32>
+    loop.yield %a : f32
+  }
+  func.return
+}
+// CHECK: loop.scan: unknown kind 'mean' (one of sum, prod, max, min, logsumexp, argmax, argmin)
+
+// -----
+
+// The scanned dimension is one of the ranges.
+func.func @scan_dim_out_of_range(%x: !loop.tensor<[4, 8], f32>) {
+  %y = loop.scan sum dim 2 [4, 8] : !loop.tensor<[4, 8], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %x[i0, i1] : !loop.tensor<[4, 8], f32>
+    loop.yield %a : f32
+  }
+  func.return
+}
+// CHECK: loop.scan: dim 2 is out of range for 2 range(s)
+
+// -----
+
+// A scan's result has the shape of its ranges.
+func.func @scan_result_shape(%x: !loop.tensor<[4, 8], f32>) {
+  %y = loop.scan sum dim 1 [4, 8] : !loop.tensor<[4], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %x[i0, i1] : !loop.tensor<[4, 8], f32>
+    loop.yield %a : f32
+  }
+  func.return
+}
+// CHECK: loop.scan: result shape [4] must equal its ranges [4, 8]
+
+// -----
+
+// The result holds the yielded type or a narrower float, never a wider one.
+func.func @scan_result_type(%x: !loop.tensor<[4, 8], f32>) {
+  %y = loop.scan sum dim 1 [4, 8] : !loop.tensor<[4, 8], f64> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %x[i0, i1] : !loop.tensor<[4, 8], f32>
+    loop.yield %a : f32
+  }
+  func.return
+}
+// CHECK: loop.scan sum: result holds f64, expected the yielded f32 (or a narrower float)
+
+// -----
+
+// A running argmax gives the values and their i64 positions.
+func.func @scan_argmax_two_results(%x: !loop.tensor<[4, 8], f32>) {
+  %y = loop.scan argmax dim 1 [4, 8] : !loop.tensor<[4, 8], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %x[i0, i1] : !loop.tensor<[4, 8], f32>
+    loop.yield %a : f32
+  }
+  func.return
+}
+// CHECK: loop.scan: expected 2 result(s), got 1
+
+// -----
+
+func.func @scan_argmax_positions(%x: !loop.tensor<[4, 8], f32>) {
+  %y, %k = loop.scan argmax dim 1 [4, 8] : !loop.tensor<[4, 8], f32>, !loop.tensor<[4, 8], i32> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %x[i0, i1] : !loop.tensor<[4, 8], f32>
+    loop.yield %a : f32
+  }
+  func.return
+}
+// CHECK: loop.scan argmax: the positions result holds i32, expected i64
+
+// -----
+
+// logsumexp scans floats.
+func.func @scan_logsumexp_float(%x: !loop.tensor<[4, 8], i32>) {
+  %y = loop.scan logsumexp dim 1 [4, 8] : !loop.tensor<[4, 8], i32> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %x[i0, i1] : !loop.tensor<[4, 8], i32>
+    loop.yield %a : i32
+  }
+  func.return
+}
+// CHECK: loop.scan logsumexp: body must yield a float, not i32
+
+// -----
+
+// The head names the scanned dimension.
+func.func @scan_needs_dim(%x: !loop.tensor<[4, 8], f32>) {
+  %y = loop.scan sum [4, 8] : !loop.tensor<[4, 8], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %x[i0, i1] : !loop.tensor<[4, 8], f32>
+    loop.yield %a : f32
+  }
+  func.return
+}
+// CHECK: Expected 'dim'
+
+// -----
+
 // Argmax/argmin give i64 positions.
 func.func @argmax_argmin_give_i64_positions(%x: !loop.tensor<[4, 8], f32>) {
   %y = loop.reduction argmax [4] [8] : !loop.tensor<[4], f32> {

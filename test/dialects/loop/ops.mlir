@@ -4,7 +4,7 @@
 
 // Round trips of every loop op and type: static and symbolic ranges, loop
 // nests at tensor level (results) and in destination-passing style (outs),
-// every reduction kind, fusion groups, indirect and masked loads, random
+// every reduction and scan kind, fusion groups, indirect and masked loads, random
 // numbers, views and copies.
 
 // CHECK-LABEL: func.func @types
@@ -179,6 +179,68 @@ func.func @reductions(%x: !loop.tensor<[s0, 8], f32>, %b: !loop.tensor<[s0, 8], 
     loop.yield %a : f32
   }
   func.return
+}
+
+// Scans along one dimension of their ranges: a bf16 cumsum accumulated in f32
+// (the result may hold a narrower float), a running max with its positions,
+// and every other kind; in DPS form after bufferize.
+// CHECK-LABEL: func.func @scans
+func.func @scans(%x: !loop.tensor<[4, s0], bf16>, %y: !loop.tensor<[s0, 3], f32>, %o: !buffer.buffer<[s0, 3], f32>) -> (!loop.tensor<[4, s0], bf16>, !loop.tensor<[s0, 3], i64>) {
+  // CHECK:      %c = loop.scan sum dim 1 [4, s0] : !loop.tensor<[4, s0], bf16> {
+  // CHECK-NEXT: ^bb0(%i0: index, %i1: index):
+  // CHECK-NEXT:   %a = loop.load %x[i0, i1] : !loop.tensor<[4, s0], bf16>
+  // CHECK-NEXT:   %b = arith.extf %a : bf16 to f32
+  // CHECK-NEXT:   loop.yield %b : f32
+  // CHECK-NEXT: }
+  %c = loop.scan sum dim 1 [4, s0] : !loop.tensor<[4, s0], bf16> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %x[i0, i1] : !loop.tensor<[4, s0], bf16>
+    %b = arith.extf %a : bf16 to f32
+    loop.yield %b : f32
+  }
+  // CHECK: %v, %k = loop.scan argmax dim 0 [s0, 3] : !loop.tensor<[s0, 3], f32>, !loop.tensor<[s0, 3], i64> {
+  %v, %k = loop.scan argmax dim 0 [s0, 3] : !loop.tensor<[s0, 3], f32>, !loop.tensor<[s0, 3], i64> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %y[i0, i1] : !loop.tensor<[s0, 3], f32>
+    loop.yield %a : f32
+  }
+  // CHECK: loop.scan argmin dim 1
+  // CHECK: loop.scan prod dim 0
+  // CHECK: loop.scan max dim 0
+  // CHECK: loop.scan min dim 0
+  // CHECK: loop.scan logsumexp dim 0
+  %w, %j = loop.scan argmin dim 1 [s0, 3] : !loop.tensor<[s0, 3], f32>, !loop.tensor<[s0, 3], i64> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %y[i0, i1] : !loop.tensor<[s0, 3], f32>
+    loop.yield %a : f32
+  }
+  %p = loop.scan prod dim 0 [s0, 3] : !loop.tensor<[s0, 3], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %y[i0, i1] : !loop.tensor<[s0, 3], f32>
+    loop.yield %a : f32
+  }
+  %mx = loop.scan max dim 0 [s0, 3] : !loop.tensor<[s0, 3], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %y[i0, i1] : !loop.tensor<[s0, 3], f32>
+    loop.yield %a : f32
+  }
+  %mn = loop.scan min dim 0 [s0, 3] : !loop.tensor<[s0, 3], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %y[i0, i1] : !loop.tensor<[s0, 3], f32>
+    loop.yield %a : f32
+  }
+  %l = loop.scan logsumexp dim 0 [s0, 3] : !loop.tensor<[s0, 3], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %y[i0, i1] : !loop.tensor<[s0, 3], f32>
+    loop.yield %a : f32
+  }
+  // CHECK: loop.scan sum dim 1 [s0, 3] outs(%o : !buffer.buffer<[s0, 3], f32>) {
+  loop.scan sum dim 1 [s0, 3] outs(%o : !buffer.buffer<[s0, 3], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %y[i0, i1] : !loop.tensor<[s0, 3], f32>
+    loop.yield %a : f32
+  }
+  func.return %c, %k : !loop.tensor<[4, s0], bf16>, !loop.tensor<[s0, 3], i64>
 }
 
 // A fusion group (softmax): member reductions over the group's ranges x
