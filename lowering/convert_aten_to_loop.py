@@ -127,8 +127,11 @@ def loop_type(t: Attribute) -> L.LoopTensorType:
 class Lowerer:
     """Builds the loop ops replacing one aten op, just before it."""
 
-    def __init__(self, fn: func.FuncOp, matvec: str = "auto"):
+    def __init__(self, fn: func.FuncOp, matvec: str = "auto", deterministic: bool = False):
         self.fn = fn
+        # Ops whose result depends on the order of atomic updates (scatters with
+        # duplicate indices) go to ATen's deterministic kernels instead.
+        self.deterministic = deterministic
         # Which matrix-vector products become reductions (aten_to_loop/matvec.py).
         self.matvec = matvec
         self.anchor: Operation | None = None
@@ -244,6 +247,38 @@ class Lowerer:
             r.name_hint = name
         return list(op.res)
 
+    def scatter(
+        self,
+        mode: str,
+        init: SSAValue,
+        ranges: Sequence[SymInt],
+        index: Sequence[SymInt],
+        body: Callable[[BodyBuilder, list[sympy.Symbol]], tuple[SSAValue, Sequence[SSAValue]]],
+        name: str | None = None,
+    ) -> SSAValue:
+        """``loop.scatter`` of ``mode`` into a copy of ``init``: ``body(b, idx)``
+        returns (value, indirect indices); the value (cast to ``init``'s dtype)
+        goes to the element ``index`` names (expressions over idx and ``t0 ...``)."""
+        dtype = init.type.element_type
+        check_supported(dtype)
+        block = L.new_body(len(ranges))
+        b = BodyBuilder(block, len(ranges))
+        value, indirect = body(b, b.idx)
+        b.yield_(b.cast(value, dtype), *indirect)
+        op = L.ScatterOp.build(
+            operands=[[init], []],  # (init, outs)
+            result_types=[[L.LoopTensorType(init.type.shape, dtype)]],
+            properties={
+                "mode": builtin.StringAttr(mode),
+                "ranges": L.ShapeAttr(ranges),
+                "index": L.ShapeAttr(index),
+            },
+            regions=[Region(block)],
+        )
+        self.insert(op)
+        op.res[0].name_hint = name
+        return op.res[0]
+
     def view(self, source: SSAValue, index: Sequence[SymInt], shape: Sequence[SymInt]) -> SSAValue:
         """``loop.view``: element ``[i0, ...]`` of the result is ``source[index]``."""
         t = source.type
@@ -346,8 +381,10 @@ def report_fallback(name: str, reason: str) -> None:
 FALLBACKS = ("extern", "error")
 
 
-def _lower_function(fn: func.FuncOp, fallback: str = "extern", matvec: str = "auto") -> None:
-    lowerer = Lowerer(fn, matvec)
+def _lower_function(
+    fn: func.FuncOp, fallback: str = "extern", matvec: str = "auto", deterministic: bool = False
+) -> None:
+    lowerer = Lowerer(fn, matvec, deterministic)
     block = fn.body.block
     # Graph inputs are buffers with their real layout.
     for arg in block.args:
@@ -385,7 +422,7 @@ def _lower_function(fn: func.FuncOp, fallback: str = "extern", matvec: str = "au
     for op in reversed(list(block.ops)):
         if isinstance(op, ConstantOp) and not op.result.uses:
             Rewriter.erase_op(op)
-        elif isinstance(op, L.PointwiseOp | L.ReductionOp | L.ScanOp) and not any(
+        elif isinstance(op, L.PointwiseOp | L.ReductionOp | L.ScanOp | L.ScatterOp) and not any(
             r.uses for r in op.results
         ):
             Rewriter.erase_op(op)
@@ -498,6 +535,11 @@ class ConvertAtenToLoopPass(ModulePass):
     reductions, fusable with their consumers: "auto" (on CUDA), "on" (any
     device) or "off" (always cuBLAS). See ``aten_to_loop/matvec.py``."""
 
+    deterministic: bool = False
+    """``torch.use_deterministic_algorithms`` is on (the backend sets it): ops whose
+    result would depend on the order of atomic updates or racing stores
+    (scatters, ``index_put``) call ATen's deterministic kernels instead."""
+
     def __post_init__(self) -> None:
         from coil.pipeline import check_options
 
@@ -513,7 +555,7 @@ class ConvertAtenToLoopPass(ModulePass):
             )
         for fn in op.ops:
             if isinstance(fn, func.FuncOp) and not fn.is_declaration and _at_aten_level(fn):
-                _lower_function(fn, self.fallback, self.matvec)
+                _lower_function(fn, self.fallback, self.matvec, self.deterministic)
 
 
 __all__ = [

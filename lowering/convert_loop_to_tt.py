@@ -54,6 +54,7 @@ _KINDS = {
     "loop.pointwise": "pointwise",
     "loop.reduction": "reduction",
     "loop.scan": "scan",
+    "loop.scatter": "scatter",
     "loop.fused": "fused",
 }
 
@@ -271,7 +272,8 @@ class ConvertLoopToTtPass(ModulePass):
     def _kernels(self, nest: L.LoopOp, name: str, options: Options, kind: str) -> list[Kernel]:
         """The heuristic kernel, then (``autotune``) distinct candidates, named ``_c<k>``."""
         kernel = build_kernel(nest, name, options, kind)
-        if self.autotune <= 1 or isinstance(nest, L.ScanOp):  # no candidates for scans yet
+        # No candidates for scans and scatters yet (a scatter's atomics must not rerun).
+        if self.autotune <= 1 or isinstance(nest, L.ScanOp | L.ScatterOp):
             return [kernel]
         if rereads_its_outputs(list(nest.outs), kernel):
             return [kernel]

@@ -9,5 +9,6 @@ from coil.lowering.aten_to_loop import (  # noqa: F401
     pooling,
     reductions,
     scans,
+    scatters,
     views,
 )

@@ -183,6 +183,7 @@ def kernel_name(nest: L.LoopOp, counter: int, prefix: str = "") -> str:
                 "loop.pointwise": "pointwise",
                 "loop.reduction": "reduction",
                 "loop.scan": "scan",
+                "loop.scatter": "scatter",
             }.get(nest.name, "fused")
         ]
     return f"coil_{prefix}{'_'.join(hints[:4])}_{counter}"
@@ -351,6 +352,10 @@ class KernelLowering:
                 exprs.append(op.offset.data[0])
                 if op.seed not in seeds:
                     seeds.append(op.seed)
+        if isinstance(nest, L.ScatterOp):
+            exprs += list(nest.index.data)
+            if self.options.bounds_check:
+                exprs += [size for _, size in checked_dims(nest)]
         outs = list(nest.outs)
         buffers = reads + [o for o in outs if o not in reads]
         for buf in buffers:
@@ -432,6 +437,8 @@ class KernelLowering:
             grid, warps = self._pointwise()
         elif isinstance(self.nest, L.ScanOp):
             grid, warps = self._scan()
+        elif isinstance(self.nest, L.ScatterOp):
+            grid, warps = self._scatter()
         else:
             grid, warps = self._group()
         self.body.eviction.finish()
@@ -576,6 +583,30 @@ class KernelLowering:
         (value,) = self.body.emit(op.body.block, tile)
         self.body.store(op.outs[0], logical, value, tile)
         return grid, plan.num_warps
+
+    # ---- scatters ----
+
+    def _scatter(self) -> tuple[list[sympy.Expr], int]:
+        """A 1-D tile over the points of ``ranges`` (the index's shape), as a
+        pointwise nest's; each lane stores or combines its value at the element
+        its indices name (``BodyEmitter.scatter``)."""
+        op = self.nest
+        assert isinstance(op, L.ScatterOp)
+        ranges = op.ranges.data
+        xnumel = _prod(ranges)
+        if self.options.xblock:
+            xblock = next_pow2(self.options.xblock)
+        elif xnumel.is_Integer:
+            xblock = min(1024, next_pow2(int(xnumel)))
+        else:
+            xblock = 1024
+        self.xblock, self.rblock, self.persistent = xblock, 0, False
+        xmask = self._xindex(xblock, xnumel, 1)
+        self._bind_indices(XINDEX, index_symbols(len(ranges)), ranges)
+        tile = Tile((xblock,), xmask)
+        value, *indices = self.body.emit(op.body.block, tile)
+        self.body.scatter(op, value, indices, tile)
+        return [cdiv(xnumel, xblock), sympy.Integer(1), sympy.Integer(1)], 4
 
     # ---- scans ----
 

@@ -296,6 +296,104 @@ func.func @scan_needs_dim(%x: !loop.tensor<[4, 8], f32>) {
 
 // -----
 
+// Unknown scatter mode.
+func.func @unknown_scatter_mode(%x: !loop.tensor<[5], f32>, %ix: !loop.tensor<[3], i64>) {
+  %y = loop.scatter mul [3] into(%x : !loop.tensor<[5], f32>) at [t0] : !loop.tensor<[5], f32> {
+  ^bb0(%i0: index):
+    %a = loop.load %ix[i0] : !loop.tensor<[3], i64>
+    %c = arith.constant 1.0 : f32
+    loop.yield %c, %a : f32, i64
+  }
+  func.return
+}
+// CHECK: loop.scatter: unknown mode 'mul' (one of store, add, max, min)
+
+// -----
+
+// A value-semantic scatter updates a copy of into(...).
+func.func @scatter_needs_into(%x: !loop.tensor<[5], f32>, %ix: !loop.tensor<[3], i64>) {
+  %y = loop.scatter add [3] at [t0] : !loop.tensor<[5], f32> {
+  ^bb0(%i0: index):
+    %a = loop.load %ix[i0] : !loop.tensor<[3], i64>
+    %c = arith.constant 1.0 : f32
+    loop.yield %c, %a : f32, i64
+  }
+  func.return
+}
+// CHECK: loop.scatter: a value-semantic scatter updates a copy of one tensor: into(%init : type)
+
+// -----
+
+// The result has the type of into(...).
+func.func @scatter_result_type(%x: !loop.tensor<[5], f32>, %ix: !loop.tensor<[3], i64>) {
+  %y = loop.scatter add [3] into(%x : !loop.tensor<[5], f32>) at [t0] : !loop.tensor<[6], f32> {
+  ^bb0(%i0: index):
+    %a = loop.load %ix[i0] : !loop.tensor<[3], i64>
+    %c = arith.constant 1.0 : f32
+    loop.yield %c, %a : f32, i64
+  }
+  func.return
+}
+// CHECK: loop.scatter: the result !loop.tensor<[6], f32> must have the type of into(...) !loop.tensor<[5], f32> (shape and element type)
+
+// -----
+
+// One index expression per dimension of the result.
+func.func @scatter_index_count(%x: !loop.tensor<[5], f32>, %ix: !loop.tensor<[3], i64>) {
+  %y = loop.scatter add [3] into(%x : !loop.tensor<[5], f32>) at [t0, 0] : !loop.tensor<[5], f32> {
+  ^bb0(%i0: index):
+    %a = loop.load %ix[i0] : !loop.tensor<[3], i64>
+    %c = arith.constant 1.0 : f32
+    loop.yield %c, %a : f32, i64
+  }
+  func.return
+}
+// CHECK: loop.scatter: 2 indices for a rank-1 result
+
+// -----
+
+// t1 names a second yielded index, which there is not.
+func.func @scatter_unbound_indirect(%x: !loop.tensor<[5], f32>, %ix: !loop.tensor<[3], i64>) {
+  %y = loop.scatter add [3] into(%x : !loop.tensor<[5], f32>) at [t1] : !loop.tensor<[5], f32> {
+  ^bb0(%i0: index):
+    %a = loop.load %ix[i0] : !loop.tensor<[3], i64>
+    %c = arith.constant 1.0 : f32
+    loop.yield %c, %a : f32, i64
+  }
+  func.return
+}
+// CHECK: loop.scatter: index symbol t1 is not bound here
+
+// -----
+
+// The yielded value has the result's element type.
+func.func @scatter_value_type(%x: !loop.tensor<[5], f64>, %ix: !loop.tensor<[3], i64>) {
+  %y = loop.scatter add [3] into(%x : !loop.tensor<[5], f64>) at [t0] : !loop.tensor<[5], f64> {
+  ^bb0(%i0: index):
+    %a = loop.load %ix[i0] : !loop.tensor<[3], i64>
+    %c = arith.constant 1.0 : f32
+    loop.yield %c, %a : f32, i64
+  }
+  func.return
+}
+// CHECK: loop.scatter: body yields f32, the result holds f64
+
+// -----
+
+// Indices are integers.
+func.func @scatter_float_index(%x: !loop.tensor<[5], f32>, %ix: !loop.tensor<[3], i64>) {
+  %y = loop.scatter add [3] into(%x : !loop.tensor<[5], f32>) at [t0] : !loop.tensor<[5], f32> {
+  ^bb0(%i0: index):
+    %a = loop.load %ix[i0] : !loop.tensor<[3], i64>
+    %c = arith.constant 1.0 : f32
+    loop.yield %c, %c : f32, f32
+  }
+  func.return
+}
+// CHECK: loop.scatter: index t0 must be an integer or index, not f32
+
+// -----
+
 // Argmax/argmin give i64 positions.
 func.func @argmax_argmin_give_i64_positions(%x: !loop.tensor<[4, 8], f32>) {
   %y = loop.reduction argmax [4] [8] : !loop.tensor<[4], f32> {

@@ -4,7 +4,7 @@
 
 // Round trips of every loop op and type: static and symbolic ranges, loop
 // nests at tensor level (results) and in destination-passing style (outs),
-// every reduction and scan kind, fusion groups, indirect and masked loads, random
+// every reduction and scan kind, scatters, fusion groups, indirect and masked loads, random
 // numbers, views and copies.
 
 // CHECK-LABEL: func.func @types
@@ -241,6 +241,49 @@ func.func @scans(%x: !loop.tensor<[4, s0], bf16>, %y: !loop.tensor<[s0, 3], f32>
     loop.yield %a : f32
   }
   func.return %c, %k : !loop.tensor<[4, s0], bf16>, !loop.tensor<[s0, 3], i64>
+}
+
+// Scatters: a value-semantic update of a copy of `into` (index_put with
+// accumulate: two indirect indices, t0 and t1), and in DPS form, updating the
+// out in place (a scatter along dim 0, overwriting; atomic max and min).
+// CHECK-LABEL: func.func @scatters
+func.func @scatters(%x: !loop.tensor<[5, 6], f32>, %ix: !loop.tensor<[s0], i64>, %jx: !loop.tensor<[s0], i32>, %v: !loop.tensor<[s0], f32>, %o: !buffer.buffer<[5, 6], f32>, %k: !buffer.buffer<[3, 6], i64>) -> !loop.tensor<[5, 6], f32> {
+  // CHECK:      %y = loop.scatter add [s0] into(%x : !loop.tensor<[5, 6], f32>) at [t0, t1] : !loop.tensor<[5, 6], f32> {
+  // CHECK-NEXT: ^bb0(%i0: index):
+  // CHECK-NEXT:   %a = loop.load %ix[i0] : !loop.tensor<[s0], i64>
+  // CHECK-NEXT:   %b = loop.load %jx[i0] : !loop.tensor<[s0], i32>
+  // CHECK-NEXT:   %c = loop.load %v[i0] : !loop.tensor<[s0], f32>
+  // CHECK-NEXT:   loop.yield %c, %a, %b : f32, i64, i32
+  // CHECK-NEXT: }
+  %y = loop.scatter add [s0] into(%x : !loop.tensor<[5, 6], f32>) at [t0, t1] : !loop.tensor<[5, 6], f32> {
+  ^bb0(%i0: index):
+    %a = loop.load %ix[i0] : !loop.tensor<[s0], i64>
+    %b = loop.load %jx[i0] : !loop.tensor<[s0], i32>
+    %c = loop.load %v[i0] : !loop.tensor<[s0], f32>
+    loop.yield %c, %a, %b : f32, i64, i32
+  }
+  // CHECK:      loop.scatter store [3, 6] at [t0, i1] outs(%o : !buffer.buffer<[5, 6], f32>) {
+  // CHECK:      loop.scatter max [3, 6] at [t0, i1] outs(%o : !buffer.buffer<[5, 6], f32>) {
+  // CHECK:      loop.scatter min [3, 6] at [t0, i1] outs(%o : !buffer.buffer<[5, 6], f32>) {
+  loop.scatter store [3, 6] at [t0, i1] outs(%o : !buffer.buffer<[5, 6], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %k[i0, i1] : !buffer.buffer<[3, 6], i64>
+    %c = arith.constant 2.0 : f32
+    loop.yield %c, %a : f32, i64
+  }
+  loop.scatter max [3, 6] at [t0, i1] outs(%o : !buffer.buffer<[5, 6], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %k[i0, i1] : !buffer.buffer<[3, 6], i64>
+    %c = arith.constant 2.0 : f32
+    loop.yield %c, %a : f32, i64
+  }
+  loop.scatter min [3, 6] at [t0, i1] outs(%o : !buffer.buffer<[5, 6], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %k[i0, i1] : !buffer.buffer<[3, 6], i64>
+    %c = arith.constant 2.0 : f32
+    loop.yield %c, %a : f32, i64
+  }
+  func.return %y : !loop.tensor<[5, 6], f32>
 }
 
 // A fusion group (softmax): member reductions over the group's ranges x
