@@ -394,6 +394,20 @@ func.func @scatter_float_index(%x: !loop.tensor<[5], f32>, %ix: !loop.tensor<[3]
 
 // -----
 
+// After bufferize a scatter updates its out in place: no into(...).
+func.func @scatter_into_and_outs(%x: !loop.tensor<[5], f32>, %ix: !loop.tensor<[3], i64>, %o: !buffer.buffer<[5], f32>) {
+  loop.scatter add [3] into(%x : !loop.tensor<[5], f32>) at [t0] outs(%o : !buffer.buffer<[5], f32>) {
+  ^bb0(%i0: index):
+    %a = loop.load %ix[i0] : !loop.tensor<[3], i64>
+    %c = arith.constant 1.0 : f32
+    loop.yield %c, %a : f32, i64
+  }
+  func.return
+}
+// CHECK: loop.scatter with outs(...) updates its out in place: drop into(...)
+
+// -----
+
 // Argmax/argmin give i64 positions.
 func.func @argmax_argmin_give_i64_positions(%x: !loop.tensor<[4, 8], f32>) {
   %y = loop.reduction argmax [4] [8] : !loop.tensor<[4], f32> {
