@@ -589,12 +589,17 @@ def _with_cudagraphs(run: Callable[..., Any], static_inputs: Sequence[int], name
     return runner
 
 
-def _graph_pipeline(pipeline: str, inference: bool, tf32: bool) -> str:
+def _graph_pipeline(
+    pipeline: str, inference: bool, tf32: bool, deterministic: bool | None = None
+) -> str:
     """``pipeline`` for one graph: for an inference graph a plain ``bufferize``
     gets ``padded-results=true`` and a plain ``aten-channels-last``
     ``inference=true``; where cuBLAS may run f32 products in TF32, ``bufferize``
     gets ``tf32=true`` (it pads f32 products then). A pass given its own
-    options is left as written. The result is the cache key's pipeline."""
+    options is left as written. Under ``torch.use_deterministic_algorithms``
+    (``deterministic``, default: torch's current setting) ``convert-aten-to-loop``
+    gets ``deterministic=true``, also next to options it has (scatters go to
+    ATen's deterministic kernels). The result is the cache key's pipeline."""
     options: dict[str, list[str]] = {"bufferize": [], "aten-channels-last": []}
     if inference:
         options["bufferize"].append("padded-results=true")
@@ -604,6 +609,16 @@ def _graph_pipeline(pipeline: str, inference: bool, tf32: bool) -> str:
     for name, given in options.items():
         if given:
             pipeline = re.sub(rf"(?<![\w-]){name}(?=,|$)", f"{name}{{{' '.join(given)}}}", pipeline)
+    if deterministic is None:
+        deterministic = torch.are_deterministic_algorithms_enabled()
+    if deterministic:
+        name = "convert-aten-to-loop"
+        pipeline = re.sub(rf"(?<![\w-]){name}(?=,|$)", f"{name}{{}}", pipeline)
+        pipeline = re.sub(
+            rf"(?<![\w-]){name}\{{(?![^}}]*deterministic)([^}}]*)\}}",
+            lambda m: f"{name}{{{(m.group(1) + ' ').lstrip()}deterministic=true}}",
+            pipeline,
+        )
     return pipeline
 
 
