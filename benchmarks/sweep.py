@@ -1106,6 +1106,14 @@ def schedule(args) -> int:
     if not args.train:
         names = [n for n in names if not ENTRIES[n].train]
     pending = [n for n in names if n not in done]
+    # Longest first (by the last wall time any commit recorded): the call's
+    # tail is then short models filling the slots, not one long compile alone.
+    last: dict[str, float] = {}
+    for r in rows:
+        if r.get("wall_s"):
+            last[r["name"]] = float(r["wall_s"])
+    typical = sum(last.values()) / len(last) if last else 0.0
+    pending.sort(key=lambda n: -last.get(n, typical))
     print(f"sweep: commit {commit}: {len(pending)} to run, {len(names) - len(pending)} done")
     tmp = Path(args.workdir)
     tmp.mkdir(parents=True, exist_ok=True)
