@@ -400,6 +400,9 @@ _VIEWS = {
     "aten._to_copy.default",  # only without a dtype or device change (_is_view)
 }
 _PRODUCTS = {"aten.bmm.default", "aten.mm.default"}
+_BADDBMM = "aten.baddbmm.default"
+"""A first product with a scale and an additive term of its own (kept whole
+by the decomposition table, see ``frontend/decompositions.py``)."""
 _SCALES = {"aten.mul.Tensor", "aten.mul.Scalar", "aten.div.Tensor", "aten.div.Scalar"}
 _SOFTMAX = "aten._softmax.default"
 _FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -518,6 +521,25 @@ def _walk_scores(
         op = g.op(x)
         if op in _PRODUCTS:
             return (x, steps) if seen_softmax else None
+        if op == _BADDBMM:
+            # beta·bias + alpha·(q @ kᵀ): the product, its scale, then an
+            # additive mask (backward order: the add first). beta = 0 ignores
+            # the bias, as ATen does.
+            if not seen_softmax:
+                return None
+            alpha, beta = g.arg(x, "alpha"), g.arg(x, "beta")
+            alpha = 1.0 if alpha is None else float(alpha)
+            beta = 1.0 if beta is None else float(beta)
+            if not math.isfinite(alpha) or not math.isfinite(beta):
+                return None
+            if beta != 0.0:
+                bias = _tensor(g, x, "self")
+                if bias is None:
+                    return None
+                steps.append(_Step(x, x, "add", other=bias, coef=beta))
+            if alpha != 1.0:
+                steps.append(_Step(x, x, "scale", factor=alpha))
+            return x, steps
         if op is None:
             return None
         if _is_view(g, x):
@@ -741,11 +763,14 @@ def match_attention(
         return None
     first, back_steps = walked
     steps = list(reversed(back_steps))
-    q_operand, k_operand = _tensor(g, first, "self"), _tensor(g, first, "mat2")
+    if g.op(first) == _BADDBMM:
+        q_operand, k_operand = _tensor(g, first, "batch1"), _tensor(g, first, "batch2")
+    else:
+        q_operand, k_operand = _tensor(g, first, "self"), _tensor(g, first, "mat2")
     if q_operand is None or k_operand is None:
         return None
     # Every value from the first product to P has one use: the next step.
-    for value in [first, *(s.value for s in steps)]:
+    for value in dict.fromkeys([first, *(s.value for s in steps)]):
         if len(g.users(value)) != 1:
             return None
 
@@ -904,7 +929,7 @@ def match_attention(
         fill=fill,
         flatten_out=flatten_out,
     )
-    region = [first, *(s.value for s in steps), p_operand, product]
+    region = list(dict.fromkeys([first, *(s.value for s in steps), p_operand, product]))
     return AttentionMatch(q.value, k.value, v.value, masks, target, spec, region)
 
 

@@ -181,6 +181,44 @@ func.func @baddbmm_mask(%arg0: !aten.tensor<[2, 4, 6, 8], f32>, %arg1: !aten.ten
 
 // -----
 
+// baddbmm kept whole (the importer's form today): its alpha is the scale, its
+// beta·self an additive mask; beta = 0 ignores self as ATen does
+
+// CHECK-LABEL: func.func @baddbmm_whole
+// CHECK-NOT:     aten.baddbmm
+// CHECK:         %[[M:.*]] = aten.unsqueeze.default(%arg3, dim = 0)
+// CHECK:         aten.operator "aten::_scaled_dot_product_flash_attention_for_cpu"({{.*}}, attn_mask = %[[M]], scale = 0.3535
+// CHECK-NOT:     aten._softmax
+// CHECK-LABEL: func.func @baddbmm_beta_zero
+// CHECK-NOT:     aten.baddbmm
+// CHECK:         aten.operator "aten::_scaled_dot_product_flash_attention_for_cpu"
+// CHECK-NOT:     attn_mask
+// CHECK-SAME:    scale = 0.3535
+// CHECK-NOT:     aten._softmax
+
+func.func @baddbmm_whole(%arg0: !aten.tensor<[2, 4, 6, 8], f32>, %arg1: !aten.tensor<[2, 4, 10, 8], f32>, %arg2: !aten.tensor<[2, 4, 10, 8], f32>, %arg3: !aten.tensor<[8, 6, 10], f32>) -> !aten.tensor<[8, 6, 8], f32> {
+  %view = aten.view.default(%arg0, size = [-1, 6, 8]) : !aten.tensor<[8, 6, 8], f32>
+  %view_1 = aten.view.default(%arg1, size = [-1, 10, 8]) : !aten.tensor<[8, 10, 8], f32>
+  %view_2 = aten.view.default(%arg2, size = [-1, 10, 8]) : !aten.tensor<[8, 10, 8], f32>
+  %permute = aten.permute.default(%view_1, dims = [0, 2, 1]) : !aten.tensor<[8, 8, 10], f32, strides [80, 1, 8]>
+  %baddbmm = aten.baddbmm.default(%arg3, %view, %permute, beta = 1.0, alpha = 0.3535533905932738) : !aten.tensor<[8, 6, 10], f32>
+  %_softmax = aten._softmax.default(%baddbmm, dim = -1, half_to_float = false) : !aten.tensor<[8, 6, 10], f32>
+  %bmm = aten.bmm.default(%_softmax, %view_2) : !aten.tensor<[8, 6, 8], f32>
+  func.return %bmm : !aten.tensor<[8, 6, 8], f32>
+}
+func.func @baddbmm_beta_zero(%arg0: !aten.tensor<[2, 4, 6, 8], f32>, %arg1: !aten.tensor<[2, 4, 10, 8], f32>, %arg2: !aten.tensor<[2, 4, 10, 8], f32>, %arg3: !aten.tensor<[8, 6, 10], f32>) -> !aten.tensor<[8, 6, 8], f32> {
+  %view = aten.view.default(%arg0, size = [-1, 6, 8]) : !aten.tensor<[8, 6, 8], f32>
+  %view_1 = aten.view.default(%arg1, size = [-1, 10, 8]) : !aten.tensor<[8, 10, 8], f32>
+  %view_2 = aten.view.default(%arg2, size = [-1, 10, 8]) : !aten.tensor<[8, 10, 8], f32>
+  %permute = aten.permute.default(%view_1, dims = [0, 2, 1]) : !aten.tensor<[8, 8, 10], f32, strides [80, 1, 8]>
+  %baddbmm = aten.baddbmm.default(%arg3, %view, %permute, beta = 0.0, alpha = 0.3535533905932738) : !aten.tensor<[8, 6, 10], f32>
+  %_softmax = aten._softmax.default(%baddbmm, dim = -1, half_to_float = false) : !aten.tensor<[8, 6, 10], f32>
+  %bmm = aten.bmm.default(%_softmax, %view_2) : !aten.tensor<[8, 6, 8], f32>
+  func.return %bmm : !aten.tensor<[8, 6, 8], f32>
+}
+
+// -----
+
 // einsum: unsqueezes and permutes around the products, the same elements
 
 // CHECK-LABEL: func.func @einsum
