@@ -589,16 +589,26 @@ def _with_cudagraphs(run: Callable[..., Any], static_inputs: Sequence[int], name
     return runner
 
 
-def _graph_pipeline(pipeline: str, inference: bool, tf32: bool) -> str:
+def _graph_pipeline(pipeline: str, inference: bool, tf32: bool, constants: bool = True) -> str:
     """``pipeline`` for one graph: for an inference graph a plain ``bufferize``
     gets ``padded-results=true`` and a plain ``aten-channels-last``
-    ``inference=true``; where cuBLAS may run f32 products in TF32, ``bufferize``
-    gets ``tf32=true`` (it pads f32 products then). A pass given its own
-    options is left as written. The result is the cache key's pipeline."""
-    options: dict[str, list[str]] = {"bufferize": [], "aten-channels-last": []}
+    ``inference=true``, and with ``constants`` (the Python wrapper, which runs
+    a constants function) ``buffer-hoist-constants`` ``inference=true`` and
+    ``bufferize`` ``pad-constants=true``; where cuBLAS may run f32 products in
+    TF32, ``bufferize`` gets ``tf32=true`` (it pads f32 products then). A pass
+    given its own options is left as written. The result is the cache key's
+    pipeline."""
+    options: dict[str, list[str]] = {
+        "bufferize": [],
+        "aten-channels-last": [],
+        "buffer-hoist-constants": [],
+    }
     if inference:
         options["bufferize"].append("padded-results=true")
         options["aten-channels-last"].append("inference=true")
+        if constants:
+            options["bufferize"].append("pad-constants=true")
+            options["buffer-hoist-constants"].append("inference=true")
     if tf32:
         options["bufferize"].append("tf32=true")
     for name, given in options.items():
@@ -649,7 +659,7 @@ def coil(
         # graphs); a training forward also returns what its backward was traced
         # to read, with eager's strides.
         tf32 = torch.backends.cuda.matmul.allow_tf32
-        graph_pipeline = _graph_pipeline(pipeline, inference, tf32)
+        graph_pipeline = _graph_pipeline(pipeline, inference, tf32, wrapper == "python")
 
         def compile_one(graph: torch.fx.GraphModule, inputs: list[Any]) -> Callable[..., Any]:
             # The backward's saved activations change every step: none is static.
@@ -674,7 +684,9 @@ def coil(
 
     fw, bw, inf = compiler("forward"), compiler("backward"), compiler("forward", inference=True)
     # Inference graphs (the ones the AOTAutograd cache takes) compile with this pipeline.
-    inference_pipeline = _graph_pipeline(pipeline, True, torch.backends.cuda.matmul.allow_tf32)
+    inference_pipeline = _graph_pipeline(
+        pipeline, True, torch.backends.cuda.matmul.allow_tf32, wrapper == "python"
+    )
     aot_cache = AotCache(
         inference_pipeline,
         {**options, "cudagraphs": cudagraphs},  # mode="reduce-overhead" sets it too

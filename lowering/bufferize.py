@@ -21,7 +21,8 @@ Output (the buffer level):
   results are buffers with the layouts the region's aten op returns; a large
   CUDA matrix product whose width is not a multiple of 16 bytes runs on a
   padded operand and is read through a view of its columns (``align-gemms``,
-  ``gemm_alignment.py``);
+  ``gemm_alignment.py``; with ``pad-constants``, an operand computed from
+  parameters alone is padded whatever the product's size);
 * ``loop.copy %v, %dest`` becomes a ``loop.pointwise outs(%dest)`` just before
   ``func.return``, after every other read of ``%dest``: reads that follow the
   copy read ``%v`` instead; a result that aliases a mutated input through a
@@ -58,6 +59,7 @@ from coil.dialects.layout import nonnegative, view_address
 from coil.dialects.symbolic import ShapeAttr, SymInt, contiguous_strides, sym_eq, to_expr
 from coil.lowering import gemm_alignment
 from coil.transforms.aten_channels_last import channels_last_strides, is_channels_last
+from coil.transforms.buffer_hoist_constants import ConstantValues
 from coil.transforms.memory_plan import extern_mutated_operands, storage_roots
 
 
@@ -178,9 +180,12 @@ class _Bufferizer:
         align_gemms: bool = True,
         padded_results: bool = False,
         tf32: bool = False,
+        pad_constants: bool = False,
     ):
         self.fn = fn
         self.align_gemms = align_gemms
+        self.pad_constants = pad_constants
+        self.constants: ConstantValues | None = None
         self.tf32 = tf32
         self.padded_results = padded_results
         self.block = fn.body.block
@@ -419,7 +424,9 @@ class _Bufferizer:
                 copy_nest(operand, buf, location=op.location), InsertPoint.before(op)
             )
             op.operands[k] = buf
-        padding = gemm_alignment.plan(op, self.tf32) if self.align_gemms else None
+        padding = None
+        if self.align_gemms:
+            padding = gemm_alignment.plan(op, self.tf32, self.constant_operands(op))
         view_type = gemm_alignment.rewrite(op, padding) if padding is not None else None
         term = op.body.block.last_op
         types = [
@@ -446,6 +453,15 @@ class _Bufferizer:
             r.name_hint = old.name_hint
             old.replace_all_uses_with(r)
         Rewriter.erase_op(op)
+
+    def constant_operands(self, op: B.ExternOp) -> frozenset[int]:
+        """With ``pad-constants``: the positions of ``op``'s operands computed from
+        parameters alone (``buffer-hoist-constants`` computes those once)."""
+        if not self.pad_constants:
+            return frozenset()
+        if self.constants is None:
+            self.constants = ConstantValues(self.fn)
+        return frozenset(k for k, a in enumerate(op.args) if self.constants.is_constant(a))
 
     # ---- results and mutations --------------------------------------------------------
 
@@ -561,10 +577,18 @@ class BufferizePass(ModulePass):
     include the activations its backward was traced to read with eager's
     strides."""
 
+    pad_constants: bool = False
+    """Pad a product's operand computed from parameters alone (``coil.static``
+    arguments) whatever the product's rows: ``buffer-hoist-constants{inference=true}``
+    computes such a pad once per parameter version, not on every call. The
+    backend turns both on for inference graphs."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in op.ops:
             if isinstance(fn, func.FuncOp) and not fn.is_declaration:
-                _Bufferizer(fn, self.align_gemms, self.padded_results, self.tf32).run()
+                _Bufferizer(
+                    fn, self.align_gemms, self.padded_results, self.tf32, self.pad_constants
+                ).run()
 
 
 __all__ = ["BufferizePass", "copy_nest", "same_layout", "strided_layout", "writable"]

@@ -14,6 +14,7 @@ SUMMARIES: dict[str, str] = {
     "loop-fuse": "group a reduction with its sibling/dependent reductions and epilogues",
     "loop-simplify-indexing": "simplify index expressions with the ranges of their nest",
     "memory-plan": "free buffers at their last use, reuse dead ones, record the peak",
+    "buffer-hoist-constants": "compute parameter-only work once per parameter version",
     "aten-reorder-collectives": "issue collectives early and wait late, so they overlap compute",
     "loop-cost-report": "print each top-level nest's bytes read/written, loads and ops (stderr)",
 }
@@ -66,6 +67,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return AtenReorderCollectivesPass
 
+    def buffer_hoist_constants() -> type[ModulePass]:
+        from coil.transforms.buffer_hoist_constants import BufferHoistConstantsPass
+
+        return BufferHoistConstantsPass
+
     def memory_plan() -> type[ModulePass]:
         from coil.transforms.memory_plan import MemoryPlanPass
 
@@ -79,6 +85,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "loop-simplify-indexing": loop_simplify_indexing,
         "loop-cost-report": loop_cost_report,
         "memory-plan": memory_plan,
+        "buffer-hoist-constants": buffer_hoist_constants,
         "aten-reorder-collectives": aten_reorder_collectives,
         "aten-channels-last": aten_channels_last,
         "aten-peel-conv-bias": aten_peel_conv_bias,

@@ -64,7 +64,14 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from coil.dialects import buffer as B
 from coil.dialects import loop as L
-from coil.dialects.aten import AtenOp, OperandRefAttr, OperatorOp, op_class_named
+from coil.dialects.aten import (
+    AtenOp,
+    ConstantOp,
+    OperandRefAttr,
+    OperatorOp,
+    TensorType,
+    op_class_named,
+)
 from coil.dialects.c10d import WAIT_TENSOR, collective_waits
 from coil.dialects.symbolic import ExprAttr, sym_eq, to_expr, torch_sympy
 from coil.ir import source_line
@@ -93,12 +100,47 @@ def _schema(name: str) -> torch.FunctionSchema | None:
         return None
 
 
+def _inner_schema(inner: object) -> torch.FunctionSchema | None:
+    if isinstance(inner, OperatorOp):
+        return _schema(inner.overload_name.data.replace("::", "."))
+    name = getattr(inner, "name", "")
+    return _schema(name) if name.startswith(("aten.", "prims.")) else None
+
+
+def _fresh_in_region(value: SSAValue, block: object) -> bool:
+    """Whether a value of an extern's region lives in storage the region's calls
+    allocated (not an operand's): made by an op whose schema returns no alias,
+    or a view of such a value."""
+    if isinstance(value, BlockArgument):
+        return False
+    inner = value.owner
+    schema = _inner_schema(inner)
+    if schema is None or value.index >= len(schema.returns):
+        return False
+    if schema.returns[value.index].alias_info is None:
+        return True
+    # A view (transpose, view ...): fresh when every tensor it reads is.
+    tensors = [v for v in inner.operands if isinstance(getattr(v, "type", None), TensorType)]
+    return bool(tensors) and all(_fresh_in_region(v, block) for v in tensors)
+
+
+def _several_calls(op: B.ExternOp) -> bool:
+    return len([o for o in op.body.block.ops if not isinstance(o, B.YieldOp | ConstantOp)]) > 1
+
+
 def extern_results_alias(op: B.ExternOp) -> bool:
     """Whether the extern's results may share storage with its operands (a view
     op sent to ATen); True when unknown. ``wait_tensor`` returns the very tensor
-    it waits for, though its schema does not say so."""
+    it waits for, though its schema does not say so. A region of several calls
+    (``gemm_alignment``'s pad: transpose, new_zeros, cat, transpose) is traced
+    from what it yields: its results are fresh when each is a fresh call's
+    result or a view of one (the pad of a transposed weight was taken for an
+    alias of the weight, so the plan neither freed nor counted it)."""
     if op.kernel_name == WAIT_TENSOR:
         return True
+    if _several_calls(op):
+        block = op.body.block
+        return not all(_fresh_in_region(v, block) for v in block.last_op.operands)
     schema = _schema(op.kernel_name)
     if schema is None:
         return True
@@ -151,6 +193,8 @@ def aliased_operands(op: B.ExternOp, result: int) -> list[SSAValue]:
     its ``out``, ``view``'s its ``self``); every operand where that is unknown
     (no schema, several calls in the region, ``wait_tensor``)."""
     everything = list(op.args)
+    if _several_calls(op) and not extern_results_alias(op):
+        return []
     schema = _schema(op.kernel_name)
     inner = [o for o in op.body.block.ops if not isinstance(o, B.YieldOp)]
     if op.kernel_name == WAIT_TENSOR or schema is None or len(inner) != 1:

@@ -2,6 +2,7 @@
 // RUN: fx-opt %s -p 'bufferize{align-gemms=false}' --split-input-file | filecheck %s --check-prefix=NOPAD
 // RUN: fx-opt %s -p 'bufferize{padded-results=true tf32=true}' --split-input-file | filecheck %s --check-prefix=PADDED
 // RUN: fx-opt %s -p bufferize --split-input-file | filecheck %s --check-prefix=NOTF32
+// RUN: fx-opt %s -p 'bufferize{pad-constants=true}' --split-input-file | filecheck %s --check-prefix=CONST
 
 // A nest gets a row-major buffer and writes it (destination-passing style);
 // its loads in later bodies read the buffer. A result is allocated directly
@@ -441,4 +442,34 @@ func.func @aligned_gemms(%x: !buffer.buffer<[8, 64], f32, device "cuda:0">, %w: 
     buffer.yield %m : !aten.tensor<[8, 50], f32>
   }
   func.return %a, %b : !loop.tensor<[8, 64], f32>, !loop.tensor<[8, 50], f32>
+}
+
+// -----
+
+// A product of 16 rows, under MIN_ROWS: a per-call pad of its B would cost
+// about what the aligned kernel saves. With pad-constants a B computed from
+// parameters alone (a coil.static weight, here read as weight.t()) is padded
+// whatever the rows: buffer-hoist-constants computes that pad once per weight
+// version. An activation's B (%y) is not.
+// CONST-LABEL: func.func @small_gemm_of_a_weight
+// CONST:      %[[WP:.*]] = buffer.extern "aten.transpose.int" (%w)
+// CONST:        aten.cat.default
+// CONST:      buffer.extern "aten.mm.default" (%x, %[[WP]])
+// CONST:        aten.mm.default(%{{.*}}, %{{.*}}) : !aten.tensor<[16, 1008], bf16, device "cuda:0">
+// CONST-NOT:  aten.cat
+// CONST:      buffer.extern "aten.mm.default" (%x, %y)
+// CHECK-LABEL: func.func @small_gemm_of_a_weight
+// CHECK-NOT:  aten.cat
+func.func @small_gemm_of_a_weight(%x: !buffer.buffer<[16, 64], bf16, device "cuda:0">, %w: !buffer.buffer<[64, 1003], bf16, strides [1, 64], device "cuda:0"> {coil.static}, %y: !buffer.buffer<[64, 1003], bf16, device "cuda:0">) -> (!loop.tensor<[16, 1003], bf16>, !loop.tensor<[16, 1003], bf16>) attributes {coil.result_types = [!aten.tensor<[16, 1003], bf16, device "cuda:0">, !aten.tensor<[16, 1003], bf16, device "cuda:0">]} {
+  %a = buffer.extern "aten.mm.default" (%x, %w) : (!buffer.buffer<[16, 64], bf16, device "cuda:0">, !buffer.buffer<[64, 1003], bf16, strides [1, 64], device "cuda:0">) -> (!loop.tensor<[16, 1003], bf16>) {
+  ^bb0(%xa: !aten.tensor<[16, 64], bf16, device "cuda:0">, %wa: !aten.tensor<[64, 1003], bf16, strides [1, 64], device "cuda:0">):
+    %m = aten.mm.default(%xa, %wa) : !aten.tensor<[16, 1003], bf16, device "cuda:0">
+    buffer.yield %m : !aten.tensor<[16, 1003], bf16, device "cuda:0">
+  }
+  %b = buffer.extern "aten.mm.default" (%x, %y) : (!buffer.buffer<[16, 64], bf16, device "cuda:0">, !buffer.buffer<[64, 1003], bf16, device "cuda:0">) -> (!loop.tensor<[16, 1003], bf16>) {
+  ^bb0(%xa: !aten.tensor<[16, 64], bf16, device "cuda:0">, %ya: !aten.tensor<[64, 1003], bf16, device "cuda:0">):
+    %m = aten.mm.default(%xa, %ya) : !aten.tensor<[16, 1003], bf16, device "cuda:0">
+    buffer.yield %m : !aten.tensor<[16, 1003], bf16, device "cuda:0">
+  }
+  func.return %a, %b : !loop.tensor<[16, 1003], bf16>, !loop.tensor<[16, 1003], bf16>
 }
