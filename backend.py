@@ -376,6 +376,7 @@ def rebuild(recipe: Recipe) -> Callable[..., Any]:
 
 def _runner(call: Callable[[list[Any]], Any], recipe: Recipe):
     constants, source, tokens = recipe.constants, recipe.source, stand_ins(recipe.tokens)
+    cache = getattr(call, "__globals__", {}).get("_constants")  # the module's ConstantCache
     if tokens:  # AOTAutograd passes None for an effect token: feed the stand-in
         module_call = call
 
@@ -396,6 +397,10 @@ def _runner(call: Callable[[list[Any]], Any], recipe: Recipe):
 
     run_boxed._boxed_call = True  # type: ignore[attr-defined]
     run.boxed = run_boxed  # type: ignore[attr-defined]
+    if cache is not None:
+        # buffer-hoist-constants' results, brought up to date before a CUDA
+        # graph replays the launches that read them (runtime/cudagraphs.py).
+        run.coil_refresh = lambda *args: cache.refresh([*args, *constants])  # type: ignore[attr-defined]
     run.coil_source = source  # type: ignore[attr-defined]  (for tests and debugging)
     run.coil_host_rng = _HOST_SEED in source  # type: ignore[attr-defined]
     run.coil_recipe = recipe  # type: ignore[attr-defined]  (what the AOTAutograd cache stores)

@@ -588,6 +588,39 @@ def _holds_at_peak(
     return top, points
 
 
+def _fused_member_writing(group: L.FusedOp, out: SSAValue) -> L.PointwiseOp | None:
+    """The member of ``group`` whose value ``group`` stores into ``out``, where the
+    kernel computes it in one pass with everything that reads it: a pointwise
+    member over the group's full ranges that reads no reduction of the group
+    (directly or through other members), in a group whose reductions read no
+    reduction of it (no second loop over the row: convert-loop-to-tt recomputes
+    a full-range member in every loop that reads it, which would read the
+    storage written in the first)."""
+    outs = list(group.outs)
+    if outs.count(out) != 1:
+        return None
+    member = group.body.block.last_op.operands[outs.index(out)].owner
+    if not isinstance(member, L.PointwiseOp) or member.parent_op() is not group:
+        return None
+    made = {r: m for m in group.members() for r in m.results}
+    needs: dict[Operation, bool] = {}  # member -> reads a reduction's result
+
+    def reads_reduction(m: Operation) -> bool:
+        if m not in needs:
+            needs[m] = False
+            sources = {
+                o.source.owner for o in m.walk() if isinstance(o, L.LoadOp) and o.source in made
+            }
+            needs[m] = any(isinstance(d, L.ReductionOp) or reads_reduction(d) for d in sources)
+        return needs[m]
+
+    if reads_reduction(member):
+        return None
+    if any(reads_reduction(m) for m in group.members() if isinstance(m, L.ReductionOp)):
+        return None
+    return member
+
+
 def _in_place(nest: Operation, out: SSAValue, dying: list[SSAValue]) -> SSAValue | None:
     """A buffer that dies at ``nest`` and that ``nest`` may overwrite with ``out``
     (Inductor's in-place buffers): ``nest`` is a pointwise nest writing only
@@ -596,12 +629,33 @@ def _in_place(nest: Operation, out: SSAValue, dying: list[SSAValue]) -> SSAValue
     writes it; through a view too: ConvNeXt's GELU reads its [N*H*W, C] matmul
     product as [N, H, W, C]). Same dtype, device and storage size. Without it a
     residual block's ``relu(bn(conv) + shortcut)`` held its two inputs and its
-    result at once."""
-    if not isinstance(nest, L.PointwiseOp) or list(nest.outs) != [out]:
+    result at once.
+
+    Also a fusion group's full-range member computed in one pass
+    (:func:`_fused_member_writing`) when no other member reads the candidate: a
+    squeeze-excite block's ``x = bn(conv)``, stored for the product after the
+    SE and reduced by ``x.mean((2, 3))`` in the same kernel, held the
+    convolution's result and ``x`` at once (SE-ResNeXt-26d: a third 49 MiB
+    buffer at the plan's peak; Inductor writes ``x`` over the convolution)."""
+    reader: Operation = nest
+    if isinstance(nest, L.FusedOp):
+        member = _fused_member_writing(nest, out)
+        if member is None:
+            return None
+        reader = member
+    elif not isinstance(nest, L.PointwiseOp) or list(nest.outs) != [out]:
         return None
+    return _reads_only_where_it_writes(nest, reader, out, dying)
+
+
+def _reads_only_where_it_writes(
+    nest: Operation, reader: L.LoopOp, out: SSAValue, dying: list[SSAValue]
+) -> SSAValue | None:
+    """The first of ``dying`` that ``nest`` reads only in ``reader`` (a nest over
+    ``out``'s shape) and only at the address ``reader`` stores to in ``out``."""
     t = out.type
-    rank = len(nest.ranges.data)
-    if [to_expr(r) for r in nest.ranges.data] != [to_expr(n) for n in t.shape]:
+    rank = len(reader.ranges.data)
+    if [to_expr(r) for r in reader.ranges.data] != [to_expr(n) for n in t.shape]:
         return None
     identity = L.index_symbols(rank)
     # An index over a size-1 dimension is 0: GELU's [1, 128, 3072] result
@@ -618,6 +672,9 @@ def _in_place(nest: Operation, out: SSAValue, dying: list[SSAValue]) -> SSAValue
         ):
             continue
         reads = [o for o in nest.walk() if any(dead in storage_roots(v) for v in o.operands)]
+        elsewhere = [o for o in reads if o is nest or L.enclosing_loop(o) is not reader]
+        if reader is not nest and elsewhere:
+            continue  # read by another member of the group (or passed as its outs)
         if reads and all(
             isinstance(o, L.LoadOp)
             and not o.indirect

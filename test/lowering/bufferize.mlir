@@ -473,3 +473,34 @@ func.func @small_gemm_of_a_weight(%x: !buffer.buffer<[16, 64], bf16, device "cud
   }
   func.return %a, %b : !loop.tensor<[16, 1003], bf16>, !loop.tensor<[16, 1003], bf16>
 }
+
+// -----
+
+// ATen's pooling and upsampling kernels take a channels-last input as it is
+// and return channels-last results (torch's meta function says which): the
+// NHWC operand of avg_pool2d (ResNet-D's shortcut) is passed uncopied, the
+// call's result is NHWC, and a convolution after it reads it as it is. A
+// pooled result that is returned is still copied into eager's layout.
+// CHECK-LABEL: func.func @pool_follows_channels_last
+// CHECK-NOT:  loop.pointwise
+// CHECK:      %[[P:.*]] = buffer.extern "aten.avg_pool2d.default" (%x) : (!buffer.buffer<[2, 4, 6, 6], f32, strides [144, 1, 24, 4]>) -> (!buffer.buffer<[2, 4, 3, 3], f32, strides [36, 1, 12, 4]>)
+// CHECK-NEXT: ^bb0(%{{.*}}: !aten.tensor<[2, 4, 6, 6], f32, strides [144, 1, 24, 4]>):
+// CHECK-NEXT:   aten.avg_pool2d.default(%{{.*}}) : !aten.tensor<[2, 4, 3, 3], f32, strides [36, 1, 12, 4]>
+// CHECK-NOT:  loop.pointwise
+// CHECK:      buffer.extern "aten.convolution.default" (%[[P]], %w)
+// CHECK:      %[[C:.*]] = buffer.alloc : !buffer.buffer<[2, 4, 3, 3], f32>
+// CHECK-NEXT: loop.pointwise [2, 4, 3, 3] outs(%[[C]]
+// CHECK:      func.return %{{.*}}, %[[C]]
+func.func @pool_follows_channels_last(%x: !buffer.buffer<[2, 4, 6, 6], f32, strides [144, 1, 24, 4]>, %w: !buffer.buffer<[8, 4, 1, 1], f32, strides [4, 1, 4, 4]>) -> (!loop.tensor<[2, 8, 3, 3], f32>, !loop.tensor<[2, 4, 3, 3], f32>) attributes {coil.result_types = [!aten.tensor<[2, 8, 3, 3], f32, strides [72, 1, 24, 8]>, !aten.tensor<[2, 4, 3, 3], f32>]} {
+  %p = buffer.extern "aten.avg_pool2d.default" (%x) : (!buffer.buffer<[2, 4, 6, 6], f32, strides [144, 1, 24, 4]>) -> (!loop.tensor<[2, 4, 3, 3], f32>) {
+  ^bb0(%xa: !aten.tensor<[2, 4, 6, 6], f32>):
+    %0 = aten.avg_pool2d.default(%xa, kernel_size = [2, 2], stride = [2, 2], ceil_mode = true, count_include_pad = false) : !aten.tensor<[2, 4, 3, 3], f32>
+    buffer.yield %0 : !aten.tensor<[2, 4, 3, 3], f32>
+  }
+  %c = buffer.extern "aten.convolution.default" (%p, %w) : (!loop.tensor<[2, 4, 3, 3], f32>, !buffer.buffer<[8, 4, 1, 1], f32, strides [4, 1, 4, 4]>) -> (!loop.tensor<[2, 8, 3, 3], f32>) {
+  ^bb0(%pa: !aten.tensor<[2, 4, 3, 3], f32, strides [36, 1, 12, 4]>, %wa: !aten.tensor<[8, 4, 1, 1], f32, strides [4, 1, 4, 4]>):
+    %1 = aten.convolution.default(%pa, %wa, none, stride = [1, 1], padding = [0, 0], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1) : !aten.tensor<[2, 8, 3, 3], f32, strides [72, 1, 24, 8]>
+    buffer.yield %1 : !aten.tensor<[2, 8, 3, 3], f32, strides [72, 1, 24, 8]>
+  }
+  func.return %c, %p : !loop.tensor<[2, 8, 3, 3], f32>, !loop.tensor<[2, 4, 3, 3], f32>
+}
