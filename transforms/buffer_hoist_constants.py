@@ -33,8 +33,10 @@ graphs; a training graph's parameters change every step), per function
    (``{coil.input = k}``: position ``k`` among ``@f``'s arguments) and whose
    results are the buffers ``@f`` still reads;
 3. ``@f`` gets one trailing argument per result (``{coil.folded = r}``: result
-   ``r`` of ``@f_constants``; ``coil.aligned``, as fresh allocations are) and
-   the attribute ``coil.constants = @f_constants``. A result of ``@f`` that
+   ``r`` of ``@f_constants``; ``coil.aligned``, as fresh allocations are), the
+   attribute ``coil.constants = @f_constants``, and ``coil.folded_bytes``: the
+   storage the cached results hold between calls (``memory-plan``'s
+   ``coil.peak_bytes`` counts what a call allocates, not its inputs). A result of ``@f`` that
    would be such an argument, or a view of one, is copied first: the caller
    owns what ``@f`` returns, and the cached buffer must not change under it.
 
@@ -56,6 +58,7 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import sympy
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, ModuleOp, SymbolRefAttr
@@ -67,7 +70,7 @@ from xdsl.traits import Pure
 from coil.dialects import buffer as B
 from coil.dialects import loop as L
 from coil.dialects.aten import ConstantOp, TensorConstantOp
-from coil.dialects.symbolic import to_expr
+from coil.dialects.symbolic import ExprAttr, to_expr
 from coil.transforms.memory_plan import extern_mutated_operands, extern_results_alias
 
 log = logging.getLogger("coil")
@@ -385,6 +388,10 @@ def hoist(fn: func.FuncOp, module: ModuleOp) -> func.FuncOp | None:
         [a.type for a in block.args], list(fn.function_type.outputs.data)
     )
     fn.attributes["coil.constants"] = SymbolRefAttr(name)
+    # What the cache holds between calls for this function (memory-plan's
+    # coil.peak_bytes counts what a call allocates, not its inputs).
+    held = sum((r.type.storage_bytes() for r in results), sympy.Integer(0))
+    fn.attributes["coil.folded_bytes"] = ExprAttr(held)
     return constants
 
 

@@ -11,7 +11,7 @@
 // CHECK-LABEL: func.func @conv
 // CHECK-SAME:    %x: {{.*}}, %w: !buffer.buffer<[8, 4, 3, 3], bf16, device "cuda:0"> {coil.static, coil.aligned},
 // CHECK-SAME:    %w_to_nhwc: !buffer.buffer<[8, 4, 3, 3], bf16, strides [36, 1, 12, 4], device "cuda:0"> {coil.folded = 0 : i64, coil.aligned})
-// CHECK-SAME:    attributes {coil.constants = @conv_constants}
+// CHECK-SAME:    attributes {coil.constants = @conv_constants, coil.folded_bytes = #coil.expr<576>}
 // CHECK:      %[[XN:.*]] = buffer.alloc : !buffer.buffer<[2, 4, 8, 8], bf16, strides [256, 1, 32, 4], device "cuda:0">
 // CHECK-NEXT: loop.pointwise [2, 4, 8, 8] outs(%[[XN]]
 // CHECK-NOT:  buffer.alloc
