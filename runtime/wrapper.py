@@ -227,17 +227,21 @@ class ConstantCache:
         """The constants function's results for ``inputs``."""
         key = tuple(map(id, inputs))
         entry = self.entries.get(key)
-        state = _state(inputs)
-        if entry is not None and state is not None and entry.valid(inputs, state):
-            return entry.results
+        versions = _versions(inputs)
+        pointers = [t.data_ptr() for t in inputs]
+        # An entry's tensors are alive (a dead one's weakref callback dropped
+        # it), so the same ids are the same tensors.
+        if entry is not None and versions is not None:
+            if versions == entry.versions and pointers == entry.pointers:
+                return entry.results
         results = self.run(inputs)
-        if entry is not None and entry.alive(inputs) and _same_layouts(entry.results, results):
+        if entry is not None and _same_layouts(entry.results, results):
             with torch.no_grad():
                 for old, new in zip(entry.results, results):
                     old.copy_(new)
-            entry.state = state
+            entry.versions, entry.pointers = versions, pointers
             return entry.results
-        self.entries[key] = _Entry(self, key, inputs, state, results)
+        self.entries[key] = _Entry(self, key, inputs, versions, pointers, results)
         return results
 
     def refresh(self, args: Sequence[Any]) -> None:
@@ -251,10 +255,13 @@ class ConstantCache:
             return tuple(self.compute(list(inputs)))
 
 
-def _state(inputs: Sequence[torch.Tensor]) -> tuple[tuple[int, int], ...] | None:
-    if any(t.is_inference() for t in inputs):
+def _versions(inputs: Sequence[torch.Tensor]) -> list[int] | None:
+    """The inputs' version counters; None where one is an inference tensor (it
+    keeps none: nothing can tell an update)."""
+    try:
+        return [t._version for t in inputs]
+    except RuntimeError:
         return None
-    return tuple((t._version, t.data_ptr()) for t in inputs)
 
 
 def _same_layouts(old: Sequence[torch.Tensor], new: Sequence[torch.Tensor]) -> bool:
@@ -265,17 +272,12 @@ def _same_layouts(old: Sequence[torch.Tensor], new: Sequence[torch.Tensor]) -> b
 
 
 class _Entry:
-    def __init__(self, cache, key, inputs, state, results):
+    def __init__(self, cache, key, inputs, versions, pointers, results):
         drop = functools.partial(_drop, weakref.ref(cache), key)
         self.refs = [weakref.ref(t, drop) for t in inputs]
-        self.state = state
+        self.versions = versions
+        self.pointers = pointers
         self.results = results
-
-    def alive(self, inputs: Sequence[torch.Tensor]) -> bool:
-        return all(r() is t for r, t in zip(self.refs, inputs))
-
-    def valid(self, inputs: Sequence[torch.Tensor], state: tuple) -> bool:
-        return self.state == state and self.alive(inputs)
 
 
 def _drop(cache_ref: weakref.ref, key: tuple[int, ...], _dead: object) -> None:
