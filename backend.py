@@ -376,6 +376,7 @@ def rebuild(recipe: Recipe) -> Callable[..., Any]:
 
 def _runner(call: Callable[[list[Any]], Any], recipe: Recipe):
     constants, source, tokens = recipe.constants, recipe.source, stand_ins(recipe.tokens)
+    cache = getattr(call, "__globals__", {}).get("_constants")  # the module's ConstantCache
     if tokens:  # AOTAutograd passes None for an effect token: feed the stand-in
         module_call = call
 
@@ -396,6 +397,10 @@ def _runner(call: Callable[[list[Any]], Any], recipe: Recipe):
 
     run_boxed._boxed_call = True  # type: ignore[attr-defined]
     run.boxed = run_boxed  # type: ignore[attr-defined]
+    if cache is not None:
+        # buffer-hoist-constants' results, brought up to date before a CUDA
+        # graph replays the launches that read them (runtime/cudagraphs.py).
+        run.coil_refresh = lambda *args: cache.refresh([*args, *constants])  # type: ignore[attr-defined]
     run.coil_source = source  # type: ignore[attr-defined]  (for tests and debugging)
     run.coil_host_rng = _HOST_SEED in source  # type: ignore[attr-defined]
     run.coil_recipe = recipe  # type: ignore[attr-defined]  (what the AOTAutograd cache stores)
@@ -590,20 +595,34 @@ def _with_cudagraphs(run: Callable[..., Any], static_inputs: Sequence[int], name
 
 
 def _graph_pipeline(
-    pipeline: str, inference: bool, tf32: bool, deterministic: bool | None = None
+    pipeline: str,
+    inference: bool,
+    tf32: bool,
+    constants: bool = True,
+    deterministic: bool | None = None,
 ) -> str:
     """``pipeline`` for one graph: for an inference graph a plain ``bufferize``
     gets ``padded-results=true`` and a plain ``aten-channels-last``
-    ``inference=true``; where cuBLAS may run f32 products in TF32, ``bufferize``
-    gets ``tf32=true`` (it pads f32 products then). A pass given its own
-    options is left as written. Under ``torch.use_deterministic_algorithms``
-    (``deterministic``, default: torch's current setting) ``convert-aten-to-loop``
-    gets ``deterministic=true``, also next to options it has (scatters go to
-    ATen's deterministic kernels). The result is the cache key's pipeline."""
-    options: dict[str, list[str]] = {"bufferize": [], "aten-channels-last": []}
+    ``inference=true``, and with ``constants`` (the Python wrapper, which runs
+    a constants function) ``buffer-hoist-constants`` ``inference=true`` and
+    ``bufferize`` ``pad-constants=true``; where cuBLAS may run f32 products in
+    TF32, ``bufferize`` gets ``tf32=true`` (it pads f32 products then). A pass
+    given its own options is left as written. Under
+    ``torch.use_deterministic_algorithms`` (``deterministic``, default: torch's
+    current setting) ``convert-aten-to-loop`` gets ``deterministic=true``, also
+    next to options it has (scatters go to ATen's deterministic kernels). The
+    result is the cache key's pipeline."""
+    options: dict[str, list[str]] = {
+        "bufferize": [],
+        "aten-channels-last": [],
+        "buffer-hoist-constants": [],
+    }
     if inference:
         options["bufferize"].append("padded-results=true")
         options["aten-channels-last"].append("inference=true")
+        if constants:
+            options["bufferize"].append("pad-constants=true")
+            options["buffer-hoist-constants"].append("inference=true")
     if tf32:
         options["bufferize"].append("tf32=true")
     for name, given in options.items():
@@ -690,7 +709,7 @@ def coil(
         # graphs); a training forward also returns what its backward was traced
         # to read, with eager's strides.
         tf32 = torch.backends.cuda.matmul.allow_tf32
-        graph_pipeline = _graph_pipeline(pipeline, inference, tf32)
+        graph_pipeline = _graph_pipeline(pipeline, inference, tf32, wrapper == "python")
 
         def compile_one(graph: torch.fx.GraphModule, inputs: list[Any]) -> Callable[..., Any]:
             # The backward's saved activations change every step: none is static.
@@ -715,7 +734,9 @@ def coil(
 
     fw, bw, inf = compiler("forward"), compiler("backward"), compiler("forward", inference=True)
     # Inference graphs (the ones the AOTAutograd cache takes) compile with this pipeline.
-    inference_pipeline = _graph_pipeline(pipeline, True, torch.backends.cuda.matmul.allow_tf32)
+    inference_pipeline = _graph_pipeline(
+        pipeline, True, torch.backends.cuda.matmul.allow_tf32, wrapper == "python"
+    )
     aot_cache = AotCache(
         inference_pipeline,
         {**options, "cudagraphs": cudagraphs},  # mode="reduce-overhead" sets it too

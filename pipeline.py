@@ -22,7 +22,7 @@ ATEN = (
 LOOP = (
     "convert-aten-to-loop,loop-inline,loop-split-reduction,loop-fuse,loop-simplify-indexing,cse,dce"
 )
-BUFFER = "bufferize,memory-plan"
+BUFFER = "bufferize,buffer-hoist-constants,memory-plan"
 BACKEND = "convert-loop-to-tt,convert-buffer-to-host"
 
 PIPELINES: dict[str, str] = {
@@ -31,7 +31,9 @@ PIPELINES: dict[str, str] = {
     # rules say it pays (inference graphs: the backend sets inference=true),
     # and schedule collectives early and their waits late (overlap);
     # loop: lower to loop nests, fuse, simplify index math, clean up bodies;
-    # buffer: give what must exist in memory a buffer, plan reuse;
+    # buffer: give what must exist in memory a buffer, compute what reads only
+    # parameters once per parameter version (inference graphs: the backend
+    # sets inference=true), plan reuse;
     # backend: each nest becomes a Triton kernel (tt), the rest the wrapper (host).
     # `-t python` then emits the module the torch.compile backend loads.
     "default": f"{ATEN},{LOOP},{BUFFER},{BACKEND}",

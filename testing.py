@@ -11,6 +11,8 @@
 * :func:`check_pipeline_per_pass` -- differential testing: run the IR before and
   after each pass of a pipeline on the same inputs; name the first pass that
   changes the result.
+* :func:`cuda_plan` -- the memory plan (``coil.peak_bytes``) of an inference
+  model compiled for a CUDA device, on a machine without one.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ __all__ = [
     "ExecutionError",
     "assert_close_to_eager",
     "check_pipeline_per_pass",
+    "cuda_plan",
     "difference",
     "reference_backend",
     "run_module",
@@ -231,3 +234,67 @@ def check_pipeline_per_pass(
                 raise AssertionError(f"the output changed in pass {name}: {e}\n{text}") from e
         expected = actual
     return current
+
+
+def _retyped(t: Any, device: str) -> Any:
+    from coil.dialects.aten import TensorType
+
+    if isinstance(t, TensorType) and t.device_attr.data == "cpu":
+        return TensorType(t.shape, t.element_type, t.strides, device)
+    return t
+
+
+def on_device(module: Any, device: str = "cuda:0") -> Any:
+    """``module`` (aten level) with every CPU tensor type, and every factory op's
+    ``device``, moved to ``device``: what the importer gives for a trace on that
+    device, but for ops torch decomposes per device (attention picks its CPU
+    kernel). Lets a machine without a GPU plan for one."""
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import FunctionType, StringAttr
+
+    for op in module.walk():
+        values = [*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)]
+        for v in values:
+            new = _retyped(v.type, device)
+            if new is not v.type:
+                v._type = new  # the same value, retyped in place (no uses change)
+        where = op.properties.get("device")
+        if isinstance(where, StringAttr) and where.data == "cpu":
+            op.properties["device"] = StringAttr(device)
+        if isinstance(op, func.FuncOp):
+            op.function_type = FunctionType.from_lists(
+                [_retyped(t, device) for t in op.function_type.inputs.data],
+                [_retyped(t, device) for t in op.function_type.outputs.data],
+            )
+    return module
+
+
+def cuda_plan(
+    model: torch.nn.Module,
+    inputs: Sequence[Any],
+    *,
+    constants: bool = True,
+    pipeline: str | None = None,
+) -> Any:
+    """The buffer-level module (after ``memory-plan``: ``coil.peak_bytes`` on each
+    function) of ``model(*inputs)`` compiled as the backend compiles an
+    inference graph for a CUDA device, on a machine without one: traced by
+    ``torch.export`` on the CPU tensors given, parameters and buffers marked
+    static (as AOTAutograd's static inputs), moved to ``cuda:0`` by
+    :func:`on_device`, then the backend's inference pipeline up to the buffer
+    level (``constants=False``: without ``buffer-hoist-constants``, as for
+    ``wrapper='cpp'``)."""
+    from torch.export.graph_signature import InputKind
+
+    from coil.backend import _graph_pipeline, run_pipeline
+    from coil.frontend.decompositions import decomposition_table
+    from coil.pipeline import PIPELINES
+
+    with torch.no_grad():
+        program = torch.export.export(model, tuple(inputs), strict=False)
+    program = program.run_decompositions(decomposition_table())
+    specs = program.graph_signature.input_specs
+    static = [k for k, spec in enumerate(specs) if spec.kind != InputKind.USER_INPUT]
+    module = on_device(import_graph(program.graph_module, static_inputs=static))
+    run_pipeline(module, _graph_pipeline(pipeline or PIPELINES["buffer"], True, False, constants))
+    return module

@@ -5,9 +5,11 @@ The input is what AOTAutograd hands a backend (and what ``make_fx`` /
 FakeTensors. The output is a ``builtin.module`` holding one ``func.func``:
 
 * placeholders become function arguments: tensors typed ``!aten.tensor`` with
-  their real strides, SymInts ``index`` arguments carrying the symbol they bind
-  (``{coil.symbol = #coil.expr<s0>}``), None ``none``, torch opaque objects
-  (a DTensor's DeviceMesh) ``!aten.opaque<"class">``, passed along untouched;
+  their real strides (``{coil.static}`` where the caller says the input is a
+  parameter or buffer, passed unchanged call after call), SymInts ``index``
+  arguments carrying the symbol they bind (``{coil.symbol = #coil.expr<s0>}``),
+  None ``none``, torch opaque objects (a DTensor's DeviceMesh)
+  ``!aten.opaque<"class">``, passed along untouched;
 * ``get_attr`` constants become ``aten.tensor_constant`` when small, else extra
   trailing arguments named by ``{coil.constant = "<attr>"}``;
 * each ``call_function`` on an OpOverload becomes its generated op, or
@@ -313,11 +315,17 @@ class _Importer:
                 attrs: dict[str, Attribute] = {}
                 if isinstance(val, torch.SymInt) and not isinstance(sym_expr(val), int):
                     attrs["coil.symbol"] = ExprAttr(sym_expr(val, self.rename))
-                if position in self.static_inputs and aligned_by_offset(val):
-                    # A parameter or buffer (AOTAutograd's static inputs), aligned
-                    # when traced: its launches skip the per-call alignment check,
-                    # as Inductor's do (compile_fx.get_input_idxs_to_check).
-                    attrs["coil.aligned"] = builtin.UnitAttr()
+                if position in self.static_inputs and isinstance(val, torch.Tensor):
+                    # A parameter or buffer (AOTAutograd's static inputs): the same
+                    # tensor call after call, so what is computed from such inputs
+                    # alone can be computed once per version of them
+                    # (buffer-hoist-constants).
+                    attrs["coil.static"] = builtin.UnitAttr()
+                    if aligned_by_offset(val):
+                        # Aligned when traced: its launches skip the per-call
+                        # alignment check, as Inductor's do
+                        # (compile_fx.get_input_idxs_to_check).
+                        attrs["coil.aligned"] = builtin.UnitAttr()
                 arg_attrs.append(attrs)
                 self._learn_symbols(val)
         self.block = Block(arg_types=arg_types)
@@ -816,8 +824,8 @@ def import_graph(
     ``rename_symbols`` maps the graph's ShapeEnv symbols to IR expressions (for
     graphs traced on a :class:`coil.frontend.fake.FakeEnv`). ``static_inputs``
     are the positions of inputs passed unchanged call after call (parameters and
-    buffers): those aligned when traced get ``coil.aligned``, as large constants
-    do."""
+    buffers): they get ``coil.static``, and those aligned when traced
+    ``coil.aligned``, as large constants do."""
     ensure_meta(gm, example_inputs)
     module = _Importer(gm, func_name, rename_symbols, static_inputs).run()
     module.verify()

@@ -17,11 +17,14 @@ Output (the buffer level):
   copy); another view read only by loads is folded into them (still no copy);
   otherwise it is materialized by a ``loop.pointwise`` copy;
 * ``buffer.extern`` takes buffers; an operand whose layout differs from the one
-  ATen saw (the region's block argument) is first copied into that layout; its
+  ATen saw (the region's block argument) is first copied into that layout,
+  except an NHWC operand of a pooling or upsampling op, which ATen takes as it
+  is (its result is then NHWC, as torch's meta function says); its
   results are buffers with the layouts the region's aten op returns; a large
   CUDA matrix product whose width is not a multiple of 16 bytes runs on a
   padded operand and is read through a view of its columns (``align-gemms``,
-  ``gemm_alignment.py``);
+  ``gemm_alignment.py``; with ``pad-constants``, an operand computed from
+  parameters alone is padded whatever the product's size);
 * ``loop.copy %v, %dest`` becomes a ``loop.pointwise outs(%dest)`` just before
   ``func.return``, after every other read of ``%dest``: reads that follow the
   copy read ``%v`` instead; a result that aliases a mutated input through a
@@ -58,7 +61,36 @@ from coil.dialects.layout import nonnegative, view_address
 from coil.dialects.symbolic import ShapeAttr, SymInt, contiguous_strides, sym_eq, to_expr
 from coil.lowering import gemm_alignment
 from coil.transforms.aten_channels_last import channels_last_strides, is_channels_last
+from coil.transforms.buffer_hoist_constants import ConstantValues
 from coil.transforms.memory_plan import extern_mutated_operands, storage_roots
+
+CHANNELS_LAST_FOLLOWING = frozenset(
+    {
+        "aten.avg_pool2d.default",
+        "aten.max_pool2d_with_indices.default",
+        "aten._adaptive_avg_pool2d.default",
+        "aten.adaptive_max_pool2d.default",
+        "aten.upsample_nearest2d.default",
+        "aten.upsample_bilinear2d.default",
+    }
+)
+"""ATen ops whose kernels (CPU and CUDA) take a channels-last input as it is and
+allocate their results in the input's suggested memory format, as their meta
+functions say: an NHWC operand needs no copy into the NCHW layout traced."""
+
+
+def _channels_last_ordered(t: B.BufferType) -> bool:
+    """A 4-D layout that is NHWC or a slice of one (a channel range of an NHWC
+    tensor): channels innermost, then W, H, N (static strides, C, H, W > 1)."""
+    if len(t.shape) != 4:
+        return False
+    dims = [to_expr(e) for e in (*t.shape, *t.strides)]
+    if not all(e.is_Integer for e in dims):
+        return False
+    (n, c, h, w), (sn, sc, sh, sw) = [int(e) for e in dims[:4]], [int(e) for e in dims[4:]]
+    if c == 1 or h * w == 1:
+        return False  # NCHW and NHWC coincide, or nearly: ATen's choice is its own
+    return sc == 1 and sw >= c and sh >= sw * w and (n == 1 or sn >= sh * h)
 
 
 def same_layout(shape: Sequence[SymInt], a: Sequence[SymInt], b: Sequence[SymInt]) -> bool:
@@ -178,9 +210,12 @@ class _Bufferizer:
         align_gemms: bool = True,
         padded_results: bool = False,
         tf32: bool = False,
+        pad_constants: bool = False,
     ):
         self.fn = fn
         self.align_gemms = align_gemms
+        self.pad_constants = pad_constants
+        self.constants: ConstantValues | None = None
         self.tf32 = tf32
         self.padded_results = padded_results
         self.block = fn.body.block
@@ -439,7 +474,90 @@ class _Bufferizer:
             self.folded.add(load)
         Rewriter.erase_op(op)
 
+    def follow_channels_last(self, op: B.ExternOp) -> None:
+        """An ATen op of :data:`CHANNELS_LAST_FOLLOWING` reads an NHWC operand as it
+        is (a slice of one, such as a Res2Net split piece, after a copy into
+        dense NHWC), and returns what torch's meta function gives for it (the
+        input's suggested memory format: NHWC), instead of a copy into the NCHW
+        layout the trace saw: ResNet-D's avg-pool shortcut copied a [32, 256, 56, 56]
+        block output to NCHW (49 MiB held next to it, at the plan's peak), and
+        the pooled result back to NHWC for the next convolution."""
+        inner = [o for o in op.body.block.ops if not isinstance(o, B.YieldOp)]
+        if len(inner) != 1 or inner[0].name not in CHANNELS_LAST_FOLLOWING:
+            return
+        (aten,) = inner
+        block = op.body.block
+        tensors = [k for k, a in enumerate(block.args) if isinstance(a.type, TensorType)]
+        if len(tensors) != 1:
+            return
+        (k,) = tensors
+        arg, t = block.args[k], op.args[k].type
+        want = arg.type
+        if not isinstance(t, B.BufferType) or len(want.shape) != 4:
+            return
+        if same_layout(t.shape, t.strides, want.strides) or not _channels_last_ordered(t):
+            return
+        from coil.frontend.meta import NoMetaResult, meta_result_types
+
+        old = [r.type for r in aten.results]
+        nhwc = TensorType(
+            want.shape, want.element_type, channels_last_strides(want.shape), want.device_attr.data
+        )
+        Rewriter.replace_value_with_new_type(arg, nhwc)
+        try:
+            new = meta_result_types(aten)
+        except NoMetaResult:
+            new = None
+        if new is None or [x.shape for x in new] != [x.shape for x in old]:
+            Rewriter.replace_value_with_new_type(block.args[k], want)  # as traced
+            return
+        for r, ty in zip(list(aten.results), new):
+            Rewriter.replace_value_with_new_type(r, ty)
+
+    def densify(self, op: B.ExternOp, k: int) -> TensorType | None:
+        """Where ``op``'s operand ``k`` is copied into the layout ATen saw and that
+        layout is not dense (a slice of a larger tensor: the traced ``split``
+        piece a Res2Net block pools), a dense layout in the same dimension order
+        instead: a copy into the traced strides allocates the whole parent's
+        span (a [32, 52, 56, 56] piece held 39 MiB of a [32, 208, 56, 56]
+        tensor's storage). The region's argument is retyped; kept only where
+        torch's meta function gives the call's results the same types."""
+        inner = [o for o in op.body.block.ops if not isinstance(o, B.YieldOp)]
+        arg = op.body.block.args[k]
+        want = arg.type
+        shape = [to_expr(n) for n in want.shape]
+        strides = [to_expr(st) for st in want.strides]
+        if len(inner) != 1 or not all(e.is_Integer for e in shape + strides):
+            return None
+        span = 1 + sum((int(n) - 1) * int(st) for n, st in zip(shape, strides))
+        numel = 1
+        for n in shape:
+            numel *= int(n)
+        if numel == 0 or span <= numel:
+            return None
+        order = sorted(range(len(shape)), key=lambda d: (-int(strides[d]), d))
+        dense = [0] * len(shape)
+        step = 1
+        for d in reversed(order):
+            dense[d] = step
+            step *= int(shape[d])
+        (aten,) = inner
+        from coil.frontend.meta import NoMetaResult, meta_result_types
+
+        old = [r.type for r in aten.results]
+        new_type = TensorType(want.shape, want.element_type, dense, want.device_attr.data)
+        Rewriter.replace_value_with_new_type(arg, new_type)
+        try:
+            same = meta_result_types(aten) == old
+        except NoMetaResult:
+            same = False
+        if not same:
+            Rewriter.replace_value_with_new_type(op.body.block.args[k], want)
+            return None
+        return new_type
+
     def extern(self, op: B.ExternOp) -> None:
+        self.follow_channels_last(op)
         mutated = extern_mutated_operands(op)
         for k, (operand, arg) in enumerate(zip(op.args, op.body.block.args)):
             t, want = operand.type, arg.type
@@ -449,6 +567,7 @@ class _Bufferizer:
                 continue
             if not writable(want.shape, want.strides):
                 continue
+            want = self.densify(op, k) or want
             # A copy into NHWC for a convolution is named for what it does (its
             # kernel: coil_to_nhwc_4 for a weight, not coil_arg16_4).
             hint = operand.name_hint
@@ -461,7 +580,9 @@ class _Bufferizer:
                 copy_nest(operand, buf, location=op.location), InsertPoint.before(op)
             )
             op.operands[k] = buf
-        padding = gemm_alignment.plan(op, self.tf32) if self.align_gemms else None
+        padding = None
+        if self.align_gemms:
+            padding = gemm_alignment.plan(op, self.tf32, self.constant_operands(op))
         view_type = gemm_alignment.rewrite(op, padding) if padding is not None else None
         term = op.body.block.last_op
         types = [
@@ -488,6 +609,15 @@ class _Bufferizer:
             r.name_hint = old.name_hint
             old.replace_all_uses_with(r)
         Rewriter.erase_op(op)
+
+    def constant_operands(self, op: B.ExternOp) -> frozenset[int]:
+        """With ``pad-constants``: the positions of ``op``'s operands computed from
+        parameters alone (``buffer-hoist-constants`` computes those once)."""
+        if not self.pad_constants:
+            return frozenset()
+        if self.constants is None:
+            self.constants = ConstantValues(self.fn)
+        return frozenset(k for k, a in enumerate(op.args) if self.constants.is_constant(a))
 
     # ---- results and mutations --------------------------------------------------------
 
@@ -603,10 +733,18 @@ class BufferizePass(ModulePass):
     include the activations its backward was traced to read with eager's
     strides."""
 
+    pad_constants: bool = False
+    """Pad a product's operand computed from parameters alone (``coil.static``
+    arguments) whatever the product's rows: ``buffer-hoist-constants{inference=true}``
+    computes such a pad once per parameter version, not on every call. The
+    backend turns both on for inference graphs."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in op.ops:
             if isinstance(fn, func.FuncOp) and not fn.is_declaration:
-                _Bufferizer(fn, self.align_gemms, self.padded_results, self.tf32).run()
+                _Bufferizer(
+                    fn, self.align_gemms, self.padded_results, self.tf32, self.pad_constants
+                ).run()
 
 
 __all__ = ["BufferizePass", "copy_nest", "same_layout", "strided_layout", "writable"]

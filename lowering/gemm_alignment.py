@@ -16,10 +16,16 @@ layout it expects, as for any buffer.
 A column-major B (``weight.t()`` of a ``Linear``) keeps its layout: the
 weight gets zero rows, and the product reads the transpose.
 
-The pad copies ``K x N`` elements of B per call: it pays when the product is
-large against it, so padding needs M >= ``MIN_ROWS`` (a symbolic M counts as
-``loop_cost.SIZE_HINT``). CUDA only, f16/bf16 (f32 where TF32 is allowed, see
-:func:`plan`), static N.
+A B computed from parameters alone (``constant``: a weight, or a weight's
+transpose) is padded whatever M: ``buffer-hoist-constants`` moves the pad into
+the constants function, which runs once per version of the weight, so no call
+pays for it (Inductor pads such weights once under freezing). Any other B is
+copied on every call, ``K x N`` elements against the product's ``M x N x K``
+multiply-adds: the copy's share of the time is about ``e * F / (BW * M)``
+(``e`` bytes an element, ``F`` the tensor-core rate, ``BW`` the memory
+bandwidth), a function of M alone, so such a pad needs M >= ``MIN_ROWS`` (a
+symbolic M counts as ``loop_cost.SIZE_HINT``). CUDA only, f16/bf16 (f32 where
+TF32 is allowed, see :func:`plan`), static N.
 """
 
 from __future__ import annotations
@@ -36,7 +42,13 @@ from coil.transforms.loop_cost import element_bytes, estimate
 
 ALIGN_BYTES = 16
 MIN_ROWS = 512
-"""Output rows below which the pad of B costs more than the aligned kernel saves."""
+"""Output rows below which a per-call pad of B is not made. Not measured: at
+H100 rates (bf16 ~800 TFLOP/s dense, 3.35 TB/s) ``e * F / BW`` is ~480 rows,
+so at 512 rows the copy costs about as much as the aligned product, and pays
+only where cuBLAS's unaligned kernel is at least twice as slow (GPT-2's
+50257-wide LM head at 4096 rows: 3.3 ms unaligned, 0.45 ms aligned). It
+applies only to operands computed on every call (activations: a ``bmm`` of two
+of them); a weight's pad is computed once (``constant`` in :func:`plan`)."""
 
 # The product's operands by schema name: (bias, the right-hand matrix).
 GEMMS = {
@@ -54,9 +66,13 @@ class GemmPadding:
     pad: int  # columns added to N
 
 
-def plan(op: B.ExternOp, tf32: bool = False) -> GemmPadding | None:
+def plan(
+    op: B.ExternOp, tf32: bool = False, constant: frozenset[int] = frozenset()
+) -> GemmPadding | None:
     """Whether and how to pad the product ``op`` (an extern at the tensor level)
-    calls. An f32 product is padded only where cuBLAS may use TF32 (``tf32``):
+    calls. ``constant``: positions of ``op``'s operands computed from parameters
+    alone, once per parameter version (their pad then needs no ``MIN_ROWS``).
+    An f32 product is padded only where cuBLAS may use TF32 (``tf32``):
     without it cuBLAS runs FFMA kernels that do not need the alignment (on an
     H100, GPT-2's f32 LM head, 4096 x 768 by 768 x 50257, ran the same aligned
     kernel unpadded in eager), and the pad, the wider product and its copy to
@@ -78,7 +94,11 @@ def plan(op: B.ExternOp, tf32: bool = False) -> GemmPadding | None:
         return None
     per_row = ALIGN_BYTES // element_bytes(t.element_type)
     n = int(n)
-    if n < per_row or n % per_row == 0 or estimate(m) < MIN_ROWS:
+    if n < per_row or n % per_row == 0:
+        return None
+    (right,) = aten.operand_groups()[GEMMS[aten.name][1]]
+    once = isinstance(right, BlockArgument) and right.index in constant
+    if not once and estimate(m) < MIN_ROWS:
         return None
     return GemmPadding(aten, -(-n // per_row) * per_row - n)
 

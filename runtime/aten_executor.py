@@ -20,7 +20,13 @@ from typing import Any
 import sympy
 import torch
 from xdsl.dialects import builtin, func
-from xdsl.dialects.builtin import ArrayAttr, DenseIntOrFPElementsAttr, ModuleOp, NoneAttr
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseIntOrFPElementsAttr,
+    ModuleOp,
+    NoneAttr,
+    SymbolRefAttr,
+)
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.traits import IsTerminator
 
@@ -41,9 +47,18 @@ from coil.runtime.execution import ExecutionError
 
 
 def find_function(module: ModuleOp, name: str | None = None) -> func.FuncOp:
+    """The function named ``name``; without one, the module's entry function (a
+    constants function, which another names in ``coil.constants``, is not one)."""
     funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
     if name is not None:
         funcs = [f for f in funcs if f.sym_name.data == name]
+    else:
+        named = {
+            ref.root_reference.data
+            for f in funcs
+            if isinstance(ref := f.attributes.get("coil.constants"), SymbolRefAttr)
+        }
+        funcs = [f for f in funcs if f.sym_name.data not in named]
     if len(funcs) != 1:
         raise ExecutionError(
             f"expected one func.func{f' named {name}' if name else ''}, found {len(funcs)}"
@@ -99,6 +114,28 @@ class _Env:
                 f"input {i}: expected {ty.dtype} of shape {want}, got {value.dtype} "
                 f"of shape {list(value.shape)}"
             )
+
+
+def _with_folded(
+    module: ModuleOp, fn: func.FuncOp, constants_name: str, inputs: Sequence[Any]
+) -> list[Any]:
+    """``fn``'s arguments for the caller's ``inputs``: the ``coil.folded`` ones
+    are the results of the constants function run on the inputs it names
+    (``coil.input``), as the wrapper's cache gives them."""
+    constants = find_function(module, constants_name)
+    attrs = [a.data for a in fn.arg_attrs.data] if fn.arg_attrs is not None else []
+    folded = {k: a["coil.folded"].value.data for k, a in enumerate(attrs) if "coil.folded" in a}
+    given = iter(inputs)
+    full: list[Any] = [None if k in folded else next(given, None) for k in range(len(fn.args))]
+    c_attrs = [a.data for a in constants.arg_attrs.data] if constants.arg_attrs is not None else []
+    results = run_module(
+        module,
+        [full[a["coil.input"].value.data] for a in c_attrs],
+        func_name=constants_name,
+    )
+    for k, r in folded.items():
+        full[k] = results[r]
+    return full
 
 
 def _is_tensor_type(t: Attribute) -> bool:
@@ -242,6 +279,9 @@ def run_module(module: ModuleOp, inputs: Sequence[Any], *, func_name: str | None
     buffer, or a mix); returns its outputs (a tuple, or the original structure
     when the function records ``coil.output_tree``)."""
     fn = find_function(module, func_name)
+    ref = fn.attributes.get("coil.constants")
+    if isinstance(ref, SymbolRefAttr):
+        inputs = _with_folded(module, fn, ref.root_reference.data, inputs)
     env = _Env()
     env.bind_inputs(fn, inputs)
     for op in fn.body.block.ops:

@@ -12,6 +12,9 @@ recorded graph with static input buffers:
   part of the key (a moved parameter records a new graph);
 * every other tensor input is copied into the graph's own input buffer before
   each replay;
+* results of the wrapper's constants function (``buffer-hoist-constants``) are
+  brought up to date before each replay (a parameter updated in place is
+  computed from again, into the same tensors, so the graph's addresses hold);
 * outputs live in the graph's memory pool, which the next replay of any of the
   runner's graphs overwrites. A replay hands them out uncopied (an alias each,
   ``detach()``) and remembers them. Before the next replay, if one of them is
@@ -104,6 +107,8 @@ class CudaGraphRunner:
         self.size_positions: tuple[int, ...] | None = None
         self.escaped: list[tuple[int, torch.Tensor, int]] = []  # pooled outputs handed out
         self.copied_outputs: set[int] = set()  # positions a caller kept: returned as copies
+        # The compiled graph's constants cache, checked before each replay.
+        self.refresh: Callable[..., None] | None = getattr(run, "coil_refresh", None)
 
     def _fallback(self, reason: str) -> None:
         if reason not in self.warned:
@@ -146,6 +151,10 @@ class CudaGraphRunner:
             if kept:
                 return self._kept(kept, args)
             self.escaped.clear()
+        if self.refresh is not None:
+            # Parameters updated in place since the recording: their constants
+            # (buffer-hoist-constants) are computed again, into the same tensors.
+            self.refresh(*args)
         if recording.copied:
             # One launch for every input, as cudagraph trees copy them
             # (_foreach_copy_), rather than one copy_ (a memcpy) each.

@@ -1,6 +1,6 @@
 """What generated host modules import at run time: ``cdiv``, ``CoilInputError``,
-``check_input``, ``empty_strided_on``, ``InputGuard``, ``interpret_kernels``,
-``reinterpret_tensor``, ``Semaphores``.
+``check_input``, ``ConstantCache``, ``empty_strided_on``, ``InputGuard``,
+``interpret_kernels``, ``reinterpret_tensor``, ``Semaphores``.
 
 Kept tiny and cheap: inputs are checked on every call. ``InputGuard`` makes the
 common case (everything as on an earlier call with the same sizes) one C++ call
@@ -12,12 +12,15 @@ message.
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
 __all__ = [
     "CoilInputError",
+    "ConstantCache",
     "InputGuard",
     "cdiv",
     "check_input",
@@ -192,3 +195,92 @@ class Semaphores:
             sems = torch.zeros(self.n, dtype=torch.int32, device=self.device)
             self.by_stream[stream] = sems
         return sems
+
+
+class ConstantCache:
+    """The results of a wrapper's constants function (``buffer-hoist-constants``),
+    computed once per version of the parameters it reads.
+
+    An entry is keyed by the inputs' identities and valid while each input is
+    still the same tensor (held weakly: the cache never keeps a model alive,
+    and an entry goes when one of its tensors dies), with the same
+    ``_version`` (an in-place write: ``load_state_dict``, an optimizer step,
+    ``with torch.no_grad(): w.mul_(2)``) and data pointer (``w.data = other``
+    keeps the version). A stale entry is computed again and copied into the
+    tensors it returned before, so their addresses do not change (a recorded
+    CUDA graph reads them). Inference tensors keep no version counter: inputs
+    among them are computed from on every call. One wrapper serves every
+    module of the same code (the layers of a model compiled once), so entries
+    are per set of inputs."""
+
+    def __init__(
+        self, compute: Callable[[list[Any]], Sequence[torch.Tensor]], positions: Sequence[int]
+    ):
+        self.compute = compute
+        self.positions = tuple(positions)
+        """Where ``call``'s inputs hold the constants function's inputs."""
+        self.entries: dict[tuple[int, ...], _Entry] = {}
+        self.computed = 0
+        """How many times the constants function ran (tests, logs)."""
+
+    def get(self, inputs: Sequence[torch.Tensor]) -> Sequence[torch.Tensor]:
+        """The constants function's results for ``inputs``."""
+        key = tuple(map(id, inputs))
+        entry = self.entries.get(key)
+        versions = _versions(inputs)
+        pointers = [t.data_ptr() for t in inputs]
+        # An entry's tensors are alive (a dead one's weakref callback dropped
+        # it), so the same ids are the same tensors.
+        if entry is not None and versions is not None:
+            if versions == entry.versions and pointers == entry.pointers:
+                return entry.results
+        results = self.run(inputs)
+        if entry is not None and _same_layouts(entry.results, results):
+            with torch.no_grad():
+                for old, new in zip(entry.results, results):
+                    old.copy_(new)
+            entry.versions, entry.pointers = versions, pointers
+            return entry.results
+        self.entries[key] = _Entry(self, key, inputs, versions, pointers, results)
+        return results
+
+    def refresh(self, args: Sequence[Any]) -> None:
+        """Bring the entry for ``call``'s inputs ``args`` up to date (before a
+        CUDA graph replays the launches that read it)."""
+        self.get([args[k] for k in self.positions])
+
+    def run(self, inputs: Sequence[torch.Tensor]) -> Sequence[torch.Tensor]:
+        self.computed += 1
+        with torch.no_grad():  # cached data, never part of an autograd graph
+            return tuple(self.compute(list(inputs)))
+
+
+def _versions(inputs: Sequence[torch.Tensor]) -> list[int] | None:
+    """The inputs' version counters; None where one is an inference tensor (it
+    keeps none: nothing can tell an update)."""
+    try:
+        return [t._version for t in inputs]
+    except RuntimeError:
+        return None
+
+
+def _same_layouts(old: Sequence[torch.Tensor], new: Sequence[torch.Tensor]) -> bool:
+    return all(
+        a.shape == b.shape and a.stride() == b.stride() and a.dtype == b.dtype
+        for a, b in zip(old, new)
+    )
+
+
+class _Entry:
+    def __init__(self, cache, key, inputs, versions, pointers, results):
+        drop = functools.partial(_drop, weakref.ref(cache), key)
+        self.refs = [weakref.ref(t, drop) for t in inputs]
+        self.versions = versions
+        self.pointers = pointers
+        self.results = results
+
+
+def _drop(cache_ref: weakref.ref, key: tuple[int, ...], _dead: object) -> None:
+    cache = cache_ref()
+    if cache is not None:
+        cache.entries.pop(key, None)

@@ -984,6 +984,12 @@ def host_function(module: ModuleOp) -> H.FuncOp:
             raise CppTargetError(
                 f"-t cpp expects a host.func and tt.func kernels; found {op.name}{hint}"
             )
+    if any("coil.constants" in f.attributes for f in fns):
+        raise CppTargetError(
+            "-t cpp does not run a constants function (buffer-hoist-constants); compile "
+            "without buffer-hoist-constants{inference=true}, as the backend does for "
+            "wrapper='cpp', or use -t python"
+        )
     if len(fns) != 1:
         raise CppTargetError(f"-t cpp expects exactly one host.func, found {len(fns)}")
     return fns[0]

@@ -82,6 +82,7 @@ WRAPPER_IMPORT = (
     "from coil.runtime.wrapper import cdiv, check_input, CoilInputError, empty_strided_on, "
     "InputGuard, reinterpret_tensor, Semaphores"
 )
+CONSTANTS_IMPORT = "from coil.runtime.wrapper import ConstantCache"
 LAUNCH_IMPORT = "from coil.runtime.launch import Launcher, raw_stream"
 AUTOTUNE_IMPORT = "from coil.runtime.autotune import autotune"
 
@@ -104,6 +105,9 @@ _RESERVED = {
     "raw_stream",
     "call",
     "args",
+    "constants",
+    "_constants",
+    "ConstantCache",
     "max",
     "min",
     "int",
@@ -210,9 +214,12 @@ def _symbols_of(fn: H.FuncOp) -> set[sympy.Symbol]:
 class HostPrinter:
     """Prints one ``host.func`` (and the module's kernels) as a Python module."""
 
-    def __init__(self, module: ModuleOp, fn: H.FuncOp):
+    def __init__(self, module: ModuleOp, fn: H.FuncOp, constants: H.FuncOp | None = None):
         self.module = module
         self.fn = fn
+        # buffer-hoist-constants' function: run by a ConstantCache, once per
+        # version of the parameters it reads.
+        self.constants = constants
         self.lines: list[str] = []
         self.names: dict[SSAValue, str] = {}
         self.used: set[str] = set(_RESERVED)
@@ -246,6 +253,8 @@ class HostPrinter:
                     self.kernel_lines[op.sym_name.data] = [s.data for s in lines.data]
         self.symbols = _symbols_of(fn)
         self.used |= {s.name for s in self.symbols}
+        if constants is not None:
+            self.used |= {s.name for s in _symbols_of(constants)}
 
     # ---- naming ------------------------------------------------------------
 
@@ -359,12 +368,28 @@ class HostPrinter:
         if libdevice:
             head.append("from triton.language.extra import libdevice")
         head.append(WRAPPER_IMPORT)
-        if any(isinstance(op, H.AutotuneOp) for op in fn.walk()):
+        functions = [fn] if self.constants is None else [self.constants, fn]
+        if any(isinstance(op, H.AutotuneOp) for f in functions for op in f.walk()):
             head.append(AUTOTUNE_IMPORT)
-        self.print_call()
+        prelude: list[str] = []
+        if self.constants is not None:
+            head.append(CONSTANTS_IMPORT)
+            self.print_function(self.constants, "constants", checks=False)
+            positions = python_tuple([str(p) for p in constant_positions(self.constants)])
+            prelude = [
+                *self.lines,
+                "",
+                "",
+                "# The constants function's results, once per version of its inputs.",
+                f"_constants = ConstantCache(constants, {positions})",
+                "",
+                "",
+            ]
+            self.lines = []
+        self.print_function(fn, "call")
         if self.launchers:
             head.append(LAUNCH_IMPORT)
-        body = "\n".join(self.lines)
+        body = "\n".join(prelude + self.lines)
         state = "\n".join([self.launcher_definitions(), *self.module_lines]).strip()
         parts = ["\n".join(head), kernels.strip(), state, body]
         if kernels.strip() and not self.on_gpu():
@@ -396,7 +421,8 @@ class HostPrinter:
 
     def on_gpu(self) -> bool:
         """Whether any buffer of the wrapper lives on a GPU."""
-        for op in self.fn.walk():
+        functions = [self.fn] if self.constants is None else [self.fn, self.constants]
+        for op in (o for f in functions for o in f.walk()):
             values = [*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)]
             if any(
                 isinstance(v.type, BufferType) and v.type.device_attr.data != "cpu" for v in values
@@ -404,21 +430,32 @@ class HostPrinter:
                 return True
         return False
 
-    def print_call(self) -> None:
-        fn = self.fn
-        args = list(fn.args)
-        self.lines.append("def call(args):")
+    def print_function(self, fn: H.FuncOp, entry: str, checks: bool = True) -> None:
+        """``def entry(args)``: the body of ``fn``. ``checks``: compare the inputs
+        with their types (the constants function's inputs are ``call``'s,
+        already checked). Arguments ``coil.folded`` are not passed: ``call``
+        takes them from the constants cache."""
+        self.fn = fn
+        self.bound = set()
+        self.streams = {}
+        attrs = fn.arg_attrs.data if fn.arg_attrs is not None else [None] * len(fn.args)
+        folded = [a for a, d in zip(fn.args, attrs) if d is not None and "coil.folded" in d.data]
+        args = [a for a in fn.args if a not in folded]
+        self.lines.append(f"def {entry}(args):")
         names = [self.define(a, "arg") for a in args]
         if names:
             self.emit(f"if len(args) != {len(args)}:")
             self.emit(
-                f'raise CoilInputError(f"call takes {len(args)} inputs, got {{len(args)}}")', 2
+                f'raise CoilInputError(f"{entry} takes {len(args)} inputs, got {{len(args)}}")',
+                2,
             )
             self.emit(f"{', '.join(names)}{',' if len(names) == 1 else ''} = args")
         self.emit("args.clear()")
         # Symbols: coil.symbol index arguments, then sizes/strides of tensor inputs.
-        arg_attrs = fn.arg_attrs.data if fn.arg_attrs is not None else [None] * len(args)
-        for arg, attrs in zip(args, arg_attrs):
+        arg_attrs = attrs
+        for arg, attrs in zip(fn.args, arg_attrs):
+            if arg in folded:
+                continue
             sym = attrs.data.get("coil.symbol") if attrs is not None else None
             if isinstance(sym, ExprAttr) and sym.data.is_Symbol and sym.data not in self.bound:
                 self.emit(f"{sym.data.name} = {self.name(arg)}")
@@ -432,7 +469,7 @@ class HostPrinter:
             self.bind_from(arg, arg.type)
         self.bind_derived(args)
         tensors = [a for a in args if isinstance(a.type, BufferType)]
-        if tensors:
+        if tensors and checks:
             # One C++ comparison of all inputs when they match an earlier call's
             # (per size-symbol values); the Python checks name what differs.
             names = ", ".join(self.name(a) for a in tensors)
@@ -450,10 +487,13 @@ class HostPrinter:
             self.emit(f"_inputs.learn({key}, {names})", 2)
         for arg in tensors:
             t = arg.type
-            if not t.shape_attr.data and t.device_attr.data != "cpu":
+            if not t.shape_attr.data and t.device_attr.data != "cpu" and checks:
                 # check_input lets a 0-d CPU tensor stand for a CUDA scalar.
                 name = self.name(arg)
                 self.emit(f'{name} = {name}.to("{t.device_attr.data}")')
+        if folded:
+            self.print_folded(fn, folded)
+        args = list(fn.args)
         # A tensor input's name is deleted after its last use (as Inductor's
         # wrapper does): with AOTAutograd's boxed calling convention the caller
         # has cleared its list, so the storage (a saved activation in a
@@ -471,6 +511,28 @@ class HostPrinter:
             self.print_op(op)
             if not isinstance(op, H.ReturnOp):
                 self.print_dels(released.get(i, []) + [a for a, j in last_use.items() if j == i])
+
+    def print_folded(self, fn: H.FuncOp, folded: list[BlockArgument]) -> None:
+        """The ``coil.folded`` arguments, from the constants cache (fresh
+        allocations of the constants function: aligned)."""
+        if self.constants is None:
+            raise PythonTargetError(
+                f"-t python: @{fn.sym_name.data} has coil.folded arguments but names no "
+                "constants function (coil.constants)"
+            )
+        attrs = fn.arg_attrs.data if fn.arg_attrs is not None else []
+        order = sorted(folded, key=lambda a: attrs[a.index].data["coil.folded"].value.data)
+        count = len(self.constants.function_type.outputs.data)
+        if [attrs[a.index].data["coil.folded"].value.data for a in order] != list(range(count)):
+            raise PythonTargetError(
+                f"-t python: the coil.folded arguments of @{fn.sym_name.data} must name each "
+                f"of the {count} result(s) of @{self.constants.sym_name.data} once"
+            )
+        inputs = [fn.args[p] for p in constant_positions(self.constants)]
+        names = [self.define(a, "folded") for a in order]
+        self.aligned |= set(order)
+        got = python_tuple([self.name(a) for a in inputs])
+        self.emit(f"{', '.join(names)}{',' if len(names) == 1 else ''} = _constants.get({got})")
 
     def print_dels(self, values: Sequence[SSAValue]) -> None:
         if values:
@@ -969,6 +1031,60 @@ def _rebuild(node: Any, outs: Sequence[str]) -> str:
     return repr(node)
 
 
+def constant_positions(constants: H.FuncOp) -> list[int]:
+    """Where the entry function's arguments hold the constants function's inputs
+    (their ``coil.input``)."""
+    attrs = constants.arg_attrs.data if constants.arg_attrs is not None else []
+    out = []
+    for k in range(len(constants.args)):
+        given = attrs[k].data.get("coil.input") if k < len(attrs) else None
+        if not isinstance(given, IntegerAttr):
+            raise PythonTargetError(
+                f"-t python: argument {k} of @{constants.sym_name.data} has no coil.input "
+                "(the entry function's argument it takes)"
+            )
+        out.append(given.value.data)
+    return out
+
+
+def host_functions(module: ModuleOp) -> tuple[H.FuncOp, H.FuncOp | None]:
+    """The module's entry host.func and the constants function it names
+    (``coil.constants``, made by buffer-hoist-constants), if any; fails with a
+    sentence on anything else."""
+    fns = []
+    for op in module.ops:
+        if isinstance(op, H.FuncOp):
+            fns.append(op)
+        elif not isinstance(op, tt.FuncOp):
+            hint = (
+                " -- run convert-loop-to-tt and convert-buffer-to-host first"
+                if op.name == "func.func"
+                else ""
+            )
+            raise PythonTargetError(
+                f"-t python expects a host.func and tt.func kernels; found {op.name}{hint}"
+            )
+    named = {
+        ref.root_reference.data
+        for f in fns
+        if isinstance(ref := f.attributes.get("coil.constants"), builtin.SymbolRefAttr)
+    }
+    entries = [f for f in fns if f.sym_name.data not in named]
+    if len(entries) != 1 or len(fns) > 2:
+        raise PythonTargetError(
+            "-t python expects exactly one host.func (and the constants function it names), "
+            f"found {len(fns)}"
+        )
+    (entry,) = entries
+    constants = next((f for f in fns if f is not entry), None)
+    if constants is None and named:
+        raise PythonTargetError(
+            f"-t python: @{entry.sym_name.data} names a constants function "
+            f"@{sorted(named)[0]} that the module does not hold"
+        )
+    return entry, constants
+
+
 def host_function(module: ModuleOp) -> H.FuncOp:
     """The module's one host.func; fails with a sentence on anything else."""
     fns = []
@@ -1003,9 +1119,9 @@ def emit_python(module: ModuleOp) -> str:
     """The Python source of ``module``'s host program and kernels."""
     from coil.targets import triton as T
 
-    fn = host_function(module)
+    fn, constants = host_functions(module)
     kernels = T.emit_kernels(module) if any(isinstance(o, tt.FuncOp) for o in module.ops) else ""
-    return HostPrinter(module, fn).print_module(kernels, T.uses_libdevice(module))
+    return HostPrinter(module, fn, constants).print_module(kernels, T.uses_libdevice(module))
 
 
 @dataclass(frozen=True)

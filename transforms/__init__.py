@@ -18,6 +18,7 @@ SUMMARIES: dict[str, str] = {
     "loop-fuse": "group a reduction with its sibling/dependent reductions and epilogues",
     "loop-simplify-indexing": "simplify index expressions with the ranges of their nest",
     "memory-plan": "free buffers at their last use, reuse dead ones, record the peak",
+    "buffer-hoist-constants": "compute parameter-only work once per parameter version",
     "aten-reorder-collectives": "issue collectives early and wait late, so they overlap compute",
     "loop-cost-report": "print each top-level nest's bytes read/written, loads and ops (stderr)",
 }
@@ -39,6 +40,9 @@ PASSES: dict[str, str] = {
     ),
     "aten-channels-last": "coil.transforms.aten_channels_last:AtenChannelsLastPass",
     "aten-peel-conv-bias": "coil.transforms.aten_peel_conv_bias:AtenPeelConvBiasPass",
+    "buffer-hoist-constants": (
+        "coil.transforms.buffer_hoist_constants:BufferHoistConstantsPass"
+    ),
 }
 """Each registered pass's class as ``"module:Class"`` (imported only when used;
 ``coil.passinfo`` reads its options from the source for ``fx-opt --help``)."""

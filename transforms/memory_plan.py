@@ -64,7 +64,14 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from coil.dialects import buffer as B
 from coil.dialects import loop as L
-from coil.dialects.aten import AtenOp, OperandRefAttr, OperatorOp, op_class_named
+from coil.dialects.aten import (
+    AtenOp,
+    ConstantOp,
+    OperandRefAttr,
+    OperatorOp,
+    TensorType,
+    op_class_named,
+)
 from coil.dialects.c10d import WAIT_TENSOR, collective_waits
 from coil.dialects.symbolic import ExprAttr, sym_eq, to_expr, torch_sympy
 from coil.ir import source_line
@@ -93,12 +100,47 @@ def _schema(name: str) -> torch.FunctionSchema | None:
         return None
 
 
+def _inner_schema(inner: object) -> torch.FunctionSchema | None:
+    if isinstance(inner, OperatorOp):
+        return _schema(inner.overload_name.data.replace("::", "."))
+    name = getattr(inner, "name", "")
+    return _schema(name) if name.startswith(("aten.", "prims.")) else None
+
+
+def _fresh_in_region(value: SSAValue, block: object) -> bool:
+    """Whether a value of an extern's region lives in storage the region's calls
+    allocated (not an operand's): made by an op whose schema returns no alias,
+    or a view of such a value."""
+    if isinstance(value, BlockArgument):
+        return False
+    inner = value.owner
+    schema = _inner_schema(inner)
+    if schema is None or value.index >= len(schema.returns):
+        return False
+    if schema.returns[value.index].alias_info is None:
+        return True
+    # A view (transpose, view ...): fresh when every tensor it reads is.
+    tensors = [v for v in inner.operands if isinstance(getattr(v, "type", None), TensorType)]
+    return bool(tensors) and all(_fresh_in_region(v, block) for v in tensors)
+
+
+def _several_calls(op: B.ExternOp) -> bool:
+    return len([o for o in op.body.block.ops if not isinstance(o, B.YieldOp | ConstantOp)]) > 1
+
+
 def extern_results_alias(op: B.ExternOp) -> bool:
     """Whether the extern's results may share storage with its operands (a view
     op sent to ATen); True when unknown. ``wait_tensor`` returns the very tensor
-    it waits for, though its schema does not say so."""
+    it waits for, though its schema does not say so. A region of several calls
+    (``gemm_alignment``'s pad: transpose, new_zeros, cat, transpose) is traced
+    from what it yields: its results are fresh when each is a fresh call's
+    result or a view of one (the pad of a transposed weight was taken for an
+    alias of the weight, so the plan neither freed nor counted it)."""
     if op.kernel_name == WAIT_TENSOR:
         return True
+    if _several_calls(op):
+        block = op.body.block
+        return not all(_fresh_in_region(v, block) for v in block.last_op.operands)
     schema = _schema(op.kernel_name)
     if schema is None:
         return True
@@ -151,6 +193,8 @@ def aliased_operands(op: B.ExternOp, result: int) -> list[SSAValue]:
     its ``out``, ``view``'s its ``self``); every operand where that is unknown
     (no schema, several calls in the region, ``wait_tensor``)."""
     everything = list(op.args)
+    if _several_calls(op) and not extern_results_alias(op):
+        return []
     schema = _schema(op.kernel_name)
     inner = [o for o in op.body.block.ops if not isinstance(o, B.YieldOp)]
     if op.kernel_name == WAIT_TENSOR or schema is None or len(inner) != 1:
@@ -544,6 +588,39 @@ def _holds_at_peak(
     return top, points
 
 
+def _fused_member_writing(group: L.FusedOp, out: SSAValue) -> L.PointwiseOp | None:
+    """The member of ``group`` whose value ``group`` stores into ``out``, where the
+    kernel computes it in one pass with everything that reads it: a pointwise
+    member over the group's full ranges that reads no reduction of the group
+    (directly or through other members), in a group whose reductions read no
+    reduction of it (no second loop over the row: convert-loop-to-tt recomputes
+    a full-range member in every loop that reads it, which would read the
+    storage written in the first)."""
+    outs = list(group.outs)
+    if outs.count(out) != 1:
+        return None
+    member = group.body.block.last_op.operands[outs.index(out)].owner
+    if not isinstance(member, L.PointwiseOp) or member.parent_op() is not group:
+        return None
+    made = {r: m for m in group.members() for r in m.results}
+    needs: dict[Operation, bool] = {}  # member -> reads a reduction's result
+
+    def reads_reduction(m: Operation) -> bool:
+        if m not in needs:
+            needs[m] = False
+            sources = {
+                o.source.owner for o in m.walk() if isinstance(o, L.LoadOp) and o.source in made
+            }
+            needs[m] = any(isinstance(d, L.ReductionOp) or reads_reduction(d) for d in sources)
+        return needs[m]
+
+    if reads_reduction(member):
+        return None
+    if any(reads_reduction(m) for m in group.members() if isinstance(m, L.ReductionOp)):
+        return None
+    return member
+
+
 def _in_place(nest: Operation, out: SSAValue, dying: list[SSAValue]) -> SSAValue | None:
     """A buffer that dies at ``nest`` and that ``nest`` may overwrite with ``out``
     (Inductor's in-place buffers): ``nest`` is a pointwise nest writing only
@@ -552,12 +629,33 @@ def _in_place(nest: Operation, out: SSAValue, dying: list[SSAValue]) -> SSAValue
     writes it; through a view too: ConvNeXt's GELU reads its [N*H*W, C] matmul
     product as [N, H, W, C]). Same dtype, device and storage size. Without it a
     residual block's ``relu(bn(conv) + shortcut)`` held its two inputs and its
-    result at once."""
-    if not isinstance(nest, L.PointwiseOp) or list(nest.outs) != [out]:
+    result at once.
+
+    Also a fusion group's full-range member computed in one pass
+    (:func:`_fused_member_writing`) when no other member reads the candidate: a
+    squeeze-excite block's ``x = bn(conv)``, stored for the product after the
+    SE and reduced by ``x.mean((2, 3))`` in the same kernel, held the
+    convolution's result and ``x`` at once (SE-ResNeXt-26d: a third 49 MiB
+    buffer at the plan's peak; Inductor writes ``x`` over the convolution)."""
+    reader: Operation = nest
+    if isinstance(nest, L.FusedOp):
+        member = _fused_member_writing(nest, out)
+        if member is None:
+            return None
+        reader = member
+    elif not isinstance(nest, L.PointwiseOp) or list(nest.outs) != [out]:
         return None
+    return _reads_only_where_it_writes(nest, reader, out, dying)
+
+
+def _reads_only_where_it_writes(
+    nest: Operation, reader: L.LoopOp, out: SSAValue, dying: list[SSAValue]
+) -> SSAValue | None:
+    """The first of ``dying`` that ``nest`` reads only in ``reader`` (a nest over
+    ``out``'s shape) and only at the address ``reader`` stores to in ``out``."""
     t = out.type
-    rank = len(nest.ranges.data)
-    if [to_expr(r) for r in nest.ranges.data] != [to_expr(n) for n in t.shape]:
+    rank = len(reader.ranges.data)
+    if [to_expr(r) for r in reader.ranges.data] != [to_expr(n) for n in t.shape]:
         return None
     identity = L.index_symbols(rank)
     # An index over a size-1 dimension is 0: GELU's [1, 128, 3072] result
@@ -574,6 +672,9 @@ def _in_place(nest: Operation, out: SSAValue, dying: list[SSAValue]) -> SSAValue
         ):
             continue
         reads = [o for o in nest.walk() if any(dead in storage_roots(v) for v in o.operands)]
+        elsewhere = [o for o in reads if o is nest or L.enclosing_loop(o) is not reader]
+        if reader is not nest and elsewhere:
+            continue  # read by another member of the group (or passed as its outs)
         if reads and all(
             isinstance(o, L.LoadOp)
             and not o.indirect

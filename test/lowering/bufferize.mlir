@@ -2,6 +2,7 @@
 // RUN: fx-opt %s -p 'bufferize{align-gemms=false}' --split-input-file | filecheck %s --check-prefix=NOPAD
 // RUN: fx-opt %s -p 'bufferize{padded-results=true tf32=true}' --split-input-file | filecheck %s --check-prefix=PADDED
 // RUN: fx-opt %s -p bufferize --split-input-file | filecheck %s --check-prefix=NOTF32
+// RUN: fx-opt %s -p 'bufferize{pad-constants=true}' --split-input-file | filecheck %s --check-prefix=CONST
 
 // A nest gets a row-major buffer and writes it (destination-passing style);
 // its loads in later bodies read the buffer. A result is allocated directly
@@ -465,6 +466,36 @@ func.func @scatter_copies_input(%x: !buffer.buffer<[5], f32>, %i: !buffer.buffer
 
 // -----
 
+// A product of 16 rows, under MIN_ROWS: a per-call pad of its B would cost
+// about what the aligned kernel saves. With pad-constants a B computed from
+// parameters alone (a coil.static weight, here read as weight.t()) is padded
+// whatever the rows: buffer-hoist-constants computes that pad once per weight
+// version. An activation's B (%y) is not.
+// CONST-LABEL: func.func @small_gemm_of_a_weight
+// CONST:      %[[WP:.*]] = buffer.extern "aten.transpose.int" (%w)
+// CONST:        aten.cat.default
+// CONST:      buffer.extern "aten.mm.default" (%x, %[[WP]])
+// CONST:        aten.mm.default(%{{.*}}, %{{.*}}) : !aten.tensor<[16, 1008], bf16, device "cuda:0">
+// CONST-NOT:  aten.cat
+// CONST:      buffer.extern "aten.mm.default" (%x, %y)
+// CHECK-LABEL: func.func @small_gemm_of_a_weight
+// CHECK-NOT:  aten.cat
+func.func @small_gemm_of_a_weight(%x: !buffer.buffer<[16, 64], bf16, device "cuda:0">, %w: !buffer.buffer<[64, 1003], bf16, strides [1, 64], device "cuda:0"> {coil.static}, %y: !buffer.buffer<[64, 1003], bf16, device "cuda:0">) -> (!loop.tensor<[16, 1003], bf16>, !loop.tensor<[16, 1003], bf16>) attributes {coil.result_types = [!aten.tensor<[16, 1003], bf16, device "cuda:0">, !aten.tensor<[16, 1003], bf16, device "cuda:0">]} {
+  %a = buffer.extern "aten.mm.default" (%x, %w) : (!buffer.buffer<[16, 64], bf16, device "cuda:0">, !buffer.buffer<[64, 1003], bf16, strides [1, 64], device "cuda:0">) -> (!loop.tensor<[16, 1003], bf16>) {
+  ^bb0(%xa: !aten.tensor<[16, 64], bf16, device "cuda:0">, %wa: !aten.tensor<[64, 1003], bf16, strides [1, 64], device "cuda:0">):
+    %m = aten.mm.default(%xa, %wa) : !aten.tensor<[16, 1003], bf16, device "cuda:0">
+    buffer.yield %m : !aten.tensor<[16, 1003], bf16, device "cuda:0">
+  }
+  %b = buffer.extern "aten.mm.default" (%x, %y) : (!buffer.buffer<[16, 64], bf16, device "cuda:0">, !buffer.buffer<[64, 1003], bf16, device "cuda:0">) -> (!loop.tensor<[16, 1003], bf16>) {
+  ^bb0(%xa: !aten.tensor<[16, 64], bf16, device "cuda:0">, %ya: !aten.tensor<[64, 1003], bf16, device "cuda:0">):
+    %m = aten.mm.default(%xa, %ya) : !aten.tensor<[16, 1003], bf16, device "cuda:0">
+    buffer.yield %m : !aten.tensor<[16, 1003], bf16, device "cuda:0">
+  }
+  func.return %a, %b : !loop.tensor<[16, 1003], bf16>, !loop.tensor<[16, 1003], bf16>
+}
+
+// -----
+
 // A nest (or scatter) whose one reader is a scatter's into: the scatter updates
 // the buffer that nest wrote, no copy (zeros(...).index_put_(...)).
 // CHECK-LABEL: func.func @scatter_in_place
@@ -518,4 +549,35 @@ func.func @scatter_copies_what_others_read(%i: !buffer.buffer<[3], i64>) -> (!lo
     loop.yield %c, %t : f32, i64
   }
   func.return %a, %z : !loop.tensor<[5], f32>, !loop.tensor<[5], f32>
+}
+
+// -----
+
+// ATen's pooling and upsampling kernels take a channels-last input as it is
+// and return channels-last results (torch's meta function says which): the
+// NHWC operand of avg_pool2d (ResNet-D's shortcut) is passed uncopied, the
+// call's result is NHWC, and a convolution after it reads it as it is. A
+// pooled result that is returned is still copied into eager's layout.
+// CHECK-LABEL: func.func @pool_follows_channels_last
+// CHECK-NOT:  loop.pointwise
+// CHECK:      %[[P:.*]] = buffer.extern "aten.avg_pool2d.default" (%x) : (!buffer.buffer<[2, 4, 6, 6], f32, strides [144, 1, 24, 4]>) -> (!buffer.buffer<[2, 4, 3, 3], f32, strides [36, 1, 12, 4]>)
+// CHECK-NEXT: ^bb0(%{{.*}}: !aten.tensor<[2, 4, 6, 6], f32, strides [144, 1, 24, 4]>):
+// CHECK-NEXT:   aten.avg_pool2d.default(%{{.*}}) : !aten.tensor<[2, 4, 3, 3], f32, strides [36, 1, 12, 4]>
+// CHECK-NOT:  loop.pointwise
+// CHECK:      buffer.extern "aten.convolution.default" (%[[P]], %w)
+// CHECK:      %[[C:.*]] = buffer.alloc : !buffer.buffer<[2, 4, 3, 3], f32>
+// CHECK-NEXT: loop.pointwise [2, 4, 3, 3] outs(%[[C]]
+// CHECK:      func.return %{{.*}}, %[[C]]
+func.func @pool_follows_channels_last(%x: !buffer.buffer<[2, 4, 6, 6], f32, strides [144, 1, 24, 4]>, %w: !buffer.buffer<[8, 4, 1, 1], f32, strides [4, 1, 4, 4]>) -> (!loop.tensor<[2, 8, 3, 3], f32>, !loop.tensor<[2, 4, 3, 3], f32>) attributes {coil.result_types = [!aten.tensor<[2, 8, 3, 3], f32, strides [72, 1, 24, 8]>, !aten.tensor<[2, 4, 3, 3], f32>]} {
+  %p = buffer.extern "aten.avg_pool2d.default" (%x) : (!buffer.buffer<[2, 4, 6, 6], f32, strides [144, 1, 24, 4]>) -> (!loop.tensor<[2, 4, 3, 3], f32>) {
+  ^bb0(%xa: !aten.tensor<[2, 4, 6, 6], f32>):
+    %0 = aten.avg_pool2d.default(%xa, kernel_size = [2, 2], stride = [2, 2], ceil_mode = true, count_include_pad = false) : !aten.tensor<[2, 4, 3, 3], f32>
+    buffer.yield %0 : !aten.tensor<[2, 4, 3, 3], f32>
+  }
+  %c = buffer.extern "aten.convolution.default" (%p, %w) : (!loop.tensor<[2, 4, 3, 3], f32>, !buffer.buffer<[8, 4, 1, 1], f32, strides [4, 1, 4, 4]>) -> (!loop.tensor<[2, 8, 3, 3], f32>) {
+  ^bb0(%pa: !aten.tensor<[2, 4, 3, 3], f32, strides [36, 1, 12, 4]>, %wa: !aten.tensor<[8, 4, 1, 1], f32, strides [4, 1, 4, 4]>):
+    %1 = aten.convolution.default(%pa, %wa, none, stride = [1, 1], padding = [0, 0], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1) : !aten.tensor<[2, 8, 3, 3], f32, strides [72, 1, 24, 8]>
+    buffer.yield %1 : !aten.tensor<[2, 8, 3, 3], f32, strides [72, 1, 24, 8]>
+  }
+  func.return %c, %p : !loop.tensor<[2, 8, 3, 3], f32>, !loop.tensor<[2, 4, 3, 3], f32>
 }

@@ -531,3 +531,110 @@ func.func @not_held_at_peak(%x: !buffer.buffer<[16], f32>) -> !buffer.buffer<[16
   }
   func.return %c : !buffer.buffer<[16], f32>
 }
+
+// -----
+
+// A squeeze-excite block's x = bn(conv), stored for the product after the SE
+// and reduced by x.mean in the same fused kernel: the group computes x in one
+// pass (its reduction reads no other reduction of the group, x reads none),
+// each element of %c read by the program that writes it there, so x is
+// written over %c, which dies at the group: one [2, 4, 8] buffer, not two.
+// CHECK-LABEL: func.func @fused_in_place
+// CHECK-SAME:  coil.peak_bytes = #coil.expr<288>
+// CHECK:      %[[C:.*]] = buffer.alloc : !buffer.buffer<[2, 4, 8], f32>
+// CHECK:      %[[M:.*]] = buffer.alloc : !buffer.buffer<[2, 4], f32>
+// CHECK-NEXT: %[[X:.*]] = buffer.reuse %[[C]]
+// CHECK-NEXT: loop.fused [2, 4] [8] outs(%[[X]], %[[M]]
+func.func @fused_in_place(%in: !buffer.buffer<[2, 4, 8], f32>, %w: !buffer.buffer<[4], f32>) -> (!buffer.buffer<[2, 4, 8], f32>, !buffer.buffer<[2, 4], f32>) {
+  %c = buffer.alloc : !buffer.buffer<[2, 4, 8], f32>
+  loop.pointwise [2, 4, 8] outs(%c : !buffer.buffer<[2, 4, 8], f32>) {
+  ^bb0(%i0: index, %i1: index, %i2: index):
+    %0 = loop.load %in[i0, i1, i2] : !buffer.buffer<[2, 4, 8], f32>
+    %1 = math.exp %0 : f32
+    loop.yield %1 : f32
+  }
+  %x = buffer.alloc : !buffer.buffer<[2, 4, 8], f32>
+  %m = buffer.alloc : !buffer.buffer<[2, 4], f32>
+  loop.fused [2, 4] [8] outs(%x, %m : !buffer.buffer<[2, 4, 8], f32>, !buffer.buffer<[2, 4], f32>) {
+    %p = loop.pointwise [2, 4, 8] : !loop.tensor<[2, 4, 8], f32> {
+    ^bb0(%i0: index, %i1: index, %i2: index):
+      %2 = loop.load %c[i0, i1, i2] : !buffer.buffer<[2, 4, 8], f32>
+      %3 = loop.load %w[i1] : !buffer.buffer<[4], f32>
+      %4 = arith.mulf %2, %3 : f32
+      loop.yield %4 : f32
+    }
+    %s = loop.reduction sum [2, 4] [8] : !loop.tensor<[2, 4], f32> {
+    ^bb0(%i0: index, %i1: index, %r0: index):
+      %5 = loop.load %p[i0, i1, r0] : !loop.tensor<[2, 4, 8], f32>
+      loop.yield %5 : f32
+    }
+    loop.yield %p, %s : !loop.tensor<[2, 4, 8], f32>, !loop.tensor<[2, 4], f32>
+  }
+  func.return %x, %m : !buffer.buffer<[2, 4, 8], f32>, !buffer.buffer<[2, 4], f32>
+}
+
+// -----
+
+// Not in place: a group whose stored member reads a reduction of the group
+// (x - mean: the kernel loops over the row twice, and the second loop
+// recomputes what reads %c); and a group where another member reads %c at
+// other addresses (the sum reads %d itself, reversed). (%d reuses %c, dead
+// by then.)
+// CHECK-LABEL: func.func @fused_not_in_place
+// CHECK:      %[[C:.*]] = buffer.alloc : !buffer.buffer<[2, 8], f32>
+// CHECK:      %[[X:.*]] = buffer.alloc : !buffer.buffer<[2, 8], f32>
+// CHECK:      loop.fused [2] [8] outs(%[[X]] :
+// CHECK:      %[[D:.*]] = buffer.reuse %[[C]]
+// CHECK:      %[[Y:.*]] = buffer.alloc : !buffer.buffer<[2, 8], f32>
+// CHECK:      loop.fused [2] [8] outs(%[[Y]], %{{.*}} :
+func.func @fused_not_in_place(%in: !buffer.buffer<[2, 8], f32>) -> (!buffer.buffer<[2, 8], f32>, !buffer.buffer<[2, 8], f32>, !buffer.buffer<[2], f32>) {
+  %c = buffer.alloc : !buffer.buffer<[2, 8], f32>
+  loop.pointwise [2, 8] outs(%c : !buffer.buffer<[2, 8], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %0 = loop.load %in[i0, i1] : !buffer.buffer<[2, 8], f32>
+    %1 = math.exp %0 : f32
+    loop.yield %1 : f32
+  }
+  %x = buffer.alloc : !buffer.buffer<[2, 8], f32>
+  loop.fused [2] [8] outs(%x : !buffer.buffer<[2, 8], f32>) {
+    %s = loop.reduction sum [2] [8] : !loop.tensor<[2], f32> {
+    ^bb0(%i0: index, %r0: index):
+      %2 = loop.load %c[i0, r0] : !buffer.buffer<[2, 8], f32>
+      loop.yield %2 : f32
+    }
+    %p = loop.pointwise [2, 8] : !loop.tensor<[2, 8], f32> {
+    ^bb0(%i0: index, %i1: index):
+      %3 = loop.load %c[i0, i1] : !buffer.buffer<[2, 8], f32>
+      %4 = loop.load %s[i0] : !loop.tensor<[2], f32>
+      %5 = arith.subf %3, %4 : f32
+      loop.yield %5 : f32
+    }
+    loop.yield %p : !loop.tensor<[2, 8], f32>
+  }
+  %d = buffer.alloc : !buffer.buffer<[2, 8], f32>
+  loop.pointwise [2, 8] outs(%d : !buffer.buffer<[2, 8], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %6 = loop.load %in[i0, i1] : !buffer.buffer<[2, 8], f32>
+    %7 = math.exp %6 : f32
+    loop.yield %7 : f32
+  }
+  %y = buffer.alloc : !buffer.buffer<[2, 8], f32>
+  %m = buffer.alloc : !buffer.buffer<[2], f32>
+  loop.fused [2] [8] outs(%y, %m : !buffer.buffer<[2, 8], f32>, !buffer.buffer<[2], f32>) {
+    %q = loop.pointwise [2, 8] : !loop.tensor<[2, 8], f32> {
+    ^bb0(%i0: index, %i1: index):
+      %8 = loop.load %d[i0, i1] : !buffer.buffer<[2, 8], f32>
+      %9 = math.exp %8 : f32
+      loop.yield %9 : f32
+    }
+    %t = loop.reduction sum [2] [8] : !loop.tensor<[2], f32> {
+    ^bb0(%i0: index, %r0: index):
+      %10 = loop.load %d[i0, 7 - r0] : !buffer.buffer<[2, 8], f32>
+      %11 = loop.load %q[i0, r0] : !loop.tensor<[2, 8], f32>
+      %12 = arith.addf %10, %11 : f32
+      loop.yield %12 : f32
+    }
+    loop.yield %q, %t : !loop.tensor<[2, 8], f32>, !loop.tensor<[2], f32>
+  }
+  func.return %x, %y, %m : !buffer.buffer<[2, 8], f32>, !buffer.buffer<[2, 8], f32>, !buffer.buffer<[2], f32>
+}
