@@ -88,6 +88,12 @@ def aot_backend(
             inference_compiler=inference,
             decompositions=LazyTable(training),
             partition_fn=min_cut_rematerialization_partition,
+            # Mutations of graph inputs stay in the graph as ``copy_`` (as
+            # Inductor keeps them): the kernel that computes a parameter's
+            # or optimizer state's new value writes it into the input's
+            # buffer, instead of a new buffer AOTAutograd copies back eagerly
+            # after the call (one ATen copy_ per mutated tensor).
+            keep_inference_input_mutations=True,
         )
 
     def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:

@@ -18,6 +18,7 @@ SUMMARIES: dict[str, str] = {
     "memory-plan": "free buffers at their last use, reuse dead ones, record the peak",
     "aten-reorder-collectives": "issue collectives early and wait late, so they overlap compute",
     "loop-cost-report": "print each top-level nest's bytes read/written, loads and ops (stderr)",
+    "host-combine-launches": "run consecutive independent elementwise kernels as one launch",
 }
 """One line per pass, for ``fx-opt --help`` (which must not import the passes)."""
 
@@ -35,6 +36,7 @@ PASSES: dict[str, str] = {
     ),
     "aten-channels-last": "coil.transforms.aten_channels_last:AtenChannelsLastPass",
     "aten-peel-conv-bias": "coil.transforms.aten_peel_conv_bias:AtenPeelConvBiasPass",
+    "host-combine-launches": "coil.transforms.host_combine_launches:HostCombineLaunchesPass",
 }
 """Each registered pass's class as ``"module:Class"`` (imported only when used;
 ``coil.passinfo`` reads its options from the source for ``fx-opt --help``)."""
