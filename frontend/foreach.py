@@ -1,11 +1,10 @@
-"""Decompositions of ATen's multi-tensor ops: ``_foreach_*`` and the fused optimizers.
+"""Decompositions of ATen's multi-tensor ``_foreach_*`` ops.
 
 A compiled ``optimizer.step()`` (``torch.compile(opt.step)``) traces to these:
 the foreach implementations of SGD/Adam/AdamW (the default on CUDA) call
-``torch._foreach_mul_(params, ...)`` and friends, and ``fused=True`` calls one
-``torch._fused_adamw_`` for all parameters. Kept whole, each is one ATen call
-(ATen's multi-tensor-apply kernels) that nothing fuses with: an AdamW step was
-~15 launches of a chain no kernel of coil's could join.
+``torch._foreach_mul_(params, ...)`` and friends. Kept whole, each is one ATen
+call (a multi-tensor-apply kernel) that nothing fuses with: an AdamW step of a
+6-parameter model called ATen 12 times between 36 launches of coil's.
 
 Decomposed, every op becomes one aten op per tensor -- the same graph the
 for-loop implementation traces to -- so each parameter's update is one
@@ -17,16 +16,21 @@ groups the results into combo kernels).
 
 :func:`foreach_decompositions` covers every functional ``aten::_foreach_*``
 overload with a per-tensor twin (the in-place ones reach the table already
-functionalized); :func:`fused_optimizer_decompositions` writes out the
-arithmetic of ATen's fused Adam/AdamW/SGD kernels (``FusedAdamKernel.cpp``,
-``fused_adam_utils.cuh``, ``FusedSGDKernel``), opmath in f32 for reduced
-floats, ``grad_scale`` and ``found_inf`` as AMP's GradScaler passes them.
+functionalized).
+
+The fused optimizers (``fused=True``: ``torch._fused_adamw_`` ...) never reach
+a backend with torch 2.13: Dynamo wraps the optimizers' ``_fused_*`` functions
+in ``torch.compiler.disable`` (``torch/_dynamo/eval_frame.py``, "don't trace
+into fused optimizer"), so they run ATen's fused kernel between graphs, and a
+direct call of ``torch._fused_adamw_`` fails in AOTAutograd's functionalization
+for every backend (aot_eager and Inductor alike: "mutating a non-functional
+tensor with a functional tensor"). Nothing to decompose there.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -110,150 +114,4 @@ def foreach_decompositions() -> dict[torch._ops.OpOverload, Callable[..., Any]]:
     return table
 
 
-# ---- fused optimizers ----------------------------------------------------------------
-
-
-def _opmath(t: torch.Tensor) -> torch.Tensor:
-    """``t`` in the dtype ATen's fused kernels compute in (f32 for reduced floats)."""
-    return t.float() if t.dtype in (torch.bfloat16, torch.float16) else t
-
-
-def _scalar(value: float | torch.Tensor) -> float | torch.Tensor:
-    return value.float() if isinstance(value, torch.Tensor) else value
-
-
-def _unscale(grad: torch.Tensor, grad_scale: torch.Tensor | None, maximize: bool) -> torch.Tensor:
-    g = _opmath(grad)
-    if grad_scale is not None:
-        g = g / grad_scale.float()
-    return -g if maximize else g
-
-
-def _skip_if_inf(
-    found_inf: torch.Tensor | None, new: Sequence[torch.Tensor], old: Sequence[torch.Tensor]
-) -> list[torch.Tensor]:
-    """``new`` where no inf was found, ``old`` where one was (the fused kernels
-    return early when ``found_inf`` is 1)."""
-    if found_inf is None:
-        return list(new)
-    skip = found_inf.to(torch.bool)
-    return [torch.where(skip, o, n) for n, o in zip(new, old)]
-
-
-def _fused_adam(adamw: bool) -> Callable[..., tuple[list[torch.Tensor], ...]]:
-    def decomposition(
-        params: list[torch.Tensor],
-        grads: list[torch.Tensor],
-        exp_avgs: list[torch.Tensor],
-        exp_avg_sqs: list[torch.Tensor],
-        max_exp_avg_sqs: list[torch.Tensor],
-        state_steps: list[torch.Tensor],
-        *,
-        lr: float | torch.Tensor,
-        beta1: float,
-        beta2: float,
-        weight_decay: float,
-        eps: float,
-        amsgrad: bool,
-        maximize: bool,
-        grad_scale: torch.Tensor | None = None,
-        found_inf: torch.Tensor | None = None,
-    ) -> tuple[list[torch.Tensor], ...]:
-        lr = _scalar(lr)
-        outs: tuple[list[torch.Tensor], ...] = ([], [], [], [], [])
-        for k, (p, g, m, v, step) in enumerate(
-            zip(params, grads, exp_avgs, exp_avg_sqs, state_steps)
-        ):
-            param, grad = _opmath(p), _unscale(g, grad_scale, maximize)
-            if weight_decay != 0:
-                if adamw:
-                    param = param - lr * weight_decay * param
-                else:
-                    grad = grad + weight_decay * param
-            exp_avg = _opmath(m) * beta1 + (1 - beta1) * grad
-            exp_avg_sq = _opmath(v) * beta2 + (1 - beta2) * grad * grad
-            step = step.float()
-            step_size = lr / (1 - torch.pow(beta1, step))
-            bias_correction2_sqrt = torch.sqrt(1 - torch.pow(beta2, step))
-            second = exp_avg_sq
-            new_max = []
-            if amsgrad:
-                second = torch.maximum(_opmath(max_exp_avg_sqs[k]), exp_avg_sq)
-                new_max = [second.to(max_exp_avg_sqs[k].dtype)]
-            denom = torch.sqrt(second) / bias_correction2_sqrt + eps
-            param = param - step_size * exp_avg / denom
-            new_grad = _unscale(g, grad_scale, False)  # written back unscaled, not negated
-            new = [
-                param.to(p.dtype),
-                new_grad.to(g.dtype),
-                exp_avg.to(m.dtype),
-                exp_avg_sq.to(v.dtype),
-                *new_max,
-            ]
-            old = [p, g, m, v, *(max_exp_avg_sqs[k : k + 1] if amsgrad else [])]
-            for out, value in zip(outs, _skip_if_inf(found_inf, new, old)):
-                out.append(value)
-        if not amsgrad:
-            outs[4].extend(aten.clone(t) for t in max_exp_avg_sqs)
-        return outs
-
-    return decomposition
-
-
-def _fused_sgd(
-    params: list[torch.Tensor],
-    grads: list[torch.Tensor],
-    momentum_buffer_list: list[torch.Tensor],
-    *,
-    weight_decay: float,
-    momentum: float,
-    lr: float | torch.Tensor,
-    dampening: float,
-    nesterov: bool,
-    maximize: bool,
-    is_first_step: bool,
-    grad_scale: torch.Tensor | None = None,
-    found_inf: torch.Tensor | None = None,
-) -> tuple[list[torch.Tensor], ...]:
-    lr = _scalar(lr)
-    outs: tuple[list[torch.Tensor], ...] = ([], [], [])
-    for k, (p, g) in enumerate(zip(params, grads)):
-        param, grad = _opmath(p), _unscale(g, grad_scale, maximize)
-        if weight_decay != 0:
-            grad = grad + weight_decay * param
-        new_buf = []
-        old_buf = []
-        if momentum != 0:
-            buf = momentum_buffer_list[k]
-            if is_first_step:
-                value = grad
-            else:
-                value = _opmath(buf) * momentum + (1 - dampening) * grad
-            new_buf, old_buf = [value.to(buf.dtype)], [buf]
-            grad = grad + momentum * value if nesterov else value
-        param = param - lr * grad
-        new_grad = _unscale(g, grad_scale, False)
-        new = [param.to(p.dtype), new_grad.to(g.dtype), *new_buf]
-        old = [p, g, *old_buf]
-        for out, value in zip(outs, _skip_if_inf(found_inf, new, old)):
-            out.append(value)
-    if momentum == 0:
-        outs[2].extend(aten.clone(t) for t in momentum_buffer_list)
-    return outs
-
-
-@functools.cache
-def fused_optimizer_decompositions() -> dict[torch._ops.OpOverload, Callable[..., Any]]:
-    """The functional ``_fused_adam``, ``_fused_adamw`` and ``_fused_sgd`` (float and
-    tensor learning rate), written out per tensor."""
-    return {
-        aten._fused_adam.default: _fused_adam(adamw=False),
-        aten._fused_adam.tensor_lr: _fused_adam(adamw=False),
-        aten._fused_adamw.default: _fused_adam(adamw=True),
-        aten._fused_adamw.tensor_lr: _fused_adam(adamw=True),
-        aten._fused_sgd.default: _fused_sgd,
-        aten._fused_sgd.tensor_lr: _fused_sgd,
-    }
-
-
-__all__ = ["foreach_decompositions", "fused_optimizer_decompositions"]
+__all__ = ["foreach_decompositions"]

@@ -58,7 +58,7 @@ from coil.dialects import host, tt
 from coil.dialects.buffer import BufferType
 from coil.transforms.memory_plan import aliased_operands, extern_results_alias
 
-_ALLOCS = ("buffer.alloc", "host.empty_strided", "host.seed", "host.semaphores")
+_ALLOCS = ("buffer.alloc", "host.empty_strided", "loop.seed", "host.seed", "host.semaphores")
 """Ops that make fresh values and touch no memory a kernel reads."""
 _ALIASES = ("buffer.view", "buffer.reuse", "host.reinterpret")
 """Ops whose result is a buffer over their source's storage."""
@@ -188,7 +188,7 @@ class _State:
         self.options = options
         self.eligible: dict[str, bool] = {}
         self.written: dict[str, set[int]] = {}
-        self.made: dict[str, str] = {}  # combo body key -> kernel name
+        self.made: dict[tuple, str] = {}  # combo key -> kernel name
         self.count = 0
 
     # ---- grouping ----
@@ -223,7 +223,7 @@ class _State:
             return False
         args = group.args | set(m.launch.args)
         scalars = group.scalars | set(m.launch.scalars.data)
-        offsets = len(group.members) + 1  # at most one offset argument per member
+        offsets = len(group.members)  # at most one offset argument per boundary
         return len(args) + len(scalars) + offsets <= self.options.max_args
 
     def run(self, block: Block) -> None:
@@ -275,8 +275,8 @@ class _State:
             starts.append(sympy.expand(starts[-1] + g))
         static = all(s.is_Integer for s in starts)
         wide = not static or int(starts[-1]) >= 2**31
-        # Symbolic offsets are kernel arguments (one per boundary after the first).
-        offsets = [] if static else [s for s in starts[1:]]
+        # Symbolic offsets are kernel arguments (one per boundary between sub-kernels).
+        offsets = [] if static else list(starts[1:-1])
         arg_types = [
             _arg_type(a, m) for a in args for m in [next(m for m in members if a in m.launch.args)]
         ]
@@ -302,16 +302,22 @@ class _State:
         if wide:
             pid = emit(arith.ExtSIOp(pid, i64))
 
-        def bound(k: int) -> SSAValue:
+        def bound(k: int) -> SSAValue:  # the first program after sub-kernel k - 1
             if static:
                 return emit(arith.ConstantOp(IntegerAttr(int(starts[k]), index)))
-            return offset_args[k - 1] if k else emit(arith.ConstantOp(IntegerAttr(0, index)))
+            return offset_args[k - 1]
 
+        lo = None
         for k, m in enumerate(members):
-            lo, hi = bound(k), bound(k + 1)
-            inside = emit(arith.CmpiOp(pid, hi, "slt"))
-            if k:
-                inside = emit(arith.AndIOp(emit(arith.CmpiOp(pid, lo, "sge")), inside))
+            # Programs [start_k, start_k+1): the first sub-kernel needs no lower
+            # bound, the last no upper one (the grid ends there).
+            hi = bound(k + 1) if k + 1 < len(members) else None
+            checks = []
+            if lo is not None:
+                checks.append(emit(arith.CmpiOp(pid, lo, "sge")))
+            if hi is not None:
+                checks.append(emit(arith.CmpiOp(pid, hi, "slt")))
+            inside = checks[0] if len(checks) == 1 else emit(arith.AndIOp(*checks))
             local = Block()
             local_pid = pid
             if k:
@@ -327,9 +333,18 @@ class _State:
             self.inline(m, local, local_pid, arg_of, scalar_of)
             local.add_op(scf.YieldOp())
             block.add_op(scf.IfOp(inside, [], Region(local)))
+            lo = hi
         block.add_op(tt.ReturnOp())
         self.describe(func, members)
-        name = self.name_for(func)
+        # Two combos are the same kernel when their sub-kernels (already deduped
+        # by body), the arguments they share, their sizes and offsets are.
+        key = (
+            tuple(m.launch.kernel_name for m in members),
+            tuple(tuple(args.index(a) for a in m.launch.args) for m in members),
+            tuple(tuple(scalars.index(x) for x in m.launch.scalars.data) for m in members),
+            tuple(starts) if static else len(offsets),
+        )
+        name = self.name_for(func, key)
         total = starts[-1]
         return host.LaunchOp(
             name,
@@ -402,11 +417,8 @@ class _State:
             + (f" | ... {more} more" if more else "")
         )
 
-    def name_for(self, func: tt.FuncOp) -> str:
+    def name_for(self, func: tt.FuncOp, key: tuple) -> str:
         """Insert ``func`` under a fresh name, or return an identical combo's name."""
-        from coil.lowering.convert_loop_to_tt import _body_key
-
-        key = _body_key(func)
         if key in self.made:
             func.erase()
             return self.made[key]
