@@ -168,7 +168,7 @@ def optimizer_row(
     for name, step in steps.items():
         with shared():
             _, row[f"{name}_first_s"] = first_call(step)
-    with shared():
+    with shared(), torch.no_grad():
         ref = [p - s for p, s in zip(params_of["eager"], start)]
         for name in steps:
             deltas = [p - s for p, s in zip(params_of[name], start)]
