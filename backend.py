@@ -597,12 +597,17 @@ def _with_cudagraphs(run: Callable[..., Any], static_inputs: Sequence[int], name
     return runner
 
 
-def _graph_pipeline(pipeline: str, inference: bool, tf32: bool) -> str:
+def _graph_pipeline(
+    pipeline: str, inference: bool, tf32: bool, deterministic: bool | None = None
+) -> str:
     """``pipeline`` for one graph: for an inference graph a plain ``bufferize``
     gets ``padded-results=true`` and a plain ``aten-channels-last``
     ``inference=true``; where cuBLAS may run f32 products in TF32, ``bufferize``
     gets ``tf32=true`` (it pads f32 products then). A pass given its own
-    options is left as written. The result is the cache key's pipeline."""
+    options is left as written. Under ``torch.use_deterministic_algorithms``
+    (``deterministic``, default: torch's current setting) ``convert-aten-to-loop``
+    gets ``deterministic=true``, also next to options it has (scatters go to
+    ATen's deterministic kernels). The result is the cache key's pipeline."""
     options: dict[str, list[str]] = {"bufferize": [], "aten-channels-last": []}
     if inference:
         options["bufferize"].append("padded-results=true")
@@ -612,6 +617,16 @@ def _graph_pipeline(pipeline: str, inference: bool, tf32: bool) -> str:
     for name, given in options.items():
         if given:
             pipeline = re.sub(rf"(?<![\w-]){name}(?=,|$)", f"{name}{{{' '.join(given)}}}", pipeline)
+    if deterministic is None:
+        deterministic = torch.are_deterministic_algorithms_enabled()
+    if deterministic:
+        name = "convert-aten-to-loop"
+        pipeline = re.sub(rf"(?<![\w-]){name}(?=,|$)", f"{name}{{}}", pipeline)
+        pipeline = re.sub(
+            rf"(?<![\w-]){name}\{{(?![^}}]*deterministic)([^}}]*)\}}",
+            lambda m: f"{name}{{{(m.group(1) + ' ').lstrip()}deterministic=true}}",
+            pipeline,
+        )
     return pipeline
 
 
@@ -626,6 +641,24 @@ def _static_input_indices(training: bool) -> list[int]:
     indices = list(getattr(meta, "static_input_indices", None) or [])
     tokens = len(getattr(meta, "tokens", None) or ()) if training else 0
     return [i + tokens for i in indices]
+
+
+def _attention_rewrite(pipeline: str) -> Callable[[torch.fx.GraphModule], Any] | None:
+    """The attention rewrite for graphs that get a backward, where the pipeline
+    runs ``aten-fuse-attention`` (with its options): in training the pass
+    would come after autograd, so the same rewrite runs on the Dynamo graph
+    before AOTAutograd (:func:`coil.frontend.attention.fuse_attention_for_autograd`)."""
+    if "aten-fuse-attention" not in pipeline:
+        return None
+    from xdsl.passes import PassPipeline
+
+    for p in PassPipeline.parse_spec(available_passes(), pipeline).passes:
+        if p.name == "aten-fuse-attention":
+            from coil.frontend.attention import fuse_attention_for_autograd
+
+            fused_only = bool(getattr(p, "fused_only", True))
+            return lambda gm: fuse_attention_for_autograd(gm, fused_only)
+    return None
 
 
 def coil(
@@ -698,14 +731,18 @@ def coil(
         enabled=options.get("cache"),
         dump_dir=dump_dir or config.dump_dir(),
     )
+    before_autograd = _attention_rewrite(pipeline)
     if fallback != "eager":
-        return aot_backend(fw, bw, inf, aot_cache, partition_fn)(gm, example_inputs)
+        return aot_backend(fw, bw, inf, aot_cache, before_autograd, partition_fn)(
+            gm, example_inputs
+        )
     try:
         return aot_backend(
             _or_eager(fw, "the forward graph"),
             _or_eager(bw, "the backward graph"),
             _or_eager(inf, "the forward graph"),
             aot_cache,
+            before_autograd,
             partition_fn,
         )(gm, example_inputs)
     except Exception as e:  # AOTAutograd itself failed (tracing, decompositions)

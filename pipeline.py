@@ -16,7 +16,7 @@ from xdsl.passes import ModulePass, PassPipeline, PassPipelineCallbackType
 
 ATEN_CLEANUP = "canonicalize,cse,dce"
 ATEN = (
-    f"canonicalize,aten-decompose,{ATEN_CLEANUP},"
+    f"canonicalize,aten-fuse-attention,aten-decompose,{ATEN_CLEANUP},"
     "aten-peel-conv-bias,aten-channels-last,aten-reorder-collectives"
 )
 LOOP = (
@@ -54,7 +54,6 @@ SUMMARIES: dict[str, str] = {
 """One line per named pipeline (``coil pipeline NAME``), for ``fx-opt --help``."""
 
 XDSL_PASSES_USED: dict[str, str] = {
-    "canonicalize": "xDSL's canonicalizer with the aten patterns (view chains, no-ops, x*1)",
     "cse": "common subexpression elimination (xDSL)",
     "dce": "dead code elimination (xDSL)",
 }

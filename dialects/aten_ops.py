@@ -2373,6 +2373,34 @@ class AtenCrossEntropyLossOp(AtenOp):
 
 
 @irdl_op_definition
+class AtenCummaxOp(AtenOp):
+    """aten::cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)"""
+
+    name = "aten.cummax.default"
+    OVERLOAD: ClassVar[str] = "aten.cummax.default"
+    SCHEMA: ClassVar[str] = 'aten::cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)'
+    self = operand_def(AnyAttr())
+    dim = opt_prop_def(ExprAttr)
+    values = result_def(AnyAttr())
+    indices = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class AtenCumminOp(AtenOp):
+    """aten::cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)"""
+
+    name = "aten.cummin.default"
+    OVERLOAD: ClassVar[str] = "aten.cummin.default"
+    SCHEMA: ClassVar[str] = 'aten::cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)'
+    self = operand_def(AnyAttr())
+    dim = opt_prop_def(ExprAttr)
+    values = result_def(AnyAttr())
+    indices = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
 class AtenCumprodOp(AtenOp):
     """aten::cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor"""
 
@@ -4592,6 +4620,19 @@ class AtenLogSoftmaxIntOp(AtenOp):
     self = operand_def(AnyAttr())
     dim = opt_prop_def(ExprAttr)
     dtype = opt_prop_def(Attribute | NoneAttr)
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class AtenLogcumsumexpOp(AtenOp):
+    """aten::logcumsumexp(Tensor self, int dim) -> Tensor"""
+
+    name = "aten.logcumsumexp.default"
+    OVERLOAD: ClassVar[str] = "aten.logcumsumexp.default"
+    SCHEMA: ClassVar[str] = 'aten::logcumsumexp(Tensor self, int dim) -> Tensor'
+    self = operand_def(AnyAttr())
+    dim = opt_prop_def(ExprAttr)
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
 
@@ -11002,6 +11043,8 @@ ATEN_OPS = [
     AtenCoshIntOp,
     AtenCosh_Op,
     AtenCrossEntropyLossOp,
+    AtenCummaxOp,
+    AtenCumminOp,
     AtenCumprodOp,
     AtenCumprod_Op,
     AtenCumsumOp,
@@ -11173,6 +11216,7 @@ ATEN_OPS = [
     AtenLog2_Op,
     AtenLog_Op,
     AtenLogSoftmaxIntOp,
+    AtenLogcumsumexpOp,
     AtenLogicalAndOp,
     AtenLogicalAnd_Op,
     AtenLogicalNotOp,

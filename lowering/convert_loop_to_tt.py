@@ -50,7 +50,13 @@ from coil.lowering.loop_to_tt.kernel import (
     launch_config,
 )
 
-_KINDS = {"loop.pointwise": "pointwise", "loop.reduction": "reduction", "loop.fused": "fused"}
+_KINDS = {
+    "loop.pointwise": "pointwise",
+    "loop.reduction": "reduction",
+    "loop.scan": "scan",
+    "loop.scatter": "scatter",
+    "loop.fused": "fused",
+}
 
 
 def _copy_as_pointwise(op: L.CopyOp) -> L.PointwiseOp:
@@ -274,7 +280,10 @@ class ConvertLoopToTtPass(ModulePass):
     def _kernels(self, nest: L.LoopOp, name: str, options: Options, kind: str) -> list[Kernel]:
         """The heuristic kernel, then (``autotune``) distinct candidates, named ``_c<k>``."""
         kernel = build_kernel(nest, name, options, kind)
-        if self.autotune <= 1 or rereads_its_outputs(list(nest.outs), kernel):
+        # No candidates for scans and scatters yet (a scatter's atomics must not rerun).
+        if self.autotune <= 1 or isinstance(nest, L.ScanOp | L.ScatterOp):
+            return [kernel]
+        if rereads_its_outputs(list(nest.outs), kernel):
             return [kernel]
         kernels, seen = [kernel], {config_key(kernel)}
         for candidate in candidate_options(nest, options, kernel):

@@ -11,6 +11,8 @@ SUMMARIES: dict[str, str] = {
     "aten-channels-last": "run 2-D convolutions on NHWC tensors where Inductor's rules say it pays",
     "aten-peel-conv-bias": "a CUDA convolution's bias as an add that fuses into the next kernel",
     "aten-decompose": "rewrite composite aten ops (softmax, norms...) with torch's decompositions",
+    "aten-fuse-attention": "hand-written attention (softmax(q @ k^T * s + mask) @ v) as fused SDPA",
+    "canonicalize": "xDSL's canonicalizer with the aten patterns (view chains, no-ops, x*1)",
     "loop-inline": "inline pointwise producers and views into the loads that read them",
     "loop-split-reduction": "split a reduction with few outputs: chunk partials, then a finish",
     "loop-fuse": "group a reduction with its sibling/dependent reductions and epilogues",
@@ -24,7 +26,9 @@ SUMMARIES: dict[str, str] = {
 
 
 PASSES: dict[str, str] = {
+    "canonicalize": "coil.transforms.aten_canonicalize:CanonicalizePass",
     "aten-decompose": "coil.transforms.aten_decompose:AtenDecomposePass",
+    "aten-fuse-attention": "coil.transforms.aten_fuse_attention:AtenFuseAttentionPass",
     "loop-inline": "coil.transforms.loop_inline:LoopInlinePass",
     "loop-split-reduction": "coil.transforms.loop_split_reduction:LoopSplitReductionPass",
     "loop-fuse": "coil.transforms.loop_fuse:LoopFusePass",

@@ -9,5 +9,7 @@ from coil.lowering.aten_to_loop import (  # noqa: F401
     pointwise,
     pooling,
     reductions,
+    scans,
+    scatters,
     views,
 )

@@ -458,48 +458,6 @@ def _slice_scatter(lw: Lowerer, op: AtenOp):
     return [lw.pointwise(out.shape, out.element_type, body)]
 
 
-@register("aten.scatter.value", "aten.scatter.src", "aten.scatter_add.default")
-def _scatter_one(lw: Lowerer, op: AtenOp):
-    """``scatter``/``scatter_add`` whose index has size 1 along ``dim`` and
-    self's sizes elsewhere: each output element has at most one source, the
-    one whose index names its own position, so the scatter is a pointwise
-    ``select(index[.., 0, ..] == i_dim, new, self)``. This is the form of
-    cross-entropy's backward (``full_like(0).scatter(1, target, -1.0)``) and of
-    a gather's backward: Inductor rewrites the constant-background case to a
-    ``where`` (``scatter_upon_const_tensor``); as a nest any ``self`` fuses
-    with its producer, and no full-size buffer is written twice. Other index
-    shapes (several sources per element, order-dependent) stay with ATen."""
-    self_, index_t = op.operands[0], op.operands[1]
-    out = result_type(op)
-    shape = shape_of(self_)
-    rank = len(shape)
-    if rank == 0 or index_t.type.rank != rank:
-        raise CannotLower("scatter of a 0-d tensor")
-    dim = norm_dim(op.arg("dim"), rank)
-    index_shape = shape_of(index_t)
-    if to_expr(index_shape[dim]) != 1 or any(
-        to_expr(index_shape[d]) != to_expr(shape[d]) for d in range(rank) if d != dim
-    ):
-        raise CannotLower("scatter with several sources per element (index not size 1 along dim)")
-    src = op.operands[2] if len(op.operands) > 2 else None
-    add = op.name == "aten.scatter_add.default"
-    if add and out.element_type == builtin.i1:
-        raise CannotLower("scatter_add of booleans")
-
-    def body(b: BodyBuilder, idx):
-        at = list(idx)
-        at[dim] = sympy.Integer(0)
-        hit = b.cmp("eq", _index_value(b, b.load(index_t, at)), b.index(idx[dim]))
-        old = b.cast(b.load(self_, list(idx)), out.element_type)
-        if src is None:
-            new = _number(b, op.arg("value"), out.element_type)
-        else:
-            new = b.cast(b.load(src, at, mask=hit), out.element_type)
-        return b.select(hit, b.add(old, new) if add else new, old)
-
-    return [lw.pointwise(out.shape, out.element_type, body)]
-
-
 @register("aten.select_scatter.default")
 def _select_scatter(lw: Lowerer, op: AtenOp):
     self_, src = op.operands[0], op.operands[1]

@@ -40,7 +40,7 @@
 // HELP: eviction=<auto|stream|off> {{ +}}(default auto)
 // HELP: convert-buffer-to-host
 // HELP: xDSL passes in coil's pipelines:
-// HELP-NEXT: canonicalize
+// HELP-NEXT: cse
 // HELP: targets (-t):
 // HELP-NEXT: mlir {{ +}}the IR as text (default)
 // HELP-NEXT: triton

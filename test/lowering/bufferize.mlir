@@ -482,6 +482,26 @@ func.func @in_place(%p: !buffer.buffer<[16], f32>, %g: !buffer.buffer<[16], f32>
 
 // -----
 
+// A scatter updates its out in place after the out holds a copy of its into
+// tensor: a graph input is copied into a new buffer first.
+// CHECK-LABEL: func.func @scatter_copies_input
+// CHECK:      %[[Y:.*]] = buffer.alloc : !buffer.buffer<[5], f32>
+// CHECK-NEXT: loop.pointwise [5] outs(%[[Y]] : !buffer.buffer<[5], f32>) {
+// CHECK:        loop.load %x[i0]
+// CHECK:      loop.scatter add [3] at [t0] outs(%[[Y]] : !buffer.buffer<[5], f32>) {
+// CHECK:      func.return %[[Y]]
+func.func @scatter_copies_input(%x: !buffer.buffer<[5], f32>, %i: !buffer.buffer<[3], i64>) -> !loop.tensor<[5], f32> attributes {coil.result_types = [!aten.tensor<[5], f32>]} {
+  %y = loop.scatter add [3] into(%x : !buffer.buffer<[5], f32>) at [t0] : !loop.tensor<[5], f32> {
+  ^bb0(%i0: index):
+    %t = loop.load %i[i0] : !buffer.buffer<[3], i64>
+    %one = arith.constant 1.0 : f32
+    loop.yield %one, %t : f32, i64
+  }
+  func.return %y : !loop.tensor<[5], f32>
+}
+
+// -----
+
 // Not in place: a member after the one yielding the new %m reads the old %m
 // (it would see the new one), and a later nest reads the old %g (written in
 // place, the earlier nest would have overwritten it). Both keep their buffer
@@ -540,6 +560,38 @@ func.func @not_in_place(%p: !buffer.buffer<[16], f32>, %g: !buffer.buffer<[16], 
 
 // -----
 
+// A nest (or scatter) whose one reader is a scatter's into: the scatter updates
+// the buffer that nest wrote, no copy (zeros(...).index_put_(...)).
+// CHECK-LABEL: func.func @scatter_in_place
+// CHECK:      %[[Z:.*]] = buffer.alloc : !buffer.buffer<[5], f32>
+// CHECK-NEXT: loop.pointwise [5] outs(%[[Z]] : !buffer.buffer<[5], f32>) {
+// CHECK:      loop.scatter store [3] at [t0] outs(%[[Z]] : !buffer.buffer<[5], f32>) {
+// CHECK:      loop.scatter add [3] at [t0] outs(%[[Z]] : !buffer.buffer<[5], f32>) {
+// CHECK-NOT:  buffer.alloc
+// CHECK:      func.return %[[Z]]
+func.func @scatter_in_place(%i: !buffer.buffer<[3], i64>) -> !loop.tensor<[5], f32> attributes {coil.result_types = [!aten.tensor<[5], f32>]} {
+  %z = loop.pointwise [5] : !loop.tensor<[5], f32> {
+  ^bb0(%i0: index):
+    %c = arith.constant 0.0 : f32
+    loop.yield %c : f32
+  }
+  %a = loop.scatter store [3] into(%z : !loop.tensor<[5], f32>) at [t0] : !loop.tensor<[5], f32> {
+  ^bb0(%i0: index):
+    %t = loop.load %i[i0] : !buffer.buffer<[3], i64>
+    %c = arith.constant 2.0 : f32
+    loop.yield %c, %t : f32, i64
+  }
+  %b = loop.scatter add [3] into(%a : !loop.tensor<[5], f32>) at [t0] : !loop.tensor<[5], f32> {
+  ^bb0(%i0: index):
+    %t = loop.load %i[i0] : !buffer.buffer<[3], i64>
+    %c = arith.constant 1.0 : f32
+    loop.yield %c, %t : f32, i64
+  }
+  func.return %b : !loop.tensor<[5], f32>
+}
+
+// -----
+
 // Not in place either: a nest reading the input at another point (a flip:
 // element i is written by one program and read by another), and a new value
 // that is also returned (an output may not alias an input).
@@ -567,4 +619,29 @@ func.func @flipped_or_returned(%x: !buffer.buffer<[8], f32>, %y: !buffer.buffer<
   loop.copy %f, %x : !loop.tensor<[8], f32>, !buffer.buffer<[8], f32>
   loop.copy %r, %y : !loop.tensor<[8], f32>, !buffer.buffer<[8], f32>
   func.return %r : !loop.tensor<[8], f32>
+}
+
+// -----
+
+// The old value is read elsewhere (returned): the scatter updates a copy.
+// CHECK-LABEL: func.func @scatter_copies_what_others_read
+// CHECK:      %[[Z:.*]] = buffer.alloc
+// CHECK:      %[[A:.*]] = buffer.alloc
+// CHECK-NEXT: loop.pointwise [5] outs(%[[A]] : !buffer.buffer<[5], f32>) {
+// CHECK:        loop.load %[[Z]][i0]
+// CHECK:      loop.scatter store [3] at [t0] outs(%[[A]] : !buffer.buffer<[5], f32>) {
+// CHECK:      func.return %[[A]], %[[Z]]
+func.func @scatter_copies_what_others_read(%i: !buffer.buffer<[3], i64>) -> (!loop.tensor<[5], f32>, !loop.tensor<[5], f32>) attributes {coil.result_types = [!aten.tensor<[5], f32>, !aten.tensor<[5], f32>]} {
+  %z = loop.pointwise [5] : !loop.tensor<[5], f32> {
+  ^bb0(%i0: index):
+    %c = arith.constant 0.0 : f32
+    loop.yield %c : f32
+  }
+  %a = loop.scatter store [3] into(%z : !loop.tensor<[5], f32>) at [t0] : !loop.tensor<[5], f32> {
+  ^bb0(%i0: index):
+    %t = loop.load %i[i0] : !buffer.buffer<[3], i64>
+    %c = arith.constant 2.0 : f32
+    loop.yield %c, %t : f32, i64
+  }
+  func.return %a, %z : !loop.tensor<[5], f32>, !loop.tensor<[5], f32>
 }
