@@ -44,6 +44,9 @@ from coil import config
 from coil.config import FALLBACKS
 from coil.frontend.capture import aot_backend
 from coil.frontend.fx_importer import constant_inputs, import_graph
+from coil.frontend.partition import DEFAULT as DEFAULT_PARTITION
+from coil.frontend.partition import check as check_partition
+from coil.frontend.partition import partition_function
 from coil.pipeline import PIPELINES, available_passes, parse_pipeline, unknown_name
 from coil.runtime.aotcache import AotCache, Recipe
 from coil.timing import CompileTrace, next_graph_label
@@ -67,6 +70,11 @@ OPTIONS = {
     "after that many seconds (default 5, COIL_PROGRESS)",
     "cudagraphs": "True: replay each compiled graph from a CUDA graph per input layout "
     "(what mode='reduce-overhead' turns on; runtime/cudagraphs.py)",
+    "partition": "how a training graph is split into forward and backward (what the "
+    "forward saves, what the backward recomputes): 'min-cut' (default, Inductor's "
+    "min-cut rematerialization), 'save-all' (nothing recomputed), 'aggressive' (more "
+    "pointwise recomputation) or 'budget=F' (saved activations at most F in [0, 1] of "
+    "min-cut's, least flops recomputed); coil/frontend/partition.py",
     "wrapper": "'python' (default) or 'cpp': the host wrapper as a compiled C++ library "
     "(-t cpp) that launches the kernels through the CUDA driver; for graphs on the CPU, "
     "or without a C++ compiler, the Python wrapper runs instead, with one warning",
@@ -697,6 +705,7 @@ def coil(
         except ValueError as e:
             raise ValueError(f"coil: option pipeline: {e}") from None
     dump_dir = options.get("dump_dir")
+    partition_fn = partition_function(check_partition(options.get("partition", DEFAULT_PARTITION)))
     cudagraphs = bool(options.get("cudagraphs", mode == "reduce-overhead"))
     wrapper = options.get("wrapper", "python")
     if wrapper not in WRAPPERS:
@@ -745,7 +754,9 @@ def coil(
     )
     before_autograd = _attention_rewrite(pipeline)
     if fallback != "eager":
-        return aot_backend(fw, bw, inf, aot_cache, before_autograd)(gm, example_inputs)
+        return aot_backend(fw, bw, inf, aot_cache, before_autograd, partition_fn)(
+            gm, example_inputs
+        )
     try:
         return aot_backend(
             _or_eager(fw, "the forward graph"),
@@ -753,6 +764,7 @@ def coil(
             _or_eager(inf, "the forward graph"),
             aot_cache,
             before_autograd,
+            partition_fn,
         )(gm, example_inputs)
     except Exception as e:  # AOTAutograd itself failed (tracing, decompositions)
         if _dynamo_signal(e):

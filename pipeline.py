@@ -23,7 +23,7 @@ LOOP = (
     "convert-aten-to-loop,loop-inline,loop-split-reduction,loop-fuse,loop-simplify-indexing,cse,dce"
 )
 BUFFER = "bufferize,buffer-hoist-constants,memory-plan"
-BACKEND = "convert-loop-to-tt,convert-buffer-to-host"
+BACKEND = "convert-loop-to-tt,host-combine-launches,convert-buffer-to-host"
 
 PIPELINES: dict[str, str] = {
     # aten: fold no-ops and view chains, decompose composites, clean up, peel
@@ -34,7 +34,8 @@ PIPELINES: dict[str, str] = {
     # buffer: give what must exist in memory a buffer, compute what reads only
     # parameters once per parameter version (inference graphs: the backend
     # sets inference=true), plan reuse;
-    # backend: each nest becomes a Triton kernel (tt), the rest the wrapper (host).
+    # backend: each nest becomes a Triton kernel (tt), independent elementwise
+    # kernels in a row run as one launch, the rest becomes the wrapper (host).
     # `-t python` then emits the module the torch.compile backend loads.
     "default": f"{ATEN},{LOOP},{BUFFER},{BACKEND}",
     "aten": ATEN,
@@ -199,6 +200,10 @@ OPTION_RULES: dict[str, dict[str, OptionRule]] = {
         "num_sms": int_range(1),
         "min_rnumel": int_range(1),
         "max_split": int_range(2),
+    },
+    "host-combine-launches": {
+        "max_args": int_range(2),
+        "max_kernels": OptionRule("0 (no limit) or an integer >= 2", lambda v: v == 0 or v >= 2),
     },
     "loop-fuse": {
         "max_members": int_range(2),

@@ -12,13 +12,21 @@ process and on the same inputs:
 4. peak memory of one call above what was allocated before it
    (``torch.cuda.max_memory_allocated``), for each.
 
-Inference runs in bf16 under ``torch.no_grad()``; ``*_train`` cases time one
-training step (forward, loss, backward) in f32 with dropout off.
+Inference runs in bf16 under ``torch.no_grad()``. Training rows time one step
+(forward, loss, backward; ``train_step.py``, shared with ``sweep.py``):
+``<model>_train`` under bf16 autocast (around forward and loss: how these
+GPUs are trained on), ``<model>_train_f32`` in f32; gradients are checked
+against an f32 eager reference with dropout off, then the step is timed with
+dropout as the config sets it (GPT-2 and BERT: 0.1), same weights.
+``adamw_step`` times a compiled ``AdamW.step()`` over GPT-2 small's 124M
+parameters (foreach, a tensor learning rate; eager runs its foreach step),
+parameters checked after one step.
 
 Run: ``python benchmarks/models.py [names...]`` (default: all); the table is
 printed last and written to ``$OUT/models.md`` when OUT is set. A model that
 fails shows its error in its row; the exit code is 1 if any row is wrong or
-failed.
+failed. ``--smoke`` runs tiny sizes on any device (on the CPU the kernels run
+under Triton's interpreter); ``--backends eager,coil`` leaves Inductor out.
 """
 
 from __future__ import annotations
@@ -38,8 +46,12 @@ import torch
 @dataclass
 class Model:
     name: str
-    build: Callable[[], tuple[torch.nn.Module, tuple]]  # module (f32, cpu), inputs (cpu)
+    # module (f32, cpu), inputs (cpu); a training model's build takes ``dropout``
+    # (default: as its config sets it) and its module returns the scalar loss
+    build: Callable[..., tuple[torch.nn.Module, tuple]]
     train: bool = False
+    amp: bool = False  # a training step under bf16 autocast (forward and loss)
+    optimizer: bool = False  # a compiled AdamW step over the module's parameters
 
 
 class _Main(torch.nn.Module):
@@ -60,12 +72,23 @@ class _Main(torch.nn.Module):
 
 
 class _TrainLoss(torch.nn.Module):
+    """A transformers model's language-modelling loss (labels: the input ids)."""
+
     def __init__(self, model: torch.nn.Module):
         super().__init__()
         self.model = model
 
     def forward(self, ids):
-        return self.model(ids, labels=ids).loss
+        return self.model(input_ids=ids, labels=ids).loss
+
+
+class _ClassifierLoss(torch.nn.Module):
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x, target):
+        return torch.nn.functional.cross_entropy(self.model(x), target)
 
 
 def _ids(vocab: int, batch: int = 8, seq: int = 512) -> torch.Tensor:
@@ -87,11 +110,94 @@ def gpt2(layers: int = 12):
     return _Main(transformers.GPT2LMHeadModel(cfg), "logits"), (_ids(cfg.vocab_size),)
 
 
-def gpt2_train():
+_SMOKE_SIZES = {
+    "GPT2Config": {"n_embd": 64, "n_head": 4, "vocab_size": 1000},
+    "BertConfig": {
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "intermediate_size": 128,
+        "vocab_size": 1000,
+    },
+    "LlamaConfig": {
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "intermediate_size": 128,
+        "vocab_size": 1000,
+    },
+}
+
+
+def _hf_config(cls_name: str, dropout: bool = True, **kwargs):
+    """A transformers config (``--smoke``: width 64, a 1000-word vocabulary);
+    ``dropout=False`` sets every dropout probability to 0."""
     import transformers
 
-    cfg = transformers.GPT2Config(n_layer=_layers(4), resid_pdrop=0, embd_pdrop=0, attn_pdrop=0)
+    if SMOKE:
+        kwargs.update(_SMOKE_SIZES[cls_name])
+    config = getattr(transformers, cls_name)(**kwargs)
+    if not dropout:
+        for key, value in list(vars(config).items()):
+            if ("dropout" in key or key.endswith("_pdrop") or "drop_prob" in key) and isinstance(
+                value, float
+            ):
+                setattr(config, key, 0.0)
+    return config
+
+
+def gpt2_train(dropout: bool = True):
+    """HF GPT-2, 4 layers, 8 x 512 tokens, dropout 0.1 as configured."""
+    import transformers
+
+    cfg = _hf_config("GPT2Config", dropout, n_layer=_layers(4))
     return _TrainLoss(transformers.GPT2LMHeadModel(cfg)), (_ids(cfg.vocab_size),)
+
+
+def bert_train(dropout: bool = True):
+    """HF BERT with its MLM head, 4 layers, 8 x 256 tokens, dropout 0.1 as configured."""
+    import transformers
+
+    cfg = _hf_config("BertConfig", dropout, num_hidden_layers=_layers(4))
+    return _TrainLoss(transformers.BertForMaskedLM(cfg)), (_ids(cfg.vocab_size, 8, 256),)
+
+
+def llama_train(dropout: bool = True):
+    """A Llama-style decoder (RMSNorm, SwiGLU, rotary embeddings, grouped-query
+    attention): 4 layers of width 1024, 4 x 512 tokens; no dropout."""
+    import transformers
+
+    cfg = _hf_config(
+        "LlamaConfig",
+        dropout,
+        hidden_size=1024,
+        intermediate_size=2816,
+        num_hidden_layers=_layers(4),
+        num_attention_heads=16,
+        num_key_value_heads=4,
+        vocab_size=32000,
+        max_position_embeddings=1024,
+    )
+    return _TrainLoss(transformers.LlamaForCausalLM(cfg)), (_ids(cfg.vocab_size, 4, 512),)
+
+
+def _timm_train(name: str, batch: int):
+    def build(dropout: bool = True):  # timm's models have no dropout by default
+        import timm
+
+        size, n = (32, 2) if SMOKE else (224, batch)
+        kwargs = {"img_size": size} if "vit" in name else {}
+        model = timm.create_model(name, pretrained=False, **kwargs)
+        return _ClassifierLoss(model), (torch.randn(n, 3, size, size), torch.randint(0, 1000, (n,)))
+
+    return build
+
+
+def adamw_model():
+    """GPT-2 small (124M parameters; ``--smoke``: a tiny one), whose parameters
+    the optimizer rows step."""
+    import transformers
+
+    return transformers.GPT2LMHeadModel(_hf_config("GPT2Config", n_layer=_layers(12))), ()
 
 
 def bert():
@@ -151,6 +257,15 @@ def _timm(name: str):
     return build
 
 
+TRAINING = {
+    "gpt2": gpt2_train,
+    "bert": bert_train,
+    "llama": llama_train,
+    "vit": _timm_train("vit_small_patch16_224", 32),
+    "resnet50": _timm_train("resnet50", 32),
+    "convnext": _timm_train("convnext_tiny", 16),
+}
+
 MODELS = {
     m.name: m
     for m in [
@@ -164,13 +279,16 @@ MODELS = {
         Model("vit_timm", _timm("vit_base_patch16_224")),
         Model("efficientnet_b0", _timm("efficientnet_b0")),
         Model("mobilenetv3", _timm("mobilenetv3_large_100")),
-        Model("gpt2_train", gpt2_train, train=True),
+        *(Model(f"{k}_train", b, train=True, amp=True) for k, b in TRAINING.items()),
+        *(Model(f"{k}_train_f32", b, train=True) for k, b in TRAINING.items()),
+        Model("adamw_step", adamw_model, optimizer=True),
     ]
 }
 
 
 DEVICE = "cuda"
 SMOKE = False  # --smoke: tiny sizes on any device, to check the script itself
+BACKENDS = ("eager", "inductor", "coil")  # --backends
 
 
 def _bench(fn: Callable[[], object]) -> float:
@@ -227,10 +345,7 @@ def run_inference(model: Model) -> dict:
         m = module.to(torch.bfloat16)
         args = tuple(x.to(torch.bfloat16) if x.is_floating_point() else x for x in inputs)
         row: dict = {}
-        runs = {"eager": m}
-        torch._dynamo.reset()
-        runs["inductor"] = torch.compile(m, backend="inductor")
-        runs["coil"] = torch.compile(m, backend="coil")
+        runs = _variants(m)
         outs = {}
         for name, f in runs.items():
             outs[name], row[f"{name}_first_s"] = _first_call(lambda f=f: f(*args))
@@ -242,49 +357,68 @@ def run_inference(model: Model) -> dict:
     return row
 
 
-def run_train(model: Model) -> dict:
-    module, inputs = model.build()
-    module.train()
-    module = module.to(DEVICE)
-    args = tuple(x.to(DEVICE) for x in inputs)
-    params = [p for p in module.parameters() if p.requires_grad]
-
-    def step(f):
-        for p in params:
-            p.grad = None
-        loss = f(*args)
-        loss.backward()
-        return loss
-
-    torch.manual_seed(0)
-    ref_loss = step(module).detach().double()
-    ref_grads = [p.grad.double().clone() for p in params]
+def _variants(module: torch.nn.Module) -> dict:
     torch._dynamo.reset()
-    runs = {"eager": module, "inductor": torch.compile(module), "coil": None}
-    runs["coil"] = torch.compile(module, backend="coil")
-    row: dict = {}
-    for name, f in runs.items():
-        loss, row[f"{name}_first_s"] = _first_call(lambda f=f: step(f))
-        errs = [_rel_err(p.grad, g) for p, g in zip(params, ref_grads)]
-        errs.append(abs(float(loss) - float(ref_loss)) / abs(float(ref_loss)))
-        row[f"{name}_err"] = max(errs)
+    runs = {
+        "eager": module,
+        "inductor": lambda: torch.compile(module, backend="inductor"),
+        "coil": lambda: torch.compile(module, backend="coil"),
+    }
+    return {k: (v if k == "eager" else v()) for k, v in runs.items() if k in BACKENDS}
+
+
+def _time(runs: dict, step: Callable, row: dict) -> None:
     for name, f in runs.items():
         row[f"{name}_ms"] = _bench(lambda f=f: step(f))
         row[f"{name}_peak_mb"] = _peak_mb(lambda f=f: step(f))
+
+
+def run_train(model: Model) -> dict:
+    from train_step import train_row
+
+    row = train_row(
+        model.build,
+        amp=model.amp,
+        device=DEVICE,
+        variants=_variants,
+        first_call=_first_call,
+        timer=_time,
+    )
+    row.pop("profiles", None)
+    return row
+
+
+def run_optimizer(model: Model) -> dict:
+    """A compiled ``AdamW.step()`` over the module's parameters against eager's
+    (``train_step.optimizer_row``)."""
+    from train_step import optimizer_row
+
+    module, _ = model.build()
+    row = optimizer_row(
+        module,
+        device=DEVICE,
+        backends=BACKENDS,
+        compile=lambda step, name: torch.compile(step, backend=name),
+        first_call=_first_call,
+        timer=_time,
+    )
+    row.pop("profiles", None)
     return row
 
 
 def _row(name: str, r: dict) -> str:
     if "error" in r:
         return f"| {name} | ERROR: {r['error']} |" + " |" * 9
-    bad = r["coil_err"] > max(2 * r["inductor_err"], 1e-2) or r["coil_err"] != r["coil_err"]
+    nan = float("nan")
+    ind = {k: r.get(f"inductor_{k}", nan) for k in ("ms", "err", "peak_mb", "first_s")}
+    bad = r["coil_err"] > max(2 * ind["err"], 1e-2) or r["coil_err"] != r["coil_err"]
     status = "WRONG " if bad else ""
     return (
-        f"| {name} | {r['eager_ms']:.3f} | {r['inductor_ms']:.3f} | {r['coil_ms']:.3f} | "
-        f"{status}{r['inductor_ms'] / r['coil_ms']:.2f}x | {r['eager_ms'] / r['coil_ms']:.2f}x | "
-        f"{r['inductor_peak_mb']:.0f} / {r['coil_peak_mb']:.0f} | "
-        f"{r['inductor_first_s']:.1f} / {r['coil_first_s']:.1f} | "
-        f"{r['inductor_err']:.1e} / {r['coil_err']:.1e} |"
+        f"| {name} | {r['eager_ms']:.3f} | {ind['ms']:.3f} | {r['coil_ms']:.3f} | "
+        f"{status}{ind['ms'] / r['coil_ms']:.2f}x | {r['eager_ms'] / r['coil_ms']:.2f}x | "
+        f"{ind['peak_mb']:.0f} / {r['coil_peak_mb']:.0f} | "
+        f"{ind['first_s']:.1f} / {r['coil_first_s']:.1f} | "
+        f"{ind['err']:.1e} / {r['coil_err']:.1e} |"
     )
 
 
@@ -296,12 +430,22 @@ HEADER = (
 
 
 def main() -> int:
+    global DEVICE, SMOKE, BACKENDS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help=f"models (default all): {', '.join(MODELS)}")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, any device")
+    parser.add_argument(
+        "--backends",
+        default=",".join(BACKENDS),
+        help="comma-separated, among eager, inductor and coil (eager and coil always run)",
+    )
     args = parser.parse_args()
     names = args.names or list(MODELS)
-    global DEVICE, SMOKE
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        parser.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(MODELS)}")
+    BACKENDS = tuple(b for b in ("eager", "inductor", "coil") if b in args.backends.split(","))
+    BACKENDS = tuple(dict.fromkeys(("eager", *BACKENDS, "coil")))
     if args.smoke:
         SMOKE, DEVICE = True, "cuda" if torch.cuda.is_available() else "cpu"
     elif not torch.cuda.is_available():
@@ -323,7 +467,8 @@ def main() -> int:
         torch.manual_seed(0)
         t = time.perf_counter()
         try:
-            r = run_train(model) if model.train else run_inference(model)
+            run = run_optimizer if model.optimizer else run_train if model.train else run_inference
+            r = run(model)
         except Exception as e:  # a failing model is a row, not a crash
             traceback.print_exc()
             r = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"}

@@ -3,8 +3,9 @@
 For each model of ``benchmarks/models.py`` named and each of eager, Inductor
 and coil: wall ms per call, GPU kernel ms per call (sum of kernel
 durations), kernel launches per call, and the kernels that take the most GPU
-time (bf16 inference; for a training model of models.py, one f32 step:
-forward, loss and backward). Run on the GPU machine:
+time (bf16 inference; for a training model of models.py, one step as
+models.py times it: forward and loss under bf16 autocast for ``<model>_train``,
+in f32 for ``<model>_train_f32``, then backward; dropout as configured). Run on the GPU machine:
 ``python benchmarks/profile_model.py gpt2 bert``; the report goes to stdout
 and ``$OUT/profile-<model>.txt``.
 """
@@ -34,8 +35,9 @@ def cuda_bf16(name: str) -> tuple[torch.nn.Module, tuple]:
 
 def model_call(name: str, backend: str, options: dict | None = None):
     """One call of model ``name`` of models.py under ``backend`` ("eager": the
-    module itself): bf16 inference, or for a training model one f32 step
-    (forward, loss, backward) as ``run_train`` times it. ``options`` go to
+    module itself): bf16 inference, or for a training model one step
+    (forward and loss, under bf16 autocast for an amp row; backward) as
+    ``run_train`` times it. ``options`` go to
     ``torch.compile``."""
     torch._dynamo.reset()
 
@@ -55,16 +57,20 @@ def model_call(name: str, backend: str, options: dict | None = None):
                 return f(*args)
 
         return infer
+    if MODELS[name].optimizer:
+        raise SystemExit(f"profile_model: {name} is an optimizer row; models.py times it")
     module, inputs = MODELS[name].build()
     module = module.to("cuda").train()
     args = tuple(x.to("cuda") for x in inputs)
     params = [p for p in module.parameters() if p.requires_grad]
     f = compiled(module)
+    amp = MODELS[name].amp
 
     def step():
         for p in params:
             p.grad = None
-        loss = f(*args)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
+            loss = f(*args)
         loss.backward()
         return loss
 

@@ -78,6 +78,16 @@ class Entry:
     batch: int = 32
     train: bool = False
     amp: bool = True  # training rows: bf16 autocast (else f32)
+    optimizer: bool = False  # a compiled optimizer step (train_step.optimizer_row)
+
+
+def kind_of(entry: Entry) -> str:
+    """The CSV's ``kind``: infer-bf16, train-amp, train-f32 or optim-f32."""
+    if entry.optimizer:
+        return "optim-f32"
+    if entry.train:
+        return "train-amp" if entry.amp else "train-f32"
+    return "infer-bf16"
 
 
 def _timm(model: str, family: str, batch: int = 32) -> Entry:
@@ -210,15 +220,24 @@ HAND = [
 ]
 
 TRAIN = [
-    Entry("train:gpt2", "decoder LM step, dropout 0.1", 4, train=True),
-    Entry("train:gpt2_f32", "decoder LM step, dropout 0.1", 4, train=True, amp=False),
-    Entry("train:bert_mlm", "encoder MLM step, dropout 0.1", 8, train=True),
-    Entry("train:llama", "decoder LM step", 4, train=True),
-    Entry("train:vit_small", "timm ViT step", 32, train=True),
-    Entry("train:resnet50", "timm ResNet step", 32, train=True),
-    Entry("train:resnet50_f32", "timm ResNet step", 32, train=True, amp=False),
-    Entry("train:convnext_tiny", "timm ConvNeXt step", 16, train=True),
+    Entry(f"train:{name}{suffix}", family, batch, train=True, amp=amp)
+    for name, family, batch in [
+        ("gpt2", "decoder LM step, dropout 0.1", 4),
+        ("bert_mlm", "encoder MLM step, dropout 0.1", 8),
+        ("llama", "decoder LM step", 4),
+        ("vit_small", "timm ViT step", 32),
+        ("resnet50", "timm ResNet step", 32),
+        ("convnext_tiny", "timm ConvNeXt step", 16),
+    ]
+    for suffix, amp in (("", True), ("_f32", False))
 ]
+# A compiled AdamW step (foreach, a tensor learning rate) over GPT-2 small's
+# 124M parameters: the optimizer row of the training table.
+TRAIN.append(
+    Entry(
+        "train:adamw_gpt2", "AdamW step, 124M parameters", 1, train=True, amp=False, optimizer=True
+    )
+)
 
 ENTRIES = {e.name: e for e in [*TIMM, *HF, *TV, *HAND, *TRAIN]}
 
@@ -491,6 +510,7 @@ def _train_build(name: str, batch: int, dropout: bool):
     import torch
     import transformers
 
+    name = name.removesuffix("_f32")
     if name.startswith("gpt2"):
         c = transformers.GPT2Config(n_layer=4)
         if not dropout:
@@ -514,7 +534,6 @@ def _train_build(name: str, batch: int, dropout: bool):
     timm_name = {
         "vit_small": "vit_small_patch16_224",
         "resnet50": "resnet50",
-        "resnet50_f32": "resnet50",
         "convnext_tiny": "convnext_tiny",
     }[name]
     m, (x,) = _build_timm(timm_name, batch)
@@ -807,7 +826,8 @@ def run_one(entry: Entry) -> dict:
     warnings.simplefilter("always", UserWarning)
     row: dict = {}
     t0 = time.perf_counter()
-    row.update(_run_train(entry) if entry.train else _run_inference(entry))
+    run = _run_optimizer if entry.optimizer else _run_train if entry.train else _run_inference
+    row.update(run(entry))
     row["fallback_ops"] = ";".join(sorted(coil_log.ops))
     row["eager_graphs"] = len(caught)
     row["eager_cause"] = caught[0][:300] if caught else ""
@@ -816,34 +836,38 @@ def run_one(entry: Entry) -> dict:
     return row
 
 
+def _counting(backend: str, graphs: dict):
+    """``backend``'s compile function, counting its graphs in ``graphs`` and
+    running each compiled graph under the shared GPU lock."""
+
+    def compile_fn(gm, example_inputs):
+        graphs[backend] = graphs.get(backend, 0) + 1
+        if backend == "coil":
+            from coil.backend import coil
+
+            compiled = coil(gm, example_inputs)
+        else:
+            from torch._inductor.compile_fx import compile_fx
+
+            compiled = compile_fx(gm, example_inputs)
+
+        def run(*args):
+            with GPU.shared():  # a no-op while this process times
+                return compiled(*args)
+
+        return run
+
+    return compile_fn
+
+
 def _variants(m, graphs: dict):
     import torch
-
-    def counting(name, backend):
-        def compile_fn(gm, example_inputs):
-            graphs[name] = graphs.get(name, 0) + 1
-            if backend == "coil":
-                from coil.backend import coil
-
-                compiled = coil(gm, example_inputs)
-            else:
-                from torch._inductor.compile_fx import compile_fx
-
-                compiled = compile_fx(gm, example_inputs)
-
-            def run(*args):
-                with GPU.shared():  # a no-op while this process times
-                    return compiled(*args)
-
-            return run
-
-        return compile_fn
 
     torch._dynamo.reset()
     return {
         "eager": m,
-        "inductor": torch.compile(m, backend=counting("inductor", "inductor")),
-        "coil": torch.compile(m, backend=counting("coil", "coil")),
+        "inductor": torch.compile(m, backend=_counting("inductor", graphs)),
+        "coil": torch.compile(m, backend=_counting("coil", graphs)),
     }
 
 
@@ -910,66 +934,52 @@ def _run_inference(entry: Entry) -> dict:
 
 
 def _run_train(entry: Entry) -> dict:
+    """A training row: ``train_step.train_row`` (shared with models.py) on the
+    GPU, its device uses under the shared lock, timed and profiled by
+    ``_time_and_profile``."""
+    from train_step import train_row
+
+    counted: list[dict] = []
+
+    def variants(module):
+        counted.append({})
+        return _variants(module, counted[-1])
+
+    row = train_row(
+        lambda dropout: build(entry, dropout=dropout),
+        amp=entry.amp,
+        device="cuda",
+        variants=variants,
+        first_call=_first_call,
+        timer=_time_and_profile,
+        shared=GPU.shared,
+    )
+    row["graphs"] = counted[-1].get("coil", 0)  # the timed variants' graphs
+    row["inductor_graphs"] = counted[-1].get("inductor", 0)
+    return row
+
+
+def _run_optimizer(entry: Entry) -> dict:
+    """The optimizer row: ``train_step.optimizer_row`` over GPT-2 small's
+    parameters, compiled through the same counting backends as the other rows."""
     import torch
+    import transformers
+    from train_step import optimizer_row
 
-    # Correctness with dropout off (compiled programs draw other random numbers).
-    row: dict = {}
-    torch.manual_seed(0)
-    module, inputs = build(entry, dropout=False)
-    state = {k: v.clone() for k, v in module.state_dict().items()}
-    module = module.cuda().train()
-    args = tuple(x.cuda() for x in inputs)
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=entry.amp)
-
-    def stepper(mod):
-        params = [p for p in mod.parameters() if p.requires_grad]
-
-        def step(f):
-            for p in params:
-                p.grad = None
-            with autocast:
-                loss = f(*args)
-            loss.backward()
-            return loss
-
-        return step, params
-
-    step, params = stepper(module)
-    with GPU.shared():  # the reference: f32, no autocast
-        for p in params:
-            p.grad = None
-        ref_loss = module(*args).double()
-        ref_loss.backward()
-        ref = [p.grad.double().clone() for p in params]
     graphs: dict = {}
-    runs = _variants(module, graphs)
-    for name, f in runs.items():
-        # The backward compiles at the first backward call, inside autograd:
-        # the whole first step holds the shared lock.
-        with GPU.shared():
-            loss, row[f"{name}_first_s"] = _first_call(lambda f=f: step(f))
-            errs = [_rel_err(p.grad, g) for p, g in zip(params, ref) if g.norm() > 0]
-            errs.append(abs(float(loss) - float(ref_loss)) / abs(float(ref_loss)))
-        row[f"{name}_err"] = max(errs)
-    # Timing with dropout as the config sets it, the same weights (a model with
-    # no dropout is timed as compiled above).
     torch.manual_seed(0)
-    timed, _ = build(entry, dropout=True)
-    graphs_timed = graphs
-    if any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in timed.modules()):
-        del runs
-        timed.load_state_dict(state)
-        timed = timed.cuda().train()
-        step, params = stepper(timed)
-        graphs_timed = {}
-        runs = _variants(timed, graphs_timed)
-        with GPU.shared():
-            for f in runs.values():
-                step(f)  # compile (not timed: the first call above timed the compile)
-    row["dropout"] = graphs_timed is not graphs
-    row["graphs"] = graphs_timed.get("coil", 0)
-    row["inductor_graphs"] = graphs_timed.get("inductor", 0)
-    row["profiles"] = _time_and_profile(runs, step, row)
+    module = transformers.GPT2LMHeadModel(transformers.GPT2Config())
+    row = optimizer_row(
+        module,
+        device="cuda",
+        backends=("eager", "inductor", "coil"),
+        compile=lambda step, name: torch.compile(step, backend=_counting(name, graphs)),
+        first_call=_first_call,
+        timer=_time_and_profile,
+        shared=GPU.shared,
+    )
+    row["graphs"] = graphs.get("coil", 0)
+    row["inductor_graphs"] = graphs.get("inductor", 0)
     return row
 
 
@@ -1042,7 +1052,7 @@ def _csv_row(commit: str, entry: Entry, row: dict) -> dict:
         commit=commit,
         name=entry.name,
         family=entry.family,
-        kind=("train-amp" if entry.amp else "train-f32") if entry.train else "infer-bf16",
+        kind=kind_of(entry),
         batch=entry.batch,
         status=_status(row),
     )
@@ -1200,6 +1210,27 @@ def _geomean(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
+def _training_summary(rows: list[dict]) -> list[str]:
+    """The training issue's numbers: geomean and range of coil/Inductor over the
+    training and optimizer rows, rows slower than eager, peaks over Inductor's."""
+    timed = [r for r in rows if r["kind"] != "infer-bf16" and r["status"] not in ("ERROR", "")]
+    if not timed:
+        return []
+    ratios = [float(r["vs_inductor"]) for r in timed]
+    slower = [r["name"] for r in timed if float(r["vs_eager"]) < 1.0]
+    over = [
+        r["name"]
+        for r in timed
+        if float(r["coil_peak_mb"]) > 1.05 * float(r["inductor_peak_mb"]) + 1
+    ]
+    return [
+        f"training ({len(timed)} rows: train-amp, train-f32, optim-f32) geomean coil/Inductor "
+        f"{_geomean(ratios):.3f}x, range {min(ratios):.2f}x-{max(ratios):.2f}x, "
+        f"{sum(x < 0.95 for x in ratios)} below 0.95x; slower than eager: "
+        f"{', '.join(slower) or 'none'}; peak above Inductor's +5 %: {', '.join(over) or 'none'}",
+    ]
+
+
 def table(rows: list[dict], commit: str) -> str:
     """The Markdown table of one commit's rows, with the summary the issue asks for."""
     rows = [r for r in rows if r["commit"] == commit]
@@ -1245,6 +1276,7 @@ def table(rows: list[dict], commit: str) -> str:
         f"{sum(x < 1.0 for x in ratios)} below 1.0x, {sum(x < 0.9 for x in ratios)} below 0.9x; "
         f"slower than eager: {sum(float(r['vs_eager']) < 1.0 for r in infer)}",
         f"peak memory above Inductor's +5 %: {', '.join(over_mem) or 'none'}",
+        *_training_summary(rows),
         f"distinct ATen-fallback ops: {len(ops)} ({', '.join(ops)})",
     ]
     return "\n".join(lines + summary) + "\n"
@@ -1270,7 +1302,7 @@ def main() -> int:
     args = p.parse_args()
     if args.list:
         for e in ENTRIES.values():
-            kind = ("train-amp" if e.amp else "train-f32") if e.train else "infer-bf16"
+            kind = kind_of(e)
             print(f"{e.name:40s} {kind:10s} batch {e.batch:3d}  {e.family}")
         return 0
     if args.table:

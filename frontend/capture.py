@@ -3,6 +3,8 @@
 ``capture_graphs`` runs the program once under ``torch.compile`` with
 AOTAutograd and coil's decomposition table, and records each forward graph
 with its example inputs: exactly what ``backend.py`` will receive.
+``capture_training`` records a training step's forward and backward graphs,
+and what the forward saves for the backward (``TrainingGraphs.saved``).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ def aot_backend(
     inference_compile_fn: Callable[[torch.fx.GraphModule, list[Any]], Callable] | None = None,
     aot_cache: AotCache | None = None,
     before_autograd: Callable[[torch.fx.GraphModule], Any] | None = None,
+    partition_fn: Callable | None = None,
 ):
     """A dynamo backend: AOTAutograd with coil's decompositions, ``compile_fn`` for
     every graph it produces (the forward, and in training the backward, unless
@@ -56,10 +59,11 @@ def aot_backend(
     goes to ``inference_compile_fn`` where given).
 
     As Inductor's compile_fx: compiled graphs are called boxed, and training
-    graphs are split by the min-cut rematerialization partitioner, which saves
-    for the backward what is expensive to recompute (matmuls, convolutions,
-    reductions it keeps) and recomputes cheap pointwise ops and views -- the ops
-    coil's loop-inline/loop-fuse fuse into the backward's kernels anyway.
+    graphs are split by the min-cut rematerialization partitioner (unless
+    ``partition_fn``, see :mod:`coil.frontend.partition`), which saves for the
+    backward what is expensive to recompute (matmuls, convolutions, reductions
+    it keeps) and recomputes cheap pointwise ops and views -- the ops coil's
+    loop-inline/loop-fuse fuse into the backward's kernels anyway.
 
     With ``aot_cache``, a graph it admits goes through torch's AOTAutograd
     cache (:mod:`coil.runtime.aotcache`): its compilers are made serializable
@@ -92,7 +96,13 @@ def aot_backend(
             bw_compiler=bw,
             inference_compiler=inference,
             decompositions=LazyTable(training),
-            partition_fn=min_cut_rematerialization_partition,
+            partition_fn=partition_fn or min_cut_rematerialization_partition,
+            # Mutations of graph inputs stay in the graph as ``copy_`` (as
+            # Inductor keeps them): the kernel that computes a parameter's
+            # or optimizer state's new value writes it into the input's
+            # buffer, instead of a new buffer AOTAutograd copies back eagerly
+            # after the call (one ATen copy_ per mutated tensor).
+            keep_inference_input_mutations=True,
         )
 
     def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
@@ -135,3 +145,79 @@ def capture_graphs(
         compiled(*example_inputs)
     torch._dynamo.reset()
     return captured
+
+
+@dataclass
+class TrainingGraphs:
+    """The forward and backward graphs AOTAutograd made of one training step."""
+
+    forward: torch.fx.GraphModule
+    backward: torch.fx.GraphModule
+
+    def saved(self) -> list[torch.fx.Node]:
+        """The backward's inputs that the forward saved for it: every placeholder
+        but the incoming gradients (``tangents_*``), in order; saved inputs of the
+        forward (``primals_*``: parameters, the batch) included."""
+        return [
+            n
+            for n in self.backward.graph.nodes
+            if n.op == "placeholder" and not n.name.startswith("tangents")
+        ]
+
+    def saved_activations(self) -> list[torch.fx.Node]:
+        """:meth:`saved` less the forward's own inputs, which exist anyway: what
+        the step holds from the forward to the backward."""
+        return [n for n in self.saved() if not n.name.startswith("primals")]
+
+    def saved_bytes(self) -> int:
+        return sum(_nbytes(n) for n in self.saved_activations())
+
+    def producer(self, node: torch.fx.Node) -> torch.fx.Node | None:
+        """The forward node a saved value comes from (same name)."""
+        for n in self.forward.graph.nodes:
+            if n.name == node.name:
+                return n
+        return None
+
+
+def _nbytes(node: torch.fx.Node) -> int:
+    val = node.meta.get("val")
+    if isinstance(val, torch.Tensor):
+        return val.numel() * val.element_size()
+    return 0
+
+
+def capture_training(
+    fn: Callable | torch.nn.Module,
+    example_inputs: Sequence[Any],
+    *,
+    loss: Callable[[Any], torch.Tensor] | None = None,
+    autocast: torch.dtype | None = None,
+    partition_fn: Callable | None = None,
+) -> list[TrainingGraphs]:
+    """The forward and backward graphs of one training step of ``fn`` (``loss``
+    of its output, default ``out.sum()``, then ``backward()``), as the backend
+    receives them: AOTAutograd with coil's training table and partitioner
+    (``partition_fn`` replaces it). ``autocast`` runs the forward and the loss
+    under ``torch.autocast`` of that dtype on the inputs' device."""
+    forwards: list[torch.fx.GraphModule] = []
+    backwards: list[torch.fx.GraphModule] = []
+
+    def compile_fw(gm: torch.fx.GraphModule, inputs: list[Any]):
+        forwards.append(gm)
+        return gm
+
+    def compile_bw(gm: torch.fx.GraphModule, inputs: list[Any]):
+        backwards.append(gm)
+        return gm
+
+    torch._dynamo.reset()
+    backend = aot_backend(compile_fw, compile_bw, partition_fn=partition_fn)
+    compiled = torch.compile(fn, backend=backend, fullgraph=True)
+    device = next((x.device.type for x in example_inputs if isinstance(x, torch.Tensor)), "cpu")
+    with torch.autocast(device, dtype=autocast or torch.bfloat16, enabled=autocast is not None):
+        out = compiled(*example_inputs)
+        value = loss(out) if loss is not None else out.sum()
+    value.backward()
+    torch._dynamo.reset()
+    return [TrainingGraphs(f, b) for f, b in zip(forwards, backwards)]

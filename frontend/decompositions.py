@@ -5,7 +5,8 @@ Inductor starts from: what reaches coil is the core ATen opset plus the few
 composite ops that table keeps (views, ``_to_copy``, norms ...). Later stages
 that want an op kept whole remove it here, in one place; :data:`EXTRA` lists
 ops outside that table coil decomposes too, :data:`TRAINING` the few it keeps
-that coil decomposes before AOTAutograd partitions a graph.
+that coil decomposes before AOTAutograd partitions a graph; the multi-tensor
+``_foreach_*`` ops become one aten op per tensor (:mod:`coil.frontend.foreach`).
 """
 
 from __future__ import annotations
@@ -81,6 +82,9 @@ def decomposition_table(training: bool = False) -> dict[torch._ops.OpOverload, o
         table.pop(op, None)
     for op in EXTRA + (TRAINING if training else ()):
         table[op] = torch_table[op]
+    from coil.frontend.foreach import foreach_decompositions
+
+    table.update(foreach_decompositions())
     return table
 
 

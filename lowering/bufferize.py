@@ -685,6 +685,8 @@ class _Bufferizer:
 
     def write_input(self, copy: L.CopyOp) -> None:
         value, dest = copy.value, copy.dest
+        if self.write_in_place(copy):
+            return
         Rewriter.erase_op(copy)
         if value is dest:
             return
@@ -695,6 +697,94 @@ class _Bufferizer:
             Rewriter.insert_op(copy_nest(value, tmp), InsertPoint.before(self.ret))
             value = tmp
         Rewriter.insert_op(copy_nest(value, dest), InsertPoint.before(self.ret))
+
+    def write_in_place(self, copy: L.CopyOp) -> bool:
+        """Let the nest that computes a mutated input's new value write it into the
+        input's buffer, with no copy (Inductor reinplaces such ``copy_`` epilogues:
+        a compiled optimizer step writes each parameter and state once, not into a
+        new buffer and then again through a copy kernel). Done where it cannot
+        change what any read sees:
+
+        * the value is one buffer of the input's type, written by one top-level
+          nest (its ``outs``) and not returned (an output may not alias an input);
+        * the input has no other ``loop.copy``, and no op after that nest reads
+          it, directly or through a view (later reads were moved to the value);
+        * inside the nest the input is read only where the value is written
+          (``dest[i0, ..., ik]`` at the nest's own point, no indirect or masked
+          read) and, in a fused group, only by members up to the one yielding
+          the value: each element is read by the program that writes it, before
+          it does.
+
+        Returns whether it did (the copy is then erased)."""
+        value, dest = copy.value, copy.dest
+        alloc = value.owner
+        if not isinstance(alloc, B.AllocOp) or value.type != dest.type:
+            return False
+        if sum(1 for c in self.copies if c.dest is dest) != 1:
+            return False
+        writer: L.LoopOp | None = None
+        for use in value.uses:
+            op = use.operation
+            if isinstance(op, L.LoopOp) and op.parent is self.block and value in op.outs:
+                if writer is not None:
+                    return False
+                writer = op
+        if writer is None or _reaches_return(value, self.ret):
+            return False
+        if not self._reads_only_where_written(writer, dest, list(writer.outs).index(value)):
+            return False
+        readers: set[Operation] = set()
+        pending, seen = [dest], set()
+        while pending:
+            v = pending.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            for use in v.uses:
+                op = use.operation
+                if op is copy:
+                    continue
+                if op is self.ret:
+                    return False
+                if isinstance(op, B.ViewOp) and op.parent is self.block:
+                    pending.append(op.result)
+                    continue
+                top = op
+                while top.parent is not self.block:
+                    top = top.parent_op()
+                readers.add(top)
+        if any(r is not writer and writer.is_before_in_block(r) for r in readers):
+            return False
+        value.replace_all_uses_with(dest)
+        Rewriter.erase_op(alloc)
+        Rewriter.erase_op(copy)
+        return True
+
+    @staticmethod
+    def _reads_only_where_written(writer: L.LoopOp, dest: SSAValue, out: int) -> bool:
+        rank = len(dest.type.shape)
+        if list(writer.ranges.data) != list(dest.type.shape):
+            return False
+        if isinstance(writer, L.FusedOp):
+            term = writer.body.block.last_op
+            producer = term.values[out].owner
+            members = writer.members()
+            if producer not in members:
+                return False
+            allowed = members[: members.index(producer) + 1]
+        else:
+            allowed = [writer]
+        for load in writer.walk():
+            if not isinstance(load, L.LoadOp) or load.source is not dest:
+                continue
+            nest = load.parent_op()
+            while not isinstance(nest, L.LoopOp):
+                nest = nest.parent_op()
+            if nest not in allowed or load.indirect or load.mask is not None:
+                return False
+            if list(load.index.data) != nest.index_symbols()[:rank]:
+                return False
+        return True
 
     def check(self) -> None:
         fn = self.fn
@@ -710,6 +800,16 @@ class _Bufferizer:
         fn.function_type = builtin.FunctionType.from_lists(
             [a.type for a in self.block.args], [v.type for v in self.ret.arguments]
         )
+
+
+def _reaches_return(value: SSAValue, ret: Operation) -> bool:
+    """Whether ``value`` or a view of it is returned."""
+    for use in value.uses:
+        if use.operation is ret:
+            return True
+        if isinstance(use.operation, B.ViewOp) and _reaches_return(use.operation.result, ret):
+            return True
+    return False
 
 
 @dataclass(frozen=True)

@@ -344,6 +344,10 @@ class _Body:
             return _BINARY[op.name](a, b)
         if op.name in _UNARY:
             return _UNARY[op.name](self.value(op.operands[0]))
+        if op.name == "math.fma":  # rounded once: exact product and sum in f64
+            a, b, c = (self.value(v) for v in op.operands)
+            wide = torch.float64 if a.dtype != torch.float64 else a.dtype
+            return (a.to(wide) * b.to(wide) + c.to(wide)).to(a.dtype)
         if isinstance(op, arith.CmpfOp):
             a, b = (self.value(v) for v in op.operands)
             return _cmpf(_pred_name(op, _CMPF_NAMES), a, b)

@@ -21,6 +21,7 @@ SUMMARIES: dict[str, str] = {
     "buffer-hoist-constants": "compute parameter-only work once per parameter version",
     "aten-reorder-collectives": "issue collectives early and wait late, so they overlap compute",
     "loop-cost-report": "print each top-level nest's bytes read/written, loads and ops (stderr)",
+    "host-combine-launches": "run consecutive independent elementwise kernels as one launch",
 }
 """One line per pass, for ``fx-opt --help`` (which must not import the passes)."""
 
@@ -43,6 +44,7 @@ PASSES: dict[str, str] = {
     "buffer-hoist-constants": (
         "coil.transforms.buffer_hoist_constants:BufferHoistConstantsPass"
     ),
+    "host-combine-launches": "coil.transforms.host_combine_launches:HostCombineLaunchesPass",
 }
 """Each registered pass's class as ``"module:Class"`` (imported only when used;
 ``coil.passinfo`` reads its options from the source for ``fx-opt --help``)."""

@@ -12,7 +12,19 @@ The group replaces R in place: a joining nest moves up to it, so everything it
 reads must be defined before R, be a member, or be a pure nest/view/constant that
 can move up with it (and does not itself read a member). Nothing moves across a
 ``loop.copy`` or an op with unknown effects. The group yields the member tensors
-used outside it. Pointwise-only code is left alone (``loop-inline`` merges it).
+used outside it.
+
+Then pointwise nests that ``loop-inline`` left separate (each is stored: a
+result, an input's new value, a value read by several) form groups of their
+own (``allow-pointwise-siblings``): a later nest over the same ranges joins an
+earlier one when it reads the same tensor at its own point, or the earlier
+one's result there, so the kernel reads each input once and writes every
+result (Inductor fuses such siblings by their shared reads). A compiled
+optimizer step's parameter, first and second moment updates read the same
+gradient and moments: one kernel per parameter writes all three. Only nests
+whose loads are all at their own point or broadcasts join (a transpose keeps
+its 2-D tile); a nest may move up across a ``loop.copy`` that does not write
+what it reads, nothing else that writes memory.
 """
 
 from __future__ import annotations
@@ -93,6 +105,10 @@ class LoopFusePass(ModulePass):
     """Ops the group's members may hold together (0 = no limit): a nest that
     would push the kernel past it stays out (its inputs are stored), so no
     kernel grows past what Triton compiles quickly."""
+    allow_pointwise_siblings: bool = True
+    """Group pointwise nests over the same ranges that read the same tensor at
+    their own point, or a member's result there (multi-output pointwise
+    kernels; see ``_PointwiseGroup``)."""
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         for block in function_blocks(op):
@@ -100,6 +116,8 @@ class LoopFusePass(ModulePass):
             for reduction in [o for o in block.ops if isinstance(o, L.ReductionOp)]:
                 if reduction.parent_block() is block and not reduction.is_bufferized:
                     _Group(self, index, reduction).build()
+            if self.allow_pointwise_siblings:
+                _PointwiseGroups(self, block).build()
 
 
 def _shape_key(op: Operation) -> tuple | None:
@@ -427,3 +445,156 @@ class _Group:
             old.replace_uses_with_if(
                 new, lambda u: ancestor_in(u.operation, self.block) is not group
             )
+
+
+def _own_point(load: L.LoadOp, syms: list[sympy.Symbol]) -> bool:
+    """Whether ``load`` reads its source at the nest's point ``syms``, or at a
+    broadcast of it (index symbols in order, each at most once, the other
+    coordinates constant): a load a 1-D tile reads contiguously or as a splat."""
+    if load.indirect or load.mask is not None:
+        return False
+    last = -1
+    for e in load.index.data:
+        e = sympy.sympify(e)
+        if e.is_Integer:
+            continue
+        if e not in syms or syms.index(e) <= last:
+            return False
+        last = syms.index(e)
+    return True
+
+
+class _PointwiseGroup:
+    """An earlier pointwise nest (the root) and the later ones over its ranges
+    that share its reads: they move up to it and become one ``loop.fused``
+    with no reduction ranges (members in order: each reads the others' results
+    at the same point, from registers)."""
+
+    def __init__(self, options: LoopFusePass, block: Block, root: L.PointwiseOp):
+        self.options = options
+        self.block = block
+        self.root = root
+        self.ranges = list(root.ranges.data)
+        self.members: list[L.PointwiseOp] = [root]
+        self.reads = self._point_reads(root)
+        self.size = body_size(root)
+
+    def _point_reads(self, op: L.PointwiseOp) -> set[tuple]:
+        syms = op.index_symbols()
+        return {
+            (load.source, tuple(load.index.data))
+            for load in op.walk()
+            if isinstance(load, L.LoadOp)
+            and not load.indirect
+            and load.mask is None
+            and list(load.index.data) == syms
+        }
+
+    def _tileable(self, op: L.PointwiseOp) -> bool:
+        syms = op.index_symbols()
+        return all(_own_point(ld, syms) for ld in op.walk() if isinstance(ld, L.LoadOp))
+
+    def wants(self, op: Operation, defined_before: set[SSAValue], written: set[SSAValue]) -> bool:
+        if not isinstance(op, L.PointwiseOp) or op.is_bufferized:
+            return False
+        if list(op.ranges.data) != self.ranges or not self._tileable(op):
+            return False
+        limit = self.options.max_body_ops
+        if limit and self.size + body_size(op) > limit:
+            return False
+        members = {v for m in self.members for v in m.results}
+        syms = op.index_symbols()
+        reads_member = False
+        for load in op.walk():
+            if isinstance(load, L.LoadOp) and load.source in members:
+                if list(load.index.data) != syms:
+                    return False  # another point's result: not in this program
+                reads_member = True
+        if not reads_member and not (self._point_reads(op) & self.reads):
+            return False
+        for v in captured_values(op):
+            if v in members:
+                continue
+            if v in written:
+                return False  # written by a loop.copy it would move above
+            if v not in defined_before:
+                return False  # made after the root: it cannot move up to it
+        return True
+
+    def add(self, op: L.PointwiseOp) -> None:
+        self.members.append(op)
+        self.reads |= self._point_reads(op)
+        self.size += body_size(op)
+
+    def rewrite(self) -> None:
+        members = set(self.members)
+        leaving = [
+            v
+            for m in self.members
+            for v in m.results
+            if any(ancestor_in(u.operation, self.block) not in members for u in v.uses)
+        ]
+        group = L.FusedOp.build(
+            operands=[[]],
+            result_types=[[v.type for v in leaving]],
+            properties={"ranges": ShapeAttr(self.ranges), "reduction_ranges": ShapeAttr([])},
+            regions=[[Block()]],
+        )
+        group.location = self.root.location
+        Rewriter.insert_op(group, InsertPoint.before(self.root))
+        body = group.body.block
+        for member in self.members:
+            member.detach()
+            body.add_op(member)
+        body.add_op(L.YieldOp(*leaving))
+        for old, new in zip(leaving, group.res):
+            new.name_hint = old.name_hint
+            old.replace_uses_with_if(
+                new, lambda u: ancestor_in(u.operation, self.block) is not group
+            )
+
+
+class _PointwiseGroups:
+    """Every pointwise group of one block, roots in order (see ``_PointwiseGroup``)."""
+
+    def __init__(self, options: LoopFusePass, block: Block):
+        self.options = options
+        self.block = block
+
+    def build(self) -> None:
+        ops = list(self.block.ops)
+        taken: set[Operation] = set()
+        defined: set[SSAValue] = set(self.block.args)
+        for k, root in enumerate(ops):
+            if (
+                isinstance(root, L.PointwiseOp)
+                and root not in taken
+                and not root.is_bufferized
+                and len(root.res) == 1
+            ):
+                group = _PointwiseGroup(self.options, self.block, root)
+                if group._tileable(root):
+                    self._grow(group, ops[k + 1 :], set(defined), taken)
+                    if len(group.members) > 1:
+                        taken.update(group.members)
+                        group.rewrite()
+            defined.update(root.results)
+
+    def _grow(
+        self,
+        group: _PointwiseGroup,
+        later: list[Operation],
+        defined_before: set[SSAValue],
+        taken: set[Operation],
+    ) -> None:
+        written: set[SSAValue] = set()  # inputs a loop.copy writes between the root and here
+        for op in later:
+            if len(group.members) >= self.options.max_members:
+                return
+            if isinstance(op, L.CopyOp):
+                written.add(op.dest)
+                continue
+            if _barrier(op):
+                return
+            if op not in taken and group.wants(op, defined_before, written):
+                group.add(op)  # type: ignore[arg-type]

@@ -624,6 +624,21 @@ def _pow_tensor_scalar(lw: Lowerer, op: AtenOp):
     return [elementwise(lw, op, [x], fn)]
 
 
+@register("prims.fma.default")
+def _fma(lw: Lowerer, op: AtenOp):
+    """``prims.fma(a, b, c)``, ``a * b + c`` rounded once: what Dynamo traces
+    ``Tensor.addcmul_(.., value=)`` and ``Tensor.add_(.., alpha=tensor)`` into
+    (a compiled optimizer's step, a tensor learning rate); ``math.fma`` (``tl.fma``)
+    in the result's compute dtype, as Inductor's ``ops.fma``."""
+    a, b_, c = op.operands[:3]
+
+    def fn(b: BodyBuilder, x, y, z):
+        _need_float(x, "fma")
+        return b.math("fma", x, y, z)
+
+    return [elementwise(lw, op, [a, b_, c], fn)]
+
+
 # ---- comparisons and selection ---------------------------------------------------
 
 

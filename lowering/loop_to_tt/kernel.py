@@ -512,12 +512,7 @@ class KernelLowering:
         if plan is not None:
             return self._pointwise_2d(plan, order)
         xnumel = _prod(ranges)
-        if self.options.xblock:
-            xblock = next_pow2(self.options.xblock)
-        elif xnumel.is_Integer:
-            xblock = min(1024, next_pow2(int(xnumel)))
-        else:
-            xblock = 1024
+        xblock = self._pointwise_xblock(xnumel)
         self.xblock, self.rblock, self.persistent = xblock, 0, False
         xmask = self._xindex(xblock, xnumel, 1)
         syms = index_symbols(len(ranges))
@@ -527,6 +522,13 @@ class KernelLowering:
         self.body.store(op.outs[0], syms, value, tile)
         warps = 4 if xblock <= 1024 else 8
         return [cdiv(xnumel, xblock), sympy.Integer(1), sympy.Integer(1)], warps
+
+    def _pointwise_xblock(self, xnumel: sympy.Expr) -> int:
+        if self.options.xblock:
+            return next_pow2(self.options.xblock)
+        if xnumel.is_Integer:
+            return min(1024, next_pow2(int(xnumel)))
+        return 1024
 
     def _pointwise_2d(self, plan: T.Tiling2D, order: list[int]) -> tuple[list[sympy.Expr], int]:
         """A ``[YBLOCK, XBLOCK]`` tile: ``yindex`` (``[YBLOCK, 1]``) over the flattened
@@ -721,6 +723,11 @@ class KernelLowering:
             xblock = min(1024, next_pow2(int(xnumel))) if xnumel.is_Integer else 1024
             if self.options.xblock:
                 xblock = next_pow2(self.options.xblock)
+        elif not rranges:
+            # Pointwise members only (loop-fuse's sibling groups): a pointwise
+            # nest's tile, XBLOCK points of one row each.
+            persistent, rblock, inner = True, 1, False
+            xblock = self._pointwise_xblock(xnumel)
         else:
             persistent, xblock, rblock, inner = self._reduction_tile(xnumel, rnumel)
         self.xblock, self.rblock, self.persistent = xblock, rblock, persistent

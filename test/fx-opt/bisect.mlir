@@ -20,6 +20,7 @@
 // REPLAY: arith.subf
 // REPLAY-NOT: arith.addf
 // OK:      convert-loop-to-tt {{ +}}skipped: does not run on the reference executors
+// OK-NEXT: host-combine-launches {{ +}}skipped: does not run on the reference executors
 // OK-NEXT: convert-buffer-to-host {{ +}}ok
 // OK-NEXT: every stage matches eager
 // LATE: memory-plan {{ +}}ok

@@ -446,6 +446,43 @@ func.func @aligned_gemms(%x: !buffer.buffer<[8, 64], f32, device "cuda:0">, %w: 
 
 // -----
 
+// Mutated inputs written in place (an optimizer step): the nest computing an
+// input's new value writes the input's buffer -- no buffer of its own, no copy
+// kernel -- where nothing after it reads the input and it reads the input only
+// at the point it writes. In a group, members up to the one yielding the value
+// may read the input (they run before its store in each program): the new %m
+// reads %m, the new %p (an earlier member) reads %m too.
+
+// CHECK-LABEL: func.func @in_place
+// CHECK-NOT:     buffer.alloc
+// CHECK:         loop.fused [16] [] outs(%p, %m : !buffer.buffer<[16], f32>, !buffer.buffer<[16], f32>) {
+// CHECK-NOT:     loop.pointwise [16] outs
+// CHECK:         func.return
+func.func @in_place(%p: !buffer.buffer<[16], f32>, %g: !buffer.buffer<[16], f32>, %m: !buffer.buffer<[16], f32>) attributes {coil.result_types = []} {
+  %p_new, %m_new = loop.fused [16] [] : !loop.tensor<[16], f32>, !loop.tensor<[16], f32> {
+    %a = loop.pointwise [16] : !loop.tensor<[16], f32> {
+    ^bb0(%i0: index):
+      %0 = loop.load %p[i0] : !buffer.buffer<[16], f32>
+      %1 = loop.load %m[i0] : !buffer.buffer<[16], f32>
+      %2 = arith.subf %0, %1 : f32
+      loop.yield %2 : f32
+    }
+    %b = loop.pointwise [16] : !loop.tensor<[16], f32> {
+    ^bb0(%i0: index):
+      %0 = loop.load %m[i0] : !buffer.buffer<[16], f32>
+      %1 = loop.load %g[i0] : !buffer.buffer<[16], f32>
+      %2 = arith.addf %0, %1 : f32
+      loop.yield %2 : f32
+    }
+    loop.yield %a, %b : !loop.tensor<[16], f32>, !loop.tensor<[16], f32>
+  }
+  loop.copy %p_new, %p : !loop.tensor<[16], f32>, !buffer.buffer<[16], f32>
+  loop.copy %m_new, %m : !loop.tensor<[16], f32>, !buffer.buffer<[16], f32>
+  func.return
+}
+
+// -----
+
 // A scatter updates its out in place after the out holds a copy of its into
 // tensor: a graph input is copied into a new buffer first.
 // CHECK-LABEL: func.func @scatter_copies_input
@@ -496,6 +533,64 @@ func.func @small_gemm_of_a_weight(%x: !buffer.buffer<[16, 64], bf16, device "cud
 
 // -----
 
+// Not in place: a member after the one yielding the new %m reads the old %m
+// (it would see the new one), and a later nest reads the old %g (written in
+// place, the earlier nest would have overwritten it). Both keep their buffer
+// and the copy at the end; the new %p (the last member) is written in place.
+
+// CHECK-LABEL: func.func @not_in_place
+// CHECK:         %[[M:.*]] = buffer.alloc : !buffer.buffer<[16], f32>
+// CHECK-NEXT:    loop.fused [16] [] outs(%[[M]], %p : !buffer.buffer<[16], f32>, !buffer.buffer<[16], f32>) {
+// CHECK:         %[[G:.*]] = buffer.alloc : !buffer.buffer<[16], f32>
+// CHECK-NEXT:    loop.pointwise [16] outs(%[[G]] : !buffer.buffer<[16], f32>) {
+// CHECK:         %[[Y:.*]] = buffer.alloc : !buffer.buffer<[16], f32>
+// CHECK-NEXT:    loop.pointwise [16] outs(%[[Y]] : !buffer.buffer<[16], f32>) {
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      loop.load %g[i0]
+// CHECK:         loop.pointwise [16] outs(%m : !buffer.buffer<[16], f32>) {
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      loop.load %[[M]][i0]
+// CHECK:         loop.pointwise [16] outs(%g : !buffer.buffer<[16], f32>) {
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      loop.load %[[G]][i0]
+// CHECK:         func.return %[[Y]]
+func.func @not_in_place(%p: !buffer.buffer<[16], f32>, %g: !buffer.buffer<[16], f32>, %m: !buffer.buffer<[16], f32>) -> !loop.tensor<[16], f32> attributes {coil.result_types = [!aten.tensor<[16], f32>]} {
+  %m_new, %p_new = loop.fused [16] [] : !loop.tensor<[16], f32>, !loop.tensor<[16], f32> {
+    %b = loop.pointwise [16] : !loop.tensor<[16], f32> {
+    ^bb0(%i0: index):
+      %0 = loop.load %m[i0] : !buffer.buffer<[16], f32>
+      %1 = math.exp %0 : f32
+      loop.yield %1 : f32
+    }
+    %a = loop.pointwise [16] : !loop.tensor<[16], f32> {
+    ^bb0(%i0: index):
+      %0 = loop.load %p[i0] : !buffer.buffer<[16], f32>
+      %1 = loop.load %m[i0] : !buffer.buffer<[16], f32>
+      %2 = arith.subf %0, %1 : f32
+      loop.yield %2 : f32
+    }
+    loop.yield %b, %a : !loop.tensor<[16], f32>, !loop.tensor<[16], f32>
+  }
+  %g_new = loop.pointwise [16] : !loop.tensor<[16], f32> {
+  ^bb0(%i0: index):
+    %0 = loop.load %g[i0] : !buffer.buffer<[16], f32>
+    %1 = math.sqrt %0 : f32
+    loop.yield %1 : f32
+  }
+  %y = loop.pointwise [16] : !loop.tensor<[16], f32> {
+  ^bb0(%i0: index):
+    %0 = loop.load %g[i0] : !buffer.buffer<[16], f32>
+    %1 = arith.negf %0 : f32
+    loop.yield %1 : f32
+  }
+  loop.copy %p_new, %p : !loop.tensor<[16], f32>, !buffer.buffer<[16], f32>
+  loop.copy %m_new, %m : !loop.tensor<[16], f32>, !buffer.buffer<[16], f32>
+  loop.copy %g_new, %g : !loop.tensor<[16], f32>, !buffer.buffer<[16], f32>
+  func.return %y : !loop.tensor<[16], f32>
+}
+
+// -----
+
 // A nest (or scatter) whose one reader is a scatter's into: the scatter updates
 // the buffer that nest wrote, no copy (zeros(...).index_put_(...)).
 // CHECK-LABEL: func.func @scatter_in_place
@@ -524,6 +619,37 @@ func.func @scatter_in_place(%i: !buffer.buffer<[3], i64>) -> !loop.tensor<[5], f
     loop.yield %c, %t : f32, i64
   }
   func.return %b : !loop.tensor<[5], f32>
+}
+
+// -----
+
+// Not in place either: a nest reading the input at another point (a flip:
+// element i is written by one program and read by another), and a new value
+// that is also returned (an output may not alias an input).
+
+// CHECK-LABEL: func.func @flipped_or_returned
+// CHECK:         %[[F:.*]] = buffer.alloc : !buffer.buffer<[8], f32>
+// CHECK-NEXT:    loop.pointwise [8] outs(%[[F]] : !buffer.buffer<[8], f32>) {
+// CHECK:         %[[R:.*]] = buffer.alloc : !buffer.buffer<[8], f32>
+// CHECK-NEXT:    loop.pointwise [8] outs(%[[R]] : !buffer.buffer<[8], f32>) {
+// CHECK:         loop.pointwise [8] outs(%x : !buffer.buffer<[8], f32>) {
+// CHECK:         loop.pointwise [8] outs(%y : !buffer.buffer<[8], f32>) {
+// CHECK:         func.return %[[R]]
+func.func @flipped_or_returned(%x: !buffer.buffer<[8], f32>, %y: !buffer.buffer<[8], f32>) -> !loop.tensor<[8], f32> attributes {coil.result_types = [!aten.tensor<[8], f32>]} {
+  %f = loop.pointwise [8] : !loop.tensor<[8], f32> {
+  ^bb0(%i0: index):
+    %0 = loop.load %x[7 - i0] : !buffer.buffer<[8], f32>
+    loop.yield %0 : f32
+  }
+  %r = loop.pointwise [8] : !loop.tensor<[8], f32> {
+  ^bb0(%i0: index):
+    %0 = loop.load %y[i0] : !buffer.buffer<[8], f32>
+    %1 = math.exp %0 : f32
+    loop.yield %1 : f32
+  }
+  loop.copy %f, %x : !loop.tensor<[8], f32>, !buffer.buffer<[8], f32>
+  loop.copy %r, %y : !loop.tensor<[8], f32>, !buffer.buffer<[8], f32>
+  func.return %r : !loop.tensor<[8], f32>
 }
 
 // -----

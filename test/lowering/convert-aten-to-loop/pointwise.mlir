@@ -242,3 +242,25 @@ func.func @symbolic_broadcast(%x: !aten.tensor<[3, s0], f32>, %y: !aten.tensor<[
   %m = aten.mul.Tensor(%x, %y) : !aten.tensor<[3, s0], f32>
   func.return %m : !aten.tensor<[3, s0], f32>
 }
+
+// -----
+
+// prims.fma (what Dynamo traces addcmul_(value=) and add_(alpha=tensor) into: a
+// compiled optimizer step) is math.fma in the compute dtype: bf16 operands and
+// a broadcast 0-d f32 one (a tensor learning rate) computed in f32, rounded once.
+
+// CHECK-LABEL: func.func @fma
+// CHECK: %[[R:[^ ,]*]] = loop.pointwise [8] : !loop.tensor<[8], bf16> {
+// CHECK-NEXT: ^bb0(%i0: index):
+// CHECK-NEXT: %[[A:[^ ,]*]] = loop.load %a[i0] : !buffer.buffer<[8], bf16>
+// CHECK-NEXT: %[[A32:[^ ,]*]] = arith.extf %[[A]] : bf16 to f32
+// CHECK-NEXT: %[[B:[^ ,]*]] = loop.load %lr[] : !buffer.buffer<[], f32>
+// CHECK-NEXT: %[[C:[^ ,]*]] = loop.load %c[i0] : !buffer.buffer<[8], bf16>
+// CHECK-NEXT: %[[C32:[^ ,]*]] = arith.extf %[[C]] : bf16 to f32
+// CHECK-NEXT: %[[F:[^ ,]*]] = math.fma %[[A32]], %[[B]], %[[C32]] : f32
+// CHECK-NEXT: %[[T:[^ ,]*]] = arith.truncf %[[F]] : f32 to bf16
+// CHECK-NEXT: loop.yield %[[T]] : bf16
+func.func @fma(%a: !aten.tensor<[8], bf16>, %lr: !aten.tensor<[], f32>, %c: !aten.tensor<[8], bf16>) -> !aten.tensor<[8], bf16> {
+  %0 = prims.fma.default(%a, %lr, %c) : !aten.tensor<[8], bf16>
+  func.return %0 : !aten.tensor<[8], bf16>
+}

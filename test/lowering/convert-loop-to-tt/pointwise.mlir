@@ -115,3 +115,39 @@ func.func @copy(%x: !buffer.buffer<[4, 8], f32>, %y: !buffer.buffer<[4, 8], f32>
   loop.copy %y, %x : !buffer.buffer<[4, 8], f32>, !buffer.buffer<[4, 8], f32>
   func.return
 }
+
+// -----
+
+// A group of pointwise nests (loop-fuse's siblings: no reduction ranges) gets a
+// pointwise nest's tile, XBLOCK 1024 (not a reduction's rows), and stores each
+// result where its member yields it.
+
+// CHECK-LABEL: tt.func public @coil_e_s_a_b_0
+// CHECK-SAME:    coil.kind = "fused"
+// CHECK:         tt.make_range {start = 0 : i32, end = 1024 : i32}
+// CHECK:         math.exp
+// CHECK:         tt.store
+// CHECK:         math.sqrt
+// CHECK:         tt.store
+// CHECK:       func.func @pointwise_group
+// CHECK:         host.launch @coil_e_s_a_b_0 grid [4, 1, 1] (%x, %a, %b : {{.*}}) {num_warps = 4 : i64, num_stages = 1 : i64}
+func.func @pointwise_group(%x: !buffer.buffer<[4096], f32>) -> (!buffer.buffer<[4096], f32>, !buffer.buffer<[4096], f32>) {
+  %a = buffer.alloc : !buffer.buffer<[4096], f32>
+  %b = buffer.alloc : !buffer.buffer<[4096], f32>
+  loop.fused [4096] [] outs(%a, %b : !buffer.buffer<[4096], f32>, !buffer.buffer<[4096], f32>) {
+    %e = loop.pointwise [4096] : !loop.tensor<[4096], f32> {
+    ^bb0(%i0: index):
+      %0 = loop.load %x[i0] : !buffer.buffer<[4096], f32>
+      %1 = math.exp %0 : f32
+      loop.yield %1 : f32
+    }
+    %s = loop.pointwise [4096] : !loop.tensor<[4096], f32> {
+    ^bb0(%i0: index):
+      %0 = loop.load %x[i0] : !buffer.buffer<[4096], f32>
+      %1 = math.sqrt %0 : f32
+      loop.yield %1 : f32
+    }
+    loop.yield %e, %s : !loop.tensor<[4096], f32>, !loop.tensor<[4096], f32>
+  }
+  func.return %a, %b : !buffer.buffer<[4096], f32>, !buffer.buffer<[4096], f32>
+}

@@ -1,0 +1,107 @@
+"""How a training graph is split into a forward and a backward: what the
+forward saves for the backward, and what the backward recomputes.
+
+AOTAutograd traces one joint graph; a partitioner cuts it. coil uses torch's
+partitioners (``torch._functorch.partitioners``), as Inductor does, under a
+setting the backend's ``partition`` option names (:data:`PARTITIONS`):
+
+``min-cut`` (the default, Inductor's)
+    the min-cut rematerialization partitioner: saves what is expensive to
+    recompute (matmuls, convolutions, reductions, anything the backward must
+    materialize for an extern call) and recomputes cheap fusible pointwise
+    chains inside the backward's kernels, choosing among the admissible cuts
+    the one of least saved bytes (its bans live in ``torch._functorch.config``).
+``save-all``
+    torch's default partitioner: the forward saves every value the backward
+    reads, nothing is recomputed (the most activation memory; a baseline).
+``aggressive``
+    min-cut with ``aggressive_recomputation``: the bans on recomputing long
+    fusible chains, values used far apart and non-allowlisted ops are lifted
+    (reductions stay saved): less memory for some recomputation.
+``budget=F`` (``0 <= F <= 1``)
+    min-cut under ``activation_memory_budget = F``: a 0-1 knapsack keeps the
+    saved activations at most ``F`` times min-cut's, recomputing the ops of
+    least estimated runtime (flop count) first; ``budget=0`` approaches
+    checkpointing the whole graph, ``budget=1`` is ``min-cut``.
+
+The cost each setting minimizes is saved bytes (``min-cut``: runtime first,
+then bytes; ``budget``: runtime subject to bytes); what a setting saves is
+measured by :func:`coil.frontend.capture.capture_training` (and
+``benchmarks/saved_activations.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+PARTITIONS: dict[str, str] = {
+    "min-cut": "torch's min-cut rematerialization partitioner (Inductor's; the default)",
+    "save-all": "torch's default partitioner: save every value the backward reads",
+    "aggressive": "min-cut with aggressive_recomputation (recompute long pointwise chains)",
+    "budget=F": "min-cut under activation_memory_budget F in [0, 1] (a knapsack by flops)",
+}
+"""The settings of the backend's ``partition`` option, with what each does."""
+
+DEFAULT = "min-cut"
+
+
+def _settings(setting: str) -> tuple[str, dict[str, Any]]:
+    """The partitioner (``min-cut`` or ``save-all``) and ``torch._functorch.config``
+    values of ``setting``; a ValueError naming the choices for any other."""
+    if setting == "min-cut":
+        return "min-cut", {}
+    if setting == "save-all":
+        return "save-all", {}
+    if setting == "aggressive":
+        return "min-cut", {"aggressive_recomputation": True}
+    if setting.startswith("budget="):
+        try:
+            budget = float(setting.removeprefix("budget="))
+        except ValueError:
+            budget = -1.0
+        if 0.0 <= budget <= 1.0:
+            return "min-cut", {"activation_memory_budget": budget}
+        raise ValueError(
+            f"coil: option partition={setting!r}: the budget must be a number from 0 to 1 "
+            "(the fraction of min-cut's saved activations to keep)"
+        )
+    raise ValueError(
+        f"coil: option partition must be one of {', '.join(map(repr, PARTITIONS))}, not {setting!r}"
+    )
+
+
+@functools.cache
+def partition_function(setting: str = DEFAULT) -> Callable:
+    """AOTAutograd's ``partition_fn`` for ``setting`` (see the module doc)."""
+    from torch._functorch.partitioners import (
+        default_partition,
+        min_cut_rematerialization_partition,
+    )
+
+    name, values = _settings(setting)
+    partitioner = default_partition if name == "save-all" else min_cut_rematerialization_partition
+    if not values:
+        return partitioner
+
+    def partition(joint, inputs, **kwargs):
+        with torch._functorch.config.patch(**values):
+            return partitioner(joint, inputs, **kwargs)
+
+    partition.__name__ = f"coil_partition_{name}"
+    partition.__qualname__ = partition.__name__
+    return partition
+
+
+def check(setting: Any) -> str:
+    """``setting`` if it names a partition setting; a ValueError otherwise."""
+    if not isinstance(setting, str):
+        raise ValueError(f"coil: option partition must be a string, not {setting!r}")
+    _settings(setting)
+    return setting
+
+
+__all__ = ["DEFAULT", "PARTITIONS", "check", "partition_function"]
