@@ -38,7 +38,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -95,79 +95,6 @@ def _row_weight(x):
 def shapes() -> list[Shape]:
     s = _shape
     return [
-        # reductions along the rows (inner) and the columns (outer)
-        s("sum_dim1", lambda x: x.sum(1), BF16, 32768, 2048, grid="inner"),
-        s("sum_dim1", lambda x: x.sum(1), F32, 8, 100003, grid="inner"),
-        s("amax_dim1", lambda x: x.amax(1), BF16, 1000, 1000, grid="inner"),
-        s("sum_dim1", lambda x: x.sum(1), F32, 64, 7, grid="inner"),
-        s("argmax_dim1", lambda x: x.argmax(1), BF16, 2048, 50257, grid="inner"),
-        s("sum_dim0", lambda x: x.sum(0), F32, 32768, 2048, grid="outer"),
-        s("sum_dim0", lambda x: x.sum(0), BF16, 4096, 768, grid="outer"),
-        s("var_dim0", lambda x: x.var(0), F32, 3001, 515, grid="outer"),
-        s("var_dim0", lambda x: x.var(0), BF16, 32768, 2048, grid="outer"),
-        s("mean_all", lambda x: x.mean(), BF16, 32768, 2048, grid="inner"),
-        s("mean_all", lambda x: x.mean(), F32, 777, 333, grid="inner"),
-        # pointwise: broadcasts, transposes, odd sizes
-        s(
-            "silu_bias",
-            lambda x, b: x * torch.sigmoid(x) + b,
-            BF16,
-            32768,
-            4096,
-            grid="pointwise",
-            extra=(_bias,),
-        ),
-        s(
-            "transpose_add",
-            lambda x, y: x.t() + y,
-            BF16,
-            2048,
-            4096,
-            grid="tile2d",
-            extra=(lambda x: torch.randn(x.shape[1], x.shape[0], device=x.device, dtype=x.dtype),),
-        ),
-        s("gelu_odd", lambda x: F.gelu(x), F32, 1000003, grid="pointwise"),
-        s(
-            "nchw_to_nhwc",
-            lambda x: x.permute(0, 2, 3, 1).contiguous(),
-            BF16,
-            64,
-            256,
-            28,
-            28,
-            grid="tile2d",
-        ),
-        # norms and softmax
-        s(
-            "layer_norm",
-            lambda x, w: F.layer_norm(x, x.shape[-1:], w),
-            BF16,
-            32768,
-            4096,
-            grid="rows",
-            extra=(_row_weight,),
-        ),
-        s(
-            "layer_norm",
-            lambda x, w: F.layer_norm(x, x.shape[-1:], w),
-            BF16,
-            128,
-            768,
-            grid="rows",
-            extra=(_row_weight,),
-        ),
-        s(
-            "rms_norm",
-            lambda x: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6),
-            F32,
-            4096,
-            4096,
-            grid="rows",
-        ),
-        s("softmax", lambda x: torch.softmax(x, -1), BF16, 32768, 1024, grid="rows"),
-        s("softmax", lambda x: torch.softmax(x, -1), F32, 16, 50257, grid="rows"),
-        s("softmax_dim0", lambda x: torch.softmax(x, 0), BF16, 8192, 4096, grid="outer"),
-        s("log_softmax", lambda x: torch.log_softmax(x, -1), BF16, 4096, 32000, grid="rows"),
         # channels-last: the model sweep's slowest kernels
         s(
             "mean_nhwc",
@@ -271,6 +198,79 @@ def shapes() -> list[Shape]:
             memory_format=CL,
             extra=(_same,),
         ),
+        # reductions along the rows (inner) and the columns (outer)
+        s("sum_dim1", lambda x: x.sum(1), BF16, 32768, 2048, grid="inner"),
+        s("sum_dim1", lambda x: x.sum(1), F32, 8, 100003, grid="inner"),
+        s("amax_dim1", lambda x: x.amax(1), BF16, 1000, 1000, grid="inner"),
+        s("sum_dim1", lambda x: x.sum(1), F32, 64, 7, grid="inner"),
+        s("argmax_dim1", lambda x: x.argmax(1), BF16, 2048, 50257, grid="inner"),
+        s("sum_dim0", lambda x: x.sum(0), F32, 32768, 2048, grid="outer"),
+        s("sum_dim0", lambda x: x.sum(0), BF16, 4096, 768, grid="outer"),
+        s("var_dim0", lambda x: x.var(0), F32, 3001, 515, grid="outer"),
+        s("var_dim0", lambda x: x.var(0), BF16, 32768, 2048, grid="outer"),
+        s("mean_all", lambda x: x.mean(), BF16, 32768, 2048, grid="inner"),
+        s("mean_all", lambda x: x.mean(), F32, 777, 333, grid="inner"),
+        # pointwise: broadcasts, transposes, odd sizes
+        s(
+            "silu_bias",
+            lambda x, b: x * torch.sigmoid(x) + b,
+            BF16,
+            32768,
+            4096,
+            grid="pointwise",
+            extra=(_bias,),
+        ),
+        s(
+            "transpose_add",
+            lambda x, y: x.t() + y,
+            BF16,
+            2048,
+            4096,
+            grid="tile2d",
+            extra=(lambda x: torch.randn(x.shape[1], x.shape[0], device=x.device, dtype=x.dtype),),
+        ),
+        s("gelu_odd", lambda x: F.gelu(x), F32, 1000003, grid="pointwise"),
+        s(
+            "nchw_to_nhwc",
+            lambda x: x.permute(0, 2, 3, 1).contiguous(),
+            BF16,
+            64,
+            256,
+            28,
+            28,
+            grid="tile2d",
+        ),
+        # norms and softmax
+        s(
+            "layer_norm",
+            lambda x, w: F.layer_norm(x, x.shape[-1:], w),
+            BF16,
+            32768,
+            4096,
+            grid="rows",
+            extra=(_row_weight,),
+        ),
+        s(
+            "layer_norm",
+            lambda x, w: F.layer_norm(x, x.shape[-1:], w),
+            BF16,
+            128,
+            768,
+            grid="rows",
+            extra=(_row_weight,),
+        ),
+        s(
+            "rms_norm",
+            lambda x: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6),
+            F32,
+            4096,
+            4096,
+            grid="rows",
+        ),
+        s("softmax", lambda x: torch.softmax(x, -1), BF16, 32768, 1024, grid="rows"),
+        s("softmax", lambda x: torch.softmax(x, -1), F32, 16, 50257, grid="rows"),
+        s("softmax_dim0", lambda x: torch.softmax(x, 0), BF16, 8192, 4096, grid="outer"),
+        s("log_softmax", lambda x: torch.log_softmax(x, -1), BF16, 4096, 32000, grid="rows"),
     ]
 
 
@@ -280,9 +280,9 @@ def shapes() -> list[Shape]:
 GRIDS: dict[str, list[dict]] = {
     "inner": [dict(split=1), dict(split=16), dict(split=128), dict(rblock=1024)],
     "outer": [dict(split=1), dict(split=16), dict(split=128), dict(xblock=64)],
-    "rows": [dict(xblock=1), dict(persistent_threshold=0), dict(num_warps=8)],
-    "pointwise": [dict(xblock=512), dict(xblock=2048), dict(num_warps=8)],
-    "tile2d": [dict(tile2d="off"), dict(yblock=64, xblock=64), dict(num_warps=8)],
+    "rows": [dict(xblock=1), dict(persistent_threshold=0)],
+    "pointwise": [dict(xblock=512), dict(num_warps=8)],
+    "tile2d": [dict(tile2d="off"), dict(yblock=64, xblock=64)],
 }
 
 SPLIT_OPTIONS = ("split",)
@@ -358,6 +358,8 @@ def run_shape(
 ) -> list[Row]:
     args = shape.make(device, smoke)
     want = shape.fn(*args)
+    if smoke:  # the sizes actually run
+        shape = replace(shape, name=f"{shape.name} (smoke: {'x'.join(map(str, args[0].shape))})")
     rows: list[Row] = []
     compiled: list[tuple[str, Callable]] = []
     base = {"cache": False, "target": target}
@@ -456,8 +458,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     chosen = [s for s in shapes() if not args.names or any(n in s.name for n in args.names)]
-    if args.smoke and not args.names:
-        chosen = [chosen[0], next(s for s in chosen if s.grid == "outer"), chosen[-1]]
+    if args.smoke and not args.names:  # a channels-last case, a reduction, a pointwise one
+        chosen = [chosen[0], next(s for s in chosen if s.grid == "inner"), chosen[-1]]
     torch._dynamo.config.cache_size_limit = 256
     start = time.monotonic()
     rows: list[Row] = []
@@ -470,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
         got = run_shape(shape, device, args.smoke, args.rounds, args.target, grid_on)
         rows += got
         coil = next(r for r in got if r.config == "coil")
-        print(f"{shape.name}: coil {coil.ms:.4f} ms {coil.error}  [{coil.plans[:160]}]", flush=True)
+        print(f"{coil.shape}: coil {coil.ms:.4f} ms {coil.error}  [{coil.plans[:160]}]", flush=True)
     table = summary(rows, skipped)
     print("\n" + table)
     out = Path(os.environ.get("OUT", "."))
