@@ -492,8 +492,10 @@ class KernelLowering:
         ranges = op.ranges.data
         # Lanes walk the output's memory order (tiling.output_order).
         order = T.output_order(op, len(ranges))
+        self.accesses = A.pointwise_accesses(op)  # the tiling's and the plan's
+        opts = self.options
         plan = T.pointwise_tiling(
-            op, self.options.tile2d, self.options.yblock, self.options.xblock, order
+            op, opts.tile2d, opts.yblock, opts.xblock, order, accesses=self.accesses
         )
         if plan is not None:
             return self._pointwise_2d(plan, order)
@@ -523,7 +525,7 @@ class KernelLowering:
         bytes (each access's contiguous run along the tile: ``cost.sector_efficiency``)."""
         op = self.nest
         ranges = [op.ranges.data[k] for k in order]
-        accesses = [A.permuted(a, order) for a in A.pointwise_accesses(op)]
+        accesses = [A.permuted(a, order) for a in self.accesses]
         dims = A.nontrivial(ranges)
         moved = fetched = 0.0
         for a in accesses:

@@ -157,10 +157,11 @@ def block_sizes(
 
 
 def pointwise_tiling(
-    nest: L.PointwiseOp, mode: str, yblock: int = 0, xblock: int = 0, order=None
+    nest: L.PointwiseOp, mode: str, yblock: int = 0, xblock: int = 0, order=None, accesses=None
 ) -> Tiling2D | None:
     """The 2-D tiling of a pointwise nest iterated in ``order`` (its dimensions,
-    slowest first; the logical order when None), or None for the 1-D tile."""
+    slowest first; the logical order when None), or None for the 1-D tile.
+    ``accesses``: the nest's ``pointwise_accesses`` where already computed."""
     if mode == "off":
         return None
     ranges = [sympy.sympify(d) for d in nest.ranges.data]
@@ -168,7 +169,8 @@ def pointwise_tiling(
     ranges = [ranges[k] for k in order]
     if any(d == 0 for d in ranges):
         return None
-    split = choose_split(ranges, [permuted(a, order) for a in pointwise_accesses(nest)])
+    accesses = pointwise_accesses(nest) if accesses is None else accesses
+    split = choose_split(ranges, [permuted(a, order) for a in accesses])
     if split is None:
         return None
     ynumel, xnumel = _numel(ranges[:split]), _numel(ranges[split:])

@@ -17,7 +17,7 @@
 // TYPE: fx-opt: convert-loop-to-tt: option 'xblock' must be an integer: 0 (heuristic) or a power of two from 1 to 65536; got abc
 // RANGE: fx-opt: convert-loop-to-tt: option 'num-warps' must be 0 (heuristic) or a power of two from 1 to 32; got -1
 // POW2: fx-opt: convert-loop-to-tt: option 'xblock' must be 0 (heuristic) or a power of two from 1 to 65536; got 3
-// UNKNOWN: fx-opt: convert-loop-to-tt: unknown option 'xblok' (options: autotune, bounds-check, dedupe, eviction, num-stages, num-warps, online-softmax, outer-reduction, persistent-threshold, rblock, split-finish, tile2d, xblock, yblock)
+// UNKNOWN: fx-opt: convert-loop-to-tt: unknown option 'xblok' (options: autotune, bounds-check, dedupe, eviction, num-stages, num-warps, online-softmax, outer-reduction, persistent-threshold, print-plans, rblock, split-finish, tile2d, xblock, yblock)
 // TILE2D: fx-opt: convert-loop-to-tt: option 'tile2d' must be one of "auto", "off"; got on
 // YBLOCK: fx-opt: convert-loop-to-tt: option 'yblock' must be 0 (heuristic) or a power of two from 1 to 1024; got 2048
 // BOOL: fx-opt: memory-plan: option 'reuse' must be true or false; got 3
