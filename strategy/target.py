@@ -237,9 +237,14 @@ def _read_cuda(index: int) -> Target:
 
 def for_device(device: str) -> Target:
     """The target a graph on ``device`` ("cuda:1", "cpu") compiles for: the GPU's
-    properties as read, or ``cpu-interpreter``."""
+    properties as read, or ``cpu-interpreter``; a CUDA graph compiled where no
+    GPU can be read (FakeTensors, a machine without one) gets :data:`DEFAULT_GPU`."""
     if not device.startswith("cuda"):
         return TARGETS["cpu-interpreter"]
+    import torch
+
+    if not torch.cuda.is_available():
+        return TARGETS[DEFAULT_GPU]
     index = int(device.split(":", 1)[1]) if ":" in device else None
     return read_cuda(index)
 

@@ -59,7 +59,7 @@ from coil.lowering.loop_to_tt.builder import KernelBuilder, LoweringError
 from coil.lowering.loop_to_tt.eviction import EvictionPlan
 from coil.strategy import access as A
 from coil.strategy import plan as P
-from coil.strategy.cost import sector_efficiency
+from coil.strategy.cost import MARGIN, Estimate, sector_efficiency
 from coil.strategy.target import TARGETS, Target
 from coil.transforms.loop_cost import compute_ops, nest_cost
 
@@ -498,6 +498,16 @@ class KernelLowering:
             op, opts.tile2d, opts.yblock, opts.xblock, order, accesses=self.accesses
         )
         if plan is not None:
+            # 64 x 64 where the cost model says a whole line per tile row pays
+            # (tiling.py LARGE_TILE; strategy/cost.py LINE).
+            large = T.pointwise_tiling(
+                op, opts.tile2d, opts.yblock, opts.xblock, order, self.accesses, large=True
+            )
+            if large is not None and (large.yblock, large.xblock) != (plan.yblock, plan.xblock):
+                small_est = self._pointwise_estimate(order, plan)
+                large_est = self._pointwise_estimate(order, large)
+                if large_est.seconds < small_est.seconds * (1 - MARGIN):
+                    plan = large
             return self._pointwise_2d(plan, order)
         xnumel = _prod(ranges)
         if self.options.xblock:
@@ -518,11 +528,23 @@ class KernelLowering:
         self._pointwise_plan(what, order, xblock, 0, 0, warps)
         return [cdiv(xnumel, xblock), sympy.Integer(1), sympy.Integer(1)], warps
 
+    def _pointwise_estimate(self, order: list[int], tiling: T.Tiling2D) -> Estimate:
+        return self._pointwise_cost(
+            order, tiling.xblock, tiling.yblock, tiling.split, tiling.num_warps
+        )
+
     def _pointwise_plan(
         self, what: str, order: list[int], xblock: int, yblock: int, split: int, warps: int
     ) -> None:
-        """The plan line of a pointwise kernel: its tile and the estimate of its
-        bytes (each access's contiguous run along the tile: ``cost.sector_efficiency``)."""
+        """The plan line of a pointwise kernel: its tile and its estimate."""
+        est = self._pointwise_cost(order, xblock, yblock, split, warps)
+        self.plan = f"{what}: {est.summary()}"
+
+    def _pointwise_cost(
+        self, order: list[int], xblock: int, yblock: int, split: int, warps: int
+    ) -> Estimate:
+        """The estimate of a pointwise kernel's tile: its bytes, each access's
+        contiguous run along the tile (``cost.sector_efficiency``)."""
         op = self.nest
         ranges = [op.ranges.data[k] for k in order]
         accesses = [A.permuted(a, order) for a in self.accesses]
@@ -546,8 +568,7 @@ class KernelLowering:
         target = self.options.target
         numel = _prod(ranges)
         ops = compute_ops(op)
-        est = P.pointwise_estimate(numel, block, warps, int(moved), ops, efficiency, target)
-        self.plan = f"{what}: {est.summary()}"
+        return P.pointwise_estimate(numel, block, warps, int(moved), ops, efficiency, target)
 
     def _pointwise_2d(self, plan: T.Tiling2D, order: list[int]) -> tuple[list[sympy.Expr], int]:
         """A ``[YBLOCK, XBLOCK]`` tile: ``yindex`` (``[YBLOCK, 1]``) over the flattened

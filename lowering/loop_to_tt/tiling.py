@@ -70,14 +70,16 @@ MAX_GRID_Y = 65535
 MAX_XBLOCK = 4096
 MAX_YBLOCK = 1024
 TILE = 1024  # points of a 2-D tile (Inductor's 32 x 32)
-# Nests of at least LARGE_TILE_NUMEL static points, both extents at least 64,
-# take 64 x 64 tiles (unless a block is given): each row
-# of a tile is then a whole 128-byte line in bf16. On an H100 (seventh session,
-# tile_sweep.py) a bf16 2048x4096 transpose ran 0.0197 ms against 0.0229 with
-# 32 x 32 (Inductor, which autotunes its tile: 0.0225), NCHW -> NHWC of
-# 64x256x28x28 0.0199 against 0.0215, and the f32 transpose 0.0369 against 0.0373.
+# The larger tile, 64 x 64, where both static extents are at least 64 and no
+# block is given: each tile row is then a whole 128-byte line in bf16. Whether
+# it pays is the cost model's (lowering/loop_to_tt/kernel.py asks
+# strategy.plan.pointwise_estimate of both): a 64-byte row costs about 0.87
+# of a full line's bandwidth (strategy/cost.py LINE; on an H100 a bf16
+# 2048x4096 transpose ran 0.0197 ms against 0.0229 with 32 x 32, NCHW -> NHWC
+# of 64x256x28x28 0.0199 against 0.0215, the f32 transpose -- full lines
+# either way -- 0.0369 against 0.0373: seventh session, tile_sweep.py), and
+# a small nest gains nothing from fewer, larger programs.
 LARGE_TILE = 4096
-LARGE_TILE_NUMEL = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,7 @@ class Tiling2D:
     xblock: int
     num_warps: int
     grid_y: bool  # programs over grid y (else one flattened grid x)
+    large: bool = False  # asked for 64 x 64 (block_sizes)
 
 
 def _numel(values: Sequence[sympy.Expr]) -> sympy.Expr:
@@ -119,22 +122,26 @@ def choose_split(ranges: Sequence[sympy.Expr], accesses: Sequence[Access]) -> in
     return best
 
 
+def can_take_large_tile(ynumel: sympy.Expr, xnumel: sympy.Expr, yblock: int, xblock: int) -> bool:
+    """Whether 64 x 64 is a candidate: both extents static and at least 64 (a
+    whole line per tile row either way), no block given (a sweep of one block
+    keeps the other's heuristic)."""
+    sizes = (sympy.sympify(ynumel), sympy.sympify(xnumel))
+    return not (xblock or yblock) and all(s.is_Integer and int(s) >= 64 for s in sizes)
+
+
 def block_sizes(
-    ynumel: sympy.Expr, xnumel: sympy.Expr, yblock: int = 0, xblock: int = 0
+    ynumel: sympy.Expr, xnumel: sympy.Expr, yblock: int = 0, xblock: int = 0, large: bool = False
 ) -> tuple[int, int]:
     """(YBLOCK, XBLOCK): Inductor's ``triton_config(size_hints, 32, 32)`` for static
-    extents (64 x 64 from ``LARGE_TILE_NUMEL`` points on where both extents are
-    at least 64 and no block is given), 32 x 32 for dynamic ones; a block given
-    (non-zero) is only capped by its static extent."""
+    extents (64 x 64 with ``large``, where ``can_take_large_tile``), 32 x 32
+    for dynamic ones; a block given (non-zero) is only capped by its static
+    extent."""
     yhint = int(ynumel) if ynumel.is_Integer else None
     xhint = int(xnumel) if xnumel.is_Integer else None
     base, target = 32, TILE
     if yhint is not None and xhint is not None:
-        # The larger tile where it was measured: both extents at least 64 (a
-        # whole line per tile row either way) and no block given (a sweep of
-        # one block keeps the other's heuristic).
-        large = yhint * xhint >= LARGE_TILE_NUMEL and min(yhint, xhint) >= 64
-        if large and not (xblock or yblock):
+        if large and can_take_large_tile(ynumel, xnumel, yblock, xblock):
             base, target = 64, LARGE_TILE
         elif yhint * xhint < target:
             target //= 8
@@ -157,11 +164,18 @@ def block_sizes(
 
 
 def pointwise_tiling(
-    nest: L.PointwiseOp, mode: str, yblock: int = 0, xblock: int = 0, order=None, accesses=None
+    nest: L.PointwiseOp,
+    mode: str,
+    yblock: int = 0,
+    xblock: int = 0,
+    order=None,
+    accesses=None,
+    large: bool = False,
 ) -> Tiling2D | None:
     """The 2-D tiling of a pointwise nest iterated in ``order`` (its dimensions,
     slowest first; the logical order when None), or None for the 1-D tile.
-    ``accesses``: the nest's ``pointwise_accesses`` where already computed."""
+    ``accesses``: the nest's ``pointwise_accesses`` where already computed;
+    ``large``: 64 x 64 where it can be (``block_sizes``)."""
     if mode == "off":
         return None
     ranges = [sympy.sympify(d) for d in nest.ranges.data]
@@ -174,13 +188,13 @@ def pointwise_tiling(
     if split is None:
         return None
     ynumel, xnumel = _numel(ranges[:split]), _numel(ranges[split:])
-    y, x = block_sizes(ynumel, xnumel, yblock, xblock)
+    y, x = block_sizes(ynumel, xnumel, yblock, xblock, large)
     tile = x * y
     warps = _pow2(min(max(tile // 256, 1), 8))
     if tile >= 128:
         warps = max(warps, 4)
     ytiles = -(-int(ynumel) // y) if ynumel.is_Integer else None
-    return Tiling2D(split, y, x, warps, ytiles is not None and ytiles <= MAX_GRID_Y)
+    return Tiling2D(split, y, x, warps, ytiles is not None and ytiles <= MAX_GRID_Y, large)
 
 
 __all__ = [

@@ -103,13 +103,15 @@ def test_transpose_copy(dtype, tmp_path, poisoned):
 
 
 def test_large_transpose_takes_64x64_tiles(tmp_path, poisoned):
-    """From 2**20 points on the tile is 64 x 64 (tiling.py's LARGE_TILE); odd
-    sizes no block divides, so both the y and the x edge tiles are masked."""
+    """A bf16 transpose large enough to be bandwidth-bound takes 64 x 64 tiles
+    (whole 128-byte lines per tile row: the cost model's choice, tiling.py's
+    LARGE_TILE); odd sizes no block divides, so both the y and the x edge tiles
+    are masked."""
 
     def f(x, y):
         return (x.t() + y).relu().t().contiguous()
 
-    x, y = _randn(1031, 1029, dtype=torch.bfloat16), _randn(1029, 1031, dtype=torch.bfloat16)
+    x, y = _randn(2053, 2051, dtype=torch.bfloat16), _randn(2051, 2053, dtype=torch.bfloat16)
     kernels = run(f, (x, y), tmp_path=tmp_path)
     assert "tl.arange(0, 64)" in kernels and "tl.arange(0, 32)" not in kernels
 
