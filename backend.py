@@ -44,7 +44,7 @@ from coil import config
 from coil.config import FALLBACKS
 from coil.frontend.capture import aot_backend
 from coil.frontend.fx_importer import constant_inputs, import_graph
-from coil.pipeline import PIPELINES, available_passes, parse_pipeline
+from coil.pipeline import PIPELINES, available_passes, parse_pipeline, unknown_name
 from coil.runtime.aotcache import AotCache, Recipe
 from coil.strategy.target import TARGETS, module_device, set_module_target
 from coil.strategy.target import resolve as resolve_target
@@ -219,7 +219,7 @@ def compile_graph(
     ``progress`` is the backend option of that name (:func:`coil.config.progress_after`);
     ``label`` names the graph in timing and progress lines."""
     pipeline = pipeline or PIPELINES["default"]
-    dump_dir = dump_dir or os.environ.get("COIL_DUMP_DIR") or None
+    dump_dir = dump_dir or config.dump_dir()
     trace = CompileTrace(
         label or next_graph_label(),
         timing=config.log_timing(),
@@ -597,12 +597,17 @@ def _with_cudagraphs(run: Callable[..., Any], static_inputs: Sequence[int], name
     return runner
 
 
-def _graph_pipeline(pipeline: str, inference: bool, tf32: bool) -> str:
+def _graph_pipeline(
+    pipeline: str, inference: bool, tf32: bool, deterministic: bool | None = None
+) -> str:
     """``pipeline`` for one graph: for an inference graph a plain ``bufferize``
     gets ``padded-results=true`` and a plain ``aten-channels-last``
     ``inference=true``; where cuBLAS may run f32 products in TF32, ``bufferize``
     gets ``tf32=true`` (it pads f32 products then). A pass given its own
-    options is left as written. The result is the cache key's pipeline."""
+    options is left as written. Under ``torch.use_deterministic_algorithms``
+    (``deterministic``, default: torch's current setting) ``convert-aten-to-loop``
+    gets ``deterministic=true``, also next to options it has (scatters go to
+    ATen's deterministic kernels). The result is the cache key's pipeline."""
     options: dict[str, list[str]] = {"bufferize": [], "aten-channels-last": []}
     if inference:
         options["bufferize"].append("padded-results=true")
@@ -612,6 +617,16 @@ def _graph_pipeline(pipeline: str, inference: bool, tf32: bool) -> str:
     for name, given in options.items():
         if given:
             pipeline = re.sub(rf"(?<![\w-]){name}(?=,|$)", f"{name}{{{' '.join(given)}}}", pipeline)
+    if deterministic is None:
+        deterministic = torch.are_deterministic_algorithms_enabled()
+    if deterministic:
+        name = "convert-aten-to-loop"
+        pipeline = re.sub(rf"(?<![\w-]){name}(?=,|$)", f"{name}{{}}", pipeline)
+        pipeline = re.sub(
+            rf"(?<![\w-]){name}\{{(?![^}}]*deterministic)([^}}]*)\}}",
+            lambda m: f"{name}{{{(m.group(1) + ' ').lstrip()}deterministic=true}}",
+            pipeline,
+        )
     return pipeline
 
 
@@ -628,6 +643,24 @@ def _static_input_indices(training: bool) -> list[int]:
     return [i + tokens for i in indices]
 
 
+def _attention_rewrite(pipeline: str) -> Callable[[torch.fx.GraphModule], Any] | None:
+    """The attention rewrite for graphs that get a backward, where the pipeline
+    runs ``aten-fuse-attention`` (with its options): in training the pass
+    would come after autograd, so the same rewrite runs on the Dynamo graph
+    before AOTAutograd (:func:`coil.frontend.attention.fuse_attention_for_autograd`)."""
+    if "aten-fuse-attention" not in pipeline:
+        return None
+    from xdsl.passes import PassPipeline
+
+    for p in PassPipeline.parse_spec(available_passes(), pipeline).passes:
+        if p.name == "aten-fuse-attention":
+            from coil.frontend.attention import fuse_attention_for_autograd
+
+            fused_only = bool(getattr(p, "fused_only", True))
+            return lambda gm: fuse_attention_for_autograd(gm, fused_only)
+    return None
+
+
 def coil(
     gm: torch.fx.GraphModule,
     example_inputs: Sequence[Any],
@@ -638,12 +671,20 @@ def coil(
     """The ``torch.compile`` backend; ``options`` are listed in :data:`OPTIONS`;
     ``mode="reduce-overhead"`` turns on ``cudagraphs``."""
     options = dict(options or {})
-    unknown = sorted(set(options) - set(OPTIONS))
-    if unknown:
-        known = "; ".join(f"{k}: {v}" for k, v in OPTIONS.items())
-        raise ValueError(f"coil: unknown option(s) {', '.join(unknown)} (known: {known})")
+    note = "coil.backend.OPTIONS says what each does"
+    for key in options:
+        if key not in OPTIONS:
+            known = list(OPTIONS)
+            raise ValueError("coil: " + unknown_name("option", key, known, known, "options", note))
     fallback = options.get("fallback") or config.fallback()
     pipeline = _with_fallback(options.get("pipeline") or PIPELINES["default"], fallback)
+    if "pipeline" in options:
+        # A pass or option misspelled is the user's to fix, under every fallback
+        # policy: raise here, before a compile failure could fall back to eager.
+        try:
+            parse_pipeline(pipeline)
+        except ValueError as e:
+            raise ValueError(f"coil: option pipeline: {e}") from None
     dump_dir = options.get("dump_dir")
     cudagraphs = bool(options.get("cudagraphs", mode == "reduce-overhead"))
     wrapper = options.get("wrapper", "python")
@@ -691,16 +732,18 @@ def coil(
         inference_pipeline,
         {**options, "cudagraphs": cudagraphs},  # mode="reduce-overhead" sets it too
         enabled=options.get("cache"),
-        dump_dir=dump_dir or os.environ.get("COIL_DUMP_DIR"),
+        dump_dir=dump_dir or config.dump_dir(),
     )
+    before_autograd = _attention_rewrite(pipeline)
     if fallback != "eager":
-        return aot_backend(fw, bw, inf, aot_cache)(gm, example_inputs)
+        return aot_backend(fw, bw, inf, aot_cache, before_autograd)(gm, example_inputs)
     try:
         return aot_backend(
             _or_eager(fw, "the forward graph"),
             _or_eager(bw, "the backward graph"),
             _or_eager(inf, "the forward graph"),
             aot_cache,
+            before_autograd,
         )(gm, example_inputs)
     except Exception as e:  # AOTAutograd itself failed (tracing, decompositions)
         if _dynamo_signal(e):

@@ -19,7 +19,7 @@ from typing import IO
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from coil import __version__
+from coil import __version__, config
 
 
 class FxOptMain(xDSLOptMain):
@@ -49,9 +49,13 @@ class FxOptMain(xDSLOptMain):
             self.register_pass(name, factory)
 
     def register_all_targets(self) -> None:
-        super().register_all_targets()
+        # mlir (the IR as text) and coil's targets; xDSL's others (arm-asm, csl,
+        # wgsl ...) take dialects coil never produces.
+        from xdsl.universe import Universe
+
         from coil.targets import get_all_targets
 
+        self.available_targets["mlir"] = Universe.get_multiverse().all_targets["mlir"]
         self.available_targets.update(get_all_targets())
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
@@ -64,7 +68,8 @@ class FxOptMain(xDSLOptMain):
             if action.dest == "passes":
                 action.help = (
                     'pass pipeline, e.g. "canonicalize,cse" or "$(coil pipeline)"; '
-                    "options in braces: convert-loop-to-tt{xblock=64} (see below)"
+                    "options in braces: convert-loop-to-tt{xblock=64 num-warps=4} (each "
+                    "pass's options are listed below)"
                 )
             elif action.dest == "target":
                 action.help = "output: mlir (default) or a target listed below"
@@ -95,7 +100,7 @@ class FxOptMain(xDSLOptMain):
             nargs=0,
             action=_HelpAll,
             extra=lambda: _xdsl_help(self),
-            help="show this help and every xDSL pass and target as well, then exit",
+            help="show this help and every xDSL pass as well, then exit",
         )
 
     def setup_pipeline(self) -> None:
@@ -163,7 +168,7 @@ class FxOptMain(xDSLOptMain):
         def load_pt2(io: IO[bytes]):
             from coil.frontend.export import load_exported_program
 
-            return load_exported_program(io)
+            return load_exported_program(io, self.get_input_name())
 
         self.available_frontends["pt2"] = load_pt2
 
@@ -172,8 +177,10 @@ def parse_located(ctx, text: str, name: str, implicit_module: bool = True):
     """Parse and verify ``text``; an op that does not verify is a located error
     (``file:line:col``, the line, a caret) like a parse error, rather than
     xDSL's message with no position (``func.return`` typed unlike its function)."""
+    from xdsl.dialects.builtin import ModuleOp
     from xdsl.parser import Parser
     from xdsl.utils.exceptions import VerifyException
+    from xdsl.utils.mlir_lexer import MLIRTokenKind
 
     class LocatingParser(Parser):
         """Remembers where each op's text starts."""
@@ -187,6 +194,13 @@ def parse_located(ctx, text: str, name: str, implicit_module: bool = True):
             op = super().parse_operation()
             self.spans[op] = span
             return op
+
+        def parse_module(self, allow_implicit_module: bool = True):
+            # Nothing but whitespace and comments is an empty module, as
+            # mlir-opt takes it (xDSL's parser wants at least one op).
+            if allow_implicit_module and self._current_token.kind == MLIRTokenKind.EOF:
+                return ModuleOp([])
+            return super().parse_module(allow_implicit_module)
 
     parser = LocatingParser(ctx, text, name)
     module = parser.parse_module(implicit_module)
@@ -216,20 +230,78 @@ def _table(rows: dict[str, str]) -> str:
     return "\n".join(f"  {name.ljust(width)}{text}" for name, text in rows.items())
 
 
-def _coil_help() -> str:
+def _first_sentence(text: str) -> str:
+    import re
+
+    text = text.replace("``", "")  # reST literals read as plain text in a terminal
+    match = re.search(r"\.\s+(?=[A-Z(])", text)
+    return text[: match.start() + 1] if match else text
+
+
+def _options_help(path: str, pass_name: str) -> list[str]:
+    """One entry per option of the pass at ``path``, as mlir-opt lists them:
+    ``name=<type>``, the default, what it does and the values it allows."""
+    import textwrap
+
+    from coil.passinfo import NO_DEFAULT, pass_options, spec_value
+    from coil.pipeline import OPTION_RULES
+
+    types = {"int": "int", "bool": "bool", "str": "string", "tuple[str, ...]": "list"}
+    rules = OPTION_RULES.get(pass_name, {})
+    lines = []
+    for option in pass_options(path):
+        rule = rules.get(option.name.replace("-", "_"))
+        kind = "|".join(rule.choices) if rule and rule.choices else types.get(option.type)
+        head = f"{option.name}=<{kind or option.type}>"
+        default = option.default
+        if isinstance(default, tuple) and len(default) > 3:
+            shown = f"{', '.join(map(str, default[:2]))}, ... ({len(default)} in all)"
+        else:
+            shown = "none" if default is NO_DEFAULT else spec_value(default)
+        text = f"(default {shown}) {_first_sentence(option.doc)}".rstrip()
+        if rule is not None and not rule.choices:
+            text += f" Allowed: {rule.allowed}."
+        lines.append(
+            textwrap.fill(
+                f"{head:<28} {text}",
+                width=100,
+                initial_indent="      ",
+                subsequent_indent=" " * 35,
+                break_on_hyphens=False,
+            )
+        )
+    return lines
+
+
+def _passes_help() -> str:
+    """coil's passes, each with its summary and then its options."""
+    from coil.lowering import PASSES as lowering_paths
     from coil.lowering import SUMMARIES as lowerings
+    from coil.transforms import PASSES as transform_paths
+    from coil.transforms import SUMMARIES as transforms
+
+    paths = {**transform_paths, **lowering_paths}
+    summaries = {**transforms, **lowerings}
+    width = max(map(len, summaries)) + 2
+    lines = []
+    for name, summary in summaries.items():
+        lines.append(f"  {name.ljust(width)}{summary}")
+        lines.extend(_options_help(paths[name], name))
+    return "\n".join(lines)
+
+
+def _coil_help() -> str:
     from coil.pipeline import SUMMARIES as pipelines
     from coil.pipeline import XDSL_PASSES_USED
     from coil.targets import SUMMARIES as targets
-    from coil.transforms import SUMMARIES as transforms
 
     return "\n\n".join(
         [
-            "coil passes (-p):\n" + _table({**transforms, **lowerings}),
+            "coil passes (-p NAME or NAME{option=value ...}) and their options:\n" + _passes_help(),
             "xDSL passes in coil's pipelines:\n" + _table(XDSL_PASSES_USED),
             "targets (-t):\n" + _table({"mlir": "the IR as text (default)", **targets}),
             'pipelines (-p "$(coil pipeline NAME)"):\n' + _table(pipelines),
-            "--help-all lists xDSL's other passes and targets as well.",
+            "--help-all lists xDSL's other passes as well.",
         ]
     )
 
@@ -237,19 +309,11 @@ def _coil_help() -> str:
 def _xdsl_help(main: FxOptMain) -> str:
     from coil.lowering import SUMMARIES as lowerings
     from coil.pipeline import XDSL_PASSES_USED
-    from coil.targets import SUMMARIES as targets
     from coil.transforms import SUMMARIES as transforms
 
-    ours = {*transforms, *lowerings, *XDSL_PASSES_USED, *targets, "mlir"}
+    ours = {*transforms, *lowerings, *XDSL_PASSES_USED}
     passes = [p for p in main.available_passes if p not in ours]
-    other_targets = [t for t in main.available_targets if t not in ours]
-    return (
-        f"other xDSL passes ({len(passes)}):\n  "
-        + "\n  ".join(sorted(passes))
-        + f"\n\nother xDSL targets ({len(other_targets)}):\n  "
-        + "\n  ".join(sorted(other_targets))
-        + "\n"
-    )
+    return f"other xDSL passes ({len(passes)}):\n  " + "\n  ".join(sorted(passes)) + "\n"
 
 
 class _HelpAll(argparse.Action):
@@ -271,33 +335,36 @@ def _fail(message: str) -> int:
 
 
 def fx_opt_main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``fx-opt``."""
+    """Entry point of ``fx-opt``: a located message (``file:line:col``) for an
+    error in the input, one ``fx-opt: error: ...`` sentence for anything else,
+    exit code 1, and no traceback (``COIL_TRACEBACK=1`` prints it)."""
+
+    def error(message: str) -> int:
+        return _fail(f"fx-opt: error: {message}")
+
     try:
         FxOptMain(description="coil's pass driver (mlir-opt for coil IR)", args=argv).run()
     except ParseError as e:
         return _fail(str(e))
     except ArgSpecParseError as e:  # a BaseException in xDSL: catch it by name
-        return _fail(f"fx-opt: invalid pass pipeline: {e}")
+        return error(f"invalid pass pipeline: {e}")
     except DiagnosticException as e:
-        return _fail(f"fx-opt: {e}")
+        return error(str(e))
     except BrokenPipeError:  # the reader (head, less) closed the pipe
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except FileNotFoundError as e:
-        return _fail(f"fx-opt: {e.filename}: no such file or directory")
+        return error(f"{e.filename}: no such file or directory")
     except IsADirectoryError as e:
-        return _fail(f"fx-opt: {e.filename}: is a directory, not a file")
+        return error(f"{e.filename}: is a directory, not a file")
     except PermissionError as e:
-        return _fail(f"fx-opt: {e.filename}: permission denied")
+        return error(f"{e.filename}: permission denied")
     except ValueError as e:  # e.g. unknown file extension, unknown pass name
-        return _fail(f"fx-opt: {e}")
+        return error(str(e))
     except Exception as e:  # never a raw traceback for the user
-        if os.environ.get("COIL_TRACEBACK"):
+        if config.traceback():
             traceback.print_exc()
-        return _fail(
-            f"fx-opt: error: {type(e).__name__}: {e}\n"
-            "(set COIL_TRACEBACK=1 for the Python traceback)"
-        )
+        return error(f"{type(e).__name__}: {e}\n(set COIL_TRACEBACK=1 for the Python traceback)")
     return 0
 
 
@@ -334,10 +401,18 @@ def _cmd_bisect(args: argparse.Namespace) -> int:
     from coil.frontend.loader import load_model_file
     from coil.tools.bisect import bisect, load_pass_plugin, write_culprit
 
+    path = Path(args.file)
+    if path.suffix != ".py":
+        what = "an IR file" if path.suffix == ".mlir" else "not one"
+        hint = " (coil reduce and fx-opt take .mlir files)" if path.suffix == ".mlir" else ""
+        return _fail(
+            f"coil bisect: error: {path}: coil bisect takes a Python model file, a .py "
+            f"defining `model` and `example_inputs`; this is {what}{hint}"
+        )
     passes = {}
     for plugin in args.pass_plugin or []:
         passes.update(load_pass_plugin(plugin))
-    model, inputs, dynamic = load_model_file(args.file)
+    model, inputs, dynamic = load_model_file(path)
     reports = bisect(model, inputs, args.pipeline, dynamic=dynamic or args.dynamic, passes=passes)
     if not reports:
         print("coil bisect: torch.compile made no graph of this model")
@@ -442,8 +517,14 @@ def coil_main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args)
+    except FileNotFoundError as e:
+        return _fail(f"coil {args.command}: error: {e.filename}: no such file or directory")
+    except IsADirectoryError as e:
+        return _fail(f"coil {args.command}: error: {e.filename}: is a directory, not a file")
+    except PermissionError as e:
+        return _fail(f"coil {args.command}: error: {e.filename}: permission denied")
     except Exception as e:  # a sentence, not a traceback
-        if os.environ.get("COIL_TRACEBACK"):
+        if config.traceback():
             traceback.print_exc()
         return _fail(f"coil {args.command}: error: {e}")
 

@@ -25,6 +25,12 @@ change the environment after ``import coil`` and be heard.
   (``eager``, ``extern`` or ``error``; see ``coil.backend.OPTIONS``). Default:
   ``eager``. The test suite sets ``extern`` so that a graph coil fails to
   compile fails its test instead of passing through eager PyTorch.
+* ``COIL_TRACEBACK=1`` -- ``fx-opt`` and ``coil`` print the Python traceback
+  of an internal error after their one-line message (which they print alone
+  otherwise).
+* ``COIL_LIBCUDA_PATH`` -- read by the C++ wrapper's runtime
+  (``runtime/cpp/coil_runtime.h``), not by Python: the CUDA driver library it
+  opens instead of ``libcuda.so.1``.
 """
 
 from __future__ import annotations
@@ -54,6 +60,17 @@ def aot_cache_enabled() -> bool:
     """``COIL_AOT_CACHE`` is not set to 0/false/no/off."""
     value = os.environ.get("COIL_AOT_CACHE", "1").strip().lower()
     return value == "" or value not in _FALSE
+
+
+def dump_dir() -> str | None:
+    """``COIL_DUMP_DIR``: where every graph's stages and code are written, or ``None``."""
+    return os.environ.get("COIL_DUMP_DIR") or None
+
+
+def traceback() -> bool:
+    """``COIL_TRACEBACK`` set to anything but 0/false/no/off: the command-line tools
+    print an internal error's Python traceback."""
+    return os.environ.get("COIL_TRACEBACK", "").strip().lower() not in _FALSE
 
 
 def log_topics() -> set[str]:

@@ -8,7 +8,7 @@ backend loads). The named prefixes (aten, loop, buffer) stop at a level.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +16,7 @@ from xdsl.passes import ModulePass, PassPipeline, PassPipelineCallbackType
 
 ATEN_CLEANUP = "canonicalize,cse,dce"
 ATEN = (
-    f"canonicalize,aten-decompose,{ATEN_CLEANUP},"
+    f"canonicalize,aten-fuse-attention,aten-decompose,{ATEN_CLEANUP},"
     "aten-peel-conv-bias,aten-channels-last,aten-reorder-collectives"
 )
 LOOP = (
@@ -53,7 +53,6 @@ SUMMARIES: dict[str, str] = {
 """One line per named pipeline (``coil pipeline NAME``), for ``fx-opt --help``."""
 
 XDSL_PASSES_USED: dict[str, str] = {
-    "canonicalize": "xDSL's canonicalizer with the aten patterns (view chains, no-ops, x*1)",
     "cse": "common subexpression elimination (xDSL)",
     "dce": "dead code elimination (xDSL)",
 }
@@ -79,12 +78,58 @@ class PassOptionError(ValueError):
     """A pass option of the wrong type or out of range (names pass and option)."""
 
 
+class PipelineSyntaxError(ValueError):
+    """A pipeline string that does not parse (the message shows where)."""
+
+
+class UnknownPassError(ValueError):
+    """A pipeline names a pass nobody registered (names it and the known ones)."""
+
+
+def _coil_pass_names() -> list[str]:
+    from coil.lowering import SUMMARIES as lowerings
+    from coil.transforms import SUMMARIES as transforms
+
+    return [*transforms, *lowerings, *XDSL_PASSES_USED]
+
+
+def unknown_name(
+    kind: str, name: str, known: Sequence[str], listed: Sequence[str], what: str, note: str = ""
+) -> str:
+    """``unknown KIND 'NAME'; did you mean 'X'? (WHAT, closest first: ...; NOTE)``:
+    the registered names (``known``) close to ``name`` (difflib), then ``listed``
+    ordered by closeness. The one wording for a misspelled pass, pass option and
+    backend option."""
+    import difflib
+
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    text = f"unknown {kind} '{name}'"
+    if close:
+        text += "; did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
+
+    def distance(candidate: str) -> float:
+        return -difflib.SequenceMatcher(None, name, candidate).ratio()
+
+    listing = ", ".join(sorted(listed, key=distance))
+    return f"{text} ({what}, closest first: {listing}{'; ' + note if note else ''})"
+
+
+def unknown_pass_message(name: str, known: Sequence[str]) -> str:
+    """A pipeline's misspelled pass: coil's passes (and the xDSL ones its pipelines
+    use) are listed; xDSL's other passes are accepted but not listed."""
+    ours = [p for p in _coil_pass_names() if p in known]
+    note = "fx-opt --help-all lists xDSL's others"
+    return unknown_name("pass", name, known, ours, "coil's passes", note)
+
+
 @dataclass(frozen=True)
 class OptionRule:
     """The values an option allows: ``ok`` decides, ``allowed`` says it in words."""
 
     allowed: str
     ok: Callable[[Any], bool]
+    choices: tuple[str, ...] = ()
+    """The values of a string option that takes one of a few (``fx-opt --help``)."""
 
 
 def _pow2(value: int) -> bool:
@@ -104,7 +149,9 @@ def int_range(lo: int, hi: int | None = None) -> OptionRule:
 
 
 def one_of(*values: str) -> OptionRule:
-    return OptionRule("one of " + ", ".join(f'"{v}"' for v in values), lambda v: v in values)
+    return OptionRule(
+        "one of " + ", ".join(f'"{v}"' for v in values), lambda v: v in values, values
+    )
 
 
 def _known_aten_ops(names: tuple[str, ...]) -> bool:
@@ -207,19 +254,24 @@ def pass_from_spec(cls: type[ModulePass], spec: Any) -> ModulePass:
     from xdsl.utils.arg_spec import _convert_arg_to_type
 
     hints = typing.get_type_hints(cls)
-    fields = {f.name for f in dataclasses.fields(cls) if f.init and f.name != "name"}
+    fields = [f.name for f in dataclasses.fields(cls) if f.init and f.name != "name"]
     for given, values in spec.parameters.items():
         field_name = given.replace("-", "_")
         if field_name not in fields:
-            known = ", ".join(_option(f) for f in sorted(fields)) or "none"
-            raise PassOptionError(f"{cls.name}: unknown option '{given}' (options: {known})")
+            options = [_option(f) for f in fields]
+            if not options:
+                raise PassOptionError(f"{cls.name}: unknown option '{given}' (it takes none)")
+            raise PassOptionError(
+                f"{cls.name}: " + unknown_name("option", given, options, options, "its options")
+            )
         try:
             _convert_arg_to_type(values, hints[field_name])
         except ValueError:
             rule = OPTION_RULES.get(cls.name, {}).get(field_name)
             allowed = _type_words(hints[field_name])
-            if rule is not None:
-                allowed += f": {rule.allowed}"
+            if rule is not None:  # "an integer >= 2" says the type already
+                words = allowed.removeprefix("an ").removeprefix("a ")
+                allowed = rule.allowed if words in rule.allowed else f"{allowed}: {rule.allowed}"
             raise PassOptionError(
                 f"{cls.name}: option '{_option(field_name)}' must be {allowed}; "
                 f"got {_spec_text(values) or 'no value'}"
@@ -257,10 +309,14 @@ def parse_pipeline(
     """``PassPipeline.parse_spec`` with every option checked (:func:`pass_from_spec`):
     what ``fx-opt -p`` and the backend's ``pipeline`` option go through."""
     from xdsl.utils.arg_spec import parse_pipeline as parse_specs
+    from xdsl.utils.exceptions import ArgSpecParseError
 
     passes = available_passes() if passes is None else passes
-    specs = tuple(parse_specs(text))
-    unknown = [s.name for s in specs if s.name not in passes]
-    if unknown:
-        raise ValueError(f"Unrecognized passes: {unknown}")
+    try:
+        specs = tuple(parse_specs(text))
+    except ArgSpecParseError as e:  # a BaseException in xDSL: make it an error
+        raise PipelineSyntaxError(f"invalid pass pipeline: {e}") from None
+    for spec in specs:
+        if spec.name not in passes:
+            raise UnknownPassError(unknown_pass_message(spec.name, list(passes)))
     return PassPipeline(tuple(pass_from_spec(passes[s.name](), s) for s in specs), callback)

@@ -22,6 +22,9 @@
 #                            commit through benchmarks/results/sweep.csv; its
 #                            deadline is what is left of DEADLINE; SWEEP_COMMIT
 #                            names the commit, as the device has no .git);
+#   DYNAMIC="gpt2 bert resnet50 mlp"  benchmarks/dynamic.py (coil dynamic vs coil
+#                            static vs Inductor dynamic over many sizes;
+#                            DYNAMIC_ARGS adds options, e.g. --profile);
 #   OVERHEAD="mlp20_b1 ..."  benchmarks/overhead.py (host overhead per call;
 #                            OVERHEAD_DUMP=1 adds coil's dump of each under $OUT/dump;
 #                            OVERHEAD_ISOLATE=1 runs each variant in its own process,
@@ -123,6 +126,11 @@ if [ -n "${MODELS:-}" ]; then
   budget python3 benchmarks/models.py $MODELS 2>&1 | tee -a "$OUT/models.log"
   status=$(( status | PIPESTATUS[0] ))
 fi
+if [ -n "${DYNAMIC:-}" ]; then
+  # shellcheck disable=SC2086
+  budget python3 benchmarks/dynamic.py ${DYNAMIC_ARGS:-} $DYNAMIC 2>&1 | tee -a "$OUT/dynamic.log"
+  status=$(( status | PIPESTATUS[0] ))
+fi
 if [ -n "${MODEL_SWEEP:-}" ]; then
   left=$(( DEADLINE - (SECONDS - START) - 15 ))
   # shellcheck disable=SC2086
@@ -210,6 +218,7 @@ cat "$OUT/device.txt"
 [ -f "$OUT/tile_sweep.log" ] && sed -n '/^| workload | config/,$p' "$OUT/tile_sweep.log"
 [ -f "$OUT/models.log" ] && grep -h '^| ' "$OUT/models.log" | grep -v -- '---'
 [ -f "$OUT/sweep.md" ] && tail -n 5 "$OUT/sweep.md"
+[ -f "$OUT/dynamic.md" ] && grep -h '^| ' "$OUT/dynamic.md"
 [ -f "$OUT/models-before.log" ] && grep -h '^| before' "$OUT/models-before.log"
 [ -f "$OUT/pytest-distributed.log" ] && tail -n 1 "$OUT/pytest-distributed.log"
 [ -f "$OUT/distributed.md" ] && cat "$OUT/distributed.md"

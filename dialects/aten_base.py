@@ -208,13 +208,17 @@ def is_scalar_type(t: Attribute) -> bool:
 # --------------------------------------------------------------------------
 
 
+CANONICALIZATION_PATTERNS: dict[type[Operation], tuple[RewritePattern, ...]] = {}
+"""Op class -> its canonicalization patterns. The dialect does not know its
+passes: ``transforms/aten_canonicalize.py`` fills this when it is imported, and
+coil's ``canonicalize`` pass (registered from there) imports it."""
+
+
 class AtenCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
-    """Looks up an op's patterns in ``transforms/aten_canonicalize.PATTERNS``."""
+    """Looks up an op's patterns in :data:`CANONICALIZATION_PATTERNS`."""
 
     def get_patterns(self, op: type[Operation]) -> tuple[RewritePattern, ...]:
-        from coil.transforms.aten_canonicalize import PATTERNS
-
-        return PATTERNS.get(op, ())
+        return CANONICALIZATION_PATTERNS.get(op, ())
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:

@@ -736,8 +736,8 @@ def check_result_types(op: Any) -> str | None:
         return None
     try:
         inferred = infer(Call.of(op))
-    except IncompatibleOperands as e:
-        return f"{op.name}: {e}"
+    except IncompatibleOperands as e:  # some rules name the op already
+        return str(e) if str(e).startswith(f"{op.name}:") else f"{op.name}: {e}"
     if inferred is None or len(inferred) != len(op.results):
         return None
     for k, (want, res) in enumerate(zip(inferred, op.results)):

@@ -78,6 +78,19 @@ class Aten_AdaptiveAvgPool3dOp(AtenOp):
 
 
 @irdl_op_definition
+class Aten_AdaptiveAvgPool3dBackwardOp(AtenOp):
+    """aten::_adaptive_avg_pool3d_backward(Tensor grad_output, Tensor self) -> Tensor"""
+
+    name = "aten._adaptive_avg_pool3d_backward.default"
+    OVERLOAD: ClassVar[str] = "aten._adaptive_avg_pool3d_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::_adaptive_avg_pool3d_backward(Tensor grad_output, Tensor self) -> Tensor'
+    grad_output = operand_def(AnyAttr())
+    self = operand_def(AnyAttr())
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
 class Aten_CdistForwardOp(AtenOp):
     """aten::_cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor"""
 
@@ -553,6 +566,62 @@ class AtenAdaptiveAvgPool1dOp(AtenOp):
     SCHEMA: ClassVar[str] = 'aten::adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor'
     self = operand_def(AnyAttr())
     output_size = opt_prop_def(ShapeAttr)
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class AtenAdaptiveMaxPool2dOp(AtenOp):
+    """aten::adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)"""
+
+    name = "aten.adaptive_max_pool2d.default"
+    OVERLOAD: ClassVar[str] = "aten.adaptive_max_pool2d.default"
+    SCHEMA: ClassVar[str] = 'aten::adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)'
+    self = operand_def(AnyAttr())
+    output_size = opt_prop_def(ShapeAttr)
+    result0 = result_def(AnyAttr())
+    result1 = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class AtenAdaptiveMaxPool2dBackwardOp(AtenOp):
+    """aten::adaptive_max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices) -> Tensor"""
+
+    name = "aten.adaptive_max_pool2d_backward.default"
+    OVERLOAD: ClassVar[str] = "aten.adaptive_max_pool2d_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::adaptive_max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices) -> Tensor'
+    grad_output = operand_def(AnyAttr())
+    self = operand_def(AnyAttr())
+    indices = operand_def(AnyAttr())
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class AtenAdaptiveMaxPool3dOp(AtenOp):
+    """aten::adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)"""
+
+    name = "aten.adaptive_max_pool3d.default"
+    OVERLOAD: ClassVar[str] = "aten.adaptive_max_pool3d.default"
+    SCHEMA: ClassVar[str] = 'aten::adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)'
+    self = operand_def(AnyAttr())
+    output_size = opt_prop_def(ShapeAttr)
+    result0 = result_def(AnyAttr())
+    result1 = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class AtenAdaptiveMaxPool3dBackwardOp(AtenOp):
+    """aten::adaptive_max_pool3d_backward(Tensor grad_output, Tensor self, Tensor indices) -> Tensor"""
+
+    name = "aten.adaptive_max_pool3d_backward.default"
+    OVERLOAD: ClassVar[str] = "aten.adaptive_max_pool3d_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::adaptive_max_pool3d_backward(Tensor grad_output, Tensor self, Tensor indices) -> Tensor'
+    grad_output = operand_def(AnyAttr())
+    self = operand_def(AnyAttr())
+    indices = operand_def(AnyAttr())
     result = result_def(AnyAttr())
     traits = traits_def(Pure())
 
@@ -1365,6 +1434,25 @@ class AtenAvgPool3dOp(AtenOp):
     name = "aten.avg_pool3d.default"
     OVERLOAD: ClassVar[str] = "aten.avg_pool3d.default"
     SCHEMA: ClassVar[str] = 'aten::avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor'
+    self = operand_def(AnyAttr())
+    kernel_size = opt_prop_def(ShapeAttr)
+    stride = opt_prop_def(ShapeAttr)
+    padding = opt_prop_def(ShapeAttr)
+    ceil_mode = opt_prop_def(IntegerAttr)
+    count_include_pad = opt_prop_def(IntegerAttr)
+    divisor_override = opt_prop_def(ExprAttr | NoneAttr)
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class AtenAvgPool3dBackwardOp(AtenOp):
+    """aten::avg_pool3d_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride, int[3] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor"""
+
+    name = "aten.avg_pool3d_backward.default"
+    OVERLOAD: ClassVar[str] = "aten.avg_pool3d_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::avg_pool3d_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride, int[3] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor'
+    grad_output = operand_def(AnyAttr())
     self = operand_def(AnyAttr())
     kernel_size = opt_prop_def(ShapeAttr)
     stride = opt_prop_def(ShapeAttr)
@@ -2281,6 +2369,34 @@ class AtenCrossEntropyLossOp(AtenOp):
     ignore_index = opt_prop_def(ExprAttr)
     label_smoothing = opt_prop_def(FloatAttr)
     result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class AtenCummaxOp(AtenOp):
+    """aten::cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)"""
+
+    name = "aten.cummax.default"
+    OVERLOAD: ClassVar[str] = "aten.cummax.default"
+    SCHEMA: ClassVar[str] = 'aten::cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)'
+    self = operand_def(AnyAttr())
+    dim = opt_prop_def(ExprAttr)
+    values = result_def(AnyAttr())
+    indices = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class AtenCumminOp(AtenOp):
+    """aten::cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)"""
+
+    name = "aten.cummin.default"
+    OVERLOAD: ClassVar[str] = "aten.cummin.default"
+    SCHEMA: ClassVar[str] = 'aten::cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)'
+    self = operand_def(AnyAttr())
+    dim = opt_prop_def(ExprAttr)
+    values = result_def(AnyAttr())
+    indices = result_def(AnyAttr())
     traits = traits_def(Pure())
 
 
@@ -4509,6 +4625,19 @@ class AtenLogSoftmaxIntOp(AtenOp):
 
 
 @irdl_op_definition
+class AtenLogcumsumexpOp(AtenOp):
+    """aten::logcumsumexp(Tensor self, int dim) -> Tensor"""
+
+    name = "aten.logcumsumexp.default"
+    OVERLOAD: ClassVar[str] = "aten.logcumsumexp.default"
+    SCHEMA: ClassVar[str] = 'aten::logcumsumexp(Tensor self, int dim) -> Tensor'
+    self = operand_def(AnyAttr())
+    dim = opt_prop_def(ExprAttr)
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
 class AtenLogicalAndOp(AtenOp):
     """aten::logical_and(Tensor self, Tensor other) -> Tensor"""
 
@@ -4934,6 +5063,25 @@ class AtenMaxPool3dWithIndicesOp(AtenOp):
     ceil_mode = opt_prop_def(IntegerAttr)
     result0 = result_def(AnyAttr())
     result1 = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class AtenMaxPool3dWithIndicesBackwardOp(AtenOp):
+    """aten::max_pool3d_with_indices_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride, int[3] padding, int[3] dilation, bool ceil_mode, Tensor indices) -> Tensor"""
+
+    name = "aten.max_pool3d_with_indices_backward.default"
+    OVERLOAD: ClassVar[str] = "aten.max_pool3d_with_indices_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::max_pool3d_with_indices_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride, int[3] padding, int[3] dilation, bool ceil_mode, Tensor indices) -> Tensor'
+    grad_output = operand_def(AnyAttr())
+    self = operand_def(AnyAttr())
+    kernel_size = opt_prop_def(ShapeAttr)
+    stride = opt_prop_def(ShapeAttr)
+    padding = opt_prop_def(ShapeAttr)
+    dilation = opt_prop_def(ShapeAttr)
+    ceil_mode = opt_prop_def(IntegerAttr)
+    indices = operand_def(AnyAttr())
+    result = result_def(AnyAttr())
     traits = traits_def(Pure())
 
 
@@ -6713,6 +6861,20 @@ class AtenRepeatOp(AtenOp):
 
 
 @irdl_op_definition
+class AtenReplicationPad1dBackwardOp(AtenOp):
+    """aten::replication_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor"""
+
+    name = "aten.replication_pad1d_backward.default"
+    OVERLOAD: ClassVar[str] = "aten.replication_pad1d_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::replication_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor'
+    grad_output = operand_def(AnyAttr())
+    self = operand_def(AnyAttr())
+    padding = opt_prop_def(ShapeAttr)
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
 class AtenReplicationPad2dOp(AtenOp):
     """aten::replication_pad2d(Tensor self, SymInt[4] padding) -> Tensor"""
 
@@ -6726,12 +6888,40 @@ class AtenReplicationPad2dOp(AtenOp):
 
 
 @irdl_op_definition
+class AtenReplicationPad2dBackwardOp(AtenOp):
+    """aten::replication_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor"""
+
+    name = "aten.replication_pad2d_backward.default"
+    OVERLOAD: ClassVar[str] = "aten.replication_pad2d_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::replication_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor'
+    grad_output = operand_def(AnyAttr())
+    self = operand_def(AnyAttr())
+    padding = opt_prop_def(ShapeAttr)
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
 class AtenReplicationPad3dOp(AtenOp):
     """aten::replication_pad3d(Tensor self, SymInt[6] padding) -> Tensor"""
 
     name = "aten.replication_pad3d.default"
     OVERLOAD: ClassVar[str] = "aten.replication_pad3d.default"
     SCHEMA: ClassVar[str] = 'aten::replication_pad3d(Tensor self, SymInt[6] padding) -> Tensor'
+    self = operand_def(AnyAttr())
+    padding = opt_prop_def(ShapeAttr)
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class AtenReplicationPad3dBackwardOp(AtenOp):
+    """aten::replication_pad3d_backward(Tensor grad_output, Tensor self, SymInt[6] padding) -> Tensor"""
+
+    name = "aten.replication_pad3d_backward.default"
+    OVERLOAD: ClassVar[str] = "aten.replication_pad3d_backward.default"
+    SCHEMA: ClassVar[str] = 'aten::replication_pad3d_backward(Tensor grad_output, Tensor self, SymInt[6] padding) -> Tensor'
+    grad_output = operand_def(AnyAttr())
     self = operand_def(AnyAttr())
     padding = opt_prop_def(ShapeAttr)
     result = result_def(AnyAttr())
@@ -10684,6 +10874,7 @@ ATEN_OPS = [
     Aten_AdaptiveAvgPool2dOp,
     Aten_AdaptiveAvgPool2dBackwardOp,
     Aten_AdaptiveAvgPool3dOp,
+    Aten_AdaptiveAvgPool3dBackwardOp,
     Aten_CdistForwardOp,
     Aten_EmbeddingBagOp,
     Aten_FftC2rOp,
@@ -10717,6 +10908,10 @@ ATEN_OPS = [
     AtenAcoshIntOp,
     AtenAcosh_Op,
     AtenAdaptiveAvgPool1dOp,
+    AtenAdaptiveMaxPool2dOp,
+    AtenAdaptiveMaxPool2dBackwardOp,
+    AtenAdaptiveMaxPool3dOp,
+    AtenAdaptiveMaxPool3dBackwardOp,
     AtenAddScalarOp,
     AtenAddTensorOp,
     AtenAddOp,
@@ -10778,6 +10973,7 @@ ATEN_OPS = [
     AtenAvgPool2dOp,
     AtenAvgPool2dBackwardOp,
     AtenAvgPool3dOp,
+    AtenAvgPool3dBackwardOp,
     AtenBaddbmmOp,
     AtenBaddbmmDtypeOp,
     AtenBaddbmmOutOp,
@@ -10847,6 +11043,8 @@ ATEN_OPS = [
     AtenCoshIntOp,
     AtenCosh_Op,
     AtenCrossEntropyLossOp,
+    AtenCummaxOp,
+    AtenCumminOp,
     AtenCumprodOp,
     AtenCumprod_Op,
     AtenCumsumOp,
@@ -11018,6 +11216,7 @@ ATEN_OPS = [
     AtenLog2_Op,
     AtenLog_Op,
     AtenLogSoftmaxIntOp,
+    AtenLogcumsumexpOp,
     AtenLogicalAndOp,
     AtenLogicalAnd_Op,
     AtenLogicalNotOp,
@@ -11050,6 +11249,7 @@ ATEN_OPS = [
     AtenMaxPool2dWithIndicesOp,
     AtenMaxPool2dWithIndicesBackwardOp,
     AtenMaxPool3dWithIndicesOp,
+    AtenMaxPool3dWithIndicesBackwardOp,
     AtenMaximumOp,
     AtenMeanOp,
     AtenMeanDimOp,
@@ -11173,8 +11373,11 @@ ATEN_OPS = [
     AtenRemainder_ScalarOp,
     AtenRemainder_TensorOp,
     AtenRepeatOp,
+    AtenReplicationPad1dBackwardOp,
     AtenReplicationPad2dOp,
+    AtenReplicationPad2dBackwardOp,
     AtenReplicationPad3dOp,
+    AtenReplicationPad3dBackwardOp,
     AtenReshapeOp,
     AtenResize_Op,
     AtenRollOp,

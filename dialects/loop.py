@@ -26,7 +26,10 @@ their ``inner_fn`` bodies, as ops whose region *is* the body:
   random numbers from a ``loop.seed``.
 
 ``loop.reduction`` reduces over ``reduction_ranges`` (sum ... argmax, any/all,
-``welford``); ``loop.fused`` groups nests that become one kernel (a reduction
+``welford``); ``loop.scan`` is an inclusive scan along one of its ranges
+(cumsum ... cummax); ``loop.scatter`` stores values through data-dependent
+indices into a copy of a tensor (overwriting or combining atomically);
+``loop.fused`` groups nests that become one kernel (a reduction
 with its siblings and epilogues); ``loop.view`` is a view with no copy (an
 index map on its source); ``loop.copy`` overwrites a graph input.
 
@@ -43,7 +46,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import sympy
 from xdsl.dialects import builtin
-from xdsl.dialects.builtin import IndexType, IntegerType, StringAttr
+from xdsl.dialects.builtin import I64, IndexType, IntegerAttr, IntegerType, StringAttr
 from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
     AttrSizedOperandSegments,
@@ -423,7 +426,8 @@ def reduction_result_count(kind: str) -> int:
 
 
 class LoopOp(IRDLOperation):
-    """Base of the loop nests: ``loop.pointwise``, ``loop.reduction``, ``loop.fused``.
+    """Base of the loop nests: ``loop.pointwise``, ``loop.reduction``, ``loop.scan``,
+    ``loop.scatter``, ``loop.fused``.
 
     Tensor level: results, no ``outs``. Buffer level (after bufferize): ``outs``
     buffers written in place, no results.
@@ -674,6 +678,225 @@ class ReductionOp(LoopOp):
         }
 
 
+SCAN_KINDS = ("sum", "prod", "max", "min", "logsumexp", "argmax", "argmin")
+"""``argmax``/``argmin`` give two results: the running extremum and its position."""
+
+
+def scan_result_count(kind: str) -> int:
+    return 2 if kind in ("argmax", "argmin") else 1
+
+
+def _narrower_float(narrow: Attribute, wide: Attribute) -> bool:
+    return (
+        isinstance(narrow, builtin.AnyFloat)
+        and isinstance(wide, builtin.AnyFloat)
+        and narrow.bitwidth < wide.bitwidth
+    )
+
+
+@irdl_op_definition
+class ScanOp(LoopOp):
+    """Inclusive scan along dimension ``dim`` of ``ranges``: the result's element
+    ``[.., i_dim, ..]`` combines the body's values at ``[.., 0..i_dim, ..]`` in
+    order (Inductor's ``ir.Scan``; ``cumsum``, ``cumprod``, ``logcumsumexp``,
+    ``cummax``/``cummin``).
+
+    ``sum``/``prod``/``max``/``min`` combine as their reductions do (NaN
+    propagates); ``logsumexp`` is ``log(exp(a) + exp(b))``, computed stably;
+    ``argmax``/``argmin`` give the running extremum and its position along
+    ``dim``, the last one on ties and the last NaN once there is one (as
+    ``torch.cummax``). The scan accumulates in the type the body yields; the
+    values result may hold a narrower float (each output rounded once: a bf16
+    ``cumsum`` accumulated in f32, as ATen does)."""
+
+    name = "loop.scan"
+
+    kind = prop_def(StringAttr)
+    dim = prop_def(IntegerAttr[I64])
+
+    def result_count(self) -> int:
+        return scan_result_count(self.kind.data)
+
+    @property
+    def scan_dim(self) -> int:
+        return self.dim.value.data
+
+    def verify_(self) -> None:
+        kind = self.kind.data
+        if kind not in SCAN_KINDS:
+            raise VerifyException(
+                f"loop.scan: unknown kind '{kind}' (one of {', '.join(SCAN_KINDS)})"
+            )
+        super().verify_()
+        rank = len(self.ranges.data)
+        if not 0 <= self.scan_dim < rank:
+            raise VerifyException(
+                f"loop.scan: dim {self.scan_dim} is out of range for {rank} range(s)"
+            )
+        term = _verify_body(self, rank, 1)
+        yielded = term.values[0].type
+        for t in self.targets:
+            if _shape_of(t.type) != self.ranges.data:
+                raise VerifyException(
+                    f"loop.scan: result shape {format_expr_list(_shape_of(t.type))} must "
+                    f"equal its ranges {format_expr_list(self.ranges.data)}"
+                )
+        if kind == "logsumexp" and not isinstance(yielded, builtin.AnyFloat):
+            raise VerifyException(f"loop.scan logsumexp: body must yield a float, not {yielded}")
+        values = self.targets[0].type.element_type
+        if values != yielded and not _narrower_float(values, yielded):
+            raise VerifyException(
+                f"loop.scan {kind}: result holds {values}, expected the yielded {yielded} "
+                "(or a narrower float)"
+            )
+        if len(self.targets) == 2 and self.targets[1].type.element_type != builtin.i64:
+            raise VerifyException(
+                f"loop.scan {kind}: the positions result holds "
+                f"{self.targets[1].type.element_type}, expected i64"
+            )
+
+    def _print_head(self, printer: Printer) -> None:
+        printer.print_string(
+            f" {self.kind.data} dim {self.scan_dim} {format_expr_list(self.ranges.data)}"
+        )
+
+    @classmethod
+    def _parse_head(cls, parser: Parser) -> dict[str, Attribute]:
+        kind = parser.parse_optional_identifier()
+        if kind is None:
+            parser.raise_error(f"loop.scan: expected a scan kind ({', '.join(SCAN_KINDS)})")
+        parser.parse_keyword("dim")
+        dim = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        return {
+            "kind": StringAttr(kind),
+            "dim": IntegerAttr(dim, 64),
+            "ranges": ShapeAttr(parse_expr_list(parser)),
+        }
+
+
+SCATTER_MODES = ("store", "add", "max", "min")
+"""How a scatter writes each element: overwrite, or combine atomically."""
+
+
+@irdl_op_definition
+class ScatterOp(LoopOp):
+    """Store each point's value through a (data-dependent) index: for every point
+    of ``ranges`` the body yields a value then the indirect indices ``t0, t1 ...``,
+    and the element ``index`` names (expressions over ``i0 ...`` and ``t0 ...``)
+    is overwritten (``store``) or combined with it (``add``, ``max``, ``min``:
+    atomically, in any order) -- Inductor's ``ir.Scatter``.
+
+    Tensor level: the result is a copy of ``init`` updated so (``into(%init)``);
+    an element several points name gets one of their values (``store``) or all
+    of them combined. Buffer level: the op updates its out in place, which
+    holds ``init`` already (bufferize writes the copy first, or lets ``init``'s
+    producer write the out); index and bounds are checked as loads' are."""
+
+    name = "loop.scatter"
+
+    init = var_operand_def()
+    mode = prop_def(StringAttr)
+    index = prop_def(ShapeAttr)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def n_indirect(self) -> int:
+        term = self.body.block.last_op
+        return len(term.values) - 1 if isinstance(term, YieldOp) else 0
+
+    def verify_(self) -> None:
+        mode = self.mode.data
+        if mode not in SCATTER_MODES:
+            raise VerifyException(
+                f"loop.scatter: unknown mode '{mode}' (one of {', '.join(SCATTER_MODES)})"
+            )
+        super().verify_()
+        if self.res and len(self.init) != 1:
+            raise VerifyException(
+                "loop.scatter: a value-semantic scatter updates a copy of one tensor: "
+                "into(%init : type)"
+            )
+        if self.outs and self.init:
+            raise VerifyException(
+                "loop.scatter with outs(...) updates its out in place: drop into(...)"
+            )
+        target = self.targets[0].type
+        if self.init:
+            t = self.init[0].type
+            if not is_tensor_like(t):
+                raise VerifyException(f"loop.scatter: into(...) takes a tensor, not {t}")
+            if _shape_of(t) != _shape_of(target) or t.element_type != target.element_type:
+                raise VerifyException(
+                    f"loop.scatter: the result {target} must have the type of into(...) {t} "
+                    "(shape and element type)"
+                )
+        term = _verify_body(self, len(self.ranges.data), None)
+        if not term.values:
+            raise VerifyException("loop.scatter: body must yield the value, then the indices")
+        value, *indices = term.values
+        if value.type != target.element_type:
+            raise VerifyException(
+                f"loop.scatter: body yields {value.type}, the result holds {target.element_type}"
+            )
+        for k, v in enumerate(indices):
+            if not isinstance(v.type, IntegerType | IndexType):
+                raise VerifyException(
+                    f"loop.scatter: index t{k} must be an integer or index, not {v.type}"
+                )
+        if len(self.index.data) != len(_shape_of(target)):
+            raise VerifyException(
+                f"loop.scatter: {len(self.index.data)} indices for a rank-"
+                f"{len(_shape_of(target))} result"
+            )
+        allowed = set(self.index_symbols()) | {indirect_symbol(k) for k in range(len(indices))}
+        _check_exprs(self, self.index.data, allowed)
+
+    def _print_head(self, printer: Printer) -> None:
+        printer.print_string(f" {self.mode.data} {format_expr_list(self.ranges.data)}")
+        if self.init:
+            printer.print_string(" into(")
+            printer.print_operand(self.init[0])
+            printer.print_string(" : ")
+            printer.print_attribute(self.init[0].type)
+            printer.print_string(")")
+        printer.print_string(f" at {format_expr_list(self.index.data)}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ScatterOp:
+        mode = parser.parse_optional_identifier()
+        if mode is None:
+            parser.raise_error(f"loop.scatter: expected a mode ({', '.join(SCATTER_MODES)})")
+        ranges = parse_expr_list(parser)
+        init: list[SSAValue] = []
+        if parser.parse_optional_keyword("into"):
+            parser.parse_punctuation("(")
+            name = parser.parse_unresolved_operand()
+            parser.parse_punctuation(":")
+            init = [parser.resolve_operand(name, parser.parse_type())]
+            parser.parse_punctuation(")")
+        parser.parse_keyword("at")
+        index = parse_expr_list(parser)
+        outs: list[SSAValue] = []
+        result_types: list[Attribute] = []
+        if parser.parse_optional_keyword("outs"):
+            outs = _parse_outs(parser, cls.name)
+        elif parser.parse_optional_punctuation(":"):
+            result_types = parser.parse_comma_separated_list(
+                parser.Delimiter.NONE, parser.parse_type
+            )
+        body = parser.parse_region()
+        return cls.build(
+            operands=[init, outs],
+            result_types=[result_types],
+            properties={
+                "mode": StringAttr(mode),
+                "ranges": ShapeAttr(ranges),
+                "index": ShapeAttr(index),
+            },
+            regions=[body],
+        )
+
+
 @irdl_op_definition
 class FusedOp(LoopOp):
     """A fusion group: loop nests that become one kernel.
@@ -851,6 +1074,8 @@ Loop = Dialect(
     [
         PointwiseOp,
         ReductionOp,
+        ScanOp,
+        ScatterOp,
         FusedOp,
         LoadOp,
         IndexOp,
@@ -877,6 +1102,11 @@ __all__ = [
     "RandOp",
     "RandnOp",
     "ReductionOp",
+    "SCAN_KINDS",
+    "SCATTER_MODES",
+    "ScatterOp",
+    "scan_result_count",
+    "ScanOp",
     "SeedOp",
     "ViewOp",
     "YieldOp",

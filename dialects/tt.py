@@ -19,7 +19,7 @@ tensor forms, dialects/arith.py). The text reads like ``triton --dump ttir``:
       tt.return
     }
 
-``tt.reduce`` prints in the generic form, as Triton prints it. ``tt.call`` names
+``tt.reduce`` and ``tt.scan`` print in the generic form, as Triton prints it. ``tt.call`` names
 a ``@triton.jit`` library function by its Python path (``@"tl.rand"``), which is
 how Triton's frontend spells a call before inlining. Ops are checked for the
 shape and element-type rules Triton's verifiers check, with sentences.
@@ -718,6 +718,66 @@ class ReduceReturnOp(IRDLOperation):
         super().__init__(operands=[values])
 
 
+@irdl_op_definition
+class ScanOp(IRDLOperation):
+    """``tt.scan``: inclusive scan of each operand block along ``axis`` with the
+    combiner region (2n block arguments: the n earlier then the n later values;
+    ``tt.scan.return`` n); ``reverse`` scans from the end (Triton's
+    ``tl.associative_scan``)."""
+
+    name = "tt.scan"
+    srcs = var_operand_def(TensorType)
+    axis = prop_def(IntegerAttr[I32])
+    reverse = prop_def(BoolAttr)
+    res = var_result_def()
+    combine_op = region_def("single_block")
+    traits = traits_def(Pure())
+
+    def __init__(self, srcs: Sequence[SSAValue], axis: int, combine_op, reverse: bool = False):
+        super().__init__(
+            operands=[srcs],
+            result_types=[[s.type for s in srcs]],
+            properties={"axis": IntegerAttr(axis, 32), "reverse": BoolAttr.from_bool(reverse)},
+            regions=[combine_op],
+        )
+
+    def verify_(self) -> None:
+        axis = self.axis.value.data
+        n = len(self.srcs)
+        _require(n >= 1 and len(self.res) == n, self, "one result per operand")
+        shape = shape_of(self.srcs[0].type)
+        _require(0 <= axis < len(shape), self, f"axis {axis} out of range for {list(shape)}")
+        for s, r in zip(self.srcs, self.res):
+            _require(shape_of(s.type) == shape, self, "operands must have the same shape")
+            _require(r.type == s.type, self, f"result {r.type} must be {s.type}")
+        block = self.combine_op.block
+        elems = [element_of(s.type) for s in self.srcs]
+        _require(
+            list(block.arg_types) == elems + elems,
+            self,
+            f"combiner takes {2 * n} scalars ({', '.join(map(str, elems + elems))})",
+        )
+        term = block.last_op
+        _require(
+            isinstance(term, ScanReturnOp) and [v.type for v in term.result] == elems,
+            self,
+            "combiner must end with tt.scan.return of the element types",
+        )
+
+
+@irdl_op_definition
+class ScanReturnOp(IRDLOperation):
+    """``tt.scan.return``: the combiner's results."""
+
+    name = "tt.scan.return"
+    result = var_operand_def()
+    traits = traits_def(IsTerminator(), HasParent(ScanOp))
+    assembly_format = "$result attr-dict `:` type($result)"
+
+    def __init__(self, *values: SSAValue | Operation):
+        super().__init__(operands=[values])
+
+
 INPUT_PRECISIONS = ("tf32", "tf32x3", "ieee")
 
 
@@ -912,6 +972,8 @@ TT = Dialect(
         AtomicRMWOp,
         ReduceOp,
         ReduceReturnOp,
+        ScanOp,
+        ScanReturnOp,
         DotOp,
         BitcastOp,
         FpToFpOp,

@@ -48,6 +48,7 @@ def aot_backend(
     bw_compile_fn: Callable[[torch.fx.GraphModule, list[Any]], Callable] | None = None,
     inference_compile_fn: Callable[[torch.fx.GraphModule, list[Any]], Callable] | None = None,
     aot_cache: AotCache | None = None,
+    before_autograd: Callable[[torch.fx.GraphModule], Any] | None = None,
 ):
     """A dynamo backend: AOTAutograd with coil's decompositions, ``compile_fn`` for
     every graph it produces (the forward, and in training the backward, unless
@@ -62,7 +63,11 @@ def aot_backend(
 
     With ``aot_cache``, a graph it admits goes through torch's AOTAutograd
     cache (:mod:`coil.runtime.aotcache`): its compilers are made serializable
-    and the lookup runs inside the cache's scope."""
+    and the lookup runs inside the cache's scope.
+
+    ``before_autograd`` rewrites a Dynamo graph that will be differentiated,
+    before AOTAutograd traces it (the attention rewrite for training: see
+    :func:`coil.frontend.attention.fuse_attention_for_autograd`)."""
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 
     def compile_boxed(gm: torch.fx.GraphModule, inputs: list[Any]) -> Callable:
@@ -96,6 +101,8 @@ def aot_backend(
         training = torch.is_grad_enabled() and any(
             isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs
         )
+        if training and before_autograd is not None:
+            before_autograd(gm)
         if aot_cache is None:
             return traced(training)(gm, example_inputs)
         if not aot_cache.admits(gm, training):

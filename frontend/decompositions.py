@@ -3,8 +3,9 @@
 torch's own core-ATen table (``torch._decomp.core_aten_decompositions``), as
 Inductor starts from: what reaches coil is the core ATen opset plus the few
 composite ops that table keeps (views, ``_to_copy``, norms ...). Later stages
-that want an op kept whole remove it here, in one place; :data:`TRAINING` lists
-the few it keeps that coil decomposes before AOTAutograd partitions a graph.
+that want an op kept whole remove it here, in one place; :data:`EXTRA` lists
+ops outside that table coil decomposes too, :data:`TRAINING` the few it keeps
+that coil decomposes before AOTAutograd partitions a graph.
 """
 
 from __future__ import annotations
@@ -22,18 +23,35 @@ KEEP: tuple[torch._ops.OpOverload, ...] = (
     # gradients are wrong (HF GPT-2 on the CPU: rel. error ~5 in ln_1's grads).
     # Inductor excludes it for the same reason (decomps_to_exclude).
     torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default,
+    # The core table's baddbmm runs in f32 for bf16/f16 operands
+    # (pw_cast_for_opmath): Bloom's ALiBi scores became an f32 cuBLAS GEMM,
+    # 1.39 ms a call where ATen's bf16 baddbmm takes 0.48 (a sweep row's
+    # profile, H200). Kept whole, it is an extern call of ATen's baddbmm, as
+    # Inductor keeps it (decomps_to_exclude: "upcasts to fp32, perf issue").
+    torch.ops.aten.baddbmm.default,
+    # nn.Unfold / nn.Fold: lowered whole as gathers (aten_to_loop/pooling.py),
+    # each the other's derivative. Decomposed, im2col is an index with
+    # computed index tensors and col2im (im2col's backward) an index_put
+    # with accumulate: a scatter-add, as in Inductor.
+    torch.ops.aten.im2col.default,
+    torch.ops.aten.col2im.default,
 )
 """Ops the core table decomposes that coil keeps whole (lowered or called as ATen)."""
 
-ADD: tuple[torch._ops.OpOverload, ...] = (
+EXTRA: tuple[torch._ops.OpOverload, ...] = (
     # Kept whole by the core table, it reached coil as an ATen call (F.normalize
     # in Swin-V2's cosine attention, ConvNeXt-V2's GRN, XCiT: 0.85 ms of
     # cuBLAS-less reduce kernels a call in a sweep row); decomposed it is a
     # sum of powers and a root that fuse with their neighbours. Inductor's
     # table decomposes it too (torch/_inductor/decomposition.py).
     torch.ops.aten.linalg_vector_norm.default,
+    # Index math over the input (floor, where, index): one fused gather kernel
+    # instead of ATen's, as in Inductor's table. Autograd still differentiates
+    # the whole op: its backward stays ATen's grid_sampler_2d_backward, a
+    # scatter-add (Inductor calls ATen for it too).
+    torch.ops.aten.grid_sampler_2d.default,
 )
-"""Ops the core table keeps whole that coil decomposes while tracing any graph."""
+"""Ops the core table keeps whole that coil decomposes (torch's decompositions)."""
 
 TRAINING: tuple[torch._ops.OpOverload, ...] = (
     # Decomposed before AOTAutograd partitions a training graph (as in
@@ -55,16 +73,14 @@ that needs autograd."""
 def decomposition_table(training: bool = False) -> dict[torch._ops.OpOverload, object]:
     """The table; ``training`` adds :data:`TRAINING` (for graphs AOTAutograd
     will partition into a forward and a backward)."""
-    table = dict(core_aten_decompositions())
     from torch._decomp import decomposition_table as torch_table
+
+    table = dict(core_aten_decompositions())
 
     for op in KEEP:
         table.pop(op, None)
-    for op in ADD:
+    for op in EXTRA + (TRAINING if training else ()):
         table[op] = torch_table[op]
-    if training:
-        for op in TRAINING:
-            table[op] = torch_table[op]
     return table
 
 

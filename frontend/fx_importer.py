@@ -68,10 +68,19 @@ from coil.dialects.aten_schema import (
     to_attr,
 )
 from coil.dialects.c10d import CollectiveOp
-from coil.dialects.symbolic import ExprAttr, canonicalize_symbols, to_symint
+from coil.dialects.symbolic import ExprAttr, SymInt, canonicalize_symbols, to_symint
 
 INLINE_CONSTANT_MAX_NUMEL = 64
 """get_attr tensors up to this many elements are inlined as dense literals."""
+
+_ALIASES = {
+    # ATen aliases that reach coil's graphs under another name: Dynamo's
+    # scalar-tensorify pass (dynamic=True) writes true_divide, which has no
+    # lowering of its own; it is div, whose lowering exists.
+    torch.ops.aten.true_divide.Tensor: torch.ops.aten.div.Tensor,
+    torch.ops.aten.true_divide.Scalar: torch.ops.aten.div.Scalar,
+}
+"""OpOverload -> the overload it is an alias of (same schema, same semantics)."""
 
 _WITH_EFFECTS = getattr(getattr(torch.ops, "higher_order", None), "with_effects", None)
 """AOTAutograd's effect-token wrapper (see ``_Importer._import_with_effects``)."""
@@ -147,9 +156,32 @@ def tensor_type(val: torch.Tensor, rename: Rename = None) -> TensorType:
     return TensorType(
         [sym_expr(d, rename) for d in val.shape],
         dtypes.to_mlir(val.dtype),
-        [sym_expr(s, rename) for s in val.stride()],
+        [_stride(s, rename) for s in val.stride()],
         val.device,
     )
+
+
+def _stride(value: Any, rename: Rename) -> SymInt:
+    """A stride as sympy: torch computes a contiguous stride over symbolic sizes
+    as ``stride * max(1, size)`` (a size-0 dimension counts as 1); where the
+    size is 0 the tensor has no element, so no address depends on the stride,
+    and ``max(1, size)`` is ``size`` wherever one is read. Without the max, a
+    symbolic convolution output's strides are the contiguous (or channels-last)
+    strides coil computes, and its layout is recognized as such."""
+    expr = sym_expr(value, rename)
+    if isinstance(expr, int):
+        return expr
+    fns = torch.utils._sympy.functions
+
+    def one_or_size(e: sympy.Expr) -> bool:
+        return (
+            isinstance(e, fns.Max | sympy.Max) and len(e.args) == 2 and sympy.Integer(1) in e.args
+        )
+
+    # Expanded, as coil's own contiguous_strides writes them (layouts compare
+    # structurally).
+    expr = expr.replace(one_or_size, lambda e: next(a for a in e.args if a != 1))
+    return to_symint(sympy.expand(expr))
 
 
 def value_type(val: Any, rename: Rename = None) -> Attribute:
@@ -370,7 +402,7 @@ class _Importer:
         self.values[node] = arg
 
     def _import_call(self, node: torch.fx.Node) -> None:
-        target = node.target
+        target = _ALIASES.get(node.target, node.target)
         val = node.meta.get("val")
         if target is operator.getitem and isinstance(node.args[0], torch.fx.Node):
             source = self.values[node.args[0]]

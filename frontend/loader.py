@@ -53,6 +53,8 @@ def _located_failure(path: Path, e: BaseException) -> ModelFileError:
 def load_model_file(path: str | Path) -> tuple[Any, tuple[Any, ...], bool]:
     """(model, example_inputs, dynamic) defined by a model file."""
     path = Path(path)
+    if not path.is_file():
+        raise ModelFileError(f"{path}: {'not a file' if path.exists() else 'no such file'}")
     try:
         namespace = runpy.run_path(str(path), run_name="coil_model")
     except Exception as e:  # the user's code: say where it failed and how

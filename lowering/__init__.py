@@ -5,6 +5,8 @@ from collections.abc import Callable
 
 from xdsl.passes import ModulePass
 
+from coil.passinfo import lazy_factories
+
 SUMMARIES: dict[str, str] = {
     "convert-aten-to-loop": "aten ops -> loop nests and index-map views; the rest ATen externs",
     "bufferize": "give what must exist in memory a buffer; nests write outs(...)",
@@ -14,30 +16,15 @@ SUMMARIES: dict[str, str] = {
 """One line per pass, for ``fx-opt --help`` (which must not import the passes)."""
 
 
+PASSES: dict[str, str] = {
+    "convert-aten-to-loop": "coil.lowering.convert_aten_to_loop:ConvertAtenToLoopPass",
+    "bufferize": "coil.lowering.bufferize:BufferizePass",
+    "convert-loop-to-tt": "coil.lowering.convert_loop_to_tt:ConvertLoopToTtPass",
+    "convert-buffer-to-host": "coil.lowering.convert_buffer_to_host:ConvertBufferToHostPass",
+}
+"""Each registered pass's class as ``"module:Class"`` (imported only when used;
+``coil.passinfo`` reads its options from the source for ``fx-opt --help``)."""
+
+
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    def convert_aten_to_loop() -> type[ModulePass]:
-        from coil.lowering.convert_aten_to_loop import ConvertAtenToLoopPass
-
-        return ConvertAtenToLoopPass
-
-    def bufferize() -> type[ModulePass]:
-        from coil.lowering.bufferize import BufferizePass
-
-        return BufferizePass
-
-    def convert_loop_to_tt() -> type[ModulePass]:
-        from coil.lowering.convert_loop_to_tt import ConvertLoopToTtPass
-
-        return ConvertLoopToTtPass
-
-    def convert_buffer_to_host() -> type[ModulePass]:
-        from coil.lowering.convert_buffer_to_host import ConvertBufferToHostPass
-
-        return ConvertBufferToHostPass
-
-    return {
-        "convert-aten-to-loop": convert_aten_to_loop,
-        "bufferize": bufferize,
-        "convert-loop-to-tt": convert_loop_to_tt,
-        "convert-buffer-to-host": convert_buffer_to_host,
-    }
+    return lazy_factories(PASSES)

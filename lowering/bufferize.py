@@ -184,6 +184,8 @@ class _Bufferizer:
         # Loads that read a view's source since the view was folded into them:
         # they read it as it was at the view, even if a loop.copy writes it later.
         self.folded: set[Operation] = set()
+        # Buffers a loop.scatter may update in place (note_scattered_into).
+        self.scattered_in_place: set[SSAValue] = set()
 
     # ---- helpers ----------------------------------------------------------------
 
@@ -244,10 +246,14 @@ class _Bufferizer:
         self.check()
 
     def nest(self, op: L.LoopOp) -> None:
+        if isinstance(op, L.ScatterOp):
+            self.scatter(op)
+            return
         outs = [
             self.alloc(r.type.shape, r.type.element_type, self.result_layout(r), op, r.name_hint)
             for r in op.res
         ]
+        self.note_scattered_into(op.res, outs)
         new = type(op).build(
             operands=[outs],
             result_types=[[]],
@@ -259,6 +265,42 @@ class _Bufferizer:
         Rewriter.insert_op(new, InsertPoint.before(op))
         for r, buf in zip(op.res, outs):
             r.replace_all_uses_with(buf)
+        Rewriter.erase_op(op)
+
+    def note_scattered_into(self, results: Sequence[SSAValue], bufs: Sequence[SSAValue]) -> None:
+        """Remember the buffers of results whose one use is a scatter's ``into``:
+        the scatter may update them in place (nothing else reads the old value)."""
+        for r, buf in zip(results, bufs):
+            uses = list(r.uses)
+            if len(uses) == 1 and isinstance(uses[0].operation, L.ScatterOp):
+                scatter = uses[0].operation
+                if scatter.init and scatter.init[0] is r:
+                    self.scattered_in_place.add(buf)
+
+    def scatter(self, op: L.ScatterOp) -> None:
+        """A scatter updates its out in place, after the out holds ``init``: the
+        buffer ``init``'s producer wrote where the scatter is its one reader
+        (``zeros(...).index_put_(...)``: no copy), else a copy of ``init``."""
+        (r,) = op.res
+        (init,) = op.init
+        if init in self.scattered_in_place and isinstance(init.owner, B.AllocOp):
+            buf = init
+        else:
+            layout = self.result_layout(r)
+            buf = self.alloc(r.type.shape, r.type.element_type, layout, op, r.name_hint)
+            Rewriter.insert_op(copy_nest(init, buf, location=op.location), InsertPoint.before(op))
+        self.note_scattered_into([r], [buf])
+        props = {k: v for k, v in op.properties.items() if k != "operandSegmentSizes"}
+        new = L.ScatterOp.build(
+            operands=[[], [buf]],  # (init, outs)
+            result_types=[[]],
+            properties=props,
+            attributes=dict(op.attributes),
+            regions=[op.detach_region(op.body)],
+        )
+        new.location = op.location
+        Rewriter.insert_op(new, InsertPoint.before(op))
+        r.replace_all_uses_with(buf)
         Rewriter.erase_op(op)
 
     def view(self, op: L.ViewOp) -> None:

@@ -91,6 +91,15 @@ EXTERN_BY_DESIGN = frozenset(
         "aten.convolution_backward.default",
         "aten._scaled_dot_product_flash_attention.default",
         "aten._scaled_dot_product_efficient_attention.default",
+        # torch's other fused attention kernels and the backwards (where
+        # aten-fuse-attention or SDPA in a training graph gets them):
+        # generic ops, named as buffer.extern names them
+        "aten._scaled_dot_product_flash_attention_for_cpu",
+        "aten._scaled_dot_product_flash_attention_for_cpu_backward",
+        "aten._scaled_dot_product_cudnn_attention",
+        "aten._scaled_dot_product_cudnn_attention_backward",
+        "aten._scaled_dot_product_flash_attention_backward",
+        "aten._scaled_dot_product_efficient_attention_backward",
     }
 )
 """Ops ATen (cuBLAS, cuDNN) does better: called by design, logged at debug level."""
@@ -101,6 +110,8 @@ def extern_by_design(name: str) -> bool:
     above and every c10d collective and wait (``_c10d_functional...``, as a
     generated op or an ``aten.operator`` "ns::op"): torch's c10d does the
     communication, coil schedules the calls (``dialects/c10d.py``)."""
+    if name.replace("::", ".") in EXTERN_BY_DESIGN:  # a generic op: "aten::x" is "aten.x"
+        return True
     return name in EXTERN_BY_DESIGN or name.split("::")[0].split(".")[0] in C10D_NAMESPACES
 
 
@@ -127,8 +138,11 @@ def loop_type(t: Attribute) -> L.LoopTensorType:
 class Lowerer:
     """Builds the loop ops replacing one aten op, just before it."""
 
-    def __init__(self, fn: func.FuncOp, matvec: str = "auto"):
+    def __init__(self, fn: func.FuncOp, matvec: str = "auto", deterministic: bool = False):
         self.fn = fn
+        # Ops whose result depends on the order of atomic updates (scatters with
+        # duplicate indices) go to ATen's deterministic kernels instead.
+        self.deterministic = deterministic
         # Which matrix-vector products become reductions (aten_to_loop/matvec.py).
         self.matvec = matvec
         self.anchor: Operation | None = None
@@ -207,6 +221,74 @@ class Lowerer:
         for r in op.res:
             r.name_hint = name
         return list(op.res)
+
+    def scan(
+        self,
+        kind: str,
+        shape: Sequence[SymInt],
+        dim: int,
+        value_dtype: Attribute,
+        body: Callable[[BodyBuilder, list[sympy.Symbol]], SSAValue],
+        result_dtype: Attribute | None = None,
+        name: str | None = None,
+    ) -> list[SSAValue]:
+        """``loop.scan`` of ``kind`` along ``dim`` of ``shape``; ``body(b, idx)``
+        returns the element, cast to ``value_dtype`` (what the scan accumulates
+        in); the values result holds ``result_dtype`` (default: the same; a
+        narrower float rounds each output). argmax/argmin also give i64 positions."""
+        check_supported(value_dtype)
+        block = L.new_body(len(shape))
+        b = BodyBuilder(block, len(shape))
+        b.yield_(b.cast(body(b, b.idx), value_dtype))
+        types = [L.LoopTensorType(shape, result_dtype or value_dtype)]
+        if L.scan_result_count(kind) == 2:
+            types.append(L.LoopTensorType(shape, builtin.i64))
+        op = L.ScanOp.build(
+            operands=[[]],
+            result_types=[types],
+            properties={
+                "kind": builtin.StringAttr(kind),
+                "dim": builtin.IntegerAttr(dim, 64),
+                "ranges": L.ShapeAttr(shape),
+            },
+            regions=[Region(block)],
+        )
+        self.insert(op)
+        for r in op.res:
+            r.name_hint = name
+        return list(op.res)
+
+    def scatter(
+        self,
+        mode: str,
+        init: SSAValue,
+        ranges: Sequence[SymInt],
+        index: Sequence[SymInt],
+        body: Callable[[BodyBuilder, list[sympy.Symbol]], tuple[SSAValue, Sequence[SSAValue]]],
+        name: str | None = None,
+    ) -> SSAValue:
+        """``loop.scatter`` of ``mode`` into a copy of ``init``: ``body(b, idx)``
+        returns (value, indirect indices); the value (cast to ``init``'s dtype)
+        goes to the element ``index`` names (expressions over idx and ``t0 ...``)."""
+        dtype = init.type.element_type
+        check_supported(dtype)
+        block = L.new_body(len(ranges))
+        b = BodyBuilder(block, len(ranges))
+        value, indirect = body(b, b.idx)
+        b.yield_(b.cast(value, dtype), *indirect)
+        op = L.ScatterOp.build(
+            operands=[[init], []],  # (init, outs)
+            result_types=[[L.LoopTensorType(init.type.shape, dtype)]],
+            properties={
+                "mode": builtin.StringAttr(mode),
+                "ranges": L.ShapeAttr(ranges),
+                "index": L.ShapeAttr(index),
+            },
+            regions=[Region(block)],
+        )
+        self.insert(op)
+        op.res[0].name_hint = name
+        return op.res[0]
 
     def view(self, source: SSAValue, index: Sequence[SymInt], shape: Sequence[SymInt]) -> SSAValue:
         """``loop.view``: element ``[i0, ...]`` of the result is ``source[index]``."""
@@ -304,14 +386,17 @@ def report_fallback(name: str, reason: str) -> None:
     if extern_by_design(name):
         log.debug("coil: %s is called through ATen (extern kernel)", name)
     else:
-        log.warning("coil: no loop lowering for %s (%s); calling ATen for it", name, reason)
+        why = f" ({reason})" if reason else ""
+        log.warning("coil: no loop lowering for %s%s; calling ATen for it", name, why)
 
 
 FALLBACKS = ("extern", "error")
 
 
-def _lower_function(fn: func.FuncOp, fallback: str = "extern", matvec: str = "auto") -> None:
-    lowerer = Lowerer(fn, matvec)
+def _lower_function(
+    fn: func.FuncOp, fallback: str = "extern", matvec: str = "auto", deterministic: bool = False
+) -> None:
+    lowerer = Lowerer(fn, matvec, deterministic)
     block = fn.body.block
     # Graph inputs are buffers with their real layout.
     for arg in block.args:
@@ -349,7 +434,9 @@ def _lower_function(fn: func.FuncOp, fallback: str = "extern", matvec: str = "au
     for op in reversed(list(block.ops)):
         if isinstance(op, ConstantOp) and not op.result.uses:
             Rewriter.erase_op(op)
-        elif isinstance(op, L.PointwiseOp | L.ReductionOp) and not any(r.uses for r in op.results):
+        elif isinstance(op, L.PointwiseOp | L.ReductionOp | L.ScanOp | L.ScatterOp) and not any(
+            r.uses for r in op.results
+        ):
             Rewriter.erase_op(op)
     ret = block.last_op
     assert isinstance(ret, func.ReturnOp)
@@ -364,7 +451,8 @@ def _lower_function(fn: func.FuncOp, fallback: str = "extern", matvec: str = "au
 def _fall_back(lowerer: Lowerer, op: Operation, name: str, reason: str, fallback: str):
     if fallback == "error" and not extern_by_design(name):
         raise DiagnosticException(
-            f"convert-aten-to-loop: no loop lowering for {name} ({reason}) and the "
+            f"convert-aten-to-loop: no loop lowering for {name}"
+            f"{f' ({reason})' if reason else ''} and the "
             f"fallback policy is 'error'{_where(op)}"
         )
     report_fallback(name, reason)
@@ -381,7 +469,7 @@ def _lower_op(lowerer: Lowerer, op: Operation, fallback: str = "extern") -> list
     name = op.name if isinstance(op, AtenOp) else op.overload_name.data
     lowering = LOWERINGS.get(name) if isinstance(op, AtenOp) else None
     if lowering is None:
-        return _fall_back(lowerer, op, name, "no lowering", fallback)
+        return _fall_back(lowerer, op, name, "", fallback)
     # A lowering that declines must leave no ops behind: build, then roll back.
     before = op.prev_op
     try:
@@ -460,6 +548,11 @@ class ConvertAtenToLoopPass(ModulePass):
     reductions, fusable with their consumers: "auto" (on CUDA), "on" (any
     device) or "off" (always cuBLAS). See ``aten_to_loop/matvec.py``."""
 
+    deterministic: bool = False
+    """``torch.use_deterministic_algorithms`` is on (the backend sets it): ops whose
+    result would depend on the order of atomic updates or racing stores
+    (scatters, ``index_put``) call ATen's deterministic kernels instead."""
+
     def __post_init__(self) -> None:
         from coil.pipeline import check_options
 
@@ -475,7 +568,7 @@ class ConvertAtenToLoopPass(ModulePass):
             )
         for fn in op.ops:
             if isinstance(fn, func.FuncOp) and not fn.is_declaration and _at_aten_level(fn):
-                _lower_function(fn, self.fallback, self.matvec)
+                _lower_function(fn, self.fallback, self.matvec, self.deterministic)
 
 
 __all__ = [

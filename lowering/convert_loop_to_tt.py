@@ -52,7 +52,13 @@ from coil.lowering.loop_to_tt.kernel import (
 )
 from coil.strategy.target import Target, module_target
 
-_KINDS = {"loop.pointwise": "pointwise", "loop.reduction": "reduction", "loop.fused": "fused"}
+_KINDS = {
+    "loop.pointwise": "pointwise",
+    "loop.reduction": "reduction",
+    "loop.scan": "scan",
+    "loop.scatter": "scatter",
+    "loop.fused": "fused",
+}
 
 
 def _copy_as_pointwise(op: L.CopyOp) -> L.PointwiseOp:
@@ -102,11 +108,18 @@ class ConvertLoopToTtPass(ModulePass):
     name = "convert-loop-to-tt"
 
     xblock: int = 0
+    """XBLOCK, the tile's extent along the output (0: the heuristic)."""
     rblock: int = 0
+    """RBLOCK, the tile's extent along a looped reduction row (0: the heuristic)."""
     num_warps: int = 0
+    """Warps per program (0: the heuristic)."""
     num_stages: int = 0
+    """Software-pipelining stages Triton compiles loops with (0: the heuristic)."""
     persistent_threshold: int = 4096
+    """The longest static reduction row kept whole in registers; longer or dynamic
+    rows loop over RBLOCK chunks (-1: rows always loop)."""
     autotune: int = 0
+    """Up to N candidate configs per nest, timed once per size and GPU (0: off)."""
     dedupe: bool = True
     """Emit kernels with identical bodies once (launched from each place)."""
     bounds_check: bool = True
@@ -120,6 +133,7 @@ class ConvertLoopToTtPass(ModulePass):
     """"auto": 2-D ``[YBLOCK, XBLOCK]`` tiles for pointwise nests whose accesses
     disagree on the contiguous loop index; "off": 1-D tiles only."""
     yblock: int = 0
+    """YBLOCK of 2-D pointwise tiles (0: the heuristic)."""
     outer_reduction: bool = True
     """Outer reductions (loads contiguous along the output index) get a wide
     XBLOCK and a short looped RBLOCK."""
@@ -275,7 +289,10 @@ class ConvertLoopToTtPass(ModulePass):
     def _kernels(self, nest: L.LoopOp, name: str, options: Options, kind: str) -> list[Kernel]:
         """The heuristic kernel, then (``autotune``) distinct candidates, named ``_c<k>``."""
         kernel = build_kernel(nest, name, options, kind)
-        if self.autotune <= 1 or rereads_its_outputs(list(nest.outs), kernel):
+        # No candidates for scans and scatters yet (a scatter's atomics must not rerun).
+        if self.autotune <= 1 or isinstance(nest, L.ScanOp | L.ScatterOp):
+            return [kernel]
+        if rereads_its_outputs(list(nest.outs), kernel):
             return [kernel]
         kernels, seen = [kernel], {config_key(kernel)}
         for candidate in candidate_options(nest, options, kernel):

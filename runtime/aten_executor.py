@@ -36,10 +36,8 @@ from coil.dialects.aten import (
 from coil.dialects.aten_schema import Kind, argument_kinds, parse_enum
 from coil.dialects.symbolic import ExprAttr, ShapeAttr
 from coil.frontend.fx_importer import decode_output_tree
-
-
-class ExecutionError(RuntimeError):
-    """The module cannot run on these inputs (the message says which op or input)."""
+from coil.runtime import loop_executor
+from coil.runtime.execution import ExecutionError
 
 
 def find_function(module: ModuleOp, name: str | None = None) -> func.FuncOp:
@@ -59,6 +57,10 @@ class _Env:
         self.symbols: dict[sympy.Symbol, int] = {}
         # Storage offset of the root each buffer value lives in (loop executor).
         self.bases: dict[SSAValue, int] = {}
+
+    def execute_block(self, block: Block, values: dict[SSAValue, Any]) -> list[Any]:
+        """Run ``block`` (an extern's region) in a scope of this environment."""
+        return execute_block(block, values, self)
 
     def evaluate(self, expr: Any) -> int:
         if isinstance(expr, int):
@@ -195,8 +197,6 @@ def _execute(op: Operation, env: _Env) -> None:
     elif isinstance(op, OperatorOp):
         out = _run_operator(op, env)
     else:
-        from coil.runtime import loop_executor
-
         if loop_executor.execute(op, env):
             return
         raise ExecutionError(f"the executor cannot run {op.name}")

@@ -246,6 +246,7 @@ def compile_kernels(module: ModuleOp, kernel_source: str, arch: int) -> dict[str
 
     from coil.dialects import tt
     from coil.runtime.codecache import load_module
+    from coil.runtime.launch import FP_FUSION
     from coil.targets.cpp import kernel_signature
 
     jit_module = load_module(kernel_source) if kernel_source else None
@@ -258,7 +259,7 @@ def compile_kernels(module: ModuleOp, kernel_source: str, arch: int) -> dict[str
         name = op.sym_name.data
         fn = getattr(jit_module, name)
         src = triton.compiler.ASTSource(fn, signature=kernel_signature(op), constexprs={})
-        opts = dict(options.get(name, {}))
+        opts = {**FP_FUSION, **options.get(name, {})}
         if tt.has_device_asserts(op):  # as the -t triton source's @triton.jit(debug=True)
             opts.update(debug=True, sanitize_overflow=False)
         compiled[name] = triton.compile(src, target=target, options=opts)

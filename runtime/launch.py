@@ -110,7 +110,7 @@ class Launcher:
         kernel = self.scope[self.name]
         jit = _jit_function(kernel)
         warps, stages = self.num_warps, self.num_stages
-        extra = debug_options(jit)
+        extra = compile_options(jit)
 
         def specializing(gx: int, gy: int, gz: int, stream: Any, *args: Any) -> None:
             kernel[(gx, gy, gz)](*args, num_warps=warps, num_stages=stages, **extra)
@@ -152,7 +152,7 @@ class Launcher:
                     grid=(1,),
                     num_warps=self.num_warps,
                     num_stages=self.num_stages,
-                    **debug_options(jit),
+                    **compile_options(jit),
                 )
                 if hasattr(compiled, "result"):  # Triton's async compile mode
                     compiled = compiled.result()
@@ -201,12 +201,21 @@ def _checked_direct(
     return run
 
 
-def debug_options(jit: Any) -> dict[str, Any]:
-    """Compile options of a kernel emitted with ``@triton.jit(debug=True)`` (it has
-    device assertions, see ``tt.has_device_asserts``): Triton's integer-overflow
-    sanitizer, which debug mode turns on as well, stays off, as Inductor compiles
-    its kernels with ``assert_indirect_indexing``."""
-    return {"sanitize_overflow": False} if getattr(jit, "debug", False) else {}
+FP_FUSION: dict[str, Any] = {"enable_fp_fusion": True}
+"""Compile option of every kernel coil compiles: multiply-adds may fuse into FMAs,
+as Inductor asks for (``enable_fp_fusion = not emulate_precision_casts``). Triton
+3.9 warns when it is left to its default (which 3.10 changes), so it is given."""
+
+
+def compile_options(jit: Any) -> dict[str, Any]:
+    """Compile options of a compiled (not interpreted) kernel: :data:`FP_FUSION`,
+    and for one emitted with ``@triton.jit(debug=True)`` (it has device
+    assertions, see ``tt.has_device_asserts``) Triton's integer-overflow
+    sanitizer, which debug mode turns on as well, off, as Inductor compiles its
+    kernels with ``assert_indirect_indexing``."""
+    if jit is None:  # interpreted: Triton's interpreter takes no compile options
+        return {}
+    return {**FP_FUSION, **({"sanitize_overflow": False} if getattr(jit, "debug", False) else {})}
 
 
 def _c_entry(launcher: Any) -> tuple[Callable[..., None], bool, bool] | None:

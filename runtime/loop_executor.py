@@ -35,10 +35,10 @@ from coil.dialects import dtypes
 from coil.dialects import host as H
 from coil.dialects import loop as L
 from coil.dialects.layout import view_address
-from coil.runtime.aten_executor import ExecutionError
+from coil.runtime.execution import ExecutionError
 from coil.transforms.memory_plan import storage_roots
 
-Env = Any  # runtime.aten_executor._Env (values, symbols, evaluate)
+Env = Any  # runtime.aten_executor._Env (values, symbols, evaluate, execute_block)
 
 
 # --------------------------------------------------------------------------
@@ -491,6 +491,74 @@ def _reduction(env: Env, op: L.ReductionOp) -> list[torch.Tensor]:
     return [out.to(result_dtype)]
 
 
+def _scan(env: Env, op: L.ScanOp) -> list[torch.Tensor]:
+    """torch's own scans along the op's dim, in the yielded dtype, then cast."""
+    ranges = [env.evaluate(r) for r in op.ranges.data]
+    (value,), _ = _run_body(env, op, ranges)
+    yielded_dtype = _torch_dtype(op.body.block.last_op.values[0].type)
+    x = _full(value, ranges, yielded_dtype)
+    d, kind = op.scan_dim, op.kind.data
+    if kind == "sum":
+        outs = [torch.cumsum(x, d, dtype=x.dtype)]
+    elif kind == "prod":
+        outs = [torch.cumprod(x, d, dtype=x.dtype)]
+    elif kind in ("max", "min"):
+        outs = [(torch.cummax if kind == "max" else torch.cummin)(x, d).values]
+    elif kind == "logsumexp":
+        outs = [torch.logcumsumexp(x, d)]
+    elif kind in ("argmax", "argmin"):
+        found = (torch.cummax if kind == "argmax" else torch.cummin)(x, d)
+        outs = [found.values, found.indices]
+    else:
+        raise ExecutionError(f"unknown scan kind {kind}")
+    return [v.to(dtypes.to_torch(t.type.element_type)) for v, t in zip(outs, op.targets)]
+
+
+def _scatter(env: Env, op: L.ScatterOp, target: torch.Tensor) -> None:
+    """Update ``target`` in place: each point's value through its index (the
+    last of several stores wins, as torch's ``index_put_``; the other modes
+    combine all of them)."""
+    ranges = [env.evaluate(r) for r in op.ranges.data]
+    if any(n == 0 for n in ranges):
+        return
+    device = target.device
+    binding = dict(env.symbols)
+    for sym, index in zip(op.index_symbols(), _grid(ranges, device)):
+        binding[sym] = index
+    values = _Body(env, binding, device).run(op.body.block)
+    value = _full(values[0], ranges, target.dtype)
+    for k, t in enumerate(values[1:]):
+        binding[L.indirect_symbol(k)] = _full(torch.as_tensor(t), ranges, torch.int64)
+    indices = []
+    for dim, expr in enumerate(op.index.data):
+        idx = _full(_to(evaluate_index(expr, binding), torch.int64), ranges, torch.int64)
+        size = target.shape[dim]
+        if bool(((idx < 0) | (idx >= size)).any()):
+            raise ExecutionError(
+                f"loop.scatter: index {expr} out of bounds for dimension {dim} of size {size}"
+            )
+        indices.append(idx.to(device))
+    mode = op.mode.data
+    if mode in ("store", "add"):
+        target.index_put_(tuple(indices), value, accumulate=mode == "add")
+        return
+    flat = torch.zeros(ranges, dtype=torch.int64, device=device)
+    for idx, stride in zip(indices, _contiguous_strides(list(target.shape))):
+        flat += idx * stride
+    dense = target.contiguous().reshape(-1)
+    reduce = "amax" if mode == "max" else "amin"
+    dense.scatter_reduce_(0, flat.reshape(-1), value.reshape(-1), reduce, include_self=True)
+    target.copy_(dense.reshape(target.shape))
+
+
+def _contiguous_strides(shape: list[int]) -> list[int]:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return strides[::-1]
+
+
 def _fused(env: Env, op: L.FusedOp) -> list[torch.Tensor]:
     for member in op.body.block.ops:
         if isinstance(member, L.YieldOp):
@@ -592,8 +660,22 @@ _RELEASE = object()  # env.values[_RELEASE, nest]: a buffer that dies after nest
 
 def execute(op: Operation, env: Env) -> bool:
     """Run ``op`` if it is a loop/buffer op; False when it is not one."""
-    if isinstance(op, L.PointwiseOp | L.ReductionOp | L.FusedOp):
-        run = {L.PointwiseOp: _pointwise, L.ReductionOp: _reduction, L.FusedOp: _fused}[type(op)]
+    if isinstance(op, L.ScatterOp):
+        if op.outs:
+            _scatter(env, op, env.values[op.outs[0]])
+        else:
+            (init,) = op.init
+            result = env.values[init].clone(memory_format=torch.contiguous_format)
+            _scatter(env, op, result)
+            env.values[op.res[0]] = result
+        return True
+    if isinstance(op, L.PointwiseOp | L.ReductionOp | L.ScanOp | L.FusedOp):
+        run = {
+            L.PointwiseOp: _pointwise,
+            L.ReductionOp: _reduction,
+            L.ScanOp: _scan,
+            L.FusedOp: _fused,
+        }[type(op)]
         values = run(env, op)  # every value is read before any is stored
         if op.outs:
             _store(env, op, values)
@@ -657,11 +739,9 @@ def execute(op: Operation, env: Env) -> bool:
 
 
 def _extern(env: Env, op: B.ExternOp) -> None:
-    from coil.runtime.aten_executor import execute_block
-
     block = op.body.block
     inner_values = {arg: env.values[v] for arg, v in zip(block.args, op.args)}
-    outs = execute_block(block, inner_values, env)
+    outs = env.execute_block(block, inner_values)
     for r, v in zip(op.res, outs):
         # Data-dependent sizes (u0 ...) are known once ATen has computed them.
         if isinstance(v, torch.Tensor) and hasattr(r.type, "shape_attr"):

@@ -181,6 +181,24 @@ def outer_candidates(xnumel: sympy.Expr, rnumel: sympy.Expr, sector: int) -> lis
     return out
 
 
+def outer_scan_tile(
+    xnumel: sympy.Expr, rnumel: sympy.Expr, sector: int, target: Target
+) -> tuple[int, int]:
+    """(XBLOCK, RBLOCK) of a looped outer scan (``x.cumsum(0)``): the widest of
+    ``outer_candidates`` that still gives every SM of ``target`` two programs,
+    the narrowest (a 32-byte sector of each row) where none does. Inductor's
+    ``outer_config_opt`` narrows while fewer than 256 programs (about two per SM
+    of the GPUs it was tuned on); a scan keeps its chunks' carries in registers,
+    so it is not split and its programs come from the columns alone."""
+    shapes = outer_candidates(xnumel, rnumel, sector)
+    if not xnumel.is_Integer:
+        return shapes[0]
+    for xb, rb in shapes:
+        if cdiv(int(xnumel), xb) >= 2 * target.num_sms:
+            return xb, rb
+    return shapes[-1]
+
+
 def reduction_tile(
     shape: ReductionShape,
     target: Target,
@@ -532,6 +550,7 @@ __all__ = [
     "ReductionTile",
     "SplitPlan",
     "outer_candidates",
+    "outer_scan_tile",
     "pointwise_estimate",
     "reduction_tile",
     "reduction_work",

@@ -489,15 +489,15 @@ class HostPrinter:
         self.fresh.add(op.result)
         if _aligned_offset(t.offset_attr.data, t.dtype):
             self.aligned.add(op.result)
-        alloc = f'dtype={t.dtype}, device="{t.device_attr.data}")'
         sizes, strides = self.exprs(t.shape_attr.data), self.exprs(t.strides_attr.data)
+        # Every allocation goes through the one helper (tests poison it).
+        allocate = self.allocator(t.device_attr.data)
         if to_expr(t.offset_attr.data) == 0:
-            allocate = self.allocator(t.device_attr.data)
             self.emit(f"{name} = {allocate}({sizes}, {strides}, {t.dtype})")
         else:
             numel = self.expr(t.storage_numel())
             self.emit(
-                f"{name} = torch.empty(({numel},), {alloc}"
+                f"{name} = {allocate}(({numel},), (1,), {t.dtype})"
                 f".as_strided({sizes}, {strides}, {self.expr(t.offset_attr.data)})"
             )
 

@@ -14,8 +14,9 @@ after the SSA name hints (``tmp0``, ``tmp1`` ... where there are none)::
 ``KernelPrinter`` holds all naming state and prints one op per small method
 (a ``singledispatchmethod`` keyed by op class, as Inductor's 2022
 ``TritonOverrides`` had one method per op). ``tt.reduce`` combiners are
-outlined into their own ``@triton.jit`` functions (``<kernel>_combine<n>``); a
-lone ``arith.addf``/``addi`` combiner prints as ``tl.sum``. Only Triton's stable
+outlined into their own ``@triton.jit`` functions (``<kernel>_combine<n>``), as
+are ``tt.scan``'s (``tl.associative_scan``); a lone ``arith.addf``/``addi``
+combiner prints as ``tl.sum`` (a scan's as ``tl.cumsum``). Only Triton's stable
 ``triton.language`` surface is used, so the source runs on Triton 3.6 and 3.9
 and under its interpreter (``TRITON_INTERPRET=1``).
 
@@ -595,7 +596,19 @@ class KernelPrinter:
         arg = srcs[0] if len(srcs) == 1 else "(" + ", ".join(srcs) + ")"
         self.assign(op, f"tl.reduce({arg}, {axis}, {combine})")
 
-    def outline_combiner(self, op: tt.ReduceOp) -> str:
+    @emit.register
+    def _(self, op: tt.ScanOp) -> None:
+        axis = op.axis.value.data
+        srcs = [self.val(s) for s in op.srcs]
+        reverse = ", reverse=True" if op.reverse.value.data else ""
+        if self.sum_shortcut and _is_lone_add(op):
+            self.assign(op, f"tl.cumsum({srcs[0]}, {axis}{reverse})")
+            return
+        combine = self.outline_combiner(op)
+        arg = srcs[0] if len(srcs) == 1 else "(" + ", ".join(srcs) + ")"
+        self.assign(op, f"tl.associative_scan({arg}, {axis}, {combine}{reverse})")
+
+    def outline_combiner(self, op: tt.ReduceOp | tt.ScanOp) -> str:
         """Print the combiner region as its own ``@triton.jit`` function; its name."""
         outer = self.scope
         name = f"{self.kernel}_combine{len(self.combiners)}"
@@ -605,7 +618,7 @@ class KernelPrinter:
         n = len(op.srcs)
         args = [self.define(a, f"{'ab'[i // n]}{i % n}") for i, a in enumerate(block.args)]
         for inner in block.ops:
-            if isinstance(inner, tt.ReduceReturnOp):
+            if isinstance(inner, tt.ReduceReturnOp | tt.ScanReturnOp):
                 self.line("return " + ", ".join(self.val(v) for v in inner.result))
             else:
                 self.emit(inner)
@@ -929,15 +942,16 @@ def _splat_literal(value: SSAValue) -> str | None:
     return None if "float(" in literal else literal
 
 
-def _is_lone_add(op: tt.ReduceOp) -> bool:
-    """A one-operand combiner that only adds its two arguments: ``tl.sum`` prints it."""
+def _is_lone_add(op: tt.ReduceOp | tt.ScanOp) -> bool:
+    """A one-operand combiner that only adds its two arguments: ``tl.sum`` (a scan's:
+    ``tl.cumsum``) prints it."""
     block = op.combine_op.block
     ops = list(block.ops)
     if len(op.srcs) != 1 or len(ops) != 2:
         return False
     add, ret = ops
     elem = element_of(op.srcs[0].type)
-    # tl.sum widens integers narrower than 32 bits: keep those as tl.reduce.
+    # tl.sum/tl.cumsum widen integers narrower than 32 bits: keep those general.
     wide = isinstance(elem, Float32Type | Float64Type) or (
         isinstance(elem, IntegerType) and elem.width.data in (32, 64)
     )
@@ -945,7 +959,7 @@ def _is_lone_add(op: tt.ReduceOp) -> bool:
         wide
         and isinstance(add, arith.AddfOp | arith.AddiOp)
         and set(add.operands) == set(block.args)
-        and isinstance(ret, tt.ReduceReturnOp)
+        and isinstance(ret, tt.ReduceReturnOp | tt.ScanReturnOp)
         and list(ret.result) == [add.result]
     )
 

@@ -57,10 +57,14 @@ EXTRA_PACKETS = """
     mean var std var_mean std_mean sum prod amax amin max min argmax argmin
     where masked_fill logical_not logical_and logical_or bitwise_not rsqrt
     sym_size sym_stride sym_numel sym_storage_offset _local_scalar_dense item
-    cumsum cumprod sort topk cat stack constant_pad_nd flip roll repeat
+    cumsum cumprod logcumsumexp cummax cummin sort topk cat stack constant_pad_nd flip roll repeat
     _unsafe_index _unsafe_index_put avg_pool2d max_pool2d_with_indices
     max_pool2d_with_indices_backward _adaptive_avg_pool2d upsample_nearest2d
     upsample_bilinear2d col2im im2col tril triu logsumexp clamp_min clamp_max
+    avg_pool3d_backward max_pool3d_with_indices_backward _adaptive_avg_pool3d_backward
+    adaptive_max_pool2d adaptive_max_pool2d_backward adaptive_max_pool3d
+    adaptive_max_pool3d_backward replication_pad1d_backward replication_pad2d_backward
+    replication_pad3d_backward
     """.split()
 
 KEPT_OUT = {"aten::mm.out", "aten::bmm.out", "aten::addmm.out", "aten::baddbmm.out"}

@@ -5,10 +5,14 @@ from collections.abc import Callable
 
 from xdsl.passes import ModulePass
 
+from coil.passinfo import lazy_factories
+
 SUMMARIES: dict[str, str] = {
     "aten-channels-last": "run 2-D convolutions on NHWC tensors where Inductor's rules say it pays",
     "aten-peel-conv-bias": "a CUDA convolution's bias as an add that fuses into the next kernel",
     "aten-decompose": "rewrite composite aten ops (softmax, norms...) with torch's decompositions",
+    "aten-fuse-attention": "hand-written attention (softmax(q @ k^T * s + mask) @ v) as fused SDPA",
+    "canonicalize": "xDSL's canonicalizer with the aten patterns (view chains, no-ops, x*1)",
     "loop-inline": "inline pointwise producers and views into the loads that read them",
     "loop-split-reduction": "split a reduction with few outputs: chunk partials, then a finish",
     "loop-fuse": "group a reduction with its sibling/dependent reductions and epilogues",
@@ -20,66 +24,25 @@ SUMMARIES: dict[str, str] = {
 """One line per pass, for ``fx-opt --help`` (which must not import the passes)."""
 
 
+PASSES: dict[str, str] = {
+    "canonicalize": "coil.transforms.aten_canonicalize:CanonicalizePass",
+    "aten-decompose": "coil.transforms.aten_decompose:AtenDecomposePass",
+    "aten-fuse-attention": "coil.transforms.aten_fuse_attention:AtenFuseAttentionPass",
+    "loop-inline": "coil.transforms.loop_inline:LoopInlinePass",
+    "loop-split-reduction": "coil.transforms.loop_split_reduction:LoopSplitReductionPass",
+    "loop-fuse": "coil.transforms.loop_fuse:LoopFusePass",
+    "loop-simplify-indexing": "coil.transforms.loop_simplify_indexing:LoopSimplifyIndexingPass",
+    "loop-cost-report": "coil.transforms.loop_cost:LoopCostReportPass",
+    "memory-plan": "coil.transforms.memory_plan:MemoryPlanPass",
+    "aten-reorder-collectives": (
+        "coil.transforms.aten_reorder_collectives:AtenReorderCollectivesPass"
+    ),
+    "aten-channels-last": "coil.transforms.aten_channels_last:AtenChannelsLastPass",
+    "aten-peel-conv-bias": "coil.transforms.aten_peel_conv_bias:AtenPeelConvBiasPass",
+}
+"""Each registered pass's class as ``"module:Class"`` (imported only when used;
+``coil.passinfo`` reads its options from the source for ``fx-opt --help``)."""
+
+
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    def aten_channels_last() -> type[ModulePass]:
-        from coil.transforms.aten_channels_last import AtenChannelsLastPass
-
-        return AtenChannelsLastPass
-
-    def aten_peel_conv_bias() -> type[ModulePass]:
-        from coil.transforms.aten_peel_conv_bias import AtenPeelConvBiasPass
-
-        return AtenPeelConvBiasPass
-
-    def aten_decompose() -> type[ModulePass]:
-        from coil.transforms.aten_decompose import AtenDecomposePass
-
-        return AtenDecomposePass
-
-    def loop_inline() -> type[ModulePass]:
-        from coil.transforms.loop_inline import LoopInlinePass
-
-        return LoopInlinePass
-
-    def loop_split_reduction() -> type[ModulePass]:
-        from coil.transforms.loop_split_reduction import LoopSplitReductionPass
-
-        return LoopSplitReductionPass
-
-    def loop_fuse() -> type[ModulePass]:
-        from coil.transforms.loop_fuse import LoopFusePass
-
-        return LoopFusePass
-
-    def loop_simplify_indexing() -> type[ModulePass]:
-        from coil.transforms.loop_simplify_indexing import LoopSimplifyIndexingPass
-
-        return LoopSimplifyIndexingPass
-
-    def loop_cost_report() -> type[ModulePass]:
-        from coil.transforms.loop_cost import LoopCostReportPass
-
-        return LoopCostReportPass
-
-    def aten_reorder_collectives() -> type[ModulePass]:
-        from coil.transforms.aten_reorder_collectives import AtenReorderCollectivesPass
-
-        return AtenReorderCollectivesPass
-
-    def memory_plan() -> type[ModulePass]:
-        from coil.transforms.memory_plan import MemoryPlanPass
-
-        return MemoryPlanPass
-
-    return {
-        "aten-decompose": aten_decompose,
-        "loop-inline": loop_inline,
-        "loop-split-reduction": loop_split_reduction,
-        "loop-fuse": loop_fuse,
-        "loop-simplify-indexing": loop_simplify_indexing,
-        "loop-cost-report": loop_cost_report,
-        "memory-plan": memory_plan,
-        "aten-reorder-collectives": aten_reorder_collectives,
-        "aten-channels-last": aten_channels_last,
-        "aten-peel-conv-bias": aten_peel_conv_bias,
-    }
+    return lazy_factories(PASSES)

@@ -1,7 +1,10 @@
 """Canonicalization patterns of the aten dialect.
 
 They attach to the ops through :class:`AtenCanonicalizationPatterns` (a trait
-on the ``AtenOp`` base class) and run in xDSL's stock ``canonicalize`` pass.
+on the ``AtenOp`` base class), which reads them from the dialect's
+``CANONICALIZATION_PATTERNS`` registry: importing this module fills it. They
+run in ``canonicalize``, registered here as xDSL's stock pass (the import is
+what registers the patterns before any pipeline runs).
 
 * view chains: ``view``/``_unsafe_view``/``reshape`` of one of them becomes one
   op on the original source; a view to the source's own type is dropped;
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from dataclasses import dataclass
 from typing import Any
 
 import sympy
@@ -35,8 +39,10 @@ from xdsl.dialects.builtin import NoneAttr, StringAttr, f32, f64, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint
+from xdsl.transforms.canonicalize import CanonicalizePass as XdslCanonicalizePass
 
 from coil.dialects.aten import AtenOp, ConstantOp, OperatorOp, TensorType
+from coil.dialects.aten_base import CANONICALIZATION_PATTERNS
 from coil.dialects.aten_ops import (
     Aten_ToCopyOp,
     Aten_UnsafeViewOp,
@@ -448,3 +454,13 @@ for _cls in _BINARY:
     elif _cls in (AtenAddTensorOp, AtenSubTensorOp):
         extra = (FoldAddZero(),)
     PATTERNS[_cls] = (*extra, FoldScalarTensorOperand())
+
+CANONICALIZATION_PATTERNS.update(PATTERNS)
+
+
+@dataclass(frozen=True)
+class CanonicalizePass(XdslCanonicalizePass):
+    """xDSL's ``canonicalize`` with the aten patterns registered (importing this
+    module registers them); everything else is xDSL's pass."""
+
+    name = "canonicalize"

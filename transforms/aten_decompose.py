@@ -280,6 +280,8 @@ class AtenDecomposePass(ModulePass):
     name = "aten-decompose"
 
     ops: tuple[str, ...] = field(default=DEFAULT_OPS)
+    """The aten overloads to decompose (default: ``DEFAULT_OPS``, the composites the
+    loop-level lowering does not take whole)."""
 
     def __post_init__(self) -> None:
         from coil.pipeline import check_options

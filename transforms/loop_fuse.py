@@ -88,6 +88,7 @@ class LoopFusePass(ModulePass):
     """Group a pointwise producer over O ++ I that a reduction reads and that is
     stored for later readers too (it moves down to the reduction)."""
     max_members: int = 64
+    """Nests one group may hold at most."""
     max_body_ops: int = 800
     """Ops the group's members may hold together (0 = no limit): a nest that
     would push the kernel past it stays out (its inputs are stored), so no

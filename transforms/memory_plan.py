@@ -672,6 +672,7 @@ class MemoryPlanPass(ModulePass):
     name = "memory-plan"
 
     reuse: bool = True
+    """Reuse dead buffers of the same size (``buffer.reuse``); false: only free them."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in op.ops:

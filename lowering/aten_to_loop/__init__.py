@@ -5,8 +5,11 @@ split). Importing this package registers them all in
 from coil.lowering.aten_to_loop import (  # noqa: F401
     data_movement,
     matvec,
+    norms,
     pointwise,
     pooling,
     reductions,
+    scans,
+    scatters,
     views,
 )

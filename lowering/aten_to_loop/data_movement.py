@@ -2,8 +2,9 @@
 factories (arange, full ...), random ops and in-place copies into inputs.
 
 Every op here is one ``loop.pointwise`` over its result (two for
-``native_dropout``): the body computes which source element an output element
-reads -- an index expression, or a data-dependent one through an indirect
+``native_dropout``; a short sum for the replication pads' backward): the
+body computes which source element an output element reads -- an index
+expression, or a data-dependent one through an indirect
 load -- and where an output element may come from several sources or none
 (cat, pad), loads under a mask and picks with ``arith.select``. Random ops
 draw counter-based numbers: offset = the op's own range of counters
@@ -37,7 +38,13 @@ from coil.lowering.aten_to_loop.views import (
     slice_start,
     unravel,
 )
-from coil.lowering.body_builder import BodyBuilder, CannotLower, check_supported, is_float
+from coil.lowering.body_builder import (
+    BodyBuilder,
+    CannotLower,
+    check_supported,
+    compute_dtype,
+    is_float,
+)
 from coil.lowering.convert_aten_to_loop import Lowerer, register
 
 # ---- body helpers -------------------------------------------------------------------
@@ -199,6 +206,59 @@ def _constant_pad(lw: Lowerer, op: AtenOp):
         return b.select(mask, x, _number(b, value, out.element_type))
 
     return [lw.pointwise(out.shape, out.element_type, body)]
+
+
+@register(
+    "aten.replication_pad1d_backward.default",
+    "aten.replication_pad2d_backward.default",
+    "aten.replication_pad3d_backward.default",
+)
+def _replication_pad_backward(lw: Lowerer, op: AtenOp):
+    """A gather: input position ``i`` of a padded dim (size ``n``, pads ``lo``,
+    ``hi``) was copied to output ``i + lo``, and the edges also to the pads:
+    it sums the gradient over ``[start(i), end(i))``, ``start = (i + lo) *
+    min(i, 1)`` (0 at the first element) and ``end = i + lo + 1 + hi * (1 -
+    min(n - 1 - i, 1))`` (through the high pad at the last), a reduction over
+    the longest such range (``max(lo, hi) + 1``; ``lo + hi + 1`` where ``n``
+    may be 1) with each element's tail masked. Inductor calls ATen for it."""
+    grad, self_ = op.operands[0], op.operands[1]
+    out = result_type(op)
+    dtype = out.element_type
+    check_supported(dtype)
+    if not is_float(dtype):
+        raise CannotLower(f"a padding gradient of {dtypes.name_of(dtype)} values")
+    acc = compute_dtype(dtype)
+    shape = [to_expr(s) for s in shape_of(self_)]
+    pad = [to_expr(p) for p in op.arg("padding")]
+    if len(pad) % 2 or len(pad) // 2 > len(shape) or not all(p.is_Integer for p in pad):
+        raise CannotLower("a replication pad that is not static")
+    rank = len(shape)
+    # Padded dims, innermost first in `pad`: (dim, lo, hi).
+    dims = [(rank - 1 - k, int(pad[2 * k]), int(pad[2 * k + 1])) for k in range(len(pad) // 2)]
+    dims = sorted((d, lo, hi) for d, lo, hi in dims if lo or hi)  # r0 the outermost
+    if any(lo < 0 or hi < 0 for _, lo, hi in dims):
+        raise CannotLower("a negative replication pad")
+    extent = []
+    for d, lo, hi in dims:
+        n = shape[d]
+        extent.append(max(lo, hi) + 1 if n.is_Integer and n > 1 else lo + hi + 1)
+
+    def body(b: BodyBuilder, idx):
+        index, conds = list(idx[:rank]), []
+        for (d, lo, hi), r in zip(dims, idx[rank:]):
+            i, n = idx[d], shape[d]
+            start = (i + lo) * sympy.Min(i, 1)
+            end = i + lo + 1 + hi * (1 - sympy.Min(n - 1 - i, 1))
+            index[d] = sympy.expand(start + r)
+            conds.append(_cmp_index(b, "lt", index[d], end))
+        mask = _all(b, conds)
+        g = b.cast(b.load(grad, index, mask=mask), acc)
+        return g if mask is None else b.select(mask, g, b.const(0, acc))
+
+    (total,) = lw.reduction("sum", out.shape, extent, acc, body)
+    if acc == dtype:
+        return [total]
+    return [lw.pointwise(out.shape, dtype, lambda b, idx: b.load(total, list(idx)))]
 
 
 # ---- reorderings ------------------------------------------------------------------------
@@ -394,48 +454,6 @@ def _slice_scatter(lw: Lowerer, op: AtenOp):
         index[dim] = torch_sympy().FloorDiv(rel, step) if step != 1 else rel
         new = b.cast(b.load(src, index, mask=inside), out.element_type)
         return b.select(inside, new, b.cast(b.load(self_, list(idx)), out.element_type))
-
-    return [lw.pointwise(out.shape, out.element_type, body)]
-
-
-@register("aten.scatter.value", "aten.scatter.src", "aten.scatter_add.default")
-def _scatter_one(lw: Lowerer, op: AtenOp):
-    """``scatter``/``scatter_add`` whose index has size 1 along ``dim`` and
-    self's sizes elsewhere: each output element has at most one source, the
-    one whose index names its own position, so the scatter is a pointwise
-    ``select(index[.., 0, ..] == i_dim, new, self)``. This is the form of
-    cross-entropy's backward (``full_like(0).scatter(1, target, -1.0)``) and of
-    a gather's backward: Inductor rewrites the constant-background case to a
-    ``where`` (``scatter_upon_const_tensor``); as a nest any ``self`` fuses
-    with its producer, and no full-size buffer is written twice. Other index
-    shapes (several sources per element, order-dependent) stay with ATen."""
-    self_, index_t = op.operands[0], op.operands[1]
-    out = result_type(op)
-    shape = shape_of(self_)
-    rank = len(shape)
-    if rank == 0 or index_t.type.rank != rank:
-        raise CannotLower("scatter of a 0-d tensor")
-    dim = norm_dim(op.arg("dim"), rank)
-    index_shape = shape_of(index_t)
-    if to_expr(index_shape[dim]) != 1 or any(
-        to_expr(index_shape[d]) != to_expr(shape[d]) for d in range(rank) if d != dim
-    ):
-        raise CannotLower("scatter with several sources per element (index not size 1 along dim)")
-    src = op.operands[2] if len(op.operands) > 2 else None
-    add = op.name == "aten.scatter_add.default"
-    if add and out.element_type == builtin.i1:
-        raise CannotLower("scatter_add of booleans")
-
-    def body(b: BodyBuilder, idx):
-        at = list(idx)
-        at[dim] = sympy.Integer(0)
-        hit = b.cmp("eq", _index_value(b, b.load(index_t, at)), b.index(idx[dim]))
-        old = b.cast(b.load(self_, list(idx)), out.element_type)
-        if src is None:
-            new = _number(b, op.arg("value"), out.element_type)
-        else:
-            new = b.cast(b.load(src, at, mask=hit), out.element_type)
-        return b.select(hit, b.add(old, new) if add else new, old)
 
     return [lw.pointwise(out.shape, out.element_type, body)]
 

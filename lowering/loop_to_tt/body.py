@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import sympy
 from torch.utils._sympy.functions import FloorDiv, PythonMod
 from xdsl.dialects import arith as xarith
-from xdsl.dialects.builtin import IndexType, IntegerType, f32, i1, i32, i64
+from xdsl.dialects.builtin import AnyFloat, IndexType, IntegerType, f32, i1, i32, i64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from coil.dialects import arith as A
@@ -327,9 +327,45 @@ class BodyEmitter:
                 return False
         return True
 
+    def scatter(
+        self,
+        op: L.ScatterOp,
+        value: SSAValue,
+        indices: Sequence[SSAValue],
+        tile: Tile,
+    ) -> None:
+        """Store ``value`` through the scatter's index into its out: a ``tt.store``
+        (``store``) or a relaxed ``tt.atomic_rmw`` (``add``, ``max``, ``min``, as
+        Inductor's ``atomic_add``), each lane at the element its indices name,
+        after the bounds check of every indirect dimension."""
+        b = self.b
+        (out,) = op.outs
+        subs = dict(tile.subs)
+        raw: dict[sympy.Expr, SSAValue] = {}
+        for k, t in enumerate(indices):
+            self.n_indirect += 1
+            fresh = sympy.Symbol(f"_indirect{self.n_indirect}", integer=True)
+            raw[fresh] = t
+            b.bind(fresh, t)
+            subs[L.indirect_symbol(k)] = fresh
+        inner = Tile(tile.shape, tile.mask, subs)
+        p = self.pointers(out, self.address(out.type, op.index.data, inner), inner)
+        mask = b.broadcast_to(tile.mask, tile.shape) if tile.mask is not None else None
+        if self.bounds_check:
+            self.check_bounds(op, inner, mask, raw)
+        value = b.broadcast_to(value, tile.shape)
+        mode = op.mode.data
+        if mode == "store":
+            b.insert(tt.StoreOp(p, value, mask))
+        else:
+            element = element_of(value.type)
+            kind = {"add": "fadd" if is_float(element) else "add"}.get(mode, mode)
+            b.insert(tt.AtomicRMWOp(kind, p, value, mask, sem="relaxed", scope="gpu"))
+        self.stores += 1
+
     def check_bounds(
         self,
-        op: L.LoadOp,
+        op: L.LoadOp | L.ScatterOp,
         tile: Tile,
         mask: SSAValue | None,
         raw: Mapping[sympy.Expr, SSAValue],
@@ -410,11 +446,16 @@ class BodyEmitter:
         return v
 
 
-def checked_dims(op: L.LoadOp) -> list[tuple[int, sympy.Expr]]:
-    """(dimension, size) of the source of ``op`` for each dimension whose index
-    depends on an indirect operand: what the bounds check compares."""
-    indirect = {L.indirect_symbol(k) for k in range(len(op.indirect))}
-    shape = op.source.type.shape_attr.data if isinstance(op.source.type, BufferType) else ()
+def checked_dims(op: L.LoadOp | L.ScatterOp) -> list[tuple[int, sympy.Expr]]:
+    """(dimension, size) of the source of ``op`` (a scatter's out) for each
+    dimension whose index depends on an indirect operand: what the bounds
+    check compares."""
+    if isinstance(op, L.ScatterOp):
+        n, buffer_type = op.n_indirect(), op.targets[0].type
+    else:
+        n, buffer_type = len(op.indirect), op.source.type
+    indirect = {L.indirect_symbol(k) for k in range(n)}
+    shape = buffer_type.shape_attr.data if isinstance(buffer_type, BufferType) else ()
     return [
         (d, sympy.sympify(size))
         for d, (e, size) in enumerate(zip(op.index.data, shape))
@@ -424,3 +465,7 @@ def checked_dims(op: L.LoadOp) -> list[tuple[int, sympy.Expr]]:
 
 def is_integer(t: Attribute) -> bool:
     return isinstance(t, IntegerType)
+
+
+def is_float(t: Attribute) -> bool:
+    return isinstance(t, AnyFloat)

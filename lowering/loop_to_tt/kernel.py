@@ -53,6 +53,7 @@ from coil.dialects.symbolic import index_symbols, is_index_symbol, symbol
 from coil.dialects.tt import element_of
 from coil.ir import source_line, source_op
 from coil.lowering.loop_to_tt import reductions as R
+from coil.lowering.loop_to_tt import scans as S
 from coil.lowering.loop_to_tt import tiling as T
 from coil.lowering.loop_to_tt.body import BodyEmitter, Tile, checked_dims
 from coil.lowering.loop_to_tt.builder import KernelBuilder, LoweringError
@@ -61,7 +62,7 @@ from coil.strategy import access as A
 from coil.strategy import plan as P
 from coil.strategy.cost import MARGIN, Estimate, sector_efficiency
 from coil.strategy.target import TARGETS, Target
-from coil.transforms.loop_cost import compute_ops, nest_cost
+from coil.transforms.loop_cost import compute_ops, element_bytes, nest_cost
 
 XINDEX = symbol("xindex")
 YINDEX = symbol("yindex")
@@ -103,6 +104,15 @@ class Kernel:
     yblock: int = 0  # a 2-D pointwise tile's rows (0: 1-D or a reduction)
     plan: str = ""  # the plan and its estimate (strategy/plan.py), for review
 
+
+# Scans: a row of at most SCAN_PERSISTENT static elements is scanned whole,
+# longer ones in chunks of SCAN_RBLOCK; rows a program takes fill SCAN_TILE
+# lanes. Inductor's persistent-reduction limit for inner rows (1024,
+# triton_heuristics' persistent_reduction configs) bounds a row held in
+# registers with a tt.scan over it; not yet measured for coil's scans.
+SCAN_PERSISTENT = 1024
+SCAN_RBLOCK = 1024
+SCAN_TILE = 1024
 
 # The largest static window a reduction unrolls in registers (``_unrolls``);
 # Inductor lowers pooling windows up to 25 points as pointwise kernels.
@@ -174,7 +184,12 @@ def kernel_name(nest: L.LoopOp, counter: int, prefix: str = "") -> str:
             hints.append(h)
     if not hints:
         hints = [
-            {"loop.pointwise": "pointwise", "loop.reduction": "reduction"}.get(nest.name, "fused")
+            {
+                "loop.pointwise": "pointwise",
+                "loop.reduction": "reduction",
+                "loop.scan": "scan",
+                "loop.scatter": "scatter",
+            }.get(nest.name, "fused")
         ]
     return f"coil_{prefix}{'_'.join(hints[:4])}_{counter}"
 
@@ -343,6 +358,10 @@ class KernelLowering:
                 exprs.append(op.offset.data[0])
                 if op.seed not in seeds:
                     seeds.append(op.seed)
+        if isinstance(nest, L.ScatterOp):
+            exprs += list(nest.index.data)
+            if self.options.bounds_check:
+                exprs += [size for _, size in checked_dims(nest)]
         outs = list(nest.outs)
         buffers = reads + [o for o in outs if o not in reads]
         for buf in buffers:
@@ -422,6 +441,10 @@ class KernelLowering:
         )
         if isinstance(self.nest, L.PointwiseOp):
             grid, warps = self._pointwise()
+        elif isinstance(self.nest, L.ScanOp):
+            grid, warps = self._scan()
+        elif isinstance(self.nest, L.ScatterOp):
+            grid, warps = self._scatter()
         else:
             grid, warps = self._group()
         if self.plan:
@@ -628,6 +651,129 @@ class KernelLowering:
         self._pointwise_plan(what, order, xblock, yblock, plan.split, plan.num_warps)
         return grid, plan.num_warps
 
+    # ---- scatters ----
+
+    def _scatter(self) -> tuple[list[sympy.Expr], int]:
+        """A 1-D tile over the points of ``ranges`` (the index's shape), as a
+        pointwise nest's; each lane stores or combines its value at the element
+        its indices name (``BodyEmitter.scatter``)."""
+        op = self.nest
+        assert isinstance(op, L.ScatterOp)
+        ranges = op.ranges.data
+        xnumel = _prod(ranges)
+        if self.options.xblock:
+            xblock = next_pow2(self.options.xblock)
+        elif xnumel.is_Integer:
+            xblock = min(1024, next_pow2(int(xnumel)))
+        else:
+            xblock = 1024
+        self.xblock, self.rblock, self.persistent = xblock, 0, False
+        xmask = self._xindex(xblock, xnumel, 1)
+        self._bind_indices(XINDEX, index_symbols(len(ranges)), ranges)
+        tile = Tile((xblock,), xmask)
+        value, *indices = self.body.emit(op.body.block, tile)
+        self.body.scatter(op, value, indices, tile)
+        return [cdiv(xnumel, xblock), sympy.Integer(1), sympy.Integer(1)], 4
+
+    # ---- scans ----
+
+    def _scan(self) -> tuple[list[sympy.Expr], int]:
+        """A ``[XBLOCK, RBLOCK]`` tile: rows over the ranges but the scanned one,
+        lanes along it. A row of at most ``SCAN_PERSISTENT`` static elements is
+        scanned whole (``tt.scan``); a longer or dynamic one in chunks by an
+        ``scf.for`` carrying the running prefix of each row (``[XBLOCK, 1]``):
+        each chunk is scanned, combined with the carry, stored, and its last
+        element is the next carry (Inductor's looped scan)."""
+        op = self.nest
+        assert isinstance(op, L.ScanOp)
+        b, it = self.b, self.index_type
+        kind, d = op.kind.data, op.scan_dim
+        ranges = [sympy.sympify(r) for r in op.ranges.data]
+        syms = index_symbols(len(ranges))
+        outer = [k for k in range(len(ranges)) if k != d]
+        # Lanes walk the output's memory order (tiling.output_order), the scanned
+        # dimension taken out.
+        order = [k for k in T.output_order(op, len(ranges)) if k != d]
+        xnumel, rnumel = _prod([ranges[k] for k in outer]), ranges[d]
+        opts = self.options
+        # An outer scan (the output contiguous along a row index, not the scanned
+        # one: x.cumsum(0)) takes the outer reductions' tile: wide rows, short
+        # chunks, so each chunk's loads and stores are contiguous along rows.
+        out_t = op.outs[0].type
+        strides = [sympy.sympify(st) for st in out_t.strides_attr.data]
+        columns = bool(order) and strides[d] != 1 and strides[order[-1]] == 1
+        limit = min(opts.persistent_threshold, P.OUTER_PERSISTENT if columns else SCAN_PERSISTENT)
+        persistent = rnumel.is_Integer and int(rnumel) <= limit
+        outer_x, outer_r = P.outer_scan_tile(
+            xnumel, rnumel, element_bytes(out_t.element_type), opts.target
+        )
+        if persistent:
+            rblock = next_pow2(int(rnumel))
+        elif opts.rblock:
+            rblock = next_pow2(opts.rblock)
+        else:
+            rblock = outer_r if columns else SCAN_RBLOCK
+        if not persistent and rnumel.is_Integer:
+            rblock = min(rblock, next_pow2(int(rnumel)))
+        if opts.xblock:
+            xblock = next_pow2(opts.xblock)
+        elif columns:
+            xblock = outer_x
+        else:
+            xblock = max(1, min(64, SCAN_TILE // rblock))
+            if xnumel.is_Integer:
+                xblock = min(xblock, next_pow2(int(xnumel)))
+        self.xblock, self.rblock, self.persistent = xblock, rblock, persistent
+        self.xmask = self._xindex(xblock, xnumel, 2)
+        self.isyms, self.rsyms = [syms[k] for k in outer], [syms[d]]
+        self._bind_indices(XINDEX, [syms[k] for k in order], [ranges[k] for k in order])
+        rbase = b.emit(tt.ExpandDimsOp(b.cast_int(b.emit(tt.MakeRangeOp(0, rblock)), it), 0))
+        rbase.name_hint = "rbase"
+        self.tile1 = Tile((xblock, 1), self.xmask)
+        outs = list(op.outs)
+
+        def chunk() -> list[SSAValue]:
+            (v,) = self.body.emit(op.body.block, self.tile2)
+            srcs = [v]
+            if kind in S.ARG_KINDS:
+                srcs.append(self._rindex_i64())
+            return S.scan(b, kind, srcs, self.device)
+
+        def store(values: Sequence[SSAValue]) -> None:
+            for out, v in zip(outs, values):
+                want = out.type.element_type
+                if element_of(v.type) != want:
+                    v = b.to_float(v, want)
+                self.body.store(out, syms, v, self.tile2)
+
+        if persistent:
+            self._rtile(rbase, rnumel, rblock, [rnumel])
+            self.body.eviction.streaming = True
+            store(chunk())
+        else:
+            elem = element_of(op.body.block.last_op.values[0].type)
+            carry_types = [elem, i64] if kind in S.ARG_KINDS else [elem]
+            inits = [
+                b.const(v, t, (xblock, 1)) for v, t in zip(S.identities(kind, elem), carry_types)
+            ]
+            body = Block(arg_types=[it] + [v.type for v in inits])
+            body.args[0].name_hint = "roffset"
+            lb, ub, step = b.const(0, it), b.emit_index(rnumel), b.const(rblock, it)
+            with b.at(body):
+                self.body.eviction.streaming = True
+                rindex = b.binary(xarith.AddiOp, body.args[0], rbase)
+                rindex.name_hint = "rindex"
+                self._rtile(rindex, rnumel, rblock, [rnumel])
+                carry = list(body.args[1:])
+                values = S.combine(b, kind, carry, chunk(), self.device)
+                store(values)
+                is_last = b.cmpi(rbase, b.const(rblock - 1, it), "eq")
+                b.insert(scf.YieldOp(*[S.last(b, v, is_last) for v in values]))
+                self.body.eviction.streaming = False
+            b.insert(scf.ForOp(lb, ub, step, inits, Region(body)))
+        warps = 8 if xblock * rblock >= 4096 else 4
+        return [cdiv(xnumel, xblock), sympy.Integer(1), sympy.Integer(1)], warps
+
     # ---- reductions and groups ----
 
     def _group(self) -> tuple[list[sympy.Expr], int]:
@@ -783,8 +929,15 @@ class KernelLowering:
         for v, out in zip(term.values, nest.outs):
             self.outputs.setdefault((id(v.owner), v.index), []).append(out)
 
-    def _rtile(self, rindex_offset: SSAValue, rnumel: sympy.Expr, rblock: int) -> None:
-        """Binds rindex and the r indices; sets the 2-D tile."""
+    def _rtile(
+        self,
+        rindex_offset: SSAValue,
+        rnumel: sympy.Expr,
+        rblock: int,
+        rsizes: Sequence[sympy.Expr] | None = None,
+    ) -> None:
+        """Binds rindex and the r indices (``self.rsyms`` over ``rsizes``, default
+        the reduction ranges); sets the 2-D tile."""
         b = self.b
         rindex = rindex_offset
         b.bind(RINDEX, rindex)
@@ -794,10 +947,14 @@ class KernelLowering:
         if not (rnumel.is_Integer and int(rnumel) > 0 and int(rnumel) % rblock == 0):
             rmask = b.cmpi(rindex, b.emit_index(rnumel), "slt")
             rmask.name_hint = "rmask"
-        rranges = self._rranges()
-        rorder = [k for k in range(len(rranges)) if k not in self.access.rorder]
-        rorder += list(self.access.rorder)  # size-1 dimensions first: their index is 0
-        self._bind_indices(RINDEX, [self.rsyms[k] for k in rorder], [rranges[k] for k in rorder])
+        if rsizes is not None:  # a scan's one dimension
+            self._bind_indices(RINDEX, self.rsyms, rsizes)
+        else:
+            rranges = self._rranges()
+            rorder = [k for k in range(len(rranges)) if k not in self.access.rorder]
+            rorder += list(self.access.rorder)  # size-1 dimensions first: their index is 0
+            rsyms = [self.rsyms[k] for k in rorder]
+            self._bind_indices(RINDEX, rsyms, [rranges[k] for k in rorder])
         shape = (self.xblock, rblock)
         mask = b.and_(self.xmask, rmask)
         if mask is not None:

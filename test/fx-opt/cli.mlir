@@ -9,29 +9,50 @@
 // RUN: coil pipeline | filecheck %s --check-prefix=PIPELINE -DPIPE="%default_pipeline"
 // RUN: coil --help | filecheck %s --check-prefix=COIL
 
-// fx-opt --help lists coil's passes, targets and pipelines with one line
-// each, not xDSL's ~150 others (--help-all adds those).
+// fx-opt --help lists coil's passes with one line each and then their options
+// (name=<type>, the default, what it does, the values it allows), coil's
+// targets and pipelines; not xDSL's ~150 other passes (--help-all adds those)
+// and none of xDSL's targets but mlir (-t takes only these).
 // HELP: -p PASSES
 // HELP-NOT: arm-asm
 // HELP-NOT: convert-linalg-to-loops
-// HELP: coil passes (-p):
+// HELP: coil passes (-p NAME or NAME{option=value ...}) and their options:
 // HELP-NEXT: aten-channels-last {{ +}}run 2-D convolutions on NHWC tensors
-// HELP-NEXT: aten-peel-conv-bias {{ +}}a CUDA convolution
-// HELP-NEXT: aten-decompose {{ +}}rewrite composite aten ops
+// HELP-NEXT: {{^      }}mode=<auto|on|off> {{ +}}(default auto) "auto": when Inductor's rules say it pays;
+// HELP: aten-peel-conv-bias {{ +}}a CUDA convolution
+// HELP-NEXT: all-devices=<bool> {{ +}}(default false)
 // HELP: convert-loop-to-tt {{ +}}each bufferized nest -> one Triton kernel
+// HELP-NEXT: {{^      }}xblock=<int> {{ +}}(default 0) XBLOCK, the tile's extent along the output (0: the
+// HELP-NEXT: {{^ +}}heuristic). Allowed: 0 (heuristic) or a power of two from 1 to
+// HELP-NEXT: {{^ +}}65536.
+// HELP-NEXT: rblock=<int> {{ +}}(default 0)
+// HELP: num-warps=<int> {{ +}}(default 0) Warps per program (0: the heuristic). Allowed: 0
+// HELP: num-stages=<int> {{ +}}(default 0)
+// HELP: persistent-threshold=<int> {{ +}}(default 4096)
+// HELP: autotune=<int> {{ +}}(default 0)
+// HELP: dedupe=<bool> {{ +}}(default true)
+// HELP: bounds-check=<bool> {{ +}}(default true)
+// HELP: online-softmax=<bool> {{ +}}(default true)
+// HELP: tile2d=<auto|off> {{ +}}(default auto)
+// HELP: yblock=<int> {{ +}}(default 0)
+// HELP: outer-reduction=<bool> {{ +}}(default true)
+// HELP: split-finish=<bool> {{ +}}(default true)
+// HELP: eviction=<auto|stream|off> {{ +}}(default auto)
+// HELP: convert-buffer-to-host
 // HELP: xDSL passes in coil's pipelines:
-// HELP-NEXT: canonicalize
+// HELP-NEXT: cse
 // HELP: targets (-t):
 // HELP-NEXT: mlir {{ +}}the IR as text (default)
 // HELP-NEXT: triton
 // HELP-NEXT: python
-// HELP: pipelines (-p "$(coil pipeline NAME)"):
+// HELP-NEXT: cpp
+// HELP-EMPTY:
+// HELP-NEXT: pipelines (-p "$(coil pipeline NAME)"):
 // HELP-NEXT: default {{ +}}what the torch.compile backend runs
-// HELPALL: coil passes (-p):
+// HELPALL: coil passes (-p NAME or NAME{option=value ...}) and their options:
 // HELPALL: other xDSL passes
 // HELPALL: convert-linalg-to-loops
-// HELPALL: other xDSL targets
-// HELPALL: arm-asm
+// HELPALL-NOT: arm-asm
 // VERSION: fx-opt (coil {{[0-9.]+}}) on xDSL 0.74
 // PIPELINE: {{^}}[[PIPE]]{{$}}
 // COIL: {import,demo,pipeline,bisect,reduce}

@@ -1,11 +1,14 @@
-// Malformed input: a located message and exit code 1, never a traceback.
+// Malformed input: a located message and exit code 1, never a traceback. A
+// failure with no place in the input is one line, "fx-opt: error: ..." (the
+// exit codes are checked in test/python/test_cli_and_backend.py).
 // RUN: not fx-opt %s 2> %t.err
 // RUN: filecheck %s --check-prefix=PARSE < %t.err
 // RUN: not fx-opt %S/Inputs/does-not-exist.mlir 2>&1 | filecheck %s --check-prefix=MISSING
 // RUN: not fx-opt %S/Inputs/verify-error.mlir 2>&1 | filecheck %s --check-prefix=VERIFY
 // RUN: not fx-opt %S/Inputs/verify-error.mlir -p no-such-pass 2>&1 | filecheck %s --check-prefix=PASS
+// RUN: not fx-opt %S/Inputs/verify-error.mlir -p 'cse,loop-fusion' 2>&1 | filecheck %s --check-prefix=SUGGEST
 // RUN: not fx-opt %S/Inputs/verify-error.mlir -p "canonicalize{" 2>&1 | filecheck %s --check-prefix=PIPELINE
-// RUN: not fx-opt %S/Inputs/not-an-archive.pt2 2>&1 | filecheck %s --check-prefix=PT2
+// RUN: env PYTHONWARNINGS=default not fx-opt %S/Inputs/not-an-archive.pt2 2>&1 | filecheck %s --check-prefix=PT2
 // RUN: %python -c "open(r'%t.bin.mlir', 'wb').write(bytes([0x66, 0x00, 0xff, 0x10]))"
 // RUN: not fx-opt %t.bin.mlir 2>&1 | filecheck %s --check-prefix=BINARY
 
@@ -17,13 +20,17 @@ func.func @f(%x: !aten.tensor<[4], f32>) {
   func.return
 }
 
-// MISSING: fx-opt: {{.*}}does-not-exist.mlir: no such file or directory
+// MISSING: fx-opt: error: {{.*}}does-not-exist.mlir: no such file or directory
 // VERIFY: verify-error.mlir:4:{{[0-9]+}}
 // VERIFY: aten.add.Tensor: result must be a tensor, got i64
 // VERIFY-NOT: Traceback
-// PASS: fx-opt: Unrecognized passes: ['no-such-pass']
-// PIPELINE: fx-opt: invalid pass pipeline
-// PT2: fx-opt: {{.*}}cannot load the torch.export archive
-// PT2-NOT: Traceback
-// BINARY: fx-opt: {{.*}}.bin.mlir: not a text file (byte 0xff at offset 2 is not UTF-8)
+// PASS: fx-opt: error: unknown pass 'no-such-pass' (coil's passes, closest first: {{.*}}; fx-opt --help-all lists xDSL's others)
+// SUGGEST: fx-opt: error: unknown pass 'loop-fusion'; did you mean 'loop-fuse' or 'loop-inline'? (coil's passes, closest first: loop-fuse, loop-inline, {{.*}}; fx-opt --help-all lists xDSL's others)
+// PIPELINE: fx-opt: error: invalid pass pipeline
+// The torch.export archive that does not load: one line naming the file, not
+// torch's logged traceback.
+// PT2-NOT: Ran into
+// PT2: {{^}}fx-opt: error: {{.*}}not-an-archive.pt2: cannot load the torch.export archive: File is not a zip file{{$}}
+// PT2-NOT: {{.}}
+// BINARY: fx-opt: error: {{.*}}.bin.mlir: not a text file (byte 0xff at offset 2 is not UTF-8)
 // BINARY-NOT: Traceback

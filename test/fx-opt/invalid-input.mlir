@@ -30,10 +30,10 @@
 // UNDEF: SSA value used before assignment
 // CONFLICT: type-conflict.mlir:3:23
 // CONFLICT: operand is used with type i32, but has been previously used or defined with type !aten.tensor<[4], f32>
-// LEVEL: fx-opt: -t triton expects tt.func kernels; found aten.relu.default — run convert-loop-to-tt first
-// DIR: fx-opt: {{.*}}Inputs: is a directory, not a file
-// OUTPUT: fx-opt: {{.*}}.missing/out.mlir: no such file or directory
-// NOVALUE: fx-opt: convert-loop-to-tt: option 'xblock' must be an integer: 0 (heuristic) or a power of two from 1 to 65536; got no value
-// EMPTY: fx-opt: invalid pass pipeline
+// LEVEL: fx-opt: error: -t triton expects tt.func kernels; found aten.relu.default — run convert-loop-to-tt first
+// DIR: fx-opt: error: {{.*}}Inputs: is a directory, not a file
+// OUTPUT: fx-opt: error: {{.*}}.missing/out.mlir: no such file or directory
+// NOVALUE: fx-opt: error: convert-loop-to-tt: option 'xblock' must be an integer: 0 (heuristic) or a power of two from 1 to 65536; got no value
+// EMPTY: fx-opt: error: invalid pass pipeline
 // EMPTY: Expected pass name here
 // EMPTY-NOT: Traceback

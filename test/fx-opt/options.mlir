@@ -14,17 +14,17 @@
 // RUN: not fx-opt %s -p 'aten-decompose{ops="aten.nope.default"}' 2>&1 | filecheck %s --check-prefix=OPS
 // RUN: fx-opt %s -p 'convert-aten-to-loop,bufferize,convert-loop-to-tt{xblock=64 num-warps=2}' | filecheck %s --check-prefix=OK
 
-// TYPE: fx-opt: convert-loop-to-tt: option 'xblock' must be an integer: 0 (heuristic) or a power of two from 1 to 65536; got abc
-// RANGE: fx-opt: convert-loop-to-tt: option 'num-warps' must be 0 (heuristic) or a power of two from 1 to 32; got -1
-// POW2: fx-opt: convert-loop-to-tt: option 'xblock' must be 0 (heuristic) or a power of two from 1 to 65536; got 3
-// UNKNOWN: fx-opt: convert-loop-to-tt: unknown option 'xblok' (options: autotune, bounds-check, dedupe, eviction, num-stages, num-warps, online-softmax, outer-reduction, persistent-threshold, print-plans, rblock, split-finish, tile2d, xblock, yblock)
-// TILE2D: fx-opt: convert-loop-to-tt: option 'tile2d' must be one of "auto", "off"; got on
-// YBLOCK: fx-opt: convert-loop-to-tt: option 'yblock' must be 0 (heuristic) or a power of two from 1 to 1024; got 2048
-// BOOL: fx-opt: memory-plan: option 'reuse' must be true or false; got 3
-// INLINE: fx-opt: loop-inline: option 'max-uses' must be an integer >= 0; got -1
-// FUSE: fx-opt: loop-fuse: option 'max-members' must be an integer >= 2; got 1
-// CHOICE: fx-opt: convert-aten-to-loop: option 'fallback' must be one of "extern", "error"; got maybe
-// OPS: fx-opt: aten-decompose: option 'ops' must be aten overload names, e.g. "aten._softmax.default"; got aten.nope.default
+// TYPE: fx-opt: error: convert-loop-to-tt: option 'xblock' must be an integer: 0 (heuristic) or a power of two from 1 to 65536; got abc
+// RANGE: fx-opt: error: convert-loop-to-tt: option 'num-warps' must be 0 (heuristic) or a power of two from 1 to 32; got -1
+// POW2: fx-opt: error: convert-loop-to-tt: option 'xblock' must be 0 (heuristic) or a power of two from 1 to 65536; got 3
+// UNKNOWN: fx-opt: error: convert-loop-to-tt: unknown option 'xblok'; did you mean 'xblock' or 'yblock' or 'rblock'? (its options, closest first: xblock, rblock, yblock, bounds-check, tile2d, {{.*}})
+// TILE2D: fx-opt: error: convert-loop-to-tt: option 'tile2d' must be one of "auto", "off"; got on
+// YBLOCK: fx-opt: error: convert-loop-to-tt: option 'yblock' must be 0 (heuristic) or a power of two from 1 to 1024; got 2048
+// BOOL: fx-opt: error: memory-plan: option 'reuse' must be true or false; got 3
+// INLINE: fx-opt: error: loop-inline: option 'max-uses' must be an integer >= 0; got -1
+// FUSE: fx-opt: error: loop-fuse: option 'max-members' must be an integer >= 2; got 1
+// CHOICE: fx-opt: error: convert-aten-to-loop: option 'fallback' must be one of "extern", "error"; got maybe
+// OPS: fx-opt: error: aten-decompose: option 'ops' must be aten overload names, e.g. "aten._softmax.default"; got aten.nope.default
 // TYPE-NOT: Traceback
 // OK: tt.make_range {start = 0 : i32, end = 64 : i32}
 // OK: host.launch @{{.*}} grid [2, 1, 1] {{.*}} {num_warps = 2 : i64

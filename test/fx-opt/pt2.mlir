@@ -4,6 +4,10 @@
 // RUN: fx-opt %t.pt2 -p "%buffer_pipeline" | filecheck %s --check-prefix=DEFAULT
 // RUN: fx-opt %t.pt2 -p "%default_pipeline" | filecheck %s --check-prefix=HOST
 // RUN: coil import %t.pt2 | filecheck %s
+// Loading prints nothing on stderr: no torch FutureWarning (lit sets
+// PYTHONWARNINGS=ignore; this line turns warnings back on).
+// RUN: env PYTHONWARNINGS=default fx-opt %t.pt2 -o %t.out.mlir 2>&1 | filecheck %s --check-prefix=QUIET --allow-empty
+// QUIET-NOT: {{.}}
 
 // A torch.export archive is decomposed and imported; parameters are named
 // arguments, as the exported program lifts them.

@@ -442,3 +442,80 @@ func.func @aligned_gemms(%x: !buffer.buffer<[8, 64], f32, device "cuda:0">, %w: 
   }
   func.return %a, %b : !loop.tensor<[8, 64], f32>, !loop.tensor<[8, 50], f32>
 }
+
+// -----
+
+// A scatter updates its out in place after the out holds a copy of its into
+// tensor: a graph input is copied into a new buffer first.
+// CHECK-LABEL: func.func @scatter_copies_input
+// CHECK:      %[[Y:.*]] = buffer.alloc : !buffer.buffer<[5], f32>
+// CHECK-NEXT: loop.pointwise [5] outs(%[[Y]] : !buffer.buffer<[5], f32>) {
+// CHECK:        loop.load %x[i0]
+// CHECK:      loop.scatter add [3] at [t0] outs(%[[Y]] : !buffer.buffer<[5], f32>) {
+// CHECK:      func.return %[[Y]]
+func.func @scatter_copies_input(%x: !buffer.buffer<[5], f32>, %i: !buffer.buffer<[3], i64>) -> !loop.tensor<[5], f32> attributes {coil.result_types = [!aten.tensor<[5], f32>]} {
+  %y = loop.scatter add [3] into(%x : !buffer.buffer<[5], f32>) at [t0] : !loop.tensor<[5], f32> {
+  ^bb0(%i0: index):
+    %t = loop.load %i[i0] : !buffer.buffer<[3], i64>
+    %one = arith.constant 1.0 : f32
+    loop.yield %one, %t : f32, i64
+  }
+  func.return %y : !loop.tensor<[5], f32>
+}
+
+// -----
+
+// A nest (or scatter) whose one reader is a scatter's into: the scatter updates
+// the buffer that nest wrote, no copy (zeros(...).index_put_(...)).
+// CHECK-LABEL: func.func @scatter_in_place
+// CHECK:      %[[Z:.*]] = buffer.alloc : !buffer.buffer<[5], f32>
+// CHECK-NEXT: loop.pointwise [5] outs(%[[Z]] : !buffer.buffer<[5], f32>) {
+// CHECK:      loop.scatter store [3] at [t0] outs(%[[Z]] : !buffer.buffer<[5], f32>) {
+// CHECK:      loop.scatter add [3] at [t0] outs(%[[Z]] : !buffer.buffer<[5], f32>) {
+// CHECK-NOT:  buffer.alloc
+// CHECK:      func.return %[[Z]]
+func.func @scatter_in_place(%i: !buffer.buffer<[3], i64>) -> !loop.tensor<[5], f32> attributes {coil.result_types = [!aten.tensor<[5], f32>]} {
+  %z = loop.pointwise [5] : !loop.tensor<[5], f32> {
+  ^bb0(%i0: index):
+    %c = arith.constant 0.0 : f32
+    loop.yield %c : f32
+  }
+  %a = loop.scatter store [3] into(%z : !loop.tensor<[5], f32>) at [t0] : !loop.tensor<[5], f32> {
+  ^bb0(%i0: index):
+    %t = loop.load %i[i0] : !buffer.buffer<[3], i64>
+    %c = arith.constant 2.0 : f32
+    loop.yield %c, %t : f32, i64
+  }
+  %b = loop.scatter add [3] into(%a : !loop.tensor<[5], f32>) at [t0] : !loop.tensor<[5], f32> {
+  ^bb0(%i0: index):
+    %t = loop.load %i[i0] : !buffer.buffer<[3], i64>
+    %c = arith.constant 1.0 : f32
+    loop.yield %c, %t : f32, i64
+  }
+  func.return %b : !loop.tensor<[5], f32>
+}
+
+// -----
+
+// The old value is read elsewhere (returned): the scatter updates a copy.
+// CHECK-LABEL: func.func @scatter_copies_what_others_read
+// CHECK:      %[[Z:.*]] = buffer.alloc
+// CHECK:      %[[A:.*]] = buffer.alloc
+// CHECK-NEXT: loop.pointwise [5] outs(%[[A]] : !buffer.buffer<[5], f32>) {
+// CHECK:        loop.load %[[Z]][i0]
+// CHECK:      loop.scatter store [3] at [t0] outs(%[[A]] : !buffer.buffer<[5], f32>) {
+// CHECK:      func.return %[[A]], %[[Z]]
+func.func @scatter_copies_what_others_read(%i: !buffer.buffer<[3], i64>) -> (!loop.tensor<[5], f32>, !loop.tensor<[5], f32>) attributes {coil.result_types = [!aten.tensor<[5], f32>, !aten.tensor<[5], f32>]} {
+  %z = loop.pointwise [5] : !loop.tensor<[5], f32> {
+  ^bb0(%i0: index):
+    %c = arith.constant 0.0 : f32
+    loop.yield %c : f32
+  }
+  %a = loop.scatter store [3] into(%z : !loop.tensor<[5], f32>) at [t0] : !loop.tensor<[5], f32> {
+  ^bb0(%i0: index):
+    %t = loop.load %i[i0] : !buffer.buffer<[3], i64>
+    %c = arith.constant 2.0 : f32
+    loop.yield %c, %t : f32, i64
+  }
+  func.return %a, %z : !loop.tensor<[5], f32>, !loop.tensor<[5], f32>
+}

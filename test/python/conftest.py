@@ -1,5 +1,5 @@
 """Shared fixtures: deterministic seeds, quiet warnings, a fresh cache directory,
-the GPU marker."""
+the GPU marker, and ``poisoned`` (outputs that start as NaN)."""
 
 import os
 import tempfile
@@ -32,3 +32,44 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def poison_value(dtype: torch.dtype):
+    """What a poisoned tensor of ``dtype`` holds: NaN, or an integer no kernel
+    computes here."""
+    if dtype.is_floating_point or dtype.is_complex:
+        return float("nan")
+    if dtype == torch.bool:
+        return True
+    return torch.iinfo(dtype).max
+
+
+@pytest.fixture
+def poisoned(monkeypatch):
+    """Every tensor a generated wrapper allocates starts poisoned (NaN for floats,
+    see :func:`poison_value`), so an element no kernel writes shows as a mismatch
+    against eager. Wrappers allocate through ``runtime.wrapper.empty_strided_on``
+    (bound when a module is executed), so this patches that helper and empties
+    the code cache's per-process memo of loaded modules: every module loaded
+    during the test binds the poisoning allocator. Yields the list of poisoned
+    tensors' shapes, so a test can check allocations were poisoned at all.
+    test_tile2d.py::test_poison_catches_a_kernel_that_skips_an_element proves it
+    reaches the kernels."""
+    from coil.runtime import codecache, wrapper
+
+    shapes: list[tuple[int, ...]] = []
+    real = wrapper.empty_strided_on
+
+    def empty_strided_on(device: str):
+        alloc = real(device)
+
+        def poisoned_alloc(sizes, strides, dtype):
+            t = alloc(sizes, strides, dtype)
+            shapes.append(tuple(t.shape))
+            return t.fill_(poison_value(dtype))
+
+        return poisoned_alloc
+
+    monkeypatch.setattr(wrapper, "empty_strided_on", empty_strided_on)
+    monkeypatch.setattr(codecache, "_modules", {})
+    yield shapes

@@ -46,6 +46,7 @@ def main() -> None:
     from coil.ir import coil_context
     from coil.runtime import cpp_wrapper
     from coil.runtime.codecache import load_module
+    from coil.runtime.launch import FP_FUSION
     from coil.targets.cpp import kernel_signature
 
     module = Parser(coil_context(), (build / "host.mlir").read_text()).parse_module()
@@ -85,7 +86,7 @@ def main() -> None:
         signature = kernel_signature(kernels[name])
         src = triton.compiler.ASTSource(getattr(jit, name), signature=signature, constexprs={})
         compiled = triton.compile(
-            src, target=GPUTarget("cuda", 90, 32), options=options.get(name, {})
+            src, target=GPUTarget("cuda", 90, 32), options={**FP_FUSION, **options.get(name, {})}
         )
         values = [decode(hexbytes, ty) for hexbytes, ty in zip(args, signature.values())]
         compiled.run(

@@ -86,6 +86,28 @@ def test_forced_on_the_cpu_matches_eager(dtype, tmp_path):
     assert wrapper.count(", None, [") == 4  # no bias argument
 
 
+def test_forced_on_symbolic_sizes(tmp_path):
+    """dynamic=True: batch and image sizes are symbols, the NHWC strides
+    symbolic expressions; one compile serves three sizes, each matching eager
+    in eager's strides, and the convolutions run on NHWC copies."""
+    torch.manual_seed(0)
+    model = Net().eval()
+    options = {"pipeline": FORCED, "fallback": "error", "cache": False, "dump_dir": str(tmp_path)}
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="coil", options=options, dynamic=True)
+    with torch.no_grad():
+        for shape in [(2, 3, 17, 15), (3, 3, 20, 22), (4, 3, 9, 13)]:
+            x = torch.randn(shape)
+            for g, w in zip(compiled(x), model(x)):
+                assert_close_to_eager(g, w)
+                assert g.stride() == w.stride()
+    graphs = list(tmp_path.glob("*/wrapper.py"))
+    assert len(graphs) == 1, "one compile for every size"
+    assert graphs[0].read_text().count("torch.convolution(") == 4
+    mlir = next(tmp_path.glob("*/*-aten-channels-last*.mlir")).read_text()
+    assert mlir.count("memory_format = channels_last") >= 4
+
+
 def test_forced_on_a_strided_input(tmp_path):
     torch.manual_seed(0)
     model = Net().eval()

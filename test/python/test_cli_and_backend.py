@@ -226,3 +226,190 @@ def test_every_package_directory_is_installed():
         and not any(part.startswith(".") for part in p.relative_to(root).parts)
     }
     assert found <= listed, f"add to pyproject packages: {sorted(found - listed)}"
+
+
+# ---- what a new user meets first: errors are one located sentence -----------
+
+
+def _loud(*args: str) -> subprocess.CompletedProcess:
+    """Run with Python's warnings on (the other tests here silence them)."""
+    env = {**__import__("os").environ, "PYTHONWARNINGS": "default"}
+    return subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=env)
+
+
+def test_fx_opt_bad_pt2_is_one_line_naming_the_file(tmp_path):
+    """No torch log of the failed read, no FutureWarning: one line, exit 1."""
+    bad = tmp_path / "bad.pt2"
+    bad.write_text("garbage\n")
+    proc = _loud(_script("fx-opt"), str(bad))
+    assert proc.returncode == 1
+    assert proc.stderr == (
+        f"fx-opt: error: {bad}: cannot load the torch.export archive: File is not a zip file\n"
+    )
+
+
+def test_fx_opt_pt2_prints_no_warning(tmp_path):
+    path = tmp_path / "model.pt2"
+    torch.export.save(torch.export.export(torch.nn.ReLU(), (torch.randn(4),)), str(path))
+    proc = _loud(_script("fx-opt"), str(path))
+    assert proc.returncode == 0 and "aten.relu.default" in proc.stdout
+    assert proc.stderr == ""
+
+
+@pytest.mark.parametrize("text", ["", "\n  \n", "// a comment only\n\n// and another\n"])
+def test_fx_opt_empty_input_is_an_empty_module(tmp_path, text):
+    path = tmp_path / "empty.mlir"
+    path.write_text(text)
+    proc = _run(_script("fx-opt"), str(path), "-p", "canonicalize,cse")
+    assert proc.stdout.strip() == "builtin.module {\n}"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ("-p", "cse,loop-fusion"),
+            "fx-opt: error: unknown pass 'loop-fusion'; did you mean 'loop-fuse'",
+        ),
+        (
+            ("-p", "loop-fuse{max-members=x}"),
+            "fx-opt: error: loop-fuse: option 'max-members' must be an integer >= 2; got x",
+        ),
+        (
+            ("-p", "convert-loop-to-tt{xblok=4}"),
+            "fx-opt: error: convert-loop-to-tt: unknown option 'xblok'; did you mean 'xblock'",
+        ),
+        (("no/such.mlir",), "fx-opt: error: no/such.mlir: no such file or directory"),
+    ],
+)
+def test_fx_opt_errors_exit_1_with_one_sentence(tmp_path, args, message):
+    empty = tmp_path / "empty.mlir"
+    empty.write_text("")
+    args = args if args[0].endswith(".mlir") else (str(empty), *args)
+    proc = _run(_script("fx-opt"), *args, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(message) and proc.stderr.count("\n") == 1, proc.stderr
+
+
+def test_fx_opt_error_messages_say_each_thing_once(tmp_path):
+    """An inference error names its op once; an op with no loop lowering is not
+    followed by "(no lowering)"."""
+    path = tmp_path / "sum.mlir"
+    path.write_text(
+        "func.func @f(%x: !aten.tensor<[4, 8], f32>) -> !aten.tensor<[4], f32> {\n"
+        "  %s = aten.sum.dim_IntList(%x, dim = [3]) : !aten.tensor<[4], f32>\n"
+        "  func.return %s : !aten.tensor<[4], f32>\n"
+        "}\n"
+    )
+    proc = _run(_script("fx-opt"), str(path), check=False)
+    assert proc.returncode == 1 and f"{path}:2:28" in proc.stderr
+    assert proc.stderr.count("aten.sum.dim_IntList:") == 1, proc.stderr
+    proc = _run(
+        _script("fx-opt"),
+        "examples/big.mlir",
+        "-p",
+        "convert-aten-to-loop{fallback=error}",
+        check=False,
+    )
+    assert proc.returncode == 1
+    assert "no loop lowering for aten.sort.default and the fallback policy" in proc.stderr
+
+
+def test_fx_opt_targets_are_coils():
+    proc = _run(_script("fx-opt"), "-t", "wgsl", check=False)
+    assert proc.returncode == 2  # argparse's usage error
+    assert "invalid choice: 'wgsl' (choose from mlir, triton, python, cpp)" in proc.stderr
+
+
+def test_help_lists_every_pass_option_with_type_and_default():
+    """fx-opt --help reads pass options from the sources (passinfo.py, without
+    importing torch); they must be the classes' real fields and defaults."""
+    import dataclasses
+    import typing
+
+    from coil import lowering, transforms
+    from coil.passinfo import NO_DEFAULT, pass_options, spec_value
+
+    help_text = _run(_script("fx-opt"), "--help").stdout
+    for name, path in {**transforms.PASSES, **lowering.PASSES}.items():
+        cls = {**transforms.get_all_passes(), **lowering.get_all_passes()}[name]()
+        assert cls.name == name
+        hints = typing.get_type_hints(cls)
+        fields = [f for f in dataclasses.fields(cls) if f.init and f.name != "name"]
+        listed = pass_options(path)
+        assert [o.name for o in listed] == [f.name.replace("_", "-") for f in fields], name
+        for option, field in zip(listed, fields):
+            want = field.default if field.default is not dataclasses.MISSING else NO_DEFAULT
+            assert option.default == want, (name, option)
+            assert eval(option.type, vars(typing), {}) == hints[field.name], (name, option)
+            shown = spec_value(want)
+            if not isinstance(want, tuple):
+                assert f"{option.name}=<" in help_text and f"(default {shown})" in help_text
+
+
+def test_backend_pipeline_misspelled_pass_raises_under_eager_fallback():
+    """A misspelled pass (or a bad option) in options["pipeline"] is a
+    configuration error: it raises, also where a failed compile would run eager."""
+    from coil.backend import coil as coil_backend
+
+    m, x = torch.nn.ReLU(), torch.randn(4)
+    for pipeline, message in [
+        ("cse,no-such-pass", "coil: option pipeline: unknown pass 'no-such-pass'"),
+        ("cse,loop-fusion", "unknown pass 'loop-fusion'; did you mean 'loop-fuse'"),
+        ("cse,loop-fuse{max-members=1}", "loop-fuse: option 'max-members' must be"),
+    ]:
+        torch._dynamo.reset()
+        options = {"pipeline": pipeline, "fallback": "eager"}
+        with pytest.raises(Exception, match=__import__("re").escape(message)):
+            torch.compile(m, backend=coil_backend, options=options)(x)
+
+
+def test_backend_misspelled_option_key_says_which(tmp_path):
+    from coil.backend import coil as coil_backend
+
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="unknown option 'pipline'; did you mean 'pipeline'"):
+        torch.compile(torch.nn.ReLU(), backend=coil_backend, options={"pipline": "cse"})(
+            torch.randn(4)
+        )
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ("reduce", "no/such.mlir", "fx-opt"),
+            "coil reduce: error: no/such.mlir: no such file or directory",
+        ),
+        (
+            ("bisect", "examples/big.mlir"),
+            "coil bisect: error: examples/big.mlir: coil bisect takes a Python model file",
+        ),
+        (("bisect", "no/such.py"), "coil bisect: error: no/such.py: no such file"),
+    ],
+)
+def test_coil_command_errors_are_one_sentence(args, message):
+    proc = _run(_script("coil"), *args, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(message) and proc.stderr.count("\n") == 1, proc.stderr
+
+
+def test_every_coil_variable_is_documented_in_config_and_readme():
+    """config.py is the one place for COIL_* settings: every variable the sources
+    read is described there and in the README's environment paragraph."""
+    import re
+
+    from coil import config
+
+    readme = (ROOT / "README.md").read_text()
+    environment = readme[readme.index("Environment (`config.py`)") :]
+    environment = environment[: environment.index("\n\n")]
+    macros = {"COIL_DEFINE_ENTRY", "COIL_EXPORT"}  # C preprocessor names, not settings
+    used = set()
+    for path in ROOT.rglob("*"):
+        if path.suffix in (".py", ".h", ".cpp") and not {"test", ".venv"} & set(path.parts):
+            used |= set(re.findall(r"\bCOIL_[A-Z_]+[A-Z]\b", path.read_text(errors="ignore")))
+    assert used - macros, "no COIL_ variable found: the scan is broken"
+    for name in sorted(used - macros):
+        assert name in config.__doc__, f"{name} is not described in config.py"
+        assert name in environment, f"{name} is not in the README's environment paragraph"

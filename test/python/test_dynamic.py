@@ -131,3 +131,24 @@ def test_dynamo_restart_passes_through_the_eager_policy(monkeypatch):
     assert raised and len(messages) == 1
     assert "ValueError: planted failure" in messages[0]
     assert "TensorifyScalarRestartAnalysis" not in messages[0]
+
+
+def test_inference_batch_norm_lowers_with_symbolic_sizes(caplog):
+    """A conv net's inference batch norms compile to kernels under dynamic=True:
+    their decomposition would add guards on the symbolic sizes (aten-decompose
+    keeps such an op), so they have a lowering of their own; before it, each
+    ran as an ATen kernel."""
+    import logging
+
+    from coil.lowering import convert_aten_to_loop
+
+    convert_aten_to_loop._reported.clear()  # the fallback log is once per process
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU()).eval()
+    with torch.no_grad():
+        model[1].running_mean.normal_()
+        model[1].running_var.uniform_(0.5, 2.0)
+        with caplog.at_level(logging.WARNING, logger="coil"):
+            _compile_without_eager_fallback(
+                model, [(torch.randn(2, 3, 9, 9),), (torch.randn(3, 3, 12, 10),)]
+            )
+    assert not [r for r in caplog.records if "no loop lowering" in r.getMessage()]

@@ -228,6 +228,12 @@ CASES = [
         False,
     ),
     ("clone", lambda x: x.t().clone() + 1, lambda s: (rn(s[0], s[1]),), True),
+    (
+        "replication_pad_backward",
+        lambda g, x: torch.ops.aten.replication_pad2d_backward(g, x, [2, 1, 1, 3]),
+        lambda s: (rn(2, s[0] + 4, s[1] + 3), rn(2, s[0], s[1])),
+        True,
+    ),
 ]
 
 

@@ -3,8 +3,10 @@ on the contiguous dimension (transposes, permutes, NCHW <-> NHWC), and the tile 
 outer reductions (``convert-loop-to-tt{tile2d outer-reduction}``,
 ``lowering/loop_to_tt/tiling.py``): through ``torch.compile(backend="coil")``
 against eager, kernels under Triton's interpreter, fresh random inputs, outputs
-poisoned (NaN) when the wrapper allocates them, odd sizes that no block divides,
-f32 and bf16, static and dynamic sizes; and the tile chosen, read off the kernels.
+poisoned (NaN) when the wrapper allocates them (conftest's ``poisoned``; a
+planted kernel that skips an element shows it is caught), odd sizes that no
+block divides, f32 and bf16, static and dynamic sizes; and the tile chosen, read
+off the kernels.
 """
 
 from __future__ import annotations
@@ -18,20 +20,6 @@ from coil.pipeline import PIPELINES
 from coil.testing import tolerances
 
 pytest.importorskip("triton")
-
-
-@pytest.fixture
-def poisoned(monkeypatch):
-    """Every tensor the wrapper allocates starts as NaN (or -12345): an element no
-    kernel writes shows."""
-    real = torch.empty_strided
-
-    def empty_strided(*args, **kwargs):
-        t = real(*args, **kwargs)
-        t.fill_(float("nan") if t.dtype.is_floating_point else -12345)
-        return t
-
-    monkeypatch.setattr(torch, "empty_strided", empty_strided)
 
 
 def _compare(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | None = None) -> None:
@@ -54,7 +42,8 @@ def _compare(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | None =
 
 def run(fn, *calls, tmp_path: Path, dynamic: bool = False, pipeline: str | None = None) -> str:
     """Compile ``fn``, run it on each tuple of inputs in ``calls`` and compare with
-    eager; returns the kernels' source (every graph's)."""
+    eager; returns the kernels' source (every graph's). The dump directory keeps
+    the graph and AOTAutograd caches out: every call compiles."""
     options = {"dump_dir": str(tmp_path)}
     if pipeline is not None:
         options["pipeline"] = pipeline
@@ -74,6 +63,57 @@ def _randn(*shape, dtype=torch.float32):
 
 
 DTYPES = [torch.float32, torch.bfloat16]
+
+
+# ---- the poison reaches the kernels ----
+
+
+def _skip_last_element(monkeypatch) -> None:
+    """The planted bug: a 1-D tile's mask stops one element short
+    (``xindex < xnumel - 1``), so the kernel never stores the last element."""
+    from coil.lowering.loop_to_tt.kernel import KernelLowering
+
+    real = KernelLowering._xindex
+
+    def short(self, xblock, xnumel, rank):
+        return real(self, xblock, xnumel - 1, rank)
+
+    monkeypatch.setattr(KernelLowering, "_xindex", short)
+
+
+def _relu2(x):
+    return x.relu() * 2.0
+
+
+def test_poison_catches_a_kernel_that_skips_an_element(tmp_path, monkeypatch, poisoned):
+    x = _randn(37, 53)
+    run(_relu2, (x,), tmp_path=tmp_path / "sound")  # the kernel as built: passes
+    assert (37, 53) in poisoned  # the output came from the poisoned helper
+    torch._dynamo.reset()
+    _skip_last_element(monkeypatch)
+    with pytest.raises(AssertionError, match="nan"):
+        run(_relu2, (x,), tmp_path=tmp_path / "broken")
+    kernels = "\n".join(p.read_text() for p in (tmp_path / "broken").glob("graph_*/kernels.py"))
+    assert "tl.full([1024], 1960, tl.int32)" in kernels  # the planted mask
+
+
+def test_without_poison_a_skipped_element_can_pass(tmp_path, monkeypatch):
+    """Why the poison: with zeroed outputs the same broken kernel passes where
+    the element it skips happens to be 0 in eager (relu of a negative)."""
+    from coil.runtime import codecache, wrapper
+
+    real = wrapper.empty_strided_on
+
+    def zeroed(device):
+        alloc = real(device)
+        return lambda sizes, strides, dtype: alloc(sizes, strides, dtype).zero_()
+
+    monkeypatch.setattr(wrapper, "empty_strided_on", zeroed)
+    monkeypatch.setattr(codecache, "_modules", {})
+    _skip_last_element(monkeypatch)
+    x = _randn(37, 53)
+    x[-1, -1] = -1.0
+    run(_relu2, (x,), tmp_path=tmp_path)
 
 
 # ---- transposes ----

@@ -193,6 +193,221 @@ func.func @unknown_reduction_kind(%x: !loop.tensor<[4, 8], f32>) {
 
 // -----
 
+// Unknown scan kind.
+func.func @unknown_scan_kind(%x: !loop.tensor<[4, 8], f32>) {
+  %y = loop.scan mean dim 1 [4, 8] : !loop.tensor<[4, 8], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %x[i0, i1] : !loop.tensor<[4, 8], f32>
+    loop.yield %a : f32
+  }
+  func.return
+}
+// CHECK: loop.scan: unknown kind 'mean' (one of sum, prod, max, min, logsumexp, argmax, argmin)
+
+// -----
+
+// The scanned dimension is one of the ranges.
+func.func @scan_dim_out_of_range(%x: !loop.tensor<[4, 8], f32>) {
+  %y = loop.scan sum dim 2 [4, 8] : !loop.tensor<[4, 8], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %x[i0, i1] : !loop.tensor<[4, 8], f32>
+    loop.yield %a : f32
+  }
+  func.return
+}
+// CHECK: loop.scan: dim 2 is out of range for 2 range(s)
+
+// -----
+
+// A scan's result has the shape of its ranges.
+func.func @scan_result_shape(%x: !loop.tensor<[4, 8], f32>) {
+  %y = loop.scan sum dim 1 [4, 8] : !loop.tensor<[4], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %x[i0, i1] : !loop.tensor<[4, 8], f32>
+    loop.yield %a : f32
+  }
+  func.return
+}
+// CHECK: loop.scan: result shape [4] must equal its ranges [4, 8]
+
+// -----
+
+// The result holds the yielded type or a narrower float, never a wider one.
+func.func @scan_result_type(%x: !loop.tensor<[4, 8], f32>) {
+  %y = loop.scan sum dim 1 [4, 8] : !loop.tensor<[4, 8], f64> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %x[i0, i1] : !loop.tensor<[4, 8], f32>
+    loop.yield %a : f32
+  }
+  func.return
+}
+// CHECK: loop.scan sum: result holds f64, expected the yielded f32 (or a narrower float)
+
+// -----
+
+// A running argmax gives the values and their i64 positions.
+func.func @scan_argmax_two_results(%x: !loop.tensor<[4, 8], f32>) {
+  %y = loop.scan argmax dim 1 [4, 8] : !loop.tensor<[4, 8], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %x[i0, i1] : !loop.tensor<[4, 8], f32>
+    loop.yield %a : f32
+  }
+  func.return
+}
+// CHECK: loop.scan: expected 2 result(s), got 1
+
+// -----
+
+func.func @scan_argmax_positions(%x: !loop.tensor<[4, 8], f32>) {
+  %y, %k = loop.scan argmax dim 1 [4, 8] : !loop.tensor<[4, 8], f32>, !loop.tensor<[4, 8], i32> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %x[i0, i1] : !loop.tensor<[4, 8], f32>
+    loop.yield %a : f32
+  }
+  func.return
+}
+// CHECK: loop.scan argmax: the positions result holds i32, expected i64
+
+// -----
+
+// logsumexp scans floats.
+func.func @scan_logsumexp_float(%x: !loop.tensor<[4, 8], i32>) {
+  %y = loop.scan logsumexp dim 1 [4, 8] : !loop.tensor<[4, 8], i32> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %x[i0, i1] : !loop.tensor<[4, 8], i32>
+    loop.yield %a : i32
+  }
+  func.return
+}
+// CHECK: loop.scan logsumexp: body must yield a float, not i32
+
+// -----
+
+// The head names the scanned dimension.
+func.func @scan_needs_dim(%x: !loop.tensor<[4, 8], f32>) {
+  %y = loop.scan sum [4, 8] : !loop.tensor<[4, 8], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %x[i0, i1] : !loop.tensor<[4, 8], f32>
+    loop.yield %a : f32
+  }
+  func.return
+}
+// CHECK: Expected 'dim'
+
+// -----
+
+// Unknown scatter mode.
+func.func @unknown_scatter_mode(%x: !loop.tensor<[5], f32>, %ix: !loop.tensor<[3], i64>) {
+  %y = loop.scatter mul [3] into(%x : !loop.tensor<[5], f32>) at [t0] : !loop.tensor<[5], f32> {
+  ^bb0(%i0: index):
+    %a = loop.load %ix[i0] : !loop.tensor<[3], i64>
+    %c = arith.constant 1.0 : f32
+    loop.yield %c, %a : f32, i64
+  }
+  func.return
+}
+// CHECK: loop.scatter: unknown mode 'mul' (one of store, add, max, min)
+
+// -----
+
+// A value-semantic scatter updates a copy of into(...).
+func.func @scatter_needs_into(%x: !loop.tensor<[5], f32>, %ix: !loop.tensor<[3], i64>) {
+  %y = loop.scatter add [3] at [t0] : !loop.tensor<[5], f32> {
+  ^bb0(%i0: index):
+    %a = loop.load %ix[i0] : !loop.tensor<[3], i64>
+    %c = arith.constant 1.0 : f32
+    loop.yield %c, %a : f32, i64
+  }
+  func.return
+}
+// CHECK: loop.scatter: a value-semantic scatter updates a copy of one tensor: into(%init : type)
+
+// -----
+
+// The result has the type of into(...).
+func.func @scatter_result_type(%x: !loop.tensor<[5], f32>, %ix: !loop.tensor<[3], i64>) {
+  %y = loop.scatter add [3] into(%x : !loop.tensor<[5], f32>) at [t0] : !loop.tensor<[6], f32> {
+  ^bb0(%i0: index):
+    %a = loop.load %ix[i0] : !loop.tensor<[3], i64>
+    %c = arith.constant 1.0 : f32
+    loop.yield %c, %a : f32, i64
+  }
+  func.return
+}
+// CHECK: loop.scatter: the result !loop.tensor<[6], f32> must have the type of into(...) !loop.tensor<[5], f32> (shape and element type)
+
+// -----
+
+// One index expression per dimension of the result.
+func.func @scatter_index_count(%x: !loop.tensor<[5], f32>, %ix: !loop.tensor<[3], i64>) {
+  %y = loop.scatter add [3] into(%x : !loop.tensor<[5], f32>) at [t0, 0] : !loop.tensor<[5], f32> {
+  ^bb0(%i0: index):
+    %a = loop.load %ix[i0] : !loop.tensor<[3], i64>
+    %c = arith.constant 1.0 : f32
+    loop.yield %c, %a : f32, i64
+  }
+  func.return
+}
+// CHECK: loop.scatter: 2 indices for a rank-1 result
+
+// -----
+
+// t1 names a second yielded index, which there is not.
+func.func @scatter_unbound_indirect(%x: !loop.tensor<[5], f32>, %ix: !loop.tensor<[3], i64>) {
+  %y = loop.scatter add [3] into(%x : !loop.tensor<[5], f32>) at [t1] : !loop.tensor<[5], f32> {
+  ^bb0(%i0: index):
+    %a = loop.load %ix[i0] : !loop.tensor<[3], i64>
+    %c = arith.constant 1.0 : f32
+    loop.yield %c, %a : f32, i64
+  }
+  func.return
+}
+// CHECK: loop.scatter: index symbol t1 is not bound here
+
+// -----
+
+// The yielded value has the result's element type.
+func.func @scatter_value_type(%x: !loop.tensor<[5], f64>, %ix: !loop.tensor<[3], i64>) {
+  %y = loop.scatter add [3] into(%x : !loop.tensor<[5], f64>) at [t0] : !loop.tensor<[5], f64> {
+  ^bb0(%i0: index):
+    %a = loop.load %ix[i0] : !loop.tensor<[3], i64>
+    %c = arith.constant 1.0 : f32
+    loop.yield %c, %a : f32, i64
+  }
+  func.return
+}
+// CHECK: loop.scatter: body yields f32, the result holds f64
+
+// -----
+
+// Indices are integers.
+func.func @scatter_float_index(%x: !loop.tensor<[5], f32>, %ix: !loop.tensor<[3], i64>) {
+  %y = loop.scatter add [3] into(%x : !loop.tensor<[5], f32>) at [t0] : !loop.tensor<[5], f32> {
+  ^bb0(%i0: index):
+    %a = loop.load %ix[i0] : !loop.tensor<[3], i64>
+    %c = arith.constant 1.0 : f32
+    loop.yield %c, %c : f32, f32
+  }
+  func.return
+}
+// CHECK: loop.scatter: index t0 must be an integer or index, not f32
+
+// -----
+
+// After bufferize a scatter updates its out in place: no into(...).
+func.func @scatter_into_and_outs(%x: !loop.tensor<[5], f32>, %ix: !loop.tensor<[3], i64>, %o: !buffer.buffer<[5], f32>) {
+  loop.scatter add [3] into(%x : !loop.tensor<[5], f32>) at [t0] outs(%o : !buffer.buffer<[5], f32>) {
+  ^bb0(%i0: index):
+    %a = loop.load %ix[i0] : !loop.tensor<[3], i64>
+    %c = arith.constant 1.0 : f32
+    loop.yield %c, %a : f32, i64
+  }
+  func.return
+}
+// CHECK: loop.scatter with outs(...) updates its out in place: drop into(...)
+
+// -----
+
 // Argmax/argmin give i64 positions.
 func.func @argmax_argmin_give_i64_positions(%x: !loop.tensor<[4, 8], f32>) {
   %y = loop.reduction argmax [4] [8] : !loop.tensor<[4], f32> {

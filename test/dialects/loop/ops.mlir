@@ -4,7 +4,7 @@
 
 // Round trips of every loop op and type: static and symbolic ranges, loop
 // nests at tensor level (results) and in destination-passing style (outs),
-// every reduction kind, fusion groups, indirect and masked loads, random
+// every reduction and scan kind, scatters, fusion groups, indirect and masked loads, random
 // numbers, views and copies.
 
 // CHECK-LABEL: func.func @types
@@ -179,6 +179,111 @@ func.func @reductions(%x: !loop.tensor<[s0, 8], f32>, %b: !loop.tensor<[s0, 8], 
     loop.yield %a : f32
   }
   func.return
+}
+
+// Scans along one dimension of their ranges: a bf16 cumsum accumulated in f32
+// (the result may hold a narrower float), a running max with its positions,
+// and every other kind; in DPS form after bufferize.
+// CHECK-LABEL: func.func @scans
+func.func @scans(%x: !loop.tensor<[4, s0], bf16>, %y: !loop.tensor<[s0, 3], f32>, %o: !buffer.buffer<[s0, 3], f32>) -> (!loop.tensor<[4, s0], bf16>, !loop.tensor<[s0, 3], i64>) {
+  // CHECK:      %c = loop.scan sum dim 1 [4, s0] : !loop.tensor<[4, s0], bf16> {
+  // CHECK-NEXT: ^bb0(%i0: index, %i1: index):
+  // CHECK-NEXT:   %a = loop.load %x[i0, i1] : !loop.tensor<[4, s0], bf16>
+  // CHECK-NEXT:   %b = arith.extf %a : bf16 to f32
+  // CHECK-NEXT:   loop.yield %b : f32
+  // CHECK-NEXT: }
+  %c = loop.scan sum dim 1 [4, s0] : !loop.tensor<[4, s0], bf16> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %x[i0, i1] : !loop.tensor<[4, s0], bf16>
+    %b = arith.extf %a : bf16 to f32
+    loop.yield %b : f32
+  }
+  // CHECK: %v, %k = loop.scan argmax dim 0 [s0, 3] : !loop.tensor<[s0, 3], f32>, !loop.tensor<[s0, 3], i64> {
+  %v, %k = loop.scan argmax dim 0 [s0, 3] : !loop.tensor<[s0, 3], f32>, !loop.tensor<[s0, 3], i64> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %y[i0, i1] : !loop.tensor<[s0, 3], f32>
+    loop.yield %a : f32
+  }
+  // CHECK: loop.scan argmin dim 1
+  // CHECK: loop.scan prod dim 0
+  // CHECK: loop.scan max dim 0
+  // CHECK: loop.scan min dim 0
+  // CHECK: loop.scan logsumexp dim 0
+  %w, %j = loop.scan argmin dim 1 [s0, 3] : !loop.tensor<[s0, 3], f32>, !loop.tensor<[s0, 3], i64> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %y[i0, i1] : !loop.tensor<[s0, 3], f32>
+    loop.yield %a : f32
+  }
+  %p = loop.scan prod dim 0 [s0, 3] : !loop.tensor<[s0, 3], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %y[i0, i1] : !loop.tensor<[s0, 3], f32>
+    loop.yield %a : f32
+  }
+  %mx = loop.scan max dim 0 [s0, 3] : !loop.tensor<[s0, 3], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %y[i0, i1] : !loop.tensor<[s0, 3], f32>
+    loop.yield %a : f32
+  }
+  %mn = loop.scan min dim 0 [s0, 3] : !loop.tensor<[s0, 3], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %y[i0, i1] : !loop.tensor<[s0, 3], f32>
+    loop.yield %a : f32
+  }
+  %l = loop.scan logsumexp dim 0 [s0, 3] : !loop.tensor<[s0, 3], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %y[i0, i1] : !loop.tensor<[s0, 3], f32>
+    loop.yield %a : f32
+  }
+  // CHECK: loop.scan sum dim 1 [s0, 3] outs(%o : !buffer.buffer<[s0, 3], f32>) {
+  loop.scan sum dim 1 [s0, 3] outs(%o : !buffer.buffer<[s0, 3], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %y[i0, i1] : !loop.tensor<[s0, 3], f32>
+    loop.yield %a : f32
+  }
+  func.return %c, %k : !loop.tensor<[4, s0], bf16>, !loop.tensor<[s0, 3], i64>
+}
+
+// Scatters: a value-semantic update of a copy of `into` (index_put with
+// accumulate: two indirect indices, t0 and t1), and in DPS form, updating the
+// out in place (a scatter along dim 0, overwriting; atomic max and min).
+// CHECK-LABEL: func.func @scatters
+func.func @scatters(%x: !loop.tensor<[5, 6], f32>, %ix: !loop.tensor<[s0], i64>, %jx: !loop.tensor<[s0], i32>, %v: !loop.tensor<[s0], f32>, %o: !buffer.buffer<[5, 6], f32>, %k: !buffer.buffer<[3, 6], i64>) -> !loop.tensor<[5, 6], f32> {
+  // CHECK:      %y = loop.scatter add [s0] into(%x : !loop.tensor<[5, 6], f32>) at [t0, t1] : !loop.tensor<[5, 6], f32> {
+  // CHECK-NEXT: ^bb0(%i0: index):
+  // CHECK-NEXT:   %a = loop.load %ix[i0] : !loop.tensor<[s0], i64>
+  // CHECK-NEXT:   %b = loop.load %jx[i0] : !loop.tensor<[s0], i32>
+  // CHECK-NEXT:   %c = loop.load %v[i0] : !loop.tensor<[s0], f32>
+  // CHECK-NEXT:   loop.yield %c, %a, %b : f32, i64, i32
+  // CHECK-NEXT: }
+  %y = loop.scatter add [s0] into(%x : !loop.tensor<[5, 6], f32>) at [t0, t1] : !loop.tensor<[5, 6], f32> {
+  ^bb0(%i0: index):
+    %a = loop.load %ix[i0] : !loop.tensor<[s0], i64>
+    %b = loop.load %jx[i0] : !loop.tensor<[s0], i32>
+    %c = loop.load %v[i0] : !loop.tensor<[s0], f32>
+    loop.yield %c, %a, %b : f32, i64, i32
+  }
+  // CHECK:      loop.scatter store [3, 6] at [t0, i1] outs(%o : !buffer.buffer<[5, 6], f32>) {
+  // CHECK:      loop.scatter max [3, 6] at [t0, i1] outs(%o : !buffer.buffer<[5, 6], f32>) {
+  // CHECK:      loop.scatter min [3, 6] at [t0, i1] outs(%o : !buffer.buffer<[5, 6], f32>) {
+  loop.scatter store [3, 6] at [t0, i1] outs(%o : !buffer.buffer<[5, 6], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %k[i0, i1] : !buffer.buffer<[3, 6], i64>
+    %c = arith.constant 2.0 : f32
+    loop.yield %c, %a : f32, i64
+  }
+  loop.scatter max [3, 6] at [t0, i1] outs(%o : !buffer.buffer<[5, 6], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %k[i0, i1] : !buffer.buffer<[3, 6], i64>
+    %c = arith.constant 2.0 : f32
+    loop.yield %c, %a : f32, i64
+  }
+  loop.scatter min [3, 6] at [t0, i1] outs(%o : !buffer.buffer<[5, 6], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.load %k[i0, i1] : !buffer.buffer<[3, 6], i64>
+    %c = arith.constant 2.0 : f32
+    loop.yield %c, %a : f32, i64
+  }
+  func.return %y : !loop.tensor<[5, 6], f32>
 }
 
 // A fusion group (softmax): member reductions over the group's ranges x

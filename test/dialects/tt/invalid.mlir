@@ -424,3 +424,37 @@ tt.func public @assert_i1(%c: tensor<4xi32>) {
 
 tt.func private @declaration(%x: i32)
 // CHECK: tt.func @declaration: needs a body
+
+// -----
+
+tt.func public @scan_result(%x: tensor<4x8xf32>) {
+  %s = "tt.scan"(%x) <{axis = 1 : i32, reverse = false}> ({
+  ^bb0(%l: f32, %r: f32):
+    tt.scan.return %l : f32
+  }) : (tensor<4x8xf32>) -> tensor<4xf32>
+  tt.return
+}
+// CHECK: tt.scan: result tensor<4xf32> must be tensor<4x8xf32>
+
+// -----
+
+tt.func public @scan_axis(%x: tensor<4x8xf32>) {
+  %s = "tt.scan"(%x) <{axis = 2 : i32, reverse = false}> ({
+  ^bb0(%l: f32, %r: f32):
+    tt.scan.return %l : f32
+  }) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  tt.return
+}
+// CHECK: tt.scan: axis 2 out of range for [4, 8]
+
+// -----
+
+tt.func public @scan_combiner_return(%x: tensor<4x8xf32>) {
+  %s = "tt.scan"(%x) <{axis = 1 : i32, reverse = false}> ({
+  ^bb0(%l: f32, %r: f32):
+    %c = arith.constant 0 : i32
+    tt.scan.return %c : i32
+  }) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  tt.return
+}
+// CHECK: tt.scan: combiner must end with tt.scan.return of the element types

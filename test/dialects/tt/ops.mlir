@@ -115,6 +115,33 @@ tt.func public @reduce(%x: tensor<64x8xf32>, %i: tensor<64x8xi32>) {
   tt.return
 }
 
+// tt.scan prints in the generic form too: an inclusive scan along axis 1, and
+// a two-operand running max with its positions, scanned from the end.
+// CHECK-LABEL: tt.func public @scan
+tt.func public @scan(%x: tensor<4x64xf32>, %i: tensor<4x64xi64>) {
+  // CHECK:      %s = "tt.scan"(%x) <{axis = 1 : i32, reverse = false}> ({
+  // CHECK-NEXT: ^bb0(%l: f32, %r: f32):
+  // CHECK-NEXT:   %q = arith.addf %l, %r : f32
+  // CHECK-NEXT:   tt.scan.return %q : f32
+  // CHECK-NEXT: }) : (tensor<4x64xf32>) -> tensor<4x64xf32>
+  // CHECK:      %v, %k = "tt.scan"(%x, %i) <{axis = 1 : i32, reverse = true}> ({
+  // CHECK:        tt.scan.return %mx, %ki : f32, i64
+  // CHECK-NEXT: }) : (tensor<4x64xf32>, tensor<4x64xi64>) -> (tensor<4x64xf32>, tensor<4x64xi64>)
+  %s = "tt.scan"(%x) <{axis = 1 : i32, reverse = false}> ({
+  ^bb0(%l: f32, %r: f32):
+    %q = arith.addf %l, %r : f32
+    tt.scan.return %q : f32
+  }) : (tensor<4x64xf32>) -> tensor<4x64xf32>
+  %v, %k = "tt.scan"(%x, %i) <{axis = 1 : i32, reverse = true}> ({
+  ^bb0(%a: f32, %ai: i64, %b: f32, %bi: i64):
+    %ge = arith.cmpf oge, %b, %a : f32
+    %mx = arith.select %ge, %b, %a : f32
+    %ki = arith.select %ge, %bi, %ai : i64
+    tt.scan.return %mx, %ki : f32, i64
+  }) : (tensor<4x64xf32>, tensor<4x64xi64>) -> (tensor<4x64xf32>, tensor<4x64xi64>)
+  tt.return
+}
+
 // CHECK-LABEL: tt.func public @compute
 tt.func public @compute(%a: tensor<16x32xf16>, %b: tensor<32x64xf16>, %c: tensor<16x64xf32>, %x: tensor<128xf32>, %m: tensor<128xi1>) {
   // CHECK:      %d = tt.dot %a, %b, %c : tensor<16x32xf16> * tensor<32x64xf16> -> tensor<16x64xf32>

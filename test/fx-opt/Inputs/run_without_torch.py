@@ -5,6 +5,9 @@ import sys
 
 from coil.cli import fx_opt_main
 
-rc = fx_opt_main(sys.argv[1:])
+try:
+    rc = fx_opt_main(sys.argv[1:])
+except SystemExit as e:  # --help exits through argparse
+    rc = e.code or 0
 print(f"exit code {rc}, torch imported: {'torch' in sys.modules}", file=sys.stderr)
 sys.exit(rc)

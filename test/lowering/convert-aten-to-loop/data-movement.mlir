@@ -166,27 +166,22 @@ func.func @random(%x: !aten.tensor<[4, 6], f32>) -> (!aten.tensor<[4, 6], f32>, 
 
 // -----
 
-// A scatter whose index has size 1 along dim and self's sizes elsewhere is a
-// select per element (cross-entropy's backward); several sources per element
-// stay with ATen.
-// CHECK-LABEL: func.func @scatters
-// CHECK: %s = loop.pointwise [4, 6]
-// CHECK: %[[T:.*]] = loop.load %i[i0, 0] : !buffer.buffer<[4, 1], i64>
-// CHECK-NEXT: %[[P:.*]] = loop.index i1 : i64
-// CHECK-NEXT: %[[HIT:.*]] = arith.cmpi eq, %[[T]], %[[P]] : i64
-// CHECK-NEXT: %[[OLD:.*]] = loop.load %x[i0, i1]
-// CHECK-NEXT: %[[V:.*]] = arith.constant -1.000000e+00 : f32
-// CHECK-NEXT: arith.select %[[HIT]], %[[V]], %[[OLD]] : f32
-// CHECK: %a = loop.pointwise [4, 6]
-// CHECK: %[[AHIT:.*]] = arith.cmpi eq
-// CHECK-NEXT: %[[AOLD:.*]] = loop.load %x[i0, i1]
-// CHECK-NEXT: %[[SRC:.*]] = loop.load %x[i0, 0] mask(%[[AHIT]])
-// CHECK-NEXT: %[[SUM:.*]] = arith.addf %[[AOLD]], %[[SRC]] : f32
-// CHECK-NEXT: arith.select %[[AHIT]], %[[SUM]], %[[AOLD]] : f32
-// CHECK: %m = buffer.extern "aten.scatter.value" (%x, %j)
-func.func @scatters(%x: !aten.tensor<[4, 6], f32>, %i: !aten.tensor<[4, 1], i64>, %j: !aten.tensor<[4, 2], i64>) -> (!aten.tensor<[4, 6], f32>, !aten.tensor<[4, 6], f32>, !aten.tensor<[4, 6], f32>) {
-  %s = aten.scatter.value(%x, dim = 1, %i, value = -1.0) : !aten.tensor<[4, 6], f32>
-  %a = aten.scatter_add.default(%x, dim = 1, %i, %x) : !aten.tensor<[4, 6], f32>
-  %m = aten.scatter.value(%x, dim = 1, %j, value = 2.0) : !aten.tensor<[4, 6], f32>
-  func.return %s, %a, %m : !aten.tensor<[4, 6], f32>, !aten.tensor<[4, 6], f32>, !aten.tensor<[4, 6], f32>
+// replication_pad2d_backward as a gather: input column w sums the gradient
+// from (w + 2) * min(1, w) (0 at the first column, through the left pad) up to
+// w + 3, or through the right pad at the last; rows likewise with pads 0 and 3.
+// A [4, 3] window (max(lo, hi) + 1 per dim), each element's tail masked; bf16
+// sums in f32.
+
+// CHECK-LABEL: func.func @replication_pad_backward
+// CHECK:       %[[SUM:.*]] = loop.reduction sum [2, 3, 5, 6] [4, 3] : !loop.tensor<[2, 3, 5, 6], f32> {
+// CHECK:         loop.load %g[i0, i1, i2*min(1, i2) + r0, i3*min(1, i3) + r1 + 2*min(1, i3)] mask(%[[M:.*]]) : !buffer.buffer<[2, 3, 8, 9], bf16>
+// CHECK:         arith.extf
+// CHECK:         arith.select %[[M]]
+// CHECK:       loop.pointwise [2, 3, 5, 6] : !loop.tensor<[2, 3, 5, 6], bf16>
+// CHECK:         loop.load %[[SUM]]
+// CHECK-NEXT:    arith.truncf
+
+func.func @replication_pad_backward(%g: !aten.tensor<[2, 3, 8, 9], bf16>, %x: !aten.tensor<[2, 3, 5, 6], bf16>) -> !aten.tensor<[2, 3, 5, 6], bf16> {
+  %y = aten.replication_pad2d_backward.default(%g, %x, padding = [2, 1, 0, 3]) : !aten.tensor<[2, 3, 5, 6], bf16>
+  func.return %y : !aten.tensor<[2, 3, 5, 6], bf16>
 }

@@ -26,7 +26,7 @@
 // CHECK-NEXT: nz = torch.ops.aten.nonzero.default(z)
 // CHECK-NEXT: u0 = nz.size(0)
 // CHECK-NEXT: del z
-// CHECK-NEXT: buf0 = torch.empty((s0*s1 + 3,), dtype=torch.float32, device="cpu").as_strided((s0, s1), (s1, 1), 3)
+// CHECK-NEXT: buf0 = empty_cpu((s0*s1 + 3,), (1,), torch.float32).as_strided((s0, s1), (s1, 1), 3)
 // CHECK-NEXT: tail = reinterpret_tensor(buf0, (u0,), (1,), max(s1, u0) % 5 - 3)
 // CHECK-NEXT: seed = int(torch.randint(2**31 - 1, (), device="cpu"))
 // CHECK-NEXT: stream = raw_stream("cpu")

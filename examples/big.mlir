@@ -1,4 +1,5 @@
-// Input of reduce.mlir: one op (cumsum, no loop lowering) fails
+// An input for `coil reduce` (the README's example; test/fx-opt/reduce.mlir):
+// one op (sort, which has no loop lowering) fails
 // convert-aten-to-loop{fallback=error}; the rest is there to be cut.
 func.func @helper(%a: !aten.tensor<[4, 8], f32>) -> !aten.tensor<[4, 8], f32> {
   %r = aten.relu.default(%a) : !aten.tensor<[4, 8], f32>
@@ -9,7 +10,7 @@ func.func @forward(%x: !aten.tensor<[4, 8], f32>, %y: !aten.tensor<[8], f32>) ->
   %e = aten.exp.default(%a) : !aten.tensor<[4, 8], f32>
   %s = aten.sum.dim_IntList(%e, dim = [1]) : !aten.tensor<[4], f32>
   %m = aten.mul.Tensor(%e, %a) : !aten.tensor<[4, 8], f32>
-  %c = aten.cumsum.default(%m, dim = 1) : !aten.tensor<[4, 8], f32>
+  %c, %ci = aten.sort.default(%m, dim = 1) : (!aten.tensor<[4, 8], f32>, !aten.tensor<[4, 8], i64>)
   %t = aten.tanh.default(%c) : !aten.tensor<[4, 8], f32>
   %n = aten.neg.default(%t) : !aten.tensor<[4, 8], f32>
   %q = aten.amax.default(%n, dim = [1]) : !aten.tensor<[4], f32>
