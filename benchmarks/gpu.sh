@@ -14,6 +14,12 @@
 #            options, e.g. --no-inductor, --kernels);
 #   SWEEP="var_dim0 bf16,mean_all bf16"  benchmarks/tile_sweep.py (launch configs of
 #            roofline workloads, comma-separated, against Inductor's);
+#   SHAPE_SWEEP=all  benchmarks/shape_sweep.py (the kernel strategy's choice against
+#            a small grid of launch configs and Inductor over ~45 shapes; names,
+#            e.g. SHAPE_SWEEP="mean_nhwc softmax", limit it to the shapes whose
+#            names contain one; SHAPE_SWEEP_ARGS adds options, e.g. --target a100;
+#            its --budget is what is left of DEADLINE less 60 s, shapes past it
+#            listed as skipped; $OUT/shape_sweep.csv and shape_sweep.md);
 #   NCU="mean_all bf16,sum_dim1 bf16"  benchmarks/ncu_kernels.py under ncu (hardware
 #            counters of coil's and Inductor's kernels for roofline workloads);
 #   MODELS="gpt2 bert ..."   benchmarks/models.py on those models;
@@ -112,6 +118,15 @@ fi
 if [ -n "${SWEEP:-}" ]; then
   IFS=, read -r -a sweep <<< "$SWEEP"
   budget python3 benchmarks/tile_sweep.py "${sweep[@]}" 2>&1 | tee -a "$OUT/tile_sweep.log"
+  status=$(( status | PIPESTATUS[0] ))
+fi
+if [ -n "${SHAPE_SWEEP:-}" ]; then
+  names=$SHAPE_SWEEP
+  [ "$names" = all ] && names=
+  left=$(( DEADLINE - (SECONDS - START) - 60 ))
+  # shellcheck disable=SC2086
+  budget python3 benchmarks/shape_sweep.py --budget "$left" --out "$OUT" ${SHAPE_SWEEP_ARGS:-} $names \
+    2>&1 | tee -a "$OUT/shape_sweep.log"
   status=$(( status | PIPESTATUS[0] ))
 fi
 if [ -n "${NCU:-}" ]; then

@@ -24,8 +24,9 @@ on one H100 with compiles); shapes past it are listed as skipped.
     python benchmarks/shape_sweep.py --smoke         # tiny sizes, 2 shapes' grids, CPU too
     python benchmarks/shape_sweep.py --target a100   # plan for another GPU than this one
 
-The CSV (one row per shape and config) and the table go to ``$OUT`` where set
-(``shape_sweep.csv``, ``shape_sweep.md``), else to the current directory.
+The CSV (one row per shape and config) and the table go to ``--out``, else to
+``$OUT`` where set (``shape_sweep.csv``, ``shape_sweep.md``), else to the
+current directory.
 """
 
 from __future__ import annotations
@@ -455,6 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=270.0, help="seconds before skipping")
     parser.add_argument("--target", default="auto", help="backend option target (auto: read)")
     parser.add_argument("--no-grid", action="store_true", help="coil's choice and Inductor only")
+    parser.add_argument("--out", default=None, help="folder for the CSV and table ($OUT, else .)")
     args = parser.parse_args(argv)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     chosen = [s for s in shapes() if not args.names or any(n in s.name for n in args.names)]
@@ -475,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{coil.shape}: coil {coil.ms:.4f} ms {coil.error}  [{coil.plans[:160]}]", flush=True)
     table = summary(rows, skipped)
     print("\n" + table)
-    out = Path(os.environ.get("OUT", "."))
+    out = Path(args.out or os.environ.get("OUT", "."))
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "shape_sweep.csv", "w", newline="") as fh:
         w = csv.writer(fh)
