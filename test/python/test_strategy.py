@@ -7,7 +7,6 @@ target description."""
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -252,26 +251,5 @@ def test_plans_differ_where_the_targets_do():
     assert t_h200 < t_h100 < t_a100
 
 
-def test_fx_opt_device_and_kernel_plans(tmp_path):
-    source = tmp_path / "rows.mlir"
-    source.write_text(
-        _reduction("[256, 64]", "", "[256]", "[256]", "[64]", "i0, r0").replace("bf16", "f32")
-    )
-    source.write_text(
-        source.read_text().replace("arith.extf %0 : f32 to f32", "arith.negf %0 : f32")
-    )
-    runs = {}
-    for device in ("h100", "cpu-interpreter"):
-        runs[device] = subprocess.run(
-            ["fx-opt", str(source), "--device", device, "--print-kernel-plans"]
-            + ["-p", "convert-loop-to-tt"],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-    assert f"{ATTR} = {{" in runs["h100"].stdout  # --device stamps the module
-    assert "plans for h100: 132 SMs" in runs["h100"].stderr
-    assert "[XBLOCK 1, RBLOCK 64]" in runs["h100"].stderr
-    assert "plans for cpu-interpreter" in runs["cpu-interpreter"].stderr
-    assert "[XBLOCK 64, RBLOCK 64]" in runs["cpu-interpreter"].stderr
-    assert 'coil.plan = "reduction' in runs["h100"].stdout
+# fx-opt --device and --print-kernel-plans: test/lowering/convert-loop-to-tt/plans.mlir
+# and test/transforms/loop-split-reduction-targets.mlir (lit).

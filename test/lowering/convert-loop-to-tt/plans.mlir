@@ -2,6 +2,7 @@
 // RUN: fx-opt %s --device a100 --print-kernel-plans -p convert-loop-to-tt 2>&1 >/dev/null | filecheck %s --check-prefix=A100
 // RUN: fx-opt %s --device cpu-interpreter --print-kernel-plans -p convert-loop-to-tt 2>&1 >/dev/null | filecheck %s --check-prefix=CPU
 // RUN: fx-opt %s --device a100 -p convert-loop-to-tt,convert-buffer-to-host -t triton | filecheck %s --check-prefix=PY
+// RUN: fx-opt %s --device h100 -p convert-loop-to-tt | filecheck %s --check-prefix=IR
 
 // Each kernel's plan and the estimate behind it (strategy/plan.py), for the
 // device named. 64 rows of 1024 f32, summed: on the H100 four rows a program
@@ -21,6 +22,12 @@
 
 // CPU:       convert-loop-to-tt: plans for cpu-interpreter: 132 SMs, 3.35 TB/s, L2 50 MiB, serial
 // CPU-NEXT:    @coil_s_0: reduction rows, persistent [XBLOCK 4, RBLOCK 1024]
+
+// --device stamps the module with the target's properties; each kernel
+// carries its plan.
+// IR:        coil.target = {name = "h100"
+// IR:        coil.plan = "reduction rows, persistent [XBLOCK 4, RBLOCK 1024]
+// IR:        coil.plan = "pointwise 2-D [YBLOCK 32, XBLOCK 32]
 
 // PY:        # plan: reduction rows, persistent [XBLOCK 1, RBLOCK 1024], 4 warps:
 // PY-NEXT:   @triton.jit
