@@ -49,6 +49,8 @@ from coil.frontend.partition import check as check_partition
 from coil.frontend.partition import partition_function
 from coil.pipeline import PIPELINES, available_passes, parse_pipeline, unknown_name
 from coil.runtime.aotcache import AotCache, Recipe
+from coil.strategy.target import TARGETS, module_device, set_module_target
+from coil.strategy.target import resolve as resolve_target
 from coil.timing import CompileTrace, next_graph_label
 
 log = logging.getLogger("coil")
@@ -78,6 +80,9 @@ OPTIONS = {
     "wrapper": "'python' (default) or 'cpp': the host wrapper as a compiled C++ library "
     "(-t cpp) that launches the kernels through the CUDA driver; for graphs on the CPU, "
     "or without a C++ compiler, the Python wrapper runs instead, with one warning",
+    "target": "the device kernels are planned for: 'auto' (default: the GPU's properties "
+    "as read, or 'cpu-interpreter' for graphs on the CPU) or a named description "
+    "('h100', 'h200', 'a100', 'cpu-interpreter'; strategy/target.py)",
 }
 WRAPPERS = ("python", "cpp")
 
@@ -286,6 +291,9 @@ def _compile(
         module = import_graph(gm, example_inputs, static_inputs=static_inputs)
         constants = constant_inputs(module, gm)
         tokens = effect_tokens(gm)
+        # The device's properties go into the IR (and so into the cache key).
+        target = (options or {}).get("target", "auto")
+        set_module_target(module, resolve_target(target, module_device(module)))
 
     key = None
     bypass = graphcache.bypass_reason(cache, dump_dir=dump_dir, observed=observe is not None)
@@ -710,6 +718,10 @@ def coil(
     wrapper = options.get("wrapper", "python")
     if wrapper not in WRAPPERS:
         raise ValueError(f"coil: option wrapper must be 'python' or 'cpp', not {wrapper!r}")
+    target = options.get("target", "auto")
+    if target != "auto" and target not in TARGETS:
+        known = ", ".join(["auto", *TARGETS])
+        raise ValueError(f"coil: option target must be one of {known}, not {target!r}")
 
     def compiler(kind: str, inference: bool = False) -> Callable[..., Callable[..., Any]]:
         # An inference graph's results are all user-visible: a padded GEMM's

@@ -73,6 +73,22 @@ class FxOptMain(xDSLOptMain):
                 )
             elif action.dest == "target":
                 action.help = "output: mlir (default) or a target listed below"
+        from coil.strategy.target import TARGETS
+
+        arg_parser.add_argument(
+            "--device",
+            choices=list(TARGETS),
+            help="the device kernels are planned for (sets the module's coil.target; "
+            "default: the input's coil.target, else h100 for CUDA tensors and "
+            "cpu-interpreter for CPU ones). -t/--target names the output format",
+        )
+        arg_parser.add_argument(
+            "--print-kernel-plans",
+            action="store_true",
+            help="print on stderr why each reduction is split or not "
+            "(loop-split-reduction) and each kernel's plan and estimate "
+            "(convert-loop-to-tt): their print-plans=true",
+        )
         arg_parser.add_argument(
             "--pass-plugin",
             action="append",
@@ -98,8 +114,22 @@ class FxOptMain(xDSLOptMain):
             for name, factory in load_pass_plugin(plugin).items():
                 self.available_passes[name] = factory
 
+        if self.args.print_kernel_plans:
+            from coil.pipeline import with_pass_option
+
+            for name in ("loop-split-reduction", "convert-loop-to-tt"):
+                self.args.passes = with_pass_option(self.args.passes, name, "print-plans=true")
         parse_pipeline(self.args.passes, self.available_passes)
         super().setup_pipeline()
+
+    def apply_passes(self, prog) -> None:
+        # --device: the target the passes plan for, set on the parsed module
+        # (xDSL's run loop has no other hook between parsing and the passes).
+        if self.args.device:
+            from coil.strategy.target import named, set_module_target
+
+            set_module_target(prog, named(self.args.device))
+        super().apply_passes(prog)
 
     # Input: ``-`` is standard input, as for mlir-opt and xdsl-opt (xDSL reads
     # stdin only when no file is named). These two are CommandLineTool's input

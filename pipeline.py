@@ -196,9 +196,8 @@ OPTION_RULES: dict[str, dict[str, OptionRule]] = {
         "max_in_flight": OptionRule("0 (no limit) or an integer >= 1", lambda v: v >= 0)
     },
     "loop-split-reduction": {
-        "split": OptionRule("0 (heuristic) or an integer >= 2", lambda v: v == 0 or v >= 2),
-        "num_sms": int_range(1),
-        "min_rnumel": int_range(1),
+        "split": OptionRule("0 (the strategy's), 1 (never) or an integer >= 2", lambda v: v >= 0),
+        "num_sms": OptionRule("0 (the target's) or an integer >= 1", lambda v: v >= 0),
         "max_split": int_range(2),
     },
     "host-combine-launches": {
@@ -287,6 +286,26 @@ def pass_from_spec(cls: type[ModulePass], spec: Any) -> ModulePass:
     p = cls.from_spec(spec)
     check_options(p)
     return p
+
+
+def with_pass_option(pipeline: str, name: str, option: str) -> str:
+    """``pipeline`` with ``option`` ("key=value") added to every ``name`` pass in
+    it (inside its braces, where it has options; a key already given is left)."""
+    import re
+
+    key = option.split("=", 1)[0]
+
+    def add(m: re.Match) -> str:
+        braces = m.group(2)
+        if braces is None:
+            return f"{m.group(1)}{{{option}}}"
+        inside = braces[1:-1]
+        if re.search(rf"(?<![\w-]){re.escape(key)}\s*=", inside):
+            return m.group(0)
+        joined = f"{inside} {option}" if inside.strip() else option
+        return f"{m.group(1)}{{{joined}}}"
+
+    return re.sub(rf"(?<![\w-])({re.escape(name)})(\{{[^}}]*\}})?(?=,|$)", add, pipeline)
 
 
 def parse_pipeline(

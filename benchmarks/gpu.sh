@@ -14,6 +14,12 @@
 #            options, e.g. --no-inductor, --kernels);
 #   SWEEP="var_dim0 bf16,mean_all bf16"  benchmarks/tile_sweep.py (launch configs of
 #            roofline workloads, comma-separated, against Inductor's);
+#   SHAPE_SWEEP=all  benchmarks/shape_sweep.py (the kernel strategy's choice against
+#            a small grid of launch configs and Inductor over ~45 shapes; names,
+#            e.g. SHAPE_SWEEP="mean_nhwc softmax", limit it to the shapes whose
+#            names contain one; SHAPE_SWEEP_ARGS adds options, e.g. --target a100;
+#            its --budget is what is left of DEADLINE less 60 s, shapes past it
+#            listed as skipped; $OUT/shape_sweep.csv and shape_sweep.md);
 #   NCU="mean_all bf16,sum_dim1 bf16"  benchmarks/ncu_kernels.py under ncu (hardware
 #            counters of coil's and Inductor's kernels for roofline workloads);
 #   MODELS="gpt2 bert ..."   benchmarks/models.py on those models;
@@ -43,6 +49,8 @@
 #   BEFORE="gpt2 ..."        the same with the coil of .whl/coil_before.tar
 #                            (a `git archive` of an earlier commit), for
 #                            before/after numbers on one machine;
+#   SIDE_GPU=3  DYNAMIC and SHAPE_SWEEP run on that GPU alone, in the background,
+#            beside the other steps (MODEL_SWEEP="--gpus 3 ..." on GPUs 0-2);
 #   DIST=1   (2 GPUs) the distributed tests marked `gpu` (NCCL) and
 #            benchmarks/distributed.py (FSDP2, GPT-2 small: eager, Inductor,
 #            coil); DIST=tests or DIST=bench runs one of the two.
@@ -87,7 +95,32 @@ python3 -c "import torch._dynamo, torch._inductor.compile_fx, triton, coil.backe
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/device.txt"
 python3 -c "import torch, triton, transformers; print('torch', torch.__version__, 'triton', \
 triton.__version__, 'transformers', transformers.__version__)" | tee -a "$OUT/device.txt"
+# The steps that can run beside the model sweep (SIDE_GPU): each returns its status.
+shape_sweep() {
+  [ -n "${SHAPE_SWEEP:-}" ] || return 0
+  local names=$SHAPE_SWEEP left
+  [ "$names" = all ] && names=
+  left=$(( DEADLINE - (SECONDS - START) - 60 ))
+  # shellcheck disable=SC2086
+  budget python3 benchmarks/shape_sweep.py --budget "$left" --out "$OUT" ${SHAPE_SWEEP_ARGS:-} $names \
+    2>&1 | tee -a "$OUT/shape_sweep.log"
+  return "${PIPESTATUS[0]}"
+}
+dynamic() {
+  [ -n "${DYNAMIC:-}" ] || return 0
+  # shellcheck disable=SC2086
+  budget python3 benchmarks/dynamic.py ${DYNAMIC_ARGS:-} $DYNAMIC 2>&1 | tee -a "$OUT/dynamic.log"
+  return "${PIPESTATUS[0]}"
+}
 status=0
+side_pid=
+if [ -n "${SIDE_GPU:-}" ]; then
+  # DYNAMIC then SHAPE_SWEEP on GPU SIDE_GPU alone, in the background, while
+  # the other steps (the model sweep on the other GPUs: --gpus N uses 0..N-1)
+  # run: one call of a multi-GPU machine does all of them.
+  ( export CUDA_VISIBLE_DEVICES=$SIDE_GPU; st=0; dynamic || st=1; shape_sweep || st=1; exit $st ) &
+  side_pid=$!
+fi
 if [ "${TESTS:-0}" = 1 ]; then
   workers=()
   if [ "${TEST_WORKERS:-8}" != 1 ] && python3 -c "import xdist" 2>/dev/null; then
@@ -114,6 +147,7 @@ if [ -n "${SWEEP:-}" ]; then
   budget python3 benchmarks/tile_sweep.py "${sweep[@]}" 2>&1 | tee -a "$OUT/tile_sweep.log"
   status=$(( status | PIPESTATUS[0] ))
 fi
+[ -z "${SIDE_GPU:-}" ] && { shape_sweep; status=$(( status | $? )); }
 if [ -n "${NCU:-}" ]; then
   IFS=, read -r -a ncu_names <<< "$NCU"
   metrics=$(python3 -c "import sys; sys.path.insert(0, 'benchmarks'); import ncu_kernels; print(ncu_kernels.METRICS)")
@@ -126,11 +160,7 @@ if [ -n "${MODELS:-}" ]; then
   budget python3 benchmarks/models.py $MODELS 2>&1 | tee -a "$OUT/models.log"
   status=$(( status | PIPESTATUS[0] ))
 fi
-if [ -n "${DYNAMIC:-}" ]; then
-  # shellcheck disable=SC2086
-  budget python3 benchmarks/dynamic.py ${DYNAMIC_ARGS:-} $DYNAMIC 2>&1 | tee -a "$OUT/dynamic.log"
-  status=$(( status | PIPESTATUS[0] ))
-fi
+[ -z "${SIDE_GPU:-}" ] && { dynamic; status=$(( status | $? )); }
 if [ -n "${MODEL_SWEEP:-}" ]; then
   left=$(( DEADLINE - (SECONDS - START) - 15 ))
   # shellcheck disable=SC2086
@@ -209,6 +239,10 @@ if [ -n "${BEFORE:-}" ] && [ -f .whl/coil_before.tar ]; then
   PYTHONPATH=/tmp/site_before:/tmp/site budget python3 benchmarks/models.py $BEFORE 2>&1 \
     | sed 's/^| /| before: /' | tee -a "$OUT/models-before.log"
 fi
+if [ -n "$side_pid" ]; then
+  wait "$side_pid"
+  status=$(( status | $? ))
+fi
 echo "== summary =="
 [ -f "$OUT/skipped.txt" ] && cat "$OUT/skipped.txt"
 cat "$OUT/device.txt"
@@ -219,6 +253,7 @@ cat "$OUT/device.txt"
 [ -f "$OUT/models.log" ] && grep -h '^| ' "$OUT/models.log" | grep -v -- '---'
 [ -f "$OUT/sweep.md" ] && tail -n 5 "$OUT/sweep.md"
 [ -f "$OUT/dynamic.md" ] && grep -h '^| ' "$OUT/dynamic.md"
+[ -f "$OUT/shape_sweep.log" ] && grep -h "within 10 %" "$OUT/shape_sweep.log"
 [ -f "$OUT/models-before.log" ] && grep -h '^| before' "$OUT/models-before.log"
 [ -f "$OUT/pytest-distributed.log" ] && tail -n 1 "$OUT/pytest-distributed.log"
 [ -f "$OUT/distributed.md" ] && cat "$OUT/distributed.md"

@@ -62,6 +62,8 @@ from coil.dialects.symbolic import ShapeAttr, SymInt, contiguous_strides, sym_eq
 from coil.lowering import gemm_alignment
 from coil.transforms.aten_channels_last import channels_last_strides, is_channels_last
 from coil.transforms.buffer_hoist_constants import ConstantValues
+from coil.transforms.loop_layout import LayoutRules, writable
+from coil.transforms.loop_utils import identity_copy_source
 from coil.transforms.memory_plan import extern_mutated_operands, storage_roots
 
 CHANNELS_LAST_FOLLOWING = frozenset(
@@ -97,24 +99,6 @@ def same_layout(shape: Sequence[SymInt], a: Sequence[SymInt], b: Sequence[SymInt
     """Strides ``a`` and ``b`` address a tensor of ``shape`` the same way (the
     stride of a size-1 dimension is never used)."""
     return all(to_expr(n) == 1 or sym_eq(x, y) for n, x, y in zip(shape, a, b))
-
-
-def writable(shape: Sequence[SymInt], strides: Sequence[SymInt]) -> bool:
-    """Distinct elements of the layout never share an address (so a nest can
-    write it): no stride 0 on a dimension > 1, and, when static, no overlap."""
-    dims = [(to_expr(n), to_expr(s)) for n, s in zip(shape, strides) if to_expr(n) != 1]
-    if any(n == 0 for n, _ in dims):
-        return True
-    if any(s == 0 or s.is_negative for _, s in dims):
-        return False
-    if not all(n.is_Integer and s.is_Integer for n, s in dims):
-        return True
-    span = 1
-    for n, s in sorted(dims, key=lambda d: int(d[1])):
-        if int(s) < span:
-            return False
-        span = int(s) * int(n)
-    return True
 
 
 def strided_layout(
@@ -162,33 +146,6 @@ def copy_nest(
     return nest
 
 
-def identity_copy_source(value: SSAValue) -> SSAValue | None:
-    """``x`` where ``value`` is ``loop.pointwise { yield x[i0, i1, ...] }`` of the
-    same element type (an ``aten.clone`` that only changes the layout)."""
-    nest = value.owner
-    if not isinstance(nest, L.PointwiseOp) or len(nest.res) != 1:
-        return None
-    ops = list(nest.body.block.ops)
-    if len(ops) != 2 or not isinstance(ops[0], L.LoadOp) or not isinstance(ops[1], L.YieldOp):
-        return None
-    load = ops[0]
-    source = load.source
-    if load.indirect or load.mask is not None or ops[1].operands[0] is not load.result:
-        return None
-    rank = len(nest.ranges.data)
-    if list(load.index.data) != L.index_symbols(rank):
-        return None
-    t = source.type
-    if (
-        not isinstance(t, L.LoopTensorType | B.BufferType)
-        or t.element_type != value.type.element_type
-    ):
-        return None
-    if list(t.shape) != list(value.type.shape):
-        return None
-    return source
-
-
 def function_device(fn: func.FuncOp) -> str:
     """The device the function's tensors live on (inputs first, then results)."""
     types = [a.type for a in fn.body.block.args]
@@ -224,6 +181,7 @@ class _Bufferizer:
             raise AssertionError(f"bufferize: @{fn.sym_name.data} does not end with func.return")
         self.ret = ret
         self.device = function_device(fn)
+        self.layouts = LayoutRules(fn)
         eager = fn.attributes.get("coil.result_types")
         self.eager: list[Attribute | None] = (
             list(eager.data) if isinstance(eager, ArrayAttr) else [None] * len(ret.arguments)
@@ -240,96 +198,15 @@ class _Bufferizer:
 
     # ---- helpers ----------------------------------------------------------------
 
-    def positions(self, value: SSAValue) -> list[int]:
-        return [k for k, v in enumerate(self.ret.arguments) if v is value]
-
     def eager_strides(self, value: SSAValue) -> Sequence[SymInt] | None:
-        """Eager's strides for a result of the function (first position it is
-        returned at), when that layout can be written; None otherwise."""
-        for k in self.positions(value):
-            t = self.eager[k]
-            if isinstance(t, TensorType) and writable(t.shape, t.strides):
-                return t.strides
-        return None
+        return self.layouts.eager_strides(value)
 
     def result_layout(self, value: SSAValue) -> Sequence[SymInt] | None:
-        """The strides to store a nest's result with: eager's where it is returned;
-        where a permutation of it is returned (``(x.t() + y).relu().t()``), the
-        strides that give that view eager's layout, so no copy is needed at the
-        end (stored row-major, the returned transpose was copied: a second
-        kernel); else the layout an extern call reading it wants (a channels-last
-        convolution's input: stored row-major, it was copied before the call),
-        also through a view that only permutes or adds size-1 dimensions (at
-        batch 1, ResNet-50's max pool wrote NCHW, then a kernel copied it to
-        NHWC for the next convolution); else None (row-major)."""
-        own = self.eager_strides(value)
-        if own is not None:
-            return own
-        wanted = self.extern_layout(value) or self.channels_last_input(value)
-        if wanted is not None:
-            return wanted
-        for use in value.uses:
-            view = use.operation
-            if not isinstance(view, L.ViewOp):
-                continue
-            shape = view.result.type.shape
-            syms = L.index_symbols(len(shape))
-            index = [sympy.sympify(e) for e in view.index.data]
-            # A permutation, which may also add size-1 dimensions (a fused group
-            # without its unit ranges, viewed back: loop_fuse squeezes them).
-            if len(set(index)) != len(index) or not all(e in syms for e in index):
-                continue
-            if any(to_expr(n) != 1 for n, q in zip(shape, syms) if q not in index):
-                continue
-            want = self.eager_strides(view.result) or self.extern_layout(view.result)
-            if want is None:
-                continue
-            # source dim k is read by view dim q(k): its stride is the view's there.
-            strides = [want[syms.index(e)] for e in index]
-            if writable(value.type.shape, strides):
-                return strides
-        return None
-
-    def extern_layout(self, value: SSAValue) -> Sequence[SymInt] | None:
-        """The first non-row-major layout an extern call reading ``value`` (and
-        not writing it) wants, where it can be written."""
-        for use in value.uses:
-            ext = use.operation
-            if not isinstance(ext, B.ExternOp) or use.index in extern_mutated_operands(ext):
-                continue
-            want = ext.body.block.args[use.index].type
-            if (
-                isinstance(want, TensorType)
-                and writable(want.shape, want.strides)
-                and not want.is_contiguous()
-            ):
-                return want.strides
-        return None
-
-    def channels_last_input(self, value: SSAValue) -> Sequence[SymInt] | None:
-        """Channels-last strides where the nest making ``value`` (a 4-D tensor)
-        reads a buffer of its shape in that layout at its own point: a
-        convolution's NHWC output flows through the kernels after it in NHWC
-        (eager's TensorIterator keeps it too), not transposed to NCHW and back."""
-        shape = list(value.type.shape)
-        if len(shape) != 4:
-            return None
-        nhwc = channels_last_strides(shape)
-        identity = L.index_symbols(4)
-        owner = value.owner
-        for load in owner.walk() if isinstance(owner, Operation) else ():
-            if not isinstance(load, L.LoadOp) or load.indirect:
-                continue
-            t = load.source.type
-            if (
-                isinstance(t, B.BufferType)
-                and list(t.shape) == shape
-                and list(load.index.data) == identity
-                and all(sym_eq(a, b) for a, b in zip(t.strides, nhwc))
-                and not t.is_contiguous()
-            ):
-                return nhwc
-        return None
+        """The strides to store a nest's result with: ``transforms/loop_layout.py``'s
+        rules (eager's where it is returned, an extern's, channels-last where it
+        reads channels-last data, a returned permutation's), which
+        ``loop-split-reduction`` asked before fusion."""
+        return self.layouts.result_layout(value)
 
     def forward_copies_into_externs(self) -> None:
         """An extern call reads the source of an identity copy nest directly: the

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import re
+import sys
 from dataclasses import dataclass
 
 import sympy
@@ -49,6 +50,7 @@ from coil.lowering.loop_to_tt.kernel import (
     kernel_name,
     launch_config,
 )
+from coil.strategy.target import Target, module_target
 
 _KINDS = {
     "loop.pointwise": "pointwise",
@@ -145,6 +147,10 @@ class ConvertLoopToTtPass(ModulePass):
     read of a buffer evict_first; and a persistent reduction's, where it writes
     one value per row), "stream" (every kernel's last reads evict_first), "off"."""
 
+    print_plans: bool = False
+    """Print each kernel's plan and estimate on stderr (``fx-opt
+    --print-kernel-plans``); every ``tt.func`` carries it as ``coil.plan``."""
+
     def __post_init__(self) -> None:
         from coil.pipeline import check_options
 
@@ -163,6 +169,7 @@ class ConvertLoopToTtPass(ModulePass):
             self.yblock,
             self.outer_reduction,
             self.eviction,
+            module_target(op),
         )
         counter = 0
         for f in list(op.body.block.ops):
@@ -192,6 +199,8 @@ class ConvertLoopToTtPass(ModulePass):
                     )
         if self.dedupe:
             _dedupe_kernels(op)
+        if self.print_plans:
+            print_plans(op, options.target)
         # No module.verify() here: fx-opt verifies after every pass and the
         # backend after the pipeline, and on a large graph (thousands of kernel
         # ops) a second whole-module verify was a tenth of the compile.
@@ -313,6 +322,16 @@ class ConvertLoopToTtPass(ModulePass):
         new = launches[0] if len(launches) == 1 else host.AutotuneOp(key, launches)
         new.location = nest.location
         Rewriter.replace_op(nest, new, [])
+
+
+def print_plans(module: builtin.ModuleOp, target: Target) -> None:
+    """Each kernel's plan, one line each, on stderr."""
+    print(f"convert-loop-to-tt: plans for {target.summary()}", file=sys.stderr)
+    for kernel in module.ops:
+        if isinstance(kernel, tt.FuncOp):
+            plan = kernel.attributes.get("coil.plan")
+            text = plan.data if isinstance(plan, builtin.StringAttr) else "(no plan)"
+            print(f"  @{kernel.sym_name.data}: {text}", file=sys.stderr)
 
 
 _COUNTER = re.compile(r"_\d+$")

@@ -264,7 +264,23 @@ class AotCache:
         self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]
     ) -> contextlib.AbstractContextManager[None]:
         tag = key_tag(self.pipeline, self.options) + alignment_tag(gm, example_inputs)
+        tag += target_tag(gm, example_inputs, self.options)
         return scope(tag, self.label)
+
+
+def target_tag(
+    gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: Mapping[str, Any]
+) -> str:
+    """The device the kernels are planned for (``coil.strategy.target``): torch's
+    key knows the inputs' device type, not which GPU, so ``|target:<hash>``
+    keeps an H100's entry from an A100."""
+    from coil.strategy.target import resolve
+
+    tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
+    tensors += [*gm.parameters(), *gm.buffers()]
+    device = str(tensors[0].device) if tensors else "cpu"
+    target = resolve(str(options.get("target", "auto")), device)
+    return "|target:" + hashlib.sha256(str(target).encode()).hexdigest()[:16]
 
 
 def alignment_tag(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> str:

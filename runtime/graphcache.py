@@ -18,8 +18,10 @@ backend imports a graph into the aten dialect, and :func:`graph_key` hashes
   compiler must not reuse old output: Inductor's ``torch_key`` does the same),
   torch, triton, xdsl, sympy and Python.
 
-Compilation reads nothing else: no device properties, no size hints, no
-environment, which is what makes these components the whole key.
+Compilation reads nothing else: no size hints, no environment. The device's
+properties (SM count, bandwidth, ... :mod:`coil.strategy.target`) are read
+once, at import, into the module's ``coil.target`` attribute: they are part of
+``ir``, so a graph compiled for one GPU is never reused on another kind.
 
 An entry, ``<cache dir>/graphs/<key[:2]>/<key>.json``, holds the emitted
 ``-t python`` source (self-contained: a hit needs no other file) and whether
@@ -91,7 +93,15 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-COMPILER_PACKAGES = ("dialects", "frontend", "transforms", "lowering", "targets", "runtime")
+COMPILER_PACKAGES = (
+    "dialects",
+    "frontend",
+    "strategy",
+    "transforms",
+    "lowering",
+    "targets",
+    "runtime",
+)
 """The folders of coil whose sources can change what it generates (with the top level)."""
 
 

@@ -379,6 +379,9 @@ class KernelPrinter:
         cost = attrs.get("coil.cost")
         if isinstance(cost, StringAttr):
             header.append(f"# cost: {cost.data}")
+        plan = attrs.get("coil.plan")  # why the kernel is shaped as it is (strategy/plan.py)
+        if isinstance(plan, StringAttr):
+            header.append(f"# plan: {plan.data}")
         jit_args = []
         if public and scalars:
             quoted = ", ".join(f'"{n}"' for n in scalars)

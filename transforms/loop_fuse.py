@@ -48,6 +48,7 @@ from coil.transforms.loop_utils import (
     ancestor_in,
     captured_values,
     function_blocks,
+    identity_copy_source,
     squeeze_unit_ranges,
 )
 from coil.transforms.memory_plan import extern_mutated_operands
@@ -554,6 +555,26 @@ class _PointwiseGroup:
             )
 
 
+def _forwarded_copy(op: Operation) -> bool:
+    """An identity copy nest read only by extern calls that do not write it:
+    ``bufferize`` hands the calls its source and erases it (a layout-only
+    ``clone`` in front of a convolution). Grouped with siblings it would be a
+    member's result, stored: a second copy of the tensor."""
+    if not isinstance(op, L.PointwiseOp) or len(op.res) != 1:
+        return False
+    (r,) = op.res
+    if identity_copy_source(r) is None or not r.uses:
+        return False
+    for use in r.uses:
+        ext = use.operation
+        if not isinstance(ext, B.ExternOp):
+            return False
+        mutated = extern_mutated_operands(ext)
+        if any(a is r and k in mutated for k, a in enumerate(ext.args)):
+            return False
+    return True
+
+
 class _PointwiseGroups:
     """Every pointwise group of one block, roots in order (see ``_PointwiseGroup``)."""
 
@@ -571,6 +592,7 @@ class _PointwiseGroups:
                 and root not in taken
                 and not root.is_bufferized
                 and len(root.res) == 1
+                and not _forwarded_copy(root)
             ):
                 group = _PointwiseGroup(self.options, self.block, root)
                 if group._tileable(root):
@@ -596,5 +618,7 @@ class _PointwiseGroups:
                 continue
             if _barrier(op):
                 return
+            if _forwarded_copy(op):
+                continue
             if op not in taken and group.wants(op, defined_before, written):
                 group.add(op)  # type: ignore[arg-type]

@@ -40,20 +40,25 @@ sum's stage 1 would wait for the max's stage 2 and read ``a`` again: a column
 softmax read its input three times (max, sum, output) where it now reads it
 twice.
 
-The heuristic (``split=0``) follows ``num_splits`` in spirit but counts coil's
-programs: a reduction is split when its kernel would run fewer than
-``2*num-sms`` programs, with static outputs and a row longer than a persistent
-tile (inner reductions, whose loads read along the reduced dimension: chunks of
-4096 elements, each one persistent program row) or at least ``min-rnumel``
-elements (outer reductions such as a column sum: chunks of 256 rows; on the
-H100 a bf16 ``x.var(0)`` of 32768 x 2048 took 0.071 ms with them and 0.086 ms
-with 128-row chunks, Inductor 0.068, benchmarks/tile_sweep.py). Dynamic reduced sizes keep
-that static chunk and take ``(D + chunk - 1) floordiv chunk`` chunks, masked, so
-the number of programs follows the size at run time (one a stage for a small
-one); dynamic output counts are not split. At most ``max-split`` (4096)
-chunks are taken, so a static stage 2 of an inner split is one persistent row
-per output; stage 2 is a reduction again and goes through the same heuristic
-once more if static (a dynamic one is not split again).
+Whether to split, and into how many chunks (``split=0``), is the kernel
+strategy's (``coil/strategy/plan.py``, ``split_plan``): the cost model's
+estimate of both stages (stage 1 with the tile ``convert-loop-to-tt`` will
+give it, and the finish) against the one kernel, on the target the module
+names (``coil.target``). It asks on the layouts ``bufferize`` will store the
+tensors with (``transforms/loop_layout.py``: an activation of a channels-last
+convolution is NHWC, so its spatial mean is an outer reduction, contiguous
+along the channels), and cuts the reduction dimensions in the order the loads
+lay them out: a one-group GroupNorm over NHWC is chunked along H*W with the
+channels innermost, not along C with a stride. (On the H100 a bf16
+``x.var(0)`` of 32768 x 2048 took 0.071 ms with 256-row chunks and 0.086 ms
+with 128-row ones, Inductor 0.068, benchmarks/tile_sweep.py; the model ranks
+them the same way.) Dynamic reduced sizes are planned as long ones: a static
+chunk and ``(D + chunk - 1) floordiv chunk`` chunks, masked, so the number of
+programs follows the size at run time (one a stage for a small one); dynamic
+output counts are not split. At most ``max-split`` (4096) chunks are taken,
+so a static stage 2 of an inner split is one persistent row per output;
+stage 2 is a reduction again and is asked once more if static (a dynamic one
+is not split again). ``print-plans`` prints each verdict with its estimates.
 
 Runs on tensor-level loop IR before ``loop-fuse`` (after ``loop-inline``, so
 stage 1 carries the inlined producers and the consumers read stage 2): fusion
@@ -63,11 +68,12 @@ then groups each stage with its siblings and epilogues as for any reduction.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 
 import sympy
 from xdsl.context import Context
-from xdsl.dialects import arith, builtin
+from xdsl.dialects import arith, builtin, func
 from xdsl.dialects.builtin import IndexType, StringAttr, i1, i64
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
@@ -76,8 +82,16 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from coil.dialects import loop as L
 from coil.dialects.symbolic import ShapeAttr, index_symbols, torch_sympy
 from coil.lowering.body_builder import BodyBuilder, is_float
-from coil.lowering.loop_to_tt.tiling import OUTER_PERSISTENT, outer_reduction_tile
-from coil.transforms.loop_cost import element_bytes
+from coil.strategy.access import (
+    StridesOf,
+    classify_reduction,
+    element_bytes,
+    order_from_strides,
+    row_major,
+)
+from coil.strategy.plan import PERSISTENT_THRESHOLD, ReductionShape, SplitPlan, split_plan
+from coil.strategy.target import Target, module_target
+from coil.transforms.loop_layout import LayoutRules
 from coil.transforms.loop_utils import (
     EXPR_PROPERTIES,
     exprs_of,
@@ -85,43 +99,12 @@ from coil.transforms.loop_utils import (
     substitute_in_body,
 )
 
-PERSISTENT_ROW = 4096
-"""The longest row ``convert-loop-to-tt`` keeps in registers (its default
-``persistent-threshold``): the chunk of an inner split."""
-OUTER_CHUNK = 256
-"""Rows per chunk of an outer (column) split."""
-
 
 def _prod(values) -> sympy.Expr:
     out = sympy.Integer(1)
     for v in values:
         out = out * v
     return out
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _next_pow2(n: int) -> int:
-    return 1 if n <= 1 else 1 << (n - 1).bit_length()
-
-
-def _programs(xnumel: int, rnumel: int | None, inner: bool, element_bytes: int) -> int:
-    """Programs ``convert-loop-to-tt`` launches for a reduction (its tiling,
-    ``_reduction_tile``): a looped inner reduction runs one row per program, so
-    4096 rows of a 50257-wide log-softmax already fill the machine; a looped
-    outer one runs ``tiling.outer_reduction_tile``'s columns per program (a
-    layer norm's weight gradient, 768 columns summed over 4096 rows: 96
-    programs, too few for an H100)."""
-    if rnumel is not None and rnumel <= (PERSISTENT_ROW if inner else OUTER_PERSISTENT):
-        xblock = 1 << (max(1, min(64, PERSISTENT_ROW // _next_pow2(rnumel))).bit_length() - 1)
-    elif inner:
-        xblock = 1
-    else:
-        r = sympy.Integer(rnumel) if rnumel is not None else sympy.Symbol("r")
-        xblock = outer_reduction_tile(sympy.Integer(xnumel), r, element_bytes)[0]
-    return _cdiv(xnumel, min(xblock, _next_pow2(xnumel)))
 
 
 def identity(kind: str, t: Attribute) -> bool | int | float:
@@ -136,45 +119,6 @@ def identity(kind: str, t: Attribute) -> bool | int | float:
         return 0 if kind in ("max", "argmax") else 1
     width = t.width.data
     return -(2 ** (width - 1)) if kind in ("max", "argmax") else 2 ** (width - 1) - 1
-
-
-def _contiguous_dim(t: Attribute) -> int:
-    """The dimension of ``t`` with unit stride (a buffer's layout; the last one
-    for value-semantic tensors, which are row-major)."""
-    strides = getattr(t, "strides", None)
-    if strides:
-        for k in reversed(range(len(strides))):
-            if strides[k] == 1 and t.shape[k] != 1:
-                return k
-    return len(t.shape_attr.data) - 1
-
-
-def _is_inner(red: L.ReductionOp) -> bool:
-    """Whether the loads mostly read along a reduced dimension (the index of the
-    read tensor's unit-stride dimension moves with an ``r`` symbol), as
-    Inductor's stride vote in ``num_splits``."""
-    n = len(red.ranges.data)
-    rsyms = set(index_symbols(n, len(red.reduction_ranges.data))[n:])
-    inner = outer = 0
-    for op in red.body.walk():
-        if isinstance(op, L.LoadOp) and op.index.data:
-            if not any(e.free_symbols & rsyms for e in op.index.data):
-                continue
-            if op.index.data[_contiguous_dim(op.source.type)].free_symbols & rsyms:
-                inner += 1
-            else:
-                outer += 1
-    return inner >= outer
-
-
-@dataclass(frozen=True)
-class _Plan:
-    nsplit: sympy.Expr  # chunks: static, or (D + chunk - 1) floordiv chunk
-    chunk: sympy.Expr  # in units of the split dimension
-    dim: sympy.Expr  # the split dimension's size D
-    unit: sympy.Expr  # elements of the reduction domain per step of the split dimension
-    flatten: bool  # reduce over the flattened domain (else split the outermost range)
-    masked: bool
 
 
 @dataclass(frozen=True)
@@ -194,26 +138,30 @@ class LoopSplitReductionPass(ModulePass):
     name = "loop-split-reduction"
 
     split: int = 0
-    """0: the heuristic; N >= 2: split every reduction over at least N elements
-    in N chunks (once; for tests and experiments)."""
-    num_sms: int = 132
-    """Streaming multiprocessors of the target GPU (an H100 has 132): a reduction
-    launching at least twice as many programs is left alone."""
-    min_rnumel: int = 1024
-    """Outer (column) reductions over fewer elements are left alone."""
-    max_split: int = PERSISTENT_ROW
+    """0: the strategy's choice; 1: never split; N >= 2: split every reduction
+    over at least N elements in N chunks (once; for tests and experiments)."""
+    num_sms: int = 0
+    """0: the target's SM count (``coil.target``, strategy/target.py); N: plan as
+    if the GPU had N SMs."""
+    max_split: int = 4096
     """At most this many chunks per output: a static stage 2 is then one
     persistent row per output. (With 16384, a full reduction of 2^26 elements
     took three kernels; on the H100 its second and third took 5.6 us where
     Inductor's one second kernel took 2.8, ncu.)"""
+    print_plans: bool = False
+    """Print on stderr, for each reduction with static outputs, the strategy's
+    verdict and the estimates behind it (``fx-opt --print-kernel-plans``)."""
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        target = module_target(op)
         for block in function_blocks(op):
+            fn = block.parent_op()
+            layouts = LayoutRules(fn) if isinstance(fn, func.FuncOp) else None
             work = [o for o in block.ops if isinstance(o, L.ReductionOp) and not o.is_bufferized]
             maxima: dict[SSAValue, _SplitMax] = {}
             while work:
                 red = work.pop(0)
-                plan = self._plan(red)
+                plan = self._plan(red, target, layouts.strides if layouts else None)
                 if plan is None:
                     continue
                 stage2 = _Splitter(red, plan, maxima).run()
@@ -222,69 +170,57 @@ class LoopSplitReductionPass(ModulePass):
                     # a dynamic one is not split again (it would never end).
                     work.extend(stage2)
 
-    # ---- the heuristic --------------------------------------------------------
+    # ---- the decision: the strategy's (strategy/plan.py) -----------------------
 
-    def _plan(self, red: L.ReductionOp) -> _Plan | None:
+    def _plan(
+        self, red: L.ReductionOp, target: Target, strides_of: StridesOf | None
+    ) -> SplitPlan | None:
         kind = red.kind.data
         rranges = red.reduction_ranges.data
-        if not rranges:
+        if not rranges or self.split == 1:
             return None
         elem = red.body.block.last_op.values[0].type
         if kind in ("argmax", "argmin") and elem == i1:
             return None
-        xnumel, rnumel = _prod(red.ranges.data), _prod(rranges)
-        inner = _is_inner(red)
-        nbytes = element_bytes(elem)
-        target = PERSISTENT_ROW if inner else OUTER_CHUNK
-        if self.split:
-            if rnumel.is_Integer and int(rnumel) < self.split:
-                return None
-        else:
-            if not xnumel.is_Integer:
-                return None
-            if rnumel.is_Integer:
-                r = int(rnumel)
-                if r <= (PERSISTENT_ROW if inner else max(self.min_rnumel, 2 * OUTER_CHUNK - 1)):
-                    return None
-                if _programs(int(xnumel), r, inner, nbytes) >= 2 * self.num_sms:
-                    return None
-            elif _programs(int(xnumel), None, inner, nbytes) >= 2 * self.num_sms:
-                return None
-        # The split dimension: the outermost reduction range when the rest is a
-        # small static block (no index division), else the flattened domain.
-        rest = _prod(rranges[1:])
-        flatten = len(rranges) > 1 and not (rest.is_Integer and int(rest) * 2 <= target)
-        one = flatten or len(rranges) == 1
-        dim, unit = (rnumel, sympy.Integer(1)) if one else (rranges[0], rest)
-        if self.split:
-            nsplit = self.split
-        elif rnumel.is_Integer:
-            nsplit = min(self.max_split, _cdiv(int(rnumel), target))
-        else:
-            # A dynamic size: the chunk is fixed (one persistent row of an inner
-            # split, OUTER_CHUNK rows of an outer one) and the number of chunks
-            # follows the size at run time, as Inductor's split does from its
-            # size hint; a small size then runs one program a stage, a large
-            # one enough for the machine. (A fixed count with a symbolic chunk
-            # launched 4096 programs for a 10-element sum.)
-            per = max(1, _cdiv(target, int(unit))) if unit.is_Integer else 1
-            count = torch_sympy().FloorDiv(dim + (per - 1), per)
-            return _Plan(count, sympy.Integer(per), dim, unit, flatten, True)
-        if dim.is_Integer:
-            d = int(dim)
-            nsplit = _prefer_divisor(d, min(nsplit, d))
-            if nsplit < 2:
-                return None
-            rows_per = _cdiv(d, nsplit)
-            nsplit = _cdiv(d, rows_per)  # no empty chunk
-            if nsplit < 2:
-                return None
-            masked = rows_per * nsplit != d
-            return _Plan(sympy.Integer(nsplit), sympy.Integer(rows_per), dim, unit, flatten, masked)
-        if nsplit < 2:
-            return None
-        chunk = torch_sympy().FloorDiv(dim + (nsplit - 1), nsplit)
-        return _Plan(sympy.Integer(nsplit), chunk, dim, unit, flatten, True)
+
+        def layout(value: SSAValue):
+            got = strides_of(value) if strides_of is not None else None
+            if got is None and isinstance(value.type, L.LoopTensorType):
+                return row_major(value.type.shape)
+            return got
+
+        # The layouts bufferize will store these tensors with (loop_layout.py):
+        # the kernel walks its outputs in its result's order and reads its
+        # inputs as they will be stored, so the vote is the back end's.
+        ranges = red.ranges.data
+        out = layout(red.res[0])
+        order = order_from_strides(ranges, out) if out is not None else None
+        access = classify_reduction(red, order, layout)
+        accumulators = {"welford": 3, "argmax": 2, "argmin": 2}.get(kind, 1)
+        shape = ReductionShape(
+            _prod(ranges),
+            _prod(rranges),
+            access,
+            accumulators=accumulators,
+            out_bytes=sum(element_bytes(r.type.element_type) for r in red.res),
+        )
+        why: list[str] = []
+        plan = split_plan(
+            shape,
+            list(rranges),
+            target,
+            forced=self.split,
+            max_split=self.max_split,
+            persistent_threshold=PERSISTENT_THRESHOLD,
+            num_sms=self.num_sms,
+            explain=why,
+        )
+        if self.print_plans and not self.split:
+            name = red.res[0].name_hint or "reduction"
+            what = f"%{name} [{', '.join(map(str, ranges))}] x [{', '.join(map(str, rranges))}]"
+            verdict = why[0] if plan is not None else f"not split: {'; '.join(why)}"
+            print(f"loop-split-reduction: {what}, {access.axis}: {verdict}", file=sys.stderr)
+        return plan
 
 
 def _inline_constant(nest: L.PointwiseOp) -> None:
@@ -309,17 +245,6 @@ def _inline_constant(nest: L.PointwiseOp) -> None:
         Rewriter.erase_op(nest)
 
 
-def _prefer_divisor(d: int, n: int) -> int:
-    """A split count near ``n`` that divides ``d`` (no masks), else ``n``."""
-    if n < 2 or d % n == 0:
-        return n
-    for delta in range(1, max(1, n // 4) + 1):
-        for cand in (n - delta, n + delta):
-            if 2 <= cand <= d and d % cand == 0:
-                return cand
-    return n
-
-
 # --------------------------------------------------------------------------
 # The rewrite
 # --------------------------------------------------------------------------
@@ -333,7 +258,7 @@ class _SplitMax:
 
     partial: SSAValue
     value: SSAValue
-    plan: _Plan
+    plan: SplitPlan
     reduction_ranges: ShapeAttr
 
 
@@ -434,7 +359,7 @@ def _shift_of_max(rhs: SSAValue) -> tuple[list[L.LoadOp], bool] | None:
 
 
 class _Splitter:
-    def __init__(self, red: L.ReductionOp, plan: _Plan, maxima: dict[SSAValue, _SplitMax]):
+    def __init__(self, red: L.ReductionOp, plan: SplitPlan, maxima: dict[SSAValue, _SplitMax]):
         self.red, self.plan = red, plan
         self.maxima = maxima
         self.value: SSAValue | None = None  # what the last stage-1 body reduces
@@ -442,7 +367,11 @@ class _Splitter:
         self.ranges = tuple(red.ranges.data)
         self.n = len(self.ranges)
         rr = tuple(red.reduction_ranges.data)
-        self.rest = () if plan.flatten else rr[1:]
+        # The reduction dimensions slowest first (the order the loads lay them
+        # out in): the split cuts the first, or all of them flattened.
+        self.order = list(plan.rorder) or list(range(len(rr)))
+        self.rest_dims = [] if plan.flatten else sorted(self.order[1:])
+        self.rest = tuple(rr[k] for k in self.rest_dims)
         self.elem = red.body.block.last_op.values[0].type
         self.new_ops: list[Operation] = []
         self.name = red.res[0].name_hint or "red"
@@ -495,16 +424,17 @@ class _Splitter:
             sizes = red.reduction_ranges.data
             stride = sympy.Integer(1)
             fd, pm = torch_sympy().FloorDiv, torch_sympy().PythonMod
-            for k in reversed(range(m_old)):
+            for j in reversed(range(m_old)):
+                k = self.order[j]
                 e = pos if stride == 1 else fd(pos, stride)
-                if k > 0:
+                if j > 0:
                     e = pm(e, sizes[k])
                 sub[old_syms[n + k]] = e
                 stride = stride * sizes[k]
         else:
-            sub[old_syms[n]] = pos
-            for k in range(1, m_old):
-                sub[old_syms[n + k]] = new_syms[n + 1 + k]
+            sub[old_syms[n + self.order[0]]] = pos
+            for j, k in enumerate(self.rest_dims):
+                sub[old_syms[n + k]] = new_syms[n + 2 + j]
         region = red.body.clone()
         old = region.block
         new = L.new_body(n + 1, m_new)

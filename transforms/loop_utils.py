@@ -11,6 +11,7 @@ from xdsl.dialects import arith, builtin, func
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from coil.dialects import buffer as B
 from coil.dialects import loop as L
 from coil.dialects.symbolic import ShapeAttr
 
@@ -154,3 +155,30 @@ def squeeze_unit_ranges(nest: L.PointwiseOp | L.ReductionOp) -> L.PointwiseOp | 
             old.replace_all_uses_with(view.result)
     Rewriter.erase_op(nest)
     return new_nest
+
+
+def identity_copy_source(value: SSAValue) -> SSAValue | None:
+    """``x`` where ``value`` is ``loop.pointwise { yield x[i0, i1, ...] }`` of the
+    same element type (an ``aten.clone`` that only changes the layout)."""
+    nest = value.owner
+    if not isinstance(nest, L.PointwiseOp) or len(nest.res) != 1:
+        return None
+    ops = list(nest.body.block.ops)
+    if len(ops) != 2 or not isinstance(ops[0], L.LoadOp) or not isinstance(ops[1], L.YieldOp):
+        return None
+    load = ops[0]
+    source = load.source
+    if load.indirect or load.mask is not None or ops[1].operands[0] is not load.result:
+        return None
+    rank = len(nest.ranges.data)
+    if list(load.index.data) != L.index_symbols(rank):
+        return None
+    t = source.type
+    if (
+        not isinstance(t, L.LoopTensorType | B.BufferType)
+        or t.element_type != value.type.element_type
+    ):
+        return None
+    if list(t.shape) != list(value.type.shape):
+        return None
+    return source

@@ -17,7 +17,10 @@ Tiling follows Inductor's TritonKernel:
   (softmax: max, then sum of exp, then the stores). Pointwise members over
   ``ranges ++ reduction_ranges`` are recomputed in every phase that reads them.
   An outer reduction (loads contiguous along the output index) takes a wide
-  ``XBLOCK`` and a short looped ``RBLOCK`` (``tiling.py``).
+  ``XBLOCK`` and a short looped ``RBLOCK``. Rows are walked in the order their
+  loads lay them out (C innermost for a channels-last tensor). The tile comes
+  from the kernel strategy (``coil/strategy/plan.py``), which every kernel
+  records with its estimate as ``coil.plan``.
 
 Launch ABI (brief §1): pointer arguments for the buffers read then written
 (deduplicated), i64 arguments for seeds, then one i64 per size symbol.
@@ -55,7 +58,11 @@ from coil.lowering.loop_to_tt import tiling as T
 from coil.lowering.loop_to_tt.body import BodyEmitter, Tile, checked_dims
 from coil.lowering.loop_to_tt.builder import KernelBuilder, LoweringError
 from coil.lowering.loop_to_tt.eviction import EvictionPlan
-from coil.transforms.loop_cost import element_bytes, nest_cost
+from coil.strategy import access as A
+from coil.strategy import plan as P
+from coil.strategy.cost import MARGIN, Estimate, sector_efficiency
+from coil.strategy.target import TARGETS, Target
+from coil.transforms.loop_cost import compute_ops, element_bytes, nest_cost
 
 XINDEX = symbol("xindex")
 YINDEX = symbol("yindex")
@@ -77,6 +84,7 @@ class Options:
     yblock: int = 0
     outer_reduction: bool = True  # outer reductions: wide XBLOCK, short looped RBLOCK
     eviction: str = "auto"  # L2 eviction hints of loads: "auto", "stream", "off" (eviction.py)
+    target: Target = TARGETS["cpu-interpreter"]  # what the plans are for (strategy/target.py)
 
 
 @dataclass
@@ -94,6 +102,7 @@ class Kernel:
     rblock: int = 0
     persistent: bool = False
     yblock: int = 0  # a 2-D pointwise tile's rows (0: 1-D or a reduction)
+    plan: str = ""  # the plan and its estimate (strategy/plan.py), for review
 
 
 # Scans: a row of at most SCAN_PERSISTENT static elements is scanned whole,
@@ -108,10 +117,6 @@ SCAN_TILE = 1024
 # The largest static window a reduction unrolls in registers (``_unrolls``);
 # Inductor lowers pooling windows up to 25 points as pointwise kernels.
 UNROLL = 25
-
-# Programs a persistent reduction of few rows launches at least, while rows per
-# program can still halve: about one per SM of an H100 (132).
-FILL_PROGRAMS = 128
 
 
 def next_pow2(n: int) -> int:
@@ -318,6 +323,7 @@ class KernelLowering:
         self.options = options
         self.kind = kind
         self.yblock = 0
+        self.plan = ""  # the kernel's plan and estimate (strategy/plan.py)
         self.member_results: set[SSAValue] = set()
         if isinstance(nest, L.FusedOp):
             self.member_results = {r for m in nest.members() for r in m.results}
@@ -441,6 +447,8 @@ class KernelLowering:
             grid, warps = self._scatter()
         else:
             grid, warps = self._group()
+        if self.plan:
+            func.attributes["coil.plan"] = StringAttr(self.plan)
         self.body.eviction.finish()
         self.b.insert(tt.ReturnOp())
         region_dce(func.body)  # constants and splats a broadcast made unnecessary
@@ -455,6 +463,7 @@ class KernelLowering:
             self.rblock,
             self.persistent,
             self.yblock,
+            self.plan,
         )
 
     def _pointer(self, buf: SSAValue) -> SSAValue:
@@ -506,10 +515,22 @@ class KernelLowering:
         ranges = op.ranges.data
         # Lanes walk the output's memory order (tiling.output_order).
         order = T.output_order(op, len(ranges))
+        self.accesses = A.pointwise_accesses(op)  # the tiling's and the plan's
+        opts = self.options
         plan = T.pointwise_tiling(
-            op, self.options.tile2d, self.options.yblock, self.options.xblock, order
+            op, opts.tile2d, opts.yblock, opts.xblock, order, accesses=self.accesses
         )
         if plan is not None:
+            # 64 x 64 where the cost model says a whole line per tile row pays
+            # (tiling.py LARGE_TILE; strategy/cost.py LINE).
+            large = T.pointwise_tiling(
+                op, opts.tile2d, opts.yblock, opts.xblock, order, self.accesses, large=True
+            )
+            if large is not None and (large.yblock, large.xblock) != (plan.yblock, plan.xblock):
+                small_est = self._pointwise_estimate(order, plan)
+                large_est = self._pointwise_estimate(order, large)
+                if large_est.seconds < small_est.seconds * (1 - MARGIN):
+                    plan = large
             return self._pointwise_2d(plan, order)
         xnumel = _prod(ranges)
         xblock = self._pointwise_xblock(xnumel)
@@ -521,6 +542,8 @@ class KernelLowering:
         (value,) = self.body.emit(op.body.block, tile)
         self.body.store(op.outs[0], syms, value, tile)
         warps = 4 if xblock <= 1024 else 8
+        what = f"pointwise 1-D [XBLOCK {xblock}], {warps} warps"
+        self._pointwise_plan(what, order, xblock, 0, 0, warps)
         return [cdiv(xnumel, xblock), sympy.Integer(1), sympy.Integer(1)], warps
 
     def _pointwise_xblock(self, xnumel: sympy.Expr) -> int:
@@ -529,6 +552,48 @@ class KernelLowering:
         if xnumel.is_Integer:
             return min(1024, next_pow2(int(xnumel)))
         return 1024
+
+    def _pointwise_estimate(self, order: list[int], tiling: T.Tiling2D) -> Estimate:
+        return self._pointwise_cost(
+            order, tiling.xblock, tiling.yblock, tiling.split, tiling.num_warps
+        )
+
+    def _pointwise_plan(
+        self, what: str, order: list[int], xblock: int, yblock: int, split: int, warps: int
+    ) -> None:
+        """The plan line of a pointwise kernel: its tile and its estimate."""
+        est = self._pointwise_cost(order, xblock, yblock, split, warps)
+        self.plan = f"{what}: {est.summary()}"
+
+    def _pointwise_cost(
+        self, order: list[int], xblock: int, yblock: int, split: int, warps: int
+    ) -> Estimate:
+        """The estimate of a pointwise kernel's tile: its bytes, each access's
+        contiguous run along the tile (``cost.sector_efficiency``)."""
+        op = self.nest
+        ranges = [op.ranges.data[k] for k in order]
+        accesses = [A.permuted(a, order) for a in self.accesses]
+        dims = A.nontrivial(ranges)
+        moved = fetched = 0.0
+        for a in accesses:
+            weight = a.weight / 2 if a.what == "store" else a.weight
+            c = A.contiguous_dim(a, ranges)
+            if c is not None and dims and c == dims[-1]:
+                run = xblock * weight
+            elif c is not None and split and c == split - 1:
+                run = yblock * weight
+            elif all(a.strides[k] == 0 for k in dims):
+                continue  # a scalar: one read for the whole kernel
+            else:
+                run = weight
+            moved += weight
+            fetched += weight / sector_efficiency(run)
+        block = xblock * max(yblock, 1)
+        efficiency = moved / fetched if fetched else 1.0
+        target = self.options.target
+        numel = _prod(ranges)
+        ops = compute_ops(op)
+        return P.pointwise_estimate(numel, block, warps, int(moved), ops, efficiency, target)
 
     def _pointwise_2d(self, plan: T.Tiling2D, order: list[int]) -> tuple[list[sympy.Expr], int]:
         """A ``[YBLOCK, XBLOCK]`` tile: ``yindex`` (``[YBLOCK, 1]``) over the flattened
@@ -584,6 +649,8 @@ class KernelLowering:
         tile = Tile(shape, mask)
         (value,) = self.body.emit(op.body.block, tile)
         self.body.store(op.outs[0], logical, value, tile)
+        what = f"pointwise 2-D [YBLOCK {yblock}, XBLOCK {xblock}], {plan.num_warps} warps"
+        self._pointwise_plan(what, order, xblock, yblock, plan.split, plan.num_warps)
         return grid, plan.num_warps
 
     # ---- scatters ----
@@ -637,9 +704,11 @@ class KernelLowering:
         out_t = op.outs[0].type
         strides = [sympy.sympify(st) for st in out_t.strides_attr.data]
         columns = bool(order) and strides[d] != 1 and strides[order[-1]] == 1
-        limit = min(opts.persistent_threshold, T.OUTER_PERSISTENT if columns else SCAN_PERSISTENT)
+        limit = min(opts.persistent_threshold, P.OUTER_PERSISTENT if columns else SCAN_PERSISTENT)
         persistent = rnumel.is_Integer and int(rnumel) <= limit
-        outer_x, outer_r = T.outer_reduction_tile(xnumel, rnumel, element_bytes(out_t.element_type))
+        outer_x, outer_r = P.outer_scan_tile(
+            xnumel, rnumel, element_bytes(out_t.element_type), opts.target
+        )
         if persistent:
             rblock = next_pow2(int(rnumel))
         elif opts.rblock:
@@ -715,21 +784,54 @@ class KernelLowering:
         ranges, rranges = nest.ranges.data, self._rranges()
         n = len(ranges)
         xnumel, rnumel = _prod(ranges), _prod(rranges)
-        # Lanes walk the output's memory order (tiling.output_order).
+        # Lanes walk the output's memory order (tiling.output_order), and rows
+        # the order the loads lay the reduction out in (a channels-last
+        # tensor's mean over (C, H, W) walks H, W, C: strategy/access.py).
         self.order = T.output_order(nest, n)
+        self.access = A.classify_reduction(nest, self.order)
+        self.members = _members(nest)
+        self.outputs: dict[tuple[int, int], list[SSAValue]] = {}
+        self._collect_outputs()
         unrolled = self._unrolls(xnumel, rnumel)
         if unrolled:
             persistent, rblock, inner = True, 1, False
             xblock = min(1024, next_pow2(int(xnumel))) if xnumel.is_Integer else 1024
             if self.options.xblock:
                 xblock = next_pow2(self.options.xblock)
+            warps = P.warps_for(xblock, rblock, inner)
+            # Each lane reads its window: every read counted, an upper bound
+            # (overlapping windows of neighbours hit the cache).
+            acc = self.access
+            nbytes = acc.point_bytes * int(rnumel) + acc.row_bytes + 4
+            est = P.pointwise_estimate(
+                xnumel, xblock, warps, nbytes, max(1, acc.ops), 1.0, self.options.target
+            )
+            what = f"window of {rnumel} unrolled, [XBLOCK {xblock}], {warps} warps"
+            self.plan = f"{what}: {est.summary()}"
         elif not rranges:
             # Pointwise members only (loop-fuse's sibling groups): a pointwise
             # nest's tile, XBLOCK points of one row each.
             persistent, rblock, inner = True, 1, False
             xblock = self._pointwise_xblock(xnumel)
+            warps = P.warps_for(xblock, rblock, inner)
+            acc = self.access
+            est = P.pointwise_estimate(
+                xnumel,
+                xblock,
+                warps,
+                acc.point_bytes + acc.row_bytes,
+                max(1, acc.ops),
+                1.0,
+                self.options.target,
+            )
+            self.plan = f"pointwise group [XBLOCK {xblock}], {warps} warps: {est.summary()}"
         else:
-            persistent, xblock, rblock, inner = self._reduction_tile(xnumel, rnumel)
+            tile = self._reduction_tile(xnumel, rnumel)
+            persistent, xblock, rblock = tile.persistent, tile.xblock, tile.rblock
+            inner, warps = tile.inner, tile.warps
+            self.plan = tile.summary()
+            if self.access.rorder != tuple(sorted(self.access.rorder)):
+                self.plan += f"; rows walked in order {list(self.access.rorder)}"
         self.xblock, self.rblock, self.persistent = xblock, rblock, persistent
         self.xmask = self._xindex(xblock, xnumel, 2)
         self.isyms = index_symbols(n, len(rranges))[:n]
@@ -740,9 +842,6 @@ class KernelLowering:
         rbase = b.emit(tt.ExpandDimsOp(b.cast_int(b.emit(tt.MakeRangeOp(0, rblock)), it), 0))
         rbase.name_hint = "rbase"
         self.tile1 = Tile((xblock, 1), self.xmask)
-        self.members = _members(nest)
-        self.outputs: dict[tuple[int, int], list[SSAValue]] = {}
-        self._collect_outputs()
         self.rnumel = rnumel
         if unrolled:
             self._unrolled(int(rnumel))
@@ -751,11 +850,6 @@ class KernelLowering:
             self._persistent()
         else:
             self._looped(rbase, rnumel, rblock)
-        # A whole 4096-wide row in one program wants all of a CTA's warps
-        # (8 values per thread per live tile), as Inductor's persistent configs do.
-        warps = 16 if rblock >= 4096 else 8 if xblock * rblock >= 4096 else 4
-        if inner and xblock * rblock >= 2048:
-            warps = 8
         return [cdiv(xnumel, xblock), sympy.Integer(1), sympy.Integer(1)], warps
 
     def _unrolls(self, xnumel: sympy.Expr, rnumel: sympy.Expr) -> bool:
@@ -768,7 +862,7 @@ class KernelLowering:
         window and put few outputs in a program; Inductor lowers such pools as
         pointwise kernels with the window unrolled."""
         nest, opts = self.nest, self.options
-        kinds = [m.kind for m in _members(nest)]
+        kinds = [m.kind for m in self.members]
         if kinds.count("R") != 1 or "P2" in kinds:
             return False
         reds = [nest] if isinstance(nest, L.ReductionOp) else list(nest.members())
@@ -776,7 +870,7 @@ class KernelLowering:
             return False
         if not rnumel.is_Integer or not 1 <= int(rnumel) <= UNROLL or opts.rblock:
             return False
-        return bool(opts.outer_reduction and T.is_outer_reduction(nest, self.order))
+        return bool(opts.outer_reduction and self.access.axis == "outer")
 
     def _unrolled(self, rnumel: int) -> None:
         """The reduction over each lane's window, point by point: the body at each
@@ -802,90 +896,47 @@ class KernelLowering:
             assert acc is not None
             self._set_results(m, [acc[1]] if kind in R.ARG_KINDS else acc)
 
-    def _reads_rows_contiguously(self) -> bool:
-        """Whether the kernel's loads walk memory along the innermost reduction
-        index (stride 1): rows, not columns. The loads of its reductions vote,
-        and those of the pointwise members that run over the reduction's
-        ranges (an epilogue such as a softmax's backward, which reads each row
-        again); a load that does not move with that index (a per-row scalar, a
-        member's result), an indirect one or none at all says nothing."""
-        rranges = self._rranges()
-        if not rranges:
-            return False
-        n = len(self.nest.ranges.data)
-        bodies = [(self.nest, index_symbols(n, len(rranges))[-1])]
-        if isinstance(self.nest, L.FusedOp):
-            bodies = []
-            for m in self.nest.members():
-                if isinstance(m, L.ReductionOp):
-                    bodies.append((m, index_symbols(n, len(rranges))[-1]))
-                elif len(m.ranges.data) == n + len(rranges):
-                    bodies.append((m, index_symbols(n + len(rranges))[-1]))
-        votes = []
-        for member, last in bodies:
-            for op in member.body.walk():
-                if not isinstance(op, L.LoadOp) or op.indirect:
-                    continue
-                t = op.source.type
-                if not isinstance(t, BufferType):
-                    continue
-                terms = zip(op.index.data, t.strides)
-                offset = sympy.expand(
-                    sum((sympy.sympify(i) * sympy.sympify(st) for i, st in terms), 0)
-                )
-                if last in offset.free_symbols:
-                    votes.append(offset.coeff(last) == 1)
-        return bool(votes) and all(votes)
-
-    def _reduction_tile(
-        self, xnumel: sympy.Expr, rnumel: sympy.Expr
-    ) -> tuple[bool, int, int, bool]:
-        """(persistent, XBLOCK, RBLOCK, inner): rows contiguous along r get wide
-        persistent rows; a long looped row read along its contiguous dim (inner)
-        one row per program, 2048 wide (Inductor's inner-reduction config), so a
-        tall input launches a program per row, enough to keep every SM's loads
-        in flight; an outer reduction (loads contiguous along the last output
-        index, see ``tiling.py``) gets wide XBLOCK and a short looped RBLOCK."""
+    def _reduction_tile(self, xnumel: sympy.Expr, rnumel: sympy.Expr) -> P.ReductionTile:
+        """The tile the strategy plans for this kernel (``strategy/plan.py``): the
+        access pattern picks the shape, the cost model the quantities."""
         opts = self.options
-        outer = T.is_outer_reduction(self.nest, self.order) if opts.outer_reduction else 0
-        threshold = opts.persistent_threshold
-        if outer:
-            threshold = min(threshold, T.OUTER_PERSISTENT)
-        persistent = rnumel.is_Integer and int(rnumel) <= threshold
-        inner = not persistent and not outer and not opts.xblock and self._reads_rows_contiguously()
-        outer_x, outer_r = T.outer_reduction_tile(xnumel, rnumel, outer)
-        if persistent:
-            rblock = next_pow2(int(rnumel))
-        elif opts.rblock:
-            rblock = next_pow2(opts.rblock)
-        elif outer:
-            rblock = outer_r
-        elif inner:
-            rblock = 2048 if not rnumel.is_Integer else min(2048, next_pow2(int(rnumel)))
-        else:
-            rblock = 64 if not rnumel.is_Integer else min(64, next_pow2(int(rnumel)))
-        if opts.xblock:
-            xblock = next_pow2(opts.xblock)
-        elif outer and not persistent:
-            xblock = outer_x
-        elif inner and rblock >= 256:
-            xblock = 1
-        else:
-            budget = 4096 if persistent else 2048
-            xblock = 1 << (max(1, min(64, budget // rblock)).bit_length() - 1)
-            if xnumel.is_Integer:
-                xblock = min(xblock, next_pow2(int(xnumel)))
-                # Few long persistent rows on a GPU: fewer a program, so they
-                # spread over the SMs (a batch-1 GPT-2's layer norms, 128 rows
-                # of 768, ran 4 a program on 32 of an H100's 132 SMs: 2.0 us a
-                # launch against Inductor's 1.7). Short rows keep theirs: a
-                # batch-1 256 x 256 Linear went from 1.35 to 1.65 us at 2 rows a
-                # program. Not on the CPU, where Triton's interpreter runs
-                # programs one after another.
-                spread = persistent and rblock >= 512 and self.device.startswith("cuda")
-                while spread and xblock > 1 and cdiv(xnumel, xblock) < FILL_PROGRAMS:
-                    xblock //= 2
-        return persistent, xblock, rblock, inner
+        shape = self.reduction_shape(xnumel, rnumel)
+        return P.reduction_tile(
+            shape,
+            opts.target,
+            xblock=opts.xblock,
+            rblock=opts.rblock,
+            persistent_threshold=opts.persistent_threshold,
+            outer_tiles=opts.outer_reduction,
+        )
+
+    def reduction_shape(self, xnumel: sympy.Expr, rnumel: sympy.Expr) -> P.ReductionShape:
+        """What the plan depends on: the access, the loops over a row, what a
+        lane accumulates and what the kernel writes."""
+        reds = [m for m in self.members if m.kind == "R"]
+        p2_out = [m for m in self.members if m.kind == "P2" and (id(m.op), 0) in self.outputs]
+        phases = max([m.phase + 1 for m in reds] + [m.avail + 1 for m in p2_out] + [1])
+        if self.options.online_softmax:
+            phases -= len(online_softmax_pairs(self.members))
+        accumulators = sum(len(self._acc_init_kinds(m)) for m in reds) or 1
+        per_point = {out for m in p2_out for out in self.outputs.get((id(m.op), 0), [])}
+        out_bytes = point_out_bytes = 0
+        for out in self.nest.outs:
+            size = A.element_bytes(out.type.element_type)
+            if out in per_point:
+                point_out_bytes += size
+            else:
+                out_bytes += size
+        return P.ReductionShape(
+            xnumel,
+            rnumel,
+            self.access,
+            phases=max(1, phases),
+            accumulators=accumulators,
+            out_bytes=out_bytes or 4,
+            point_out_bytes=point_out_bytes,
+            reductions=max(1, len(reds)),
+        )
 
     def _collect_outputs(self) -> None:
         nest = self.nest
@@ -915,7 +966,14 @@ class KernelLowering:
         if not (rnumel.is_Integer and int(rnumel) > 0 and int(rnumel) % rblock == 0):
             rmask = b.cmpi(rindex, b.emit_index(rnumel), "slt")
             rmask.name_hint = "rmask"
-        self._bind_indices(RINDEX, self.rsyms, self._rranges() if rsizes is None else rsizes)
+        if rsizes is not None:  # a scan's one dimension
+            self._bind_indices(RINDEX, self.rsyms, rsizes)
+        else:
+            rranges = self._rranges()
+            rorder = [k for k in range(len(rranges)) if k not in self.access.rorder]
+            rorder += list(self.access.rorder)  # size-1 dimensions first: their index is 0
+            rsyms = [self.rsyms[k] for k in rorder]
+            self._bind_indices(RINDEX, rsyms, [rranges[k] for k in rorder])
         shape = (self.xblock, rblock)
         mask = b.and_(self.xmask, rmask)
         if mask is not None:

@@ -86,18 +86,25 @@ def stage_pair(first: Operation, second: Operation, between: Sequence[Operation]
     r1 = [sympy.sympify(d) for d in first.ranges.data]
     r2 = [sympy.sympify(d) for d in second.ranges.data]
     rr2 = [sympy.sympify(d) for d in second.reduction_ranges.data]
-    if len(r1) != len(r2) + 1 or len(rr2) != 1 or rr2[0] != r1[0] or r1[1:] != r2:
+    # The outputs match up to size-1 dimensions (loop-fuse squeezes a group's:
+    # a spatial mean's partials [chunks, N, C, 1, 1] finished over [N, C]).
+    kept1 = [k for k in range(1, len(r1)) if r1[k] != 1]
+    kept2 = [k for k in range(len(r2)) if r2[k] != 1]
+    if len(rr2) != 1 or rr2[0] != r1[0] or [r1[k] for k in kept1] != [r2[k] for k in kept2]:
         return False
     nsplit, n_out = r1[0], sympy.Mul(*r2)
     if not (nsplit.is_Integer and int(nsplit) > 1 and n_out.is_Integer):
         return False
     outs1 = set(first.outs)
     syms = index_symbols(len(r2), 1)
-    at = [syms[-1], *syms[:-1]]  # [r0, i0, ...]
+    unit2 = {syms[k]: sympy.Integer(0) for k in range(len(r2)) if k not in kept2}
+    at: list[sympy.Expr] = [syms[-1]] + [sympy.Integer(0)] * (len(r1) - 1)  # [r0, i0, ...]
+    for k1, k2 in zip(kept1, kept2):
+        at[k1] = syms[k2]
     partials = False
     for op in second.walk():
         if isinstance(op, L.LoadOp) and op.source in outs1:
-            if [sympy.sympify(e) for e in op.index.data] != at:
+            if [sympy.sympify(e).xreplace(unit2) for e in op.index.data] != at:
                 return False
             partials = True
     if not partials:
@@ -113,7 +120,7 @@ def stage_pair(first: Operation, second: Operation, between: Sequence[Operation]
         return False
     o1 = _nontrivial_order(first, len(r1))
     o2 = _nontrivial_order(second, len(r2))
-    return o1 == [0, *[k + 1 for k in o2]]
+    return o1 == [0, *[kept1[kept2.index(k)] for k in o2]]
 
 
 def merge(
@@ -185,6 +192,12 @@ def _fuse(
     for key in ("coil.kind", "coil.device", "coil.cost"):
         if key in old1.attributes:
             func.attributes[key] = old1.attributes[key]
+    plans = [old.attributes.get("coil.plan") for old in (old1, old2)]
+    if all(isinstance(p, StringAttr) for p in plans):
+        func.attributes["coil.plan"] = StringAttr(
+            f"{plans[0].data}; finished by the last program of each of {tiles} tiles: "
+            f"{plans[1].data.split(':')[0]}"
+        )
     for key in ("coil.source_lines", "coil.aten_ops"):
         merged = []
         for old in (old1, old2):

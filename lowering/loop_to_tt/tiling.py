@@ -40,13 +40,10 @@ over a 2-D grid ``[x tiles, y tiles, 1]`` (as Inductor's: grid x allows 2**31 -
 above 65535, the grid is flattened to ``[x tiles * y tiles, 1, 1]`` and the
 kernel splits its program id (``pid % x tiles``, ``pid // x tiles``).
 
-Reductions whose loads are contiguous along the last *output* index rather than
-the reduction index (``x.sum(0)`` of a row-major matrix, an outer reduction)
-keep the ``[XBLOCK, RBLOCK]`` tile but take the shape of Inductor's outer
-reductions (``outer_config_opt``): a wide ``XBLOCK`` over contiguous columns
-(at least a 32-byte sector of each row) and a short looped ``RBLOCK`` (a whole
-row in registers only up to 64), where the inner heuristic would keep one or a
-few whole columns per program and read them with a stride.
+The accesses' analysis (strides, orders, the inner/outer vote of a
+reduction) lives in ``coil/strategy/access.py`` and reductions' tiles in
+``coil/strategy/plan.py``, where ``loop-split-reduction`` asks the same
+questions.
 """
 
 from __future__ import annotations
@@ -55,11 +52,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import sympy
-from xdsl.ir import Operation
 
 from coil.dialects import loop as L
-from coil.dialects.buffer import BufferType
-from coil.dialects.symbolic import index_symbols, is_index_symbol
+from coil.strategy.access import (
+    Access,
+    contiguous_dim,
+    linear_strides,
+    output_order,
+    permuted,
+    pointwise_accesses,
+)
+from coil.strategy.access import nontrivial as _nontrivial
 
 # Grid y and z allow at most 65535 programs (CUDA); grid x 2**31 - 1.
 MAX_GRID_Y = 65535
@@ -67,125 +70,16 @@ MAX_GRID_Y = 65535
 MAX_XBLOCK = 4096
 MAX_YBLOCK = 1024
 TILE = 1024  # points of a 2-D tile (Inductor's 32 x 32)
-# Nests of at least LARGE_TILE_NUMEL static points, both extents at least 64,
-# take 64 x 64 tiles (unless a block is given): each row
-# of a tile is then a whole 128-byte line in bf16. On an H100 (seventh session,
-# tile_sweep.py) a bf16 2048x4096 transpose ran 0.0197 ms against 0.0229 with
-# 32 x 32 (Inductor, which autotunes its tile: 0.0225), NCHW -> NHWC of
-# 64x256x28x28 0.0199 against 0.0215, and the f32 transpose 0.0369 against 0.0373.
+# The larger tile, 64 x 64, where both static extents are at least 64 and no
+# block is given: each tile row is then a whole 128-byte line in bf16. Whether
+# it pays is the cost model's (lowering/loop_to_tt/kernel.py asks
+# strategy.plan.pointwise_estimate of both): a 64-byte row costs about 0.87
+# of a full line's bandwidth (strategy/cost.py LINE; on an H100 a bf16
+# 2048x4096 transpose ran 0.0197 ms against 0.0229 with 32 x 32, NCHW -> NHWC
+# of 64x256x28x28 0.0199 against 0.0215, the f32 transpose -- full lines
+# either way -- 0.0369 against 0.0373: seventh session, tile_sweep.py), and
+# a small nest gains nothing from fewer, larger programs.
 LARGE_TILE = 4096
-LARGE_TILE_NUMEL = 1 << 20
-
-
-@dataclass(frozen=True)
-class Access:
-    """One memory access of a nest: its stride along each loop index (None where
-    the address is not affine in the index) and its weight (bytes per point)."""
-
-    strides: tuple[sympy.Expr | None, ...]
-    weight: int
-    what: str = ""
-
-
-def _element_bytes(t) -> int:
-    width = getattr(t, "bitwidth", None) or getattr(getattr(t, "width", None), "data", None)
-    return max(1, (width or 32) // 8)
-
-
-def linear_strides(address: sympy.Expr, syms: Sequence[sympy.Symbol]) -> tuple:
-    """The coefficient of each of ``syms`` in ``address`` (None where ``address`` is
-    not of the form ``c * sym + rest`` with ``c`` free of loop indices and ``rest``
-    free of ``sym``)."""
-    expr = sympy.expand(sympy.sympify(address))
-    terms = sympy.Add.make_args(expr)
-    out: list[sympy.Expr | None] = []
-    for s in syms:
-        coeff: sympy.Expr | None = sympy.Integer(0)
-        for t in terms:
-            if s not in t.free_symbols:
-                continue
-            c, dep = t.as_independent(s, as_Add=False)
-            if dep != s or any(is_index_symbol(f) for f in c.free_symbols):
-                coeff = None
-                break
-            coeff = coeff + c
-        out.append(coeff)
-    return tuple(out)
-
-
-def _address(buffer_type: BufferType, index: Sequence[sympy.Expr]) -> sympy.Expr:
-    strides = buffer_type.strides_attr.data
-    return sum((sympy.sympify(e) * s for e, s in zip(index, strides)), sympy.Integer(0))
-
-
-def _load_access(op: L.LoadOp, syms: Sequence[sympy.Symbol], subs=None) -> Access | None:
-    if op.indirect or not isinstance(op.source.type, BufferType):
-        return None
-    index = [sympy.sympify(e) for e in op.index.data]
-    if subs:
-        index = [e.xreplace(subs) for e in index]
-    strides = linear_strides(_address(op.source.type, index), syms)
-    return Access(strides, _element_bytes(op.source.type.element_type), "load")
-
-
-def pointwise_accesses(nest: L.PointwiseOp) -> list[Access]:
-    """The nest's direct buffer loads and its store (weighted twice)."""
-    syms = index_symbols(len(nest.ranges.data))
-    out = [a for op in nest.walk() if isinstance(op, L.LoadOp) if (a := _load_access(op, syms))]
-    for buf in nest.outs:
-        strides = tuple(buf.type.strides_attr.data)
-        out.append(Access(strides, 2 * _element_bytes(buf.type.element_type), "store"))
-    return out
-
-
-def _nontrivial(ranges: Sequence[sympy.Expr]) -> list[int]:
-    return [k for k, d in enumerate(ranges) if sympy.sympify(d) != 1]
-
-
-def output_order(nest: Operation, n: int) -> list[int]:
-    """The nest's first ``n`` loop dimensions in the order its first ``n``-D output
-    lays them out in memory, slowest first (Inductor iterates a kernel in its
-    output's stride order too): a channels-last output ``[N, C, H, W]`` with
-    strides ``[HWC, 1, WC, C]`` gives ``[0, 2, 3, 1]``, so neighbouring lanes
-    differ in C and both the output and channels-last inputs are contiguous
-    along the lanes. Size-1 dimensions come first (their index is 0); the
-    logical order where the output is row-major, has symbolic strides, or is
-    not ``n``-D."""
-    identity = list(range(n))
-    ranges = [sympy.sympify(d) for d in nest.ranges.data][:n]
-    for buf in nest.outs:
-        t = buf.type
-        if not isinstance(t, BufferType) or len(t.shape_attr.data) != n:
-            continue
-        strides = [sympy.sympify(st) for st in t.strides_attr.data]
-        dims = _nontrivial(ranges)
-        if any(not strides[k].is_Integer for k in dims):
-            return identity
-        ordered = sorted(dims, key=lambda k: -int(strides[k]))  # stable: ties keep order
-        return [k for k in identity if k not in dims] + ordered
-    return identity
-
-
-def permuted(a: Access, order: Sequence[int]) -> Access:
-    """``a`` with its strides along ``order`` (a permutation of its first dims)."""
-    n = len(order)
-    return Access(tuple(a.strides[k] for k in order) + tuple(a.strides[n:]), a.weight, a.what)
-
-
-def contiguous_dim(a: Access, ranges: Sequence[sympy.Expr]) -> int | None:
-    """The loop index ``a`` is contiguous along (stride 1), counting a broadcast
-    read (stride 0 along every later index) as contiguous along the last one;
-    None when it has no stride-1 index (strided slices, non-affine views)."""
-    dims = _nontrivial(ranges)
-    if not dims:
-        return None
-    for k in dims:
-        if a.strides[k] is not None and sympy.sympify(a.strides[k]) == 1:
-            later = [j for j in dims if j > k]
-            if all(a.strides[j] is not None and a.strides[j] == 0 for j in later):
-                return dims[-1]
-            return k
-    return None
 
 
 @dataclass(frozen=True)
@@ -197,6 +91,7 @@ class Tiling2D:
     xblock: int
     num_warps: int
     grid_y: bool  # programs over grid y (else one flattened grid x)
+    large: bool = False  # asked for 64 x 64 (block_sizes)
 
 
 def _numel(values: Sequence[sympy.Expr]) -> sympy.Expr:
@@ -227,22 +122,26 @@ def choose_split(ranges: Sequence[sympy.Expr], accesses: Sequence[Access]) -> in
     return best
 
 
+def can_take_large_tile(ynumel: sympy.Expr, xnumel: sympy.Expr, yblock: int, xblock: int) -> bool:
+    """Whether 64 x 64 is a candidate: both extents static and at least 64 (a
+    whole line per tile row either way), no block given (a sweep of one block
+    keeps the other's heuristic)."""
+    sizes = (sympy.sympify(ynumel), sympy.sympify(xnumel))
+    return not (xblock or yblock) and all(s.is_Integer and int(s) >= 64 for s in sizes)
+
+
 def block_sizes(
-    ynumel: sympy.Expr, xnumel: sympy.Expr, yblock: int = 0, xblock: int = 0
+    ynumel: sympy.Expr, xnumel: sympy.Expr, yblock: int = 0, xblock: int = 0, large: bool = False
 ) -> tuple[int, int]:
     """(YBLOCK, XBLOCK): Inductor's ``triton_config(size_hints, 32, 32)`` for static
-    extents (64 x 64 from ``LARGE_TILE_NUMEL`` points on where both extents are
-    at least 64 and no block is given), 32 x 32 for dynamic ones; a block given
-    (non-zero) is only capped by its static extent."""
+    extents (64 x 64 with ``large``, where ``can_take_large_tile``), 32 x 32
+    for dynamic ones; a block given (non-zero) is only capped by its static
+    extent."""
     yhint = int(ynumel) if ynumel.is_Integer else None
     xhint = int(xnumel) if xnumel.is_Integer else None
     base, target = 32, TILE
     if yhint is not None and xhint is not None:
-        # The larger tile where it was measured: both extents at least 64 (a
-        # whole line per tile row either way) and no block given (a sweep of
-        # one block keeps the other's heuristic).
-        large = yhint * xhint >= LARGE_TILE_NUMEL and min(yhint, xhint) >= 64
-        if large and not (xblock or yblock):
+        if large and can_take_large_tile(ynumel, xnumel, yblock, xblock):
             base, target = 64, LARGE_TILE
         elif yhint * xhint < target:
             target //= 8
@@ -265,10 +164,18 @@ def block_sizes(
 
 
 def pointwise_tiling(
-    nest: L.PointwiseOp, mode: str, yblock: int = 0, xblock: int = 0, order=None
+    nest: L.PointwiseOp,
+    mode: str,
+    yblock: int = 0,
+    xblock: int = 0,
+    order=None,
+    accesses=None,
+    large: bool = False,
 ) -> Tiling2D | None:
     """The 2-D tiling of a pointwise nest iterated in ``order`` (its dimensions,
-    slowest first; the logical order when None), or None for the 1-D tile."""
+    slowest first; the logical order when None), or None for the 1-D tile.
+    ``accesses``: the nest's ``pointwise_accesses`` where already computed;
+    ``large``: 64 x 64 where it can be (``block_sizes``)."""
     if mode == "off":
         return None
     ranges = [sympy.sympify(d) for d in nest.ranges.data]
@@ -276,90 +183,18 @@ def pointwise_tiling(
     ranges = [ranges[k] for k in order]
     if any(d == 0 for d in ranges):
         return None
-    split = choose_split(ranges, [permuted(a, order) for a in pointwise_accesses(nest)])
+    accesses = pointwise_accesses(nest) if accesses is None else accesses
+    split = choose_split(ranges, [permuted(a, order) for a in accesses])
     if split is None:
         return None
     ynumel, xnumel = _numel(ranges[:split]), _numel(ranges[split:])
-    y, x = block_sizes(ynumel, xnumel, yblock, xblock)
+    y, x = block_sizes(ynumel, xnumel, yblock, xblock, large)
     tile = x * y
     warps = _pow2(min(max(tile // 256, 1), 8))
     if tile >= 128:
         warps = max(warps, 4)
     ytiles = -(-int(ynumel) // y) if ynumel.is_Integer else None
-    return Tiling2D(split, y, x, warps, ytiles is not None and ytiles <= MAX_GRID_Y)
-
-
-# --------------------------------------------------------------------------
-# Reductions
-# --------------------------------------------------------------------------
-
-
-def reduction_loads(nest: Operation, n: int, m: int) -> list[Access]:
-    """The direct buffer loads of the nest's reductions, with strides along
-    ``i0..i{n-1}, r0..r{m-1}``."""
-    syms = index_symbols(n, m)
-    reds = [nest] if isinstance(nest, L.ReductionOp) else []
-    if isinstance(nest, L.FusedOp):
-        reds = [op for op in nest.members() if isinstance(op, L.ReductionOp)]
-    out = []
-    for red in reds:
-        for op in red.walk():
-            if isinstance(op, L.LoadOp) and (a := _load_access(op, syms)):
-                out.append(a)
-    return out
-
-
-def is_outer_reduction(nest: Operation, order: Sequence[int] | None = None) -> int:
-    """Whether the nest's reductions read more bytes contiguously along the last
-    output index (of ``order``, the output dimensions slowest first) than along
-    the last reduction index (``x.sum(0)``; a channels-last max pool's window):
-    the smallest element size (bytes) of those loads, or 0 when it is not."""
-    ranges = [sympy.sympify(d) for d in nest.ranges.data]
-    rranges = [sympy.sympify(d) for d in nest.reduction_ranges.data]
-    n = len(ranges)
-    xdims = _nontrivial(ranges)
-    if order is not None:
-        xdims = [k for k in order if k in xdims]
-    rdims = [n + k for k in _nontrivial(rranges)]
-    if not xdims or not rdims:
-        return 0
-    outer = inner = 0
-    sizes = []
-    for a in reduction_loads(nest, n, len(rranges)):
-        if all(a.strides[k] == 0 for k in rdims):
-            continue  # one value per output (a per-channel scale): no vote
-        c = contiguous_dim(a, ranges + rranges)
-        if c == xdims[-1]:
-            outer += a.weight
-            sizes.append(a.weight)
-        elif c == rdims[-1]:
-            inner += a.weight
-    return min(sizes) if outer > inner else 0
-
-
-def outer_reduction_tile(
-    xnumel: sympy.Expr, rnumel: sympy.Expr, element_bytes: int = 4
-) -> tuple[int, int]:
-    """(XBLOCK, RBLOCK) of a looped outer reduction, after Inductor's
-    ``outer_config_opt``: 64 x 8 for many columns, narrower (down to a 32-byte
-    sector of each row) while that keeps fewer than 256 programs, RBLOCK
-    growing to keep about 512 points a step. Inductor narrows to 2 columns for
-    fewer than 1024 columns because it splits such reductions; here a row read
-    stays at least a whole sector (splitting is the loop-split-reduction pass's)."""
-    narrowest = max(8, 32 // max(1, element_bytes))
-    xblock = 64
-    if xnumel.is_Integer:
-        while xblock > narrowest and int(xnumel) // xblock < 256:
-            xblock //= 2
-        xblock = min(xblock, _pow2(int(xnumel)))
-    rblock = max(8, min(64, 512 // xblock))
-    if rnumel.is_Integer:
-        rblock = min(rblock, _pow2(int(rnumel)))
-    return xblock, rblock
-
-
-# The longest static row an outer reduction keeps whole (Inductor: 64).
-OUTER_PERSISTENT = 64
+    return Tiling2D(split, y, x, warps, ytiles is not None and ytiles <= MAX_GRID_Y, large)
 
 
 __all__ = [
@@ -368,9 +203,7 @@ __all__ = [
     "block_sizes",
     "choose_split",
     "contiguous_dim",
-    "is_outer_reduction",
     "linear_strides",
-    "outer_reduction_tile",
     "output_order",
     "permuted",
     "pointwise_accesses",

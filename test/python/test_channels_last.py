@@ -6,6 +6,8 @@ The IR is in test/transforms/aten-channels-last.mlir and aten-peel-conv-bias.mli
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -138,6 +140,48 @@ def test_pool_writes_what_the_next_convolution_reads(batch, tmp_path):
     pool = next(line for line in wrapper.splitlines() if "max_pool2d_with_indices = empty" in line)
     assert pool.endswith(", 128, 16), torch.float32)")  # H, W strides of NHWC (C = 16)
     assert "to_nhwc" not in wrapper.split("max_pool2d_with_indices = empty")[1]
+
+
+class Heads(torch.nn.Module):
+    """The channels-last kernels the model sweep found slow: a max pool read by a
+    concatenation (not by a convolution), a squeeze-excite mean over H*W of a
+    stored activation, and a one-group GroupNorm (PoolFormer's) over NHWC."""
+
+    def __init__(self, c: int = 16):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, c, 3, padding=1)
+        self.branch = torch.nn.Conv2d(c, c, 3, stride=2, padding=1)
+        self.mix = torch.nn.Conv2d(2 * c, c, 1)
+        self.fc = torch.nn.Conv2d(c, c, 1)
+        self.gn = torch.nn.GroupNorm(1, c)
+
+    def forward(self, x):
+        y = torch.nn.functional.silu(self.conv(x))
+        s = y.mean((2, 3), keepdim=True)  # squeeze-excite
+        y = y * torch.sigmoid(self.fc(s))
+        pool = torch.nn.functional.max_pool2d(y, 3, 2, ceil_mode=True)
+        z = self.mix(torch.cat([pool, self.branch(y)], 1))
+        return (self.gn(z) + z,)
+
+
+def test_channels_last_reductions_read_along_the_channels(tmp_path):
+    # Layouts are known when the split is decided (transforms/loop_layout.py):
+    # the activation the mean reads is stored NHWC, so the mean is an outer
+    # reduction over 64*64 points, split in chunks of rows; the pool reads
+    # NHWC and so writes NHWC (no copy before the concatenation's convolution);
+    # the group norm's statistics walk (H, W, C), C innermost.
+    torch.manual_seed(0)
+    _check(Heads().eval(), torch.randn(2, 3, 64, 64), FORCED, tmp_path)
+    stages = sorted(tmp_path.glob("*/*.mlir"))
+    split = next(p for p in stages if "loop-split-reduction" in p.name).read_text()
+    # The mean's stage 1: [chunks, N, C] over rows of the image, as partials.
+    assert re.search(r"loop.reduction sum \[\d+, 2, 16, 1, 1\] \[\d+", split), split
+    wrapper = next(tmp_path.glob("*/wrapper.py")).read_text()
+    pool = next(line for line in wrapper.splitlines() if "max_pool2d_with_indices = empty" in line)
+    assert pool.endswith("(16384, 1, 512, 16), torch.float32)"), pool  # NHWC, C = 16
+    # Group norm: consecutive points of the flattened (C, H, W) differ in C.
+    stats = next(line for line in split.splitlines() if "loop.load" in line and "mod 16" in line)
+    assert stats
 
 
 def test_default_rules_leave_the_cpu_alone(tmp_path):

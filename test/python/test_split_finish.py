@@ -31,7 +31,7 @@ TWO_LAUNCHES = DEFAULT.replace("convert-loop-to-tt,", "convert-loop-to-tt{split-
 
 
 CASES = {
-    # name: (fn, shape) -- split by the heuristic (few outputs, many rows)
+    # name: (fn, shape) -- split by the strategy (few outputs, many rows)
     "sum0": (lambda x: x.sum(0), (4096, 64)),
     "sum_all": (lambda x: x.sum(), (512, 96)),
     "mean_all": (lambda x: x.mean(), (4096, 64)),
@@ -41,7 +41,9 @@ CASES = {
     "argmax": (lambda x: (x.argmax(), x.argmax(0)), (4096, 64)),
     "softmax0": (lambda x: torch.softmax(x, 0), (4096, 64)),
     "sum0_3d": (lambda x: x.sum(0), (2048, 4, 32)),
-    "sum02": (lambda x: x.sum((0, 2)), (64, 32, 128)),
+    "sum02": (lambda x: x.sum((0, 2)), (256, 32, 128)),
+    # size-1 dimensions kept in the partials, squeezed from the finish's group
+    "mean_hw_keepdim": (lambda x: x.mean((2, 3), keepdim=True), (2, 3, 256, 256)),
 }
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from coil.pipeline import PIPELINES
 from coil.testing import tolerances
 
 pytest.importorskip("triton")
@@ -142,13 +143,15 @@ def test_transpose_copy(dtype, tmp_path, poisoned):
 
 
 def test_large_transpose_takes_64x64_tiles(tmp_path, poisoned):
-    """From 2**20 points on the tile is 64 x 64 (tiling.py's LARGE_TILE); odd
-    sizes no block divides, so both the y and the x edge tiles are masked."""
+    """A bf16 transpose large enough to be bandwidth-bound takes 64 x 64 tiles
+    (whole 128-byte lines per tile row: the cost model's choice, tiling.py's
+    LARGE_TILE); odd sizes no block divides, so both the y and the x edge tiles
+    are masked."""
 
     def f(x, y):
         return (x.t() + y).relu().t().contiguous()
 
-    x, y = _randn(1031, 1029, dtype=torch.bfloat16), _randn(1029, 1031, dtype=torch.bfloat16)
+    x, y = _randn(1283, 1289, dtype=torch.bfloat16), _randn(1289, 1283, dtype=torch.bfloat16)
     kernels = run(f, (x, y), tmp_path=tmp_path)
     assert "tl.arange(0, 64)" in kernels and "tl.arange(0, 32)" not in kernels
 
@@ -321,13 +324,14 @@ def test_dynamic_permute(tmp_path, poisoned):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(300, 37), (5000, 70), (67, 1100)])
 def test_outer_sum(dtype, shape, tmp_path, poisoned):
-    """``x.sum(0)`` of a row-major matrix: a looped reduction with a short RBLOCK
-    (every shape here has more than 64 rows), the answers of eager."""
+    """``x.sum(0)`` of a row-major matrix, unsplit: a looped reduction with a
+    short RBLOCK (every shape here has more than 64 rows), the answers of eager."""
 
     def f(x):
         return x.sum(0)
 
-    kernels = run(f, (_randn(*shape, dtype=dtype),), tmp_path=tmp_path)
+    unsplit = PIPELINES["default"].replace("split-reduction,", "split-reduction{split=1},")
+    kernels = run(f, (_randn(*shape, dtype=dtype),), tmp_path=tmp_path, pipeline=unsplit)
     assert "for roffset in range(" in kernels or "tl.range(" in kernels
 
 
@@ -354,8 +358,10 @@ def test_outer_softmax_and_norm(dtype, tmp_path, poisoned):
 
 
 def test_outer_tile_shape():
-    """The tile convert-loop-to-tt picks for ``x.sum(0)``: wide XBLOCK, short looped
-    RBLOCK; ``outer-reduction=false`` keeps the inner heuristic (whole columns)."""
+    """The tile convert-loop-to-tt picks for ``x.sum(0)`` left unsplit: a block of
+    contiguous columns, short looped RBLOCK (8 f32 columns, a 32-byte sector of
+    each row: the cost model's choice for 4096 columns of 1000 rows, 512
+    programs); ``outer-reduction=false`` keeps the inner heuristic (whole columns)."""
     from coil.backend import run_pipeline
     from coil.frontend.loader import import_module
     from coil.pipeline import PIPELINES
@@ -365,9 +371,9 @@ def test_outer_tile_shape():
         run_pipeline(module, pipeline)
         return [tuple(op.result.type.get_shape()) for op in module.walk() if op.name == "tt.load"]
 
-    default = PIPELINES["buffer"] + ",convert-loop-to-tt"
-    assert tiles(default) == [(16, 32)]
-    assert tiles(PIPELINES["buffer"] + ",convert-loop-to-tt{outer-reduction=false}") == [(4, 1024)]
+    unsplit = PIPELINES["buffer"].replace("split-reduction,", "split-reduction{split=1},")
+    assert tiles(unsplit + ",convert-loop-to-tt") == [(8, 64)]
+    assert tiles(unsplit + ",convert-loop-to-tt{outer-reduction=false}") == [(4, 1024)]
 
 
 # ---- autotuning ----

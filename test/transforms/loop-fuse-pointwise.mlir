@@ -149,3 +149,37 @@ func.func @shifted(%x: !buffer.buffer<[16], f32>) -> (!loop.tensor<[16], f32>, !
   }
   func.return %a, %b : !loop.tensor<[16], f32>, !loop.tensor<[16], f32>
 }
+
+// -----
+
+// An identity copy read only by an extern call stays apart: bufferize hands
+// the call the copy's source and erases it; as a member of a group it would
+// be stored, a second copy of the tensor.
+
+// CHECK-LABEL: func.func @copy_for_an_extern
+// CHECK-NOT:     loop.fused
+// CHECK:         %[[A:.*]] = loop.pointwise [8, 8]
+// CHECK:         %[[C:.*]] = loop.pointwise [8, 8]
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      loop.load %[[A]][i0, i1] : !loop.tensor<[8, 8], f32>
+// CHECK-NEXT:      loop.yield
+// CHECK:         buffer.extern "aten.mm.default" (%[[C]], %x)
+func.func @copy_for_an_extern(%x: !buffer.buffer<[8, 8], f32>) -> (!loop.tensor<[8, 8], f32>, !loop.tensor<[8, 8], f32>) {
+  %a = loop.pointwise [8, 8] : !loop.tensor<[8, 8], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %0 = loop.load %x[i0, i1] : !buffer.buffer<[8, 8], f32>
+    %1 = math.exp %0 : f32
+    loop.yield %1 : f32
+  }
+  %c = loop.pointwise [8, 8] : !loop.tensor<[8, 8], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %0 = loop.load %a[i0, i1] : !loop.tensor<[8, 8], f32>
+    loop.yield %0 : f32
+  }
+  %m = buffer.extern "aten.mm.default" (%c, %x) : (!loop.tensor<[8, 8], f32>, !buffer.buffer<[8, 8], f32>) -> (!loop.tensor<[8, 8], f32>) {
+  ^bb0(%ca: !aten.tensor<[8, 8], f32>, %xa: !aten.tensor<[8, 8], f32>):
+    %0 = aten.mm.default(%ca, %xa) : !aten.tensor<[8, 8], f32>
+    buffer.yield %0 : !aten.tensor<[8, 8], f32>
+  }
+  func.return %a, %m : !loop.tensor<[8, 8], f32>, !loop.tensor<[8, 8], f32>
+}

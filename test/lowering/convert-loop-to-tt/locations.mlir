@@ -19,6 +19,7 @@
 // TRITON:      # fused from: model.py:12, model.py:13, other.py:3
 // TRITON-NEXT: # Original ATen: [aten.exp, aten.mul]
 // TRITON-NEXT: # cost: reads 2.0 KB, writes 2.0 KB, 1 loads, 2 ops, 4 body ops
+// TRITON-NEXT: # plan: pointwise 1-D [XBLOCK 512], 4 warps: {{.*}} us {{.*}}-bound, 1 programs
 // TRITON-NEXT: @triton.jit
 // TRITON-NEXT: def coil_y_0(
 

@@ -113,8 +113,9 @@ func.func @nchw_to_nhwc(%x: !buffer.buffer<[2, 5, 6, 7], f32>) -> !buffer.buffer
 // -----
 
 // A large transpose (2**23 static points, bf16 2048x4096): 64 x 64 tiles, each
-// tile row a whole 128-byte line (tiling.py's LARGE_TILE; 32 x 32 below 2**20
-// points, as above), 8 warps, a grid of [64, 32, 1].
+// tile row a whole 128-byte line (tiling.py's LARGE_TILE: the cost model's
+// choice where the kernel is bandwidth-bound; 32 x 32 for the small nests
+// above), 8 warps, a grid of [64, 32, 1].
 
 // CHECK-LABEL: tt.func public @coil_add_0
 // CHECK:         tt.expand_dims %{{.*}} {axis = 1 : i32} : tensor<64xi32> -> tensor<64x1xi32>

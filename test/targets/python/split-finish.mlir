@@ -3,9 +3,9 @@
 // The split-reduction finish (lowering/loop_to_tt/split_finish.py) where it
 // applies and where it does not; split-reduction.mlir has the column sum.
 
-// A full sum of 4096 x 1024: 1024 programs each reduce a chunk of 4096
-// elements; one counter (every program counts), and the last to arrive reduces
-// the 1024 partials in a persistent row.
+// A full sum of 4096 x 1024: 512 programs each reduce a chunk of 8 x 1024
+// elements (the strategy's chunk); one counter (every program counts), and the
+// last to arrive reduces the 512 partials in a persistent row.
 // CHECK-LABEL: def coil_s_0(in_ptr0, out_ptr0, out_ptr1, sem_ptr):
 // CHECK:           sem = sem_ptr + 0
 // CHECK-NEXT:      arrived = tl.atomic_add(sem, tl.full([], 1, tl.int32), sem="acq_rel", scope="gpu")
@@ -15,7 +15,7 @@
 // CHECK:               tl.sum(
 // CHECK:               tl.store(sem, tl.full([], 0, tl.int32))
 // CHECK:           _sems = Semaphores("cpu", 1)
-// CHECK:           coil_s_0_launch.run(1024, 1, 1, stream, x, s_part, s, sem)
+// CHECK:           coil_s_0_launch.run(512, 1, 1, stream, x, s_part, s, sem)
 // CHECK-NOT:       _launch.run(
 func.func @full(%x: !buffer.buffer<[4096, 1024], f32>) -> !loop.tensor<[], f32> {
   %s = loop.reduction sum [] [4096, 1024] : !loop.tensor<[], f32> {

@@ -7,8 +7,8 @@
 // looping over the chunk's rows), each writing its partials; the last of the
 // 128 programs of each of the 32 column tiles to arrive (a counter per tile in
 // the module's semaphores) then reduces that tile's [128, 64] partials, read
-// past L1 in [64, 16] steps (at most twice stage 1's tile: registers), and
-// resets its counter: one launch.
+// past L1 in [64, 8] steps (stage 1's 64 columns, 512 points a step; at most
+// twice stage 1's tile: registers), and resets its counter: one launch.
 
 // CHECK-LABEL: def coil_s_0(in_ptr0, out_ptr0, out_ptr1, sem_ptr):
 // CHECK:           xoffset = pid * 64
@@ -25,7 +25,7 @@
 // CHECK-NEXT:      if [[IS_LAST]]:
 // CHECK-NEXT:          tl.debug_barrier()
 // CHECK-NEXT:          xoffset_1 = tile * 64
-// CHECK:               for roffset_1 in range(0, 128, 16):
+// CHECK:               for roffset_1 in range(0, 128, 8):
 // CHECK:                   tl.load({{.*}}, cache_modifier=".cg")
 // CHECK:               tl.sum(
 // CHECK:               tl.store(

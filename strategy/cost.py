@@ -1,0 +1,191 @@
+"""The cost model: how long one launch takes on a target, from what it moves.
+
+A launch runs ``programs`` programs of ``warps`` warps. Each program waits for
+its loads ``steps`` times in turn (a persistent tile loads once; a looped row
+once an iteration: Triton's reduction loops are not software-pipelined, coil
+and Inductor both build them with ``num_stages=1``), computes on its tile, and
+stores. Three bounds, the largest of which is the estimate (a roofline with a
+latency roof):
+
+* bandwidth: the bytes it moves over the DRAM bandwidth (what is fetched: a
+  load using ``efficiency`` of each 32-byte sector it touches costs
+  ``1/efficiency`` of its bytes), at :data:`DRAM_EFFICIENCY` of the peak;
+* latency: the programs an SM holds at once (``resident``: limited by threads,
+  registers and the SM's block slots) run side by side, and those beyond run
+  in later rounds; one program takes ``steps`` load latencies plus its
+  arithmetic and reduction trees, so a few programs walking long rows are
+  latency-bound however few bytes they move (Little's law: the bytes in
+  flight are the resident programs' tiles);
+* arithmetic: warp instructions over the SMs' issue rate.
+
+The estimate is a soft maximum of the three (``SOFTNESS``): a kernel with just
+enough loads in flight for the bandwidth does not reach it.
+
+Launches add the target's ``launch_s`` each, where a plan compares different
+numbers of launches (a split reduction against one kernel).
+
+The model is a ranking, not a stopwatch: the plans (``plan.py``) take a
+candidate over Inductor's default shape only where it is estimated at least
+:data:`MARGIN` faster, the error the model showed against the measured rows it
+was checked on (``benchmarks/shape_sweep.py`` reports its misses).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from coil.strategy.target import Target
+
+DRAM_EFFICIENCY = 0.9
+"""The share of the peak DRAM bandwidth a streaming kernel reaches: coil's and
+Inductor's best rows of benchmarks/roofline.py on an H100 (f32 row softmax,
+layer norm, pointwise chains) ran at 0.99-1.00 of a 1 GiB ``copy_``, itself at
+about 90 % of the data-sheet bandwidth."""
+
+TREE_CYCLES = 300
+"""Cycles of one cross-warp ``tl.reduce`` at the end of a row (five shuffle
+rounds, a shared-memory exchange, a barrier)."""
+
+CYCLES_PER_INSTRUCTION = 4
+"""Cycles between dependent arithmetic instructions of one warp."""
+
+SM_BYTES_PER_CYCLE = 64
+"""Bytes an SM moves from L2 a cycle (its load/store path): a program's own
+bytes take at least this long, so few programs cannot reach the bandwidth."""
+
+SOFTNESS = 2
+"""The exponent of the soft maximum of the bounds (equal bounds cost 1.41x either)."""
+
+MARGIN = 0.10
+"""How much faster (estimated) a candidate must be to replace the default plan."""
+
+
+@dataclass(frozen=True)
+class Work:
+    """What one launch does, as the cost model sees it."""
+
+    programs: int
+    warps: int
+    bytes: float
+    steps: int = 1
+    step_points: int = 1024
+    point_ops: int = 1
+    reductions: int = 0
+    efficiency: float = 1.0
+    live: int = 1
+    """Values per point a thread keeps in registers (accumulators, a row kept
+    for a later phase)."""
+    waits: int = 0
+    """Further round trips to memory a program waits for (a split's finish: a
+    fence and an atomic on its tile's counter)."""
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The estimate of one launch, and what bounds it."""
+
+    bytes: float
+    seconds: float
+    programs: int
+    resident: int
+    occupancy: float
+    waves: float
+    bound: str
+    launches: int = 1
+
+    @property
+    def us(self) -> float:
+        return self.seconds * 1e6
+
+    def plus(self, other: Estimate) -> Estimate:
+        """Two launches one after the other."""
+        return Estimate(
+            self.bytes + other.bytes,
+            self.seconds + other.seconds,
+            self.programs + other.programs,
+            self.resident,
+            self.occupancy,
+            self.waves,
+            self.bound,
+            self.launches + other.launches,
+        )
+
+    def summary(self) -> str:
+        mb = self.bytes / 1e6
+        size = f"{mb:.3g} MB" if mb >= 0.1 else f"{self.bytes / 1e3:.3g} kB"
+        return (
+            f"{size}, {self.us:.3g} us {self.bound}-bound, {self.programs} programs "
+            f"({self.waves:.2g} waves, {self.resident}/SM, occupancy {self.occupancy:.0%})"
+        )
+
+
+def registers(work: Work, threads: int) -> int:
+    """Registers a thread needs (estimated): some for indices and addresses, and
+    the points it holds times the values each keeps alive."""
+    per_thread = math.ceil(work.step_points / threads)
+    return min(255, 32 + 2 * per_thread * max(1, work.live))
+
+
+def estimate(work: Work, target: Target, launches: int = 1) -> Estimate:
+    """Seconds one launch of ``work`` takes on ``target`` (see the module docstring);
+    ``launches`` > 1 counts that many launches' fixed cost (the caller's work is
+    the sum of theirs)."""
+    warps = max(1, work.warps)
+    threads = target.warp_size * warps
+    regs = registers(work, threads)
+    per_sm = min(
+        target.max_blocks_per_sm,
+        max(1, target.max_threads_per_sm // threads),
+        max(1, target.regs_per_sm // (regs * threads)),
+    )
+    programs = max(1, work.programs)
+    slots = target.num_sms * per_sm
+    waves = programs / slots
+    rounds = max(1.0, waves)  # programs are handed to slots as others finish
+    clock = target.clock_hz
+    step_instr = work.step_points / target.warp_size * max(1, work.point_ops)
+    step_compute = step_instr / warps * CYCLES_PER_INSTRUCTION / clock
+    own_bytes = work.bytes / programs / (SM_BYTES_PER_CYCLE * clock)
+    one = (
+        own_bytes
+        + work.steps * (target.dram_latency_s + step_compute)
+        + work.reductions * TREE_CYCLES / clock
+        + (1 + work.waits) * target.dram_latency_s  # the store, the first wait, more waits
+    )
+    latency = rounds * one
+    rate = target.dram_bytes_per_s * DRAM_EFFICIENCY * max(work.efficiency, 1e-3)
+    bandwidth = work.bytes / rate
+    compute = programs * work.steps * step_instr / (target.num_sms * 4 * clock)
+    bounds = {"bandwidth": bandwidth, "latency": latency, "compute": compute}
+    bound = max(bounds, key=bounds.__getitem__)
+    # A soft maximum: where two bounds are close, neither is reached (loads
+    # queue behind each other as the bandwidth fills).
+    seconds = sum(t**SOFTNESS for t in bounds.values()) ** (1 / SOFTNESS)
+    seconds += (launches - 1) * target.launch_s
+    resident = min(per_sm, math.ceil(programs / target.num_sms))
+    occupancy = resident * threads / target.max_threads_per_sm
+    return Estimate(
+        work.bytes, seconds, programs, resident, min(1.0, occupancy), waves, bound, launches
+    )
+
+
+SECTOR = 32
+"""Bytes of an L2 sector, the least a load fetches."""
+LINE = 128
+"""Bytes of a cache line: runs shorter than that but at least a sector cost a
+little more per byte (DRAM pages and L2 lines are used in part). On an H100 a
+bf16 transpose with 64-byte tile rows took 0.0229 ms against 0.0197 with
+128-byte rows (benchmarks/tile_sweep.py, lowering/loop_to_tt/tiling.py): the
+curve below puts 64-byte runs at 0.87 of full lines."""
+
+
+def sector_efficiency(run_bytes: float) -> float:
+    """The share of the bytes fetched that a contiguous run of ``run_bytes`` uses."""
+    if run_bytes >= LINE:
+        return 1.0
+    partial_line = (max(run_bytes, SECTOR) / LINE) ** 0.2
+    return max(1e-3, min(1.0, run_bytes / SECTOR)) * partial_line
+
+
+__all__ = ["DRAM_EFFICIENCY", "MARGIN", "Estimate", "Work", "estimate", "sector_efficiency"]

@@ -1,0 +1,559 @@
+"""Kernel plans: what shape a nest's kernel takes, with the estimate behind it.
+
+Reductions (:func:`reduction_tile`). The tile *shapes* follow the access
+pattern (``access.classify_reduction``) and are Inductor's configs:
+
+* a short static row is *persistent* (all of it in registers): up to the
+  pass's ``persistent-threshold`` (4096 points) for rows read along the
+  reduction, up to :data:`OUTER_PERSISTENT` for outer reductions;
+* a long row read along its contiguous dimension loops with RBLOCK 2048, one
+  row a program (Inductor's inner-reduction config);
+* an outer reduction (loads contiguous along the outputs) takes a wide XBLOCK
+  of contiguous outputs (at least a 32-byte sector of each row) and a short
+  looped RBLOCK, about 512 points a step (Inductor's ``outer_config_opt``);
+* anything else loops RBLOCK 64 over up to 2048 points a step.
+
+The *quantities* the old rules fixed by hand are the cost model's
+(``cost.py``): how many rows a persistent program takes (fewer where that
+spreads few rows over more SMs, and the estimate gains at least
+``cost.MARGIN``), how narrow an outer tile gets, and -- in
+:func:`split_plan` -- whether a reduction is split in two stages and into how
+many chunks: the stage-1 kernel plus the finish against the one kernel, each
+by the same :func:`reduction_tile` the back end uses, so the split pass and
+``convert-loop-to-tt`` never disagree on what a kernel looks like.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import sympy
+
+from coil.dialects.symbolic import torch_sympy
+from coil.strategy.access import ReductionAccess
+from coil.strategy.cost import MARGIN, Estimate, Work, estimate, sector_efficiency
+from coil.strategy.target import Target
+
+OUTER_PERSISTENT = 64
+"""The longest static row an outer reduction keeps whole (Inductor: 64)."""
+
+INNER_RBLOCK = 2048
+"""RBLOCK of a long row read along its contiguous dimension (Inductor's inner
+reductions; the roofline's f32/bf16 sum, amax and var over dim 1 of 32768 x
+2048 ran at 89-92 % of the copy bandwidth with it)."""
+
+PERSISTENT_THRESHOLD = 4096
+"""The longest static row kept whole in registers (``convert-loop-to-tt``'s
+``persistent-threshold``): 4096 f32 points is 16 values a thread at 8 warps,
+Inductor's largest persistent reduction (``triton_heuristics``' RBLOCK cap)."""
+
+SIZE_HINT = 4096
+"""What a dynamic size counts as in an estimate (no size is known when a graph
+compiles with symbolic sizes; a row at least this long is what a split is for)."""
+
+MIN_XBLOCK_SECTOR = 32
+"""Bytes of each row an outer tile reads at least: a whole 32-byte sector."""
+
+
+def pow2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def floor_pow2(n: int) -> int:
+    return 1 << (max(1, n).bit_length() - 1)
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def hint(e: sympy.Expr | int) -> int:
+    e = sympy.sympify(e)
+    if e.is_Integer:
+        return int(e)
+    return int(e.subs({s: SIZE_HINT for s in e.free_symbols})) if e.free_symbols else SIZE_HINT
+
+
+@dataclass(frozen=True)
+class ReductionShape:
+    """What the plan of a reduction kernel depends on."""
+
+    xnumel: sympy.Expr
+    rnumel: sympy.Expr
+    access: ReductionAccess
+    phases: int = 1
+    """Loops over the row a looped kernel runs (a softmax: max with sum, then the
+    outputs)."""
+    accumulators: int = 1
+    """Values a lane accumulates (welford: 3, an arg reduction: 2)."""
+    out_bytes: int = 4
+    """Bytes written per output (all of the kernel's per-row results)."""
+    point_out_bytes: int = 0
+    """Bytes written per point of the domain (a softmax's or a norm's output)."""
+    reductions: int = 1
+    """Reductions a row ends with (trees)."""
+
+
+@dataclass(frozen=True)
+class ReductionTile:
+    """A reduction kernel's tile and launch, and why."""
+
+    persistent: bool
+    xblock: int
+    rblock: int
+    warps: int
+    inner: bool
+    outer: bool
+    estimate: Estimate
+    notes: tuple[str, ...] = field(default=())
+
+    def summary(self) -> str:
+        kind = "persistent" if self.persistent else "looped"
+        axis = "outer" if self.outer else "inner rows" if self.inner else "rows"
+        text = (
+            f"reduction {axis}, {kind} [XBLOCK {self.xblock}, RBLOCK {self.rblock}], "
+            f"{self.warps} warps: {self.estimate.summary()}"
+        )
+        return text + "".join(f"; {n}" for n in self.notes)
+
+
+def warps_for(xblock: int, rblock: int, inner: bool) -> int:
+    # A whole 4096-wide row in one program wants all of a CTA's warps (8
+    # values per thread per live tile), as Inductor's persistent configs do.
+    warps = 16 if rblock >= 4096 else 8 if xblock * rblock >= 4096 else 4
+    if inner and xblock * rblock >= 2048:
+        warps = 8
+    return warps
+
+
+def reduction_work(shape: ReductionShape, tile: ReductionTile | tuple) -> Work:
+    """The cost model's view of ``shape`` run with a tile ``(persistent, xblock,
+    rblock, warps)``."""
+    if isinstance(tile, ReductionTile):
+        tile = (tile.persistent, tile.xblock, tile.rblock, tile.warps)
+    persistent, xblock, rblock, warps = tile
+    acc = shape.access
+    x, r = hint(shape.xnumel), hint(shape.rnumel)
+    reads = 1 if persistent else max(1, shape.phases)
+    steps = 1 if persistent else max(1, shape.phases) * cdiv(max(r, 1), rblock)
+    rows = min(xblock, max(x, 1))
+    runs = (
+        (acc.outer_bytes, sector_efficiency(rows * acc.sector)),
+        (acc.inner_bytes, sector_efficiency(min(rblock, max(r, 1)) * max(1, acc.sector))),
+        (acc.strided_bytes, 1 / 8),  # a sector per element, partly reused from L2
+    )
+    moved = sum(b for b, _ in runs)
+    fetched = sum(b / e for b, e in runs)
+    efficiency = moved / fetched if fetched else 1.0
+    nbytes = x * r * (acc.point_bytes * reads + shape.point_out_bytes) + x * (
+        acc.row_bytes + shape.out_bytes
+    )
+    return Work(
+        programs=cdiv(max(x, 1), xblock),
+        warps=warps,
+        bytes=float(nbytes),
+        steps=steps,
+        step_points=xblock * rblock,
+        point_ops=max(1, acc.ops),
+        reductions=shape.reductions,
+        efficiency=efficiency,
+        live=shape.accumulators + (1 if persistent and shape.point_out_bytes else 0),
+    )
+
+
+def outer_candidates(xnumel: sympy.Expr, rnumel: sympy.Expr, sector: int) -> list[tuple[int, int]]:
+    """(XBLOCK, RBLOCK) candidates of a looped outer reduction, after Inductor's
+    ``outer_config_opt``: 64 columns a program, or narrower down to a 32-byte
+    sector of each row (more programs for few columns), RBLOCK growing to keep
+    about 512 points a step. Which one is the cost model's (``reduction_tile``);
+    splitting such reductions along the rows is ``split_plan``'s."""
+    narrowest = max(8, MIN_XBLOCK_SECTOR // max(1, sector))
+    out = []
+    xblock = 64
+    while xblock >= narrowest:
+        xb = min(xblock, pow2(int(xnumel))) if xnumel.is_Integer else xblock
+        rblock = max(8, min(64, 512 // xb))
+        if rnumel.is_Integer:
+            rblock = min(rblock, pow2(int(rnumel)))
+        if (xb, rblock) not in out:
+            out.append((xb, rblock))
+        xblock //= 2
+    return out
+
+
+def outer_scan_tile(
+    xnumel: sympy.Expr, rnumel: sympy.Expr, sector: int, target: Target
+) -> tuple[int, int]:
+    """(XBLOCK, RBLOCK) of a looped outer scan (``x.cumsum(0)``): the widest of
+    ``outer_candidates`` that still gives every SM of ``target`` two programs,
+    the narrowest (a 32-byte sector of each row) where none does. Inductor's
+    ``outer_config_opt`` narrows while fewer than 256 programs (about two per SM
+    of the GPUs it was tuned on); a scan keeps its chunks' carries in registers,
+    so it is not split and its programs come from the columns alone."""
+    shapes = outer_candidates(xnumel, rnumel, sector)
+    if not xnumel.is_Integer:
+        return shapes[0]
+    for xb, rb in shapes:
+        if cdiv(int(xnumel), xb) >= 2 * target.num_sms:
+            return xb, rb
+    return shapes[-1]
+
+
+def reduction_tile(
+    shape: ReductionShape,
+    target: Target,
+    *,
+    xblock: int = 0,
+    rblock: int = 0,
+    persistent_threshold: int = PERSISTENT_THRESHOLD,
+    outer_tiles: bool = True,
+) -> ReductionTile:
+    """The tile of a reduction kernel (see the module docstring); ``xblock`` and
+    ``rblock`` (non-zero) are given by the user and kept."""
+    acc = shape.access
+    x, r = sympy.sympify(shape.xnumel), sympy.sympify(shape.rnumel)
+    # An interpreter target plans the GPU's tiles, but never more programs only
+    # to spread rows over SMs (it runs programs one after another).
+    spread = not target.serial
+    target = _parallel(target)
+    outer = outer_tiles and acc.axis == "outer"
+    threshold = min(persistent_threshold, OUTER_PERSISTENT) if outer else persistent_threshold
+    persistent = r.is_Integer and int(r) <= threshold
+    inner = not persistent and not outer and not xblock and acc.rows_contiguous
+    if persistent:
+        rb = pow2(int(r))
+    elif rblock:
+        rb = pow2(rblock)
+    elif outer:
+        rb = 0  # with XBLOCK, below
+    elif inner:
+        rb = INNER_RBLOCK if not r.is_Integer else min(INNER_RBLOCK, pow2(int(r)))
+    else:
+        rb = 64 if not r.is_Integer else min(64, pow2(int(r)))
+    if xblock:
+        xb = pow2(xblock)
+        if outer and not persistent and not rb:
+            rb = max(8, min(64, 512 // xb))
+            rb = min(rb, pow2(int(r))) if r.is_Integer else rb
+    elif outer and not persistent:
+        shapes = outer_candidates(x, r, acc.sector)
+        tiles = [_tile(shape, target, False, a, b, False, True) for a, b in shapes]
+        if rblock:
+            tiles = [_tile(shape, target, False, t.xblock, rb, False, True) for t in tiles]
+        return min(tiles, key=lambda t: t.estimate.seconds)
+    elif inner and rb >= 256:
+        xb = 1
+    else:
+        budget = 4096 if persistent else 2048
+        xb = floor_pow2(min(64, budget // rb))
+        if x.is_Integer:
+            xb = min(xb, pow2(int(x)))
+    default = _tile(shape, target, persistent, xb, rb, inner, outer)
+    if xblock or not persistent or not x.is_Integer or not spread or xb == 1:
+        return default
+    # Fewer rows a program, where that spreads few rows over more SMs.
+    best = default
+    k = xb // 2
+    while k >= 1:
+        cand = _tile(shape, target, persistent, k, rb, inner, outer)
+        if cand.estimate.seconds < best.estimate.seconds:
+            best = cand
+        k //= 2
+    if best is not default and best.estimate.seconds < default.estimate.seconds * (1 - MARGIN):
+        note = f"{xb} -> {best.xblock} rows a program ({default.estimate.us:.3g} us at {xb})"
+        return replace(best, notes=(*best.notes, note))
+    return default
+
+
+def _tile(
+    shape: ReductionShape,
+    target: Target,
+    persistent: bool,
+    xb: int,
+    rb: int,
+    inner: bool,
+    outer: bool,
+) -> ReductionTile:
+    warps = warps_for(xb, rb, inner)
+    est = estimate(reduction_work(shape, (persistent, xb, rb, warps)), target)
+    return ReductionTile(persistent, xb, rb, warps, inner, outer, est)
+
+
+# --------------------------------------------------------------------------
+# Splitting a reduction in two stages
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SplitPlan:
+    """How to cut a reduction's domain: ``nsplit`` chunks of ``chunk`` steps of
+    the split dimension (``dim`` steps of ``unit`` points each, the reduction
+    dimensions in ``rorder``: the outermost one, or all flattened), and the
+    estimates that chose it."""
+
+    nsplit: sympy.Expr
+    chunk: sympy.Expr
+    dim: sympy.Expr
+    unit: sympy.Expr
+    flatten: bool
+    masked: bool
+    rorder: tuple[int, ...]
+    estimate: Estimate | None = field(default=None, compare=False)
+    unsplit: Estimate | None = field(default=None, compare=False)
+
+    def summary(self) -> str:
+        text = f"split into {self.nsplit} chunks of {self.chunk}"
+        if self.unit != 1:
+            text += f" x {self.unit}"
+        if self.estimate is not None and self.unsplit is not None:
+            text += f": {self.estimate.us:.3g} us in two stages"
+            text += f" against {self.unsplit.us:.3g} us unsplit"
+        return text
+
+
+INNER_CHUNKS = (2048, 4096, 8192, 16384)
+"""Points per chunk an inner split considers (4096: one persistent row)."""
+OUTER_CHUNKS = (64, 128, 256, 512, 1024, 2048)
+"""Points per chunk an outer split considers (rows of consecutive outputs)."""
+
+
+def _prefer_divisor(d: int, n: int) -> int:
+    """A split count near ``n`` that divides ``d`` (no masks), else ``n``."""
+    if n < 2 or d % n == 0:
+        return n
+    for delta in range(1, max(1, n // 4) + 1):
+        for cand in (n - delta, n + delta):
+            if 2 <= cand <= d and d % cand == 0:
+                return cand
+    return n
+
+
+def _candidate(
+    rranges, order: list[int], target_points: int, max_split: int, forced: int = 0
+) -> SplitPlan | None:
+    """Chunks of about ``target_points`` points (``forced`` chunks when given),
+    at most ``max_split``, cut along the outermost reduction dimension (of
+    ``order``) when the rest is a small static block (no index division), else
+    along the flattened domain."""
+    ordered = [sympy.sympify(rranges[k]) for k in order]
+    rest = sympy.Mul(*ordered[1:]) if len(ordered) > 1 else sympy.Integer(1)
+    rnumel = sympy.Mul(*ordered) if ordered else sympy.Integer(1)
+    if not rnumel.is_Integer and not forced:
+        # A dynamic size: the chunk is fixed and the number of chunks follows
+        # the size at run time (as Inductor's split does from its size hint); a
+        # small size then runs one program a stage, a large one fills the GPU.
+        flatten = len(ordered) > 1 and not (rest.is_Integer and int(rest) * 2 <= target_points)
+        dim, unit = (
+            (rnumel, sympy.Integer(1)) if flatten or len(ordered) <= 1 else (ordered[0], rest)
+        )
+        per = max(1, cdiv(target_points, int(unit))) if unit.is_Integer else 1
+        count = torch_sympy().FloorDiv(dim + (per - 1), per)
+        return SplitPlan(count, sympy.Integer(per), dim, unit, flatten, True, tuple(order))
+    if forced:
+        nsplit = forced
+        points = target_points
+    else:
+        nsplit = min(max_split, cdiv(int(rnumel), target_points))
+        points = cdiv(int(rnumel), max(1, nsplit))
+    flatten = len(ordered) > 1 and not (rest.is_Integer and int(rest) <= points)
+    dim, unit = (rnumel, sympy.Integer(1)) if flatten or len(ordered) <= 1 else (ordered[0], rest)
+    if dim.is_Integer:
+        d = int(dim)
+        nsplit = _prefer_divisor(d, min(nsplit, d))
+        if nsplit < 2:
+            return None
+        rows_per = cdiv(d, nsplit)
+        nsplit = cdiv(d, rows_per)  # no empty chunk
+        if nsplit < 2:
+            return None
+        masked = rows_per * nsplit != d
+        return SplitPlan(
+            sympy.Integer(nsplit), sympy.Integer(rows_per), dim, unit, flatten, masked, tuple(order)
+        )
+    if nsplit < 2:
+        return None
+    chunk = torch_sympy().FloorDiv(dim + (nsplit - 1), nsplit)
+    return SplitPlan(sympy.Integer(nsplit), chunk, dim, unit, flatten, True, tuple(order))
+
+
+def split_estimate(
+    shape: ReductionShape,
+    plan: SplitPlan,
+    target: Target,
+    persistent_threshold: int = PERSISTENT_THRESHOLD,
+    sizes: dict | None = None,
+) -> Estimate:
+    """Both stages of ``plan``: stage 1 reduces each chunk of every output (its
+    kernel ``reduction_tile``'s), stage 2 the chunks' partials; one launch where
+    the finish runs in stage 1's kernel (``split-finish``: static chunk and
+    output counts), at the cost of the last program's wait. ``sizes`` gives
+    dynamic sizes a value."""
+    sizes = sizes or {}
+    acc_bytes = 4 * shape.accumulators
+    nsplit = hint(sympy.sympify(plan.nsplit).xreplace(sizes))
+    chunk_points = hint(sympy.sympify(plan.chunk * plan.unit).xreplace(sizes))
+    stage1 = replace(
+        shape,
+        xnumel=sympy.Integer(nsplit) * shape.xnumel,
+        rnumel=sympy.Integer(chunk_points),
+        out_bytes=acc_bytes,
+        point_out_bytes=0,
+        phases=1,
+    )
+    t1 = reduction_tile(stage1, target, persistent_threshold=persistent_threshold)
+    one_launch = sympy.sympify(plan.nsplit).is_Integer and sympy.sympify(shape.xnumel).is_Integer
+    if one_launch:  # each program then publishes its partials: a fence and an atomic
+        work = replace(reduction_work(stage1, t1), waits=2)
+        t1 = replace(t1, estimate=estimate(work, target))
+    partial = replace(
+        shape.access,
+        axis="inner",
+        inner_bytes=acc_bytes,
+        outer_bytes=0,
+        strided_bytes=0,
+        row_bytes=0,
+        rows_contiguous=True,
+    )
+    stage2 = ReductionShape(
+        shape.xnumel, sympy.Integer(nsplit), partial, 1, shape.accumulators, shape.out_bytes
+    )
+    t2 = reduction_tile(stage2, target, persistent_threshold=persistent_threshold)
+    if one_launch:  # the last program of each tile finishes: an atomic and its reads
+        extra = replace(t2.estimate, seconds=2 * target.dram_latency_s, launches=0)
+        return t1.estimate.plus(extra)
+    return t1.estimate.plus(replace(t2.estimate, seconds=t2.estimate.seconds + target.launch_s))
+
+
+TIE = 0.02
+"""Estimates this close are equal to the model (it ranks, it does not measure)."""
+
+DYNAMIC_HINT = 1 << 20
+"""What a dynamic reduced size counts as when a split is planned: a split whose
+chunk count follows the size costs a small size one program a stage, and cuts
+a long one's time by the machine's width, so it is planned for a long one."""
+
+FORCED_SHAPE = {True: 4096, False: 256}
+"""Points per chunk (inner, outer) that decide which dimension a forced split
+(``split=N``) cuts: the outermost one where the rest is at most half of it."""
+
+
+def split_plan(
+    shape: ReductionShape,
+    rranges,
+    target: Target,
+    *,
+    forced: int = 0,
+    max_split: int = 4096,
+    persistent_threshold: int = PERSISTENT_THRESHOLD,
+    num_sms: int = 0,
+    explain: list[str] | None = None,
+) -> SplitPlan | None:
+    """Whether to split the reduction ``shape`` (its reduction ranges ``rranges``)
+    in two stages, and how: the chunk size with the best estimate for both
+    stages, taken where it beats the one kernel by ``cost.MARGIN``; ``forced``
+    chunks when given (a test's ``split=N``). Dynamic output counts are not
+    split; a dynamic reduced size takes the chunk the model picks for a long
+    row (:data:`DYNAMIC_HINT`) and as many chunks as the size needs at run time.
+    ``explain`` (a list) receives a sentence saying why."""
+    why = explain if explain is not None else []
+    acc = shape.access
+    m = len(rranges)
+    # The split walks the reduction dimensions in the order the loads lay them
+    # out (size-1 dimensions last: their index is 0).
+    order = [k for k in acc.rorder if 0 <= k < m]
+    order += [k for k in range(m) if k not in order]
+    r = sympy.sympify(shape.rnumel)
+    if forced:
+        if r.is_Integer and int(r) < forced:
+            return None
+        return _candidate(rranges, order, FORCED_SHAPE[acc.inner], max_split, forced)
+    if target.serial:
+        target = _parallel(target)
+    if num_sms:
+        target = replace(target, num_sms=num_sms)
+    x = sympy.sympify(shape.xnumel)
+    if not x.is_Integer:
+        why.append("dynamic outputs")
+        return None
+    points = INNER_CHUNKS if acc.inner else OUTER_CHUNKS
+    sizes = {s: sympy.Integer(DYNAMIC_HINT) for s in r.free_symbols}
+    rh = r.xreplace(sizes)
+    if not rh.is_Integer or int(rh) <= min(points):
+        why.append(f"rows of at most {min(points)}")
+        return None
+    sized = replace(shape, rnumel=rh)
+    base = reduction_tile(sized, target, persistent_threshold=persistent_threshold).estimate
+    found: list[tuple[SplitPlan, Estimate]] = []
+    for p in points:
+        if int(rh) < 2 * p:
+            continue
+        cand = _candidate(rranges, order, p, max_split)
+        if cand is None or any(c == cand for c, _ in found):
+            continue
+        found.append((cand, split_estimate(sized, cand, target, persistent_threshold, sizes)))
+    if not found:
+        why.append(f"{base.us:.3g} us unsplit; no chunking applies")
+        return None
+    fastest = min(e.seconds for _, e in found)
+    # Within the model's resolution, the most chunks: more programs in flight
+    # hide more of the latency the model may underestimate.
+    near = [(c, e) for c, e in found if e.seconds <= fastest * (1 + TIE)]
+    best, best_est = max(near, key=lambda ce: hint(ce[0].nsplit.xreplace(sizes)))
+    if best_est.seconds >= base.seconds * (1 - MARGIN):
+        why.append(
+            f"{base.us:.3g} us unsplit, {best_est.us:.3g} us in {best.nsplit} chunks "
+            f"(a split must gain {MARGIN:.0%})"
+        )
+        return None
+    plan = replace(best, estimate=best_est, unsplit=base)
+    why.append(plan.summary())
+    return plan
+
+
+def _parallel(target: Target) -> Target:
+    """The GPU an interpreter target stands for (splits are the GPU's)."""
+    return replace(target, serial=False)
+
+
+# --------------------------------------------------------------------------
+# Pointwise
+# --------------------------------------------------------------------------
+
+
+def pointwise_estimate(
+    numel: sympy.Expr,
+    block: int,
+    warps: int,
+    nbytes: int,
+    ops: int,
+    efficiency: float,
+    target: Target,
+) -> Estimate:
+    """A pointwise kernel: ``numel`` points in tiles of ``block``, moving ``nbytes``
+    bytes a point."""
+    n = hint(numel)
+    work = Work(
+        programs=cdiv(max(n, 1), block),
+        warps=warps,
+        bytes=float(n * nbytes),
+        steps=1,
+        step_points=block,
+        point_ops=max(1, ops),
+        efficiency=efficiency,
+    )
+    return estimate(work, target)
+
+
+__all__ = [
+    "OUTER_PERSISTENT",
+    "ReductionShape",
+    "ReductionTile",
+    "SplitPlan",
+    "outer_candidates",
+    "outer_scan_tile",
+    "pointwise_estimate",
+    "reduction_tile",
+    "reduction_work",
+    "split_estimate",
+    "split_plan",
+]

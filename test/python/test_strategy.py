@@ -1,0 +1,255 @@
+"""The kernel strategy (``coil/strategy``): the target read from the device or
+named, carried by the module and keyed by the caches; the one inner/outer
+classification of a reduction; the cost model's plans differing where the
+targets differ; and a grep that no device constant is left outside the
+target description."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import sympy
+
+from coil.ir import parse_module, print_module
+from coil.strategy import access as A
+from coil.strategy import plan as P
+from coil.strategy.target import (
+    ATTR,
+    TARGETS,
+    Target,
+    from_properties,
+    module_target,
+    resolve,
+    set_module_target,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# -- the target ------------------------------------------------------------------
+
+
+def _props(**kw):
+    base = dict(
+        name="NVIDIA H100 80GB HBM3",
+        major=9,
+        minor=0,
+        multi_processor_count=132,
+        L2_cache_size=50 << 20,
+        shared_memory_per_multiprocessor=233472,
+        shared_memory_per_block_optin=232448,
+        max_threads_per_multi_processor=2048,
+        regs_per_multiprocessor=65536,
+        warp_size=32,
+        memory_clock_rate=2619000,  # kHz
+        memory_bus_width=5120,
+        clock_rate=1980000,  # kHz
+    )
+    base.update(kw)
+    return SimpleNamespace(**base)
+
+
+def test_target_read_from_device_properties():
+    t = from_properties(_props())
+    assert t.num_sms == 132 and t.l2_bytes == 50 << 20 and t.max_blocks_per_sm == 32
+    assert t.dram_bytes_per_s == pytest.approx(3.35e12, rel=0.01)  # 2 * 5120 / 8 * 2.619 GHz
+    assert t.clock_hz == pytest.approx(1.98e9)
+    a100 = from_properties(
+        _props(
+            name="NVIDIA A100-SXM4-80GB",
+            major=8,
+            multi_processor_count=108,
+            L2_cache_size=40 << 20,
+            memory_clock_rate=1593000,
+        )
+    )
+    assert a100.num_sms == 108 and a100.dram_latency_s == 550e-9
+    # A torch build that does not report a field keeps the default GPU's.
+    bare = from_properties(SimpleNamespace(multi_processor_count=20))
+    assert bare.num_sms == 20 and bare.dram_bytes_per_s == TARGETS["h100"].dram_bytes_per_s
+
+
+def test_target_attribute_round_trips_and_defaults():
+    text = 'func.func @f(%x: !buffer.buffer<[4], f32, device "cuda:0">) {\n  func.return\n}'
+    module = parse_module(text)
+    assert module_target(module).name == "h100"  # CUDA tensors, no attribute
+    set_module_target(module, TARGETS["a100"])
+    again = parse_module(print_module(module))
+    assert module_target(again) == TARGETS["a100"]
+    cpu = parse_module(text.replace(', device "cuda:0"', ""))
+    assert module_target(cpu).name == "cpu-interpreter" and module_target(cpu).serial
+    assert resolve("h200", "cuda:0") == TARGETS["h200"]
+    assert resolve("auto", "cpu") == TARGETS["cpu-interpreter"]
+    with pytest.raises(ValueError, match="unknown target 'b200'"):
+        resolve("b200", "cpu")
+    partial = type(module.attributes[ATTR])({"name": module.attributes[ATTR].data["name"]})
+    with pytest.raises(ValueError, match="lacks the property"):
+        Target.from_attr(partial)
+
+
+def test_graph_cache_key_depends_on_the_target():
+    from coil.runtime.graphcache import graph_key
+
+    text = 'func.func @f(%x: !buffer.buffer<[4], f32, device "cuda:0">) {\n  func.return\n}'
+    keys = set()
+    for name in ("h100", "h200", "a100"):
+        module = parse_module(text)
+        set_module_target(module, TARGETS[name])
+        keys.add(graph_key(module, "p", {}).digest)
+    assert len(keys) == 3
+
+
+def test_aot_cache_tag_depends_on_the_target():
+    torch = pytest.importorskip("torch")
+    from coil.runtime.aotcache import target_tag
+
+    gm = torch.fx.symbolic_trace(torch.nn.ReLU())
+    x = torch.randn(2)
+    tags = {target_tag(gm, [x], {"target": t}) for t in ("h100", "a100", "auto")}
+    assert len(tags) == 3  # "auto" on the CPU: cpu-interpreter
+
+
+def test_backend_rejects_an_unknown_target():
+    torch = pytest.importorskip("torch")
+    import coil.backend
+
+    gm = torch.fx.symbolic_trace(torch.nn.ReLU())
+    with pytest.raises(ValueError, match="option target must be one of auto, h100"):
+        coil.backend.coil(gm, [torch.randn(2)], options={"target": "b200"})
+
+
+def test_no_device_constant_outside_the_target_description():
+    # The SM count, the programs that fill a GPU, device properties: read in
+    # strategy/target.py and nowhere else in the compiler.
+    pattern = re.compile(
+        r"num_sms\s*[:=]\s*[1-9]|FILL_PROGRAMS|get_device_properties|"
+        r"multi_processor_count|\b(?:132|108)\b"
+    )
+    offenders = []
+    folders = ("dialects", "frontend", "strategy", "transforms", "lowering", "targets", "runtime")
+    for folder in folders:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if path.relative_to(ROOT).as_posix() == "strategy/target.py":
+                continue
+            for k, line in enumerate(path.read_text().splitlines(), 1):
+                code = line.split("#", 1)[0]
+                if pattern.search(code) and "``" not in code:
+                    offenders.append(f"{path.relative_to(ROOT)}:{k}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
+
+
+# -- the one inner/outer vote -------------------------------------------------------
+
+
+def _nest(text: str):
+    from coil.dialects import loop as L
+
+    module = parse_module(text)
+    return next(op for op in module.walk() if isinstance(op, L.ReductionOp | L.FusedOp))
+
+
+REDUCTION = """func.func @f(%x: !buffer.buffer<{shape}, bf16{strides}>) {{
+  %s = buffer.alloc : !buffer.buffer<{out}, f32>
+  loop.reduction sum {ranges} {rranges} outs(%s : !buffer.buffer<{out}, f32>) {{
+  ^bb0({args}):
+    %0 = loop.load %x[{index}] : !buffer.buffer<{shape}, bf16{strides}>
+    %1 = arith.extf %0 : bf16 to f32
+    loop.yield %1 : f32
+  }}
+  func.return
+}}"""
+
+
+def _reduction(shape, strides, out, ranges, rranges, index):
+    n, m = ranges.count(",") + 1, rranges.count(",") + 1
+    args = ", ".join([f"%i{k}: index" for k in range(n)] + [f"%r{k}: index" for k in range(m)])
+    return REDUCTION.format(
+        shape=shape,
+        strides=f", strides {strides}" if strides else "",
+        out=out,
+        ranges=ranges,
+        rranges=rranges,
+        args=args,
+        index=index,
+    )
+
+
+def test_classify_rows_columns_and_channels_last():
+    rows = _nest(_reduction("[64, 1000]", "", "[64]", "[64]", "[1000]", "i0, r0"))
+    acc = A.classify_reduction(rows)
+    assert acc.axis == "inner" and acc.rows_contiguous and acc.inner_bytes == 2
+    cols = _nest(_reduction("[1000, 64]", "", "[64]", "[64]", "[1000]", "r0, i0"))
+    acc = A.classify_reduction(cols)
+    assert acc.axis == "outer" and acc.sector == 2 and not acc.rows_contiguous
+    # A spatial mean of a channels-last [N, C, H, W]: contiguous along C, an output.
+    nhwc = "[8, 64, 7, 9]", "[4032, 1, 576, 64]"
+    mean = _nest(_reduction(*nhwc, "[8, 64]", "[8, 64]", "[7, 9]", "i0, i1, r0, r1"))
+    assert A.classify_reduction(mean).axis == "outer"
+    # A group norm's statistics over (C, H, W) of the same tensor: the rows are
+    # walked H, W, C (C innermost), so the loads are contiguous along the row.
+    gn = _nest(_reduction(*nhwc, "[8]", "[8]", "[64, 7, 9]", "i0, r0, r1, r2"))
+    acc = A.classify_reduction(gn)
+    assert acc.rorder == (1, 2, 0) and acc.axis == "inner" and acc.rows_contiguous
+    # Logical order where asked (an arg reduction counts its index in it).
+    assert A.classify_reduction(gn, keep_rorder=True).axis == "strided"
+
+
+# -- plans ---------------------------------------------------------------------------
+
+
+def _shape(x, r, axis, nbytes=4, rorder=(0,)):
+    acc = A.ReductionAccess(
+        axis,
+        rorder,
+        nbytes if axis == "inner" else 0,
+        nbytes if axis == "outer" else 0,
+        0,
+        0,
+        nbytes,
+        axis == "inner",
+        1,
+    )
+    return P.ReductionShape(sympy.Integer(x), sympy.Integer(r), acc)
+
+
+def test_split_follows_the_model():
+    h100 = TARGETS["h100"]
+    # Few long rows: split; many rows: the GPU is full, left alone.
+    assert P.split_plan(_shape(8, 100000, "inner"), [sympy.Integer(100000)], h100) is not None
+    assert P.split_plan(_shape(32768, 2048, "inner"), [sympy.Integer(2048)], h100) is None
+    # A column sum: split in chunks of rows; its estimate beats the one kernel.
+    why: list[str] = []
+    plan = P.split_plan(_shape(2048, 32768, "outer"), [sympy.Integer(32768)], h100, explain=why)
+    assert plan is not None and plan.estimate.seconds < 0.9 * plan.unsplit.seconds
+    assert "in two stages against" in why[0]
+    # The interpreter target keeps the GPU's splits (the CPU tests run them).
+    cpu = TARGETS["cpu-interpreter"]
+    assert P.split_plan(_shape(2048, 32768, "outer"), [sympy.Integer(32768)], cpu) == plan
+
+
+def test_plans_differ_where_the_targets_do():
+    # 256 rows of 65536 f32: an H100 needs about twice the bytes in flight of
+    # an A100 (3.35 TB/s x 600 ns against 2 TB/s x 550 ns), so it splits the
+    # rows to run more programs and the A100 does not.
+    rows = [sympy.Integer(65536)]
+    h100 = P.split_plan(_shape(256, 65536, "inner"), rows, TARGETS["h100"])
+    assert h100 is not None and h100.nsplit == 4
+    assert P.split_plan(_shape(256, 65536, "inner"), rows, TARGETS["a100"]) is None
+    # 256 rows of 64: one a program on a GPU, 64 under the interpreter (which
+    # never spreads rows over more programs).
+    short = _shape(256, 64, "inner")
+    assert P.reduction_tile(short, TARGETS["h100"]).xblock == 1
+    assert P.reduction_tile(short, TARGETS["cpu-interpreter"]).xblock == 64
+    # The same tile is estimated faster where the bandwidth is higher.
+    big = _shape(32768, 2048, "inner", nbytes=2)
+    t_h100 = P.reduction_tile(big, TARGETS["h100"]).estimate.seconds
+    t_h200 = P.reduction_tile(big, TARGETS["h200"]).estimate.seconds
+    t_a100 = P.reduction_tile(big, TARGETS["a100"]).estimate.seconds
+    assert t_h200 < t_h100 < t_a100
+
+
+# fx-opt --device and --print-kernel-plans: test/lowering/convert-loop-to-tt/plans.mlir
+# and test/transforms/loop-split-reduction-targets.mlir (lit).
