@@ -41,9 +41,7 @@ PASSES: dict[str, str] = {
     ),
     "aten-channels-last": "coil.transforms.aten_channels_last:AtenChannelsLastPass",
     "aten-peel-conv-bias": "coil.transforms.aten_peel_conv_bias:AtenPeelConvBiasPass",
-    "buffer-hoist-constants": (
-        "coil.transforms.buffer_hoist_constants:BufferHoistConstantsPass"
-    ),
+    "buffer-hoist-constants": ("coil.transforms.buffer_hoist_constants:BufferHoistConstantsPass"),
     "host-combine-launches": "coil.transforms.host_combine_launches:HostCombineLaunchesPass",
 }
 """Each registered pass's class as ``"module:Class"`` (imported only when used;
