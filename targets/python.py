@@ -1085,26 +1085,6 @@ def host_functions(module: ModuleOp) -> tuple[H.FuncOp, H.FuncOp | None]:
     return entry, constants
 
 
-def host_function(module: ModuleOp) -> H.FuncOp:
-    """The module's one host.func; fails with a sentence on anything else."""
-    fns = []
-    for op in module.ops:
-        if isinstance(op, H.FuncOp):
-            fns.append(op)
-        elif not isinstance(op, tt.FuncOp):
-            hint = (
-                " -- run convert-loop-to-tt and convert-buffer-to-host first"
-                if op.name == "func.func"
-                else ""
-            )
-            raise PythonTargetError(
-                f"-t python expects a host.func and tt.func kernels; found {op.name}{hint}"
-            )
-    if len(fns) != 1:
-        raise PythonTargetError(f"-t python expects exactly one host.func, found {len(fns)}")
-    return fns[0]
-
-
 def _is_default(op: AtenOp, spec: Any) -> bool:
     """Whether the non-tensor argument ``spec`` of ``op`` is its schema default."""
     if spec.default_attr is None:
