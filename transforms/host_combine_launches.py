@@ -252,6 +252,9 @@ class _State:
             return
         last = members[-1].launch
         launch = self.combine(members)
+        # The combined launch stands where the group's first launch was
+        # written: its source line (each sub-kernel keeps its own inside).
+        launch.location = members[0].launch.location
         Rewriter.insert_op(launch, InsertPoint.before(last))
         for m in members:
             Rewriter.erase_op(m.launch)

@@ -90,7 +90,9 @@ def stage_pair(first: Operation, second: Operation, between: Sequence[Operation]
     # a spatial mean's partials [chunks, N, C, 1, 1] finished over [N, C]).
     kept1 = [k for k in range(1, len(r1)) if r1[k] != 1]
     kept2 = [k for k in range(len(r2)) if r2[k] != 1]
-    if len(rr2) != 1 or rr2[0] != r1[0] or [r1[k] for k in kept1] != [r2[k] for k in kept2]:
+    if not r1 or len(rr2) != 1 or rr2[0] != r1[0]:
+        return False  # stage 1 has no chunk dimension (a full reduction in one program)
+    if [r1[k] for k in kept1] != [r2[k] for k in kept2]:
         return False
     nsplit, n_out = r1[0], sympy.Mul(*r2)
     if not (nsplit.is_Integer and int(nsplit) > 1 and n_out.is_Integer):
