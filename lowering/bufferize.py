@@ -62,9 +62,9 @@ from coil.dialects.symbolic import ShapeAttr, SymInt, contiguous_strides, sym_eq
 from coil.lowering import gemm_alignment
 from coil.transforms.aten_channels_last import channels_last_strides, is_channels_last
 from coil.transforms.buffer_hoist_constants import ConstantValues
+from coil.transforms.extern_effects import extern_mutated_operands, storage_roots
 from coil.transforms.loop_layout import LayoutRules, writable
 from coil.transforms.loop_utils import identity_copy_source
-from coil.transforms.memory_plan import extern_mutated_operands, storage_roots
 
 CHANNELS_LAST_FOLLOWING = frozenset(
     {

@@ -71,7 +71,7 @@ from coil.dialects import buffer as B
 from coil.dialects import loop as L
 from coil.dialects.aten import ConstantOp, TensorConstantOp
 from coil.dialects.symbolic import ExprAttr, to_expr
-from coil.transforms.memory_plan import extern_mutated_operands, extern_results_alias
+from coil.transforms.extern_effects import extern_mutated_operands, extern_results_alias
 
 log = logging.getLogger("coil")
 
