@@ -122,3 +122,12 @@ def test_the_memory_plan_shares_no_analysis():
     transforms/extern_effects.py; nothing but the pass registry names
     memory_plan (by string, loaded on demand)."""
     assert _importers("coil.transforms.memory_plan", "coil") == []
+
+
+def test_runtime_imports_no_driver():
+    """runtime/ runs what was compiled: a cache hit rebuilds its callable through
+    runtime/compiled.py, and the standalone C++ export (a driver) lives in
+    backend.py, so nothing under runtime/ imports the backend, the CLI or the
+    torch.compile glue (frontend/capture.py)."""
+    forbidden = ("coil.backend", "coil.cli", "coil.frontend.capture")
+    assert _offenders(("coil.runtime",), forbidden) == {}
