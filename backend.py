@@ -23,13 +23,13 @@ loads, ops), the wrapper module (``wrapper.py``) and ``repro.sh``, the
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gc
 import io
 import logging
 import os
 import re
 import shlex
+import shutil
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from itertools import count
@@ -48,7 +48,16 @@ from coil.frontend.partition import DEFAULT as DEFAULT_PARTITION
 from coil.frontend.partition import check as check_partition
 from coil.frontend.partition import partition_function
 from coil.pipeline import PIPELINES, available_passes, parse_pipeline, unknown_name
-from coil.runtime.aotcache import AotCache, Recipe
+from coil.runtime.aotcache import AotCache
+from coil.runtime.compiled import (
+    Recipe,
+    TokenSpec,
+    compile_kernels,
+    rebuild,
+    runner,
+    stand_ins,
+    with_cudagraphs,
+)
 from coil.strategy.target import TARGETS, module_device, set_module_target
 from coil.strategy.target import resolve as resolve_target
 from coil.timing import CompileTrace, next_graph_label
@@ -350,81 +359,11 @@ def _compile(
         loaded = load_module(source, interpret=interpret)
     if not interpret:
         with trace.stage("kernels"):
-            _compile_kernels(loaded)
+            compile_kernels(loaded)
     if key is not None:
         with trace.stage("cache-store"):
             graphcache.write_entry(key, graphcache.CachedGraph(source, interpret))
-    return _runner(loaded.call, Recipe(source, interpret, constants, tokens))
-
-
-def _compile_kernels(loaded: Any) -> None:
-    """Compile every kernel of a GPU module now, in parallel threads, rather than
-    one by one at its first launch (Inductor's async_compile).
-
-    Without a usable GPU (a CUDA graph traced on fake tensors on a CPU-only
-    machine) the kernels cannot run here anyway; they stay unbound and compile
-    at their first launch, where that machine's error belongs."""
-    import torch
-
-    from coil.runtime.launch import compile_all
-
-    if torch.cuda.is_available():
-        compile_all(loaded)
-
-
-_HOST_SEED = "= int(torch.randint(2**31 - 1"
-"""How -t python draws a call's random seed on the host (``host.seed``)."""
-
-
-def rebuild(recipe: Recipe) -> Callable[..., Any]:
-    """The compiled graph ``recipe`` describes, from its module source (a cache hit:
-    the module loads through the code cache, its kernels bind to Triton's cache)."""
-    from coil.runtime.codecache import load_module
-
-    loaded = load_module(recipe.source, interpret=recipe.interpret)
-    if not recipe.interpret:
-        _compile_kernels(loaded)
-    run = _runner(loaded.call, recipe)
-    if recipe.cudagraphs is not None:
-        run = _with_cudagraphs(run, *recipe.cudagraphs)
-    return run
-
-
-def _runner(call: Callable[[list[Any]], Any], recipe: Recipe):
-    constants, source, tokens = recipe.constants, recipe.source, stand_ins(recipe.tokens)
-    cache = getattr(call, "__globals__", {}).get("_constants")  # the module's ConstantCache
-    if tokens:  # AOTAutograd passes None for an effect token: feed the stand-in
-        module_call = call
-
-        def call(inputs: list[Any]) -> Any:
-            for k, token in tokens.items():
-                inputs[k] = token
-            return module_call(inputs)
-
-    def run(*args: Any) -> Any:
-        return call([*args, *constants])
-
-    def run_boxed(args: list[Any]) -> Any:
-        # AOTAutograd's boxed convention: take the caller's list and clear it,
-        # so the wrapper's `del` at an input's last use can free it.
-        inputs = [*args, *constants]
-        args.clear()
-        return call(inputs)
-
-    run_boxed._boxed_call = True  # type: ignore[attr-defined]
-    run.boxed = run_boxed  # type: ignore[attr-defined]
-    if cache is not None:
-        # buffer-hoist-constants' results, brought up to date before a CUDA
-        # graph replays the launches that read them (runtime/cudagraphs.py).
-        run.coil_refresh = lambda *args: cache.refresh([*args, *constants])  # type: ignore[attr-defined]
-    run.coil_source = source  # type: ignore[attr-defined]  (for tests and debugging)
-    run.coil_host_rng = _HOST_SEED in source  # type: ignore[attr-defined]
-    run.coil_recipe = recipe  # type: ignore[attr-defined]  (what the AOTAutograd cache stores)
-    return run
-
-
-TokenSpec = tuple[tuple[int, ...], torch.dtype, str]
-"""An effect token's stand-in as a recipe keeps it: sizes, dtype, device."""
+    return runner(loaded.call, Recipe(source, interpret, constants, tokens))
 
 
 def effect_tokens(gm: torch.fx.GraphModule) -> dict[int, TokenSpec]:
@@ -441,18 +380,6 @@ def effect_tokens(gm: torch.fx.GraphModule) -> dict[int, TokenSpec]:
         if is_effect_token(node) and isinstance(val, torch.Tensor):
             tokens[k] = (tuple(val.shape), val.dtype, str(val.device))
     return tokens
-
-
-def stand_ins(tokens: dict[int, TokenSpec]) -> dict[int, torch.Tensor]:
-    """The stand-in tensors of ``tokens``: real ones even while AOTAutograd's fake
-    mode is active (where a compile runs), since the module is called with them."""
-    from torch._subclasses.fake_tensor import unset_fake_temporarily
-
-    with unset_fake_temporarily():
-        return {
-            k: torch.empty(size, dtype=dtype, device=device)
-            for k, (size, dtype, device) in tokens.items()
-        }
 
 
 def _with_tokens(run: Callable[..., Any], specs: dict[int, TokenSpec]) -> Callable[..., Any]:
@@ -594,22 +521,6 @@ def _warn_eager(what: str, e: BaseException) -> None:
     )
 
 
-def _with_cudagraphs(run: Callable[..., Any], static_inputs: Sequence[int], name: str):
-    from coil.runtime.cudagraphs import CudaGraphRunner
-
-    blocker = None
-    if getattr(run, "coil_host_rng", False):
-        blocker = "it draws random numbers from a seed taken on the host (a replay repeats them)"
-    elif not hasattr(run, "coil_source"):
-        blocker = "the pipeline stops before the host level"
-    runner = CudaGraphRunner(run, static_inputs, blocker, name)
-    runner.coil_source = getattr(run, "coil_source", None)  # type: ignore[attr-defined]
-    if (recipe := getattr(run, "coil_recipe", None)) is not None:
-        cudagraphs = (list(static_inputs), name)
-        runner.coil_recipe = dataclasses.replace(recipe, cudagraphs=cudagraphs)  # type: ignore[attr-defined]
-    return runner
-
-
 def _graph_pipeline(
     pipeline: str,
     inference: bool,
@@ -749,7 +660,7 @@ def coil(
             )
             if not cudagraphs:
                 return run
-            return _with_cudagraphs(run, static, f"the {kind} graph")
+            return with_cudagraphs(run, static, f"the {kind} graph")
 
         return compile_one
 
@@ -783,3 +694,43 @@ def coil(
             raise
         _warn_eager("the graph", e)
         return gm
+
+
+def export_cpp(model: Any, example_inputs: Sequence[Any], out_dir: str | os.PathLike) -> Path:
+    """Compile ``model`` (one graph, CUDA inputs, inference) with the C++ wrapper and
+    write the standalone form to ``out_dir``: ``wrapper.so``, ``kernels/``,
+    ``wrapper.cpp`` and ``io.txt`` with the example inputs and eager's outputs
+    (what examples/run_cpp.cpp loads, runs and checks). A driver, so it lives
+    here, above ``runtime/cpp_wrapper.py`` (which builds and loads the library)."""
+    from coil.runtime.cpp_wrapper import CppBuildError, write_example_io
+
+    runs: list[tuple[Any, list[Any]]] = []
+
+    def compile_fw(gm: Any, inputs: list[Any]) -> Any:
+        run = compile_graph(gm, inputs, wrapper="cpp")
+        if not hasattr(run, "coil_cpp"):
+            raise CppBuildError("coil: export needs a graph on a CUDA device and a C++ compiler")
+
+        def recording(*args: Any) -> Any:
+            runs.append((run, list(args)))
+            return run(*args)
+
+        return recording
+
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=aot_backend(compile_fw), fullgraph=True)
+    with torch.no_grad():
+        compiled(*example_inputs)
+        expected = model(*example_inputs)
+    torch._dynamo.reset()
+    if len(runs) != 1:
+        raise CppBuildError(f"coil: export takes a model of one graph; this one ran {len(runs)}")
+    run, args = runs[0]
+    out = Path(out_dir)
+    shutil.copytree(run.coil_wrapper, out, dirs_exist_ok=True)
+    inputs = [*args, *run.coil_constants]
+    outputs = torch.utils._pytree.tree_leaves(expected)
+    if len(outputs) != len(run.coil_cpp.call_flat(list(inputs))):
+        raise CppBuildError("coil: export: the graph's outputs are not the model's outputs")
+    write_example_io(out, inputs, outputs)
+    return out

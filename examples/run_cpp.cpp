@@ -6,8 +6,8 @@
 // Make the directory (on a machine with a GPU):
 //
 //   python -c "import torch; from coil.examples.models import build; \
-//     from coil.runtime.cpp_wrapper import export; m, x = build('mlp'); \
-//     export(m.cuda(), tuple(t.cuda() for t in x), 'mlp_cpp')"
+//     from coil.backend import export_cpp; m, x = build('mlp'); \
+//     export_cpp(m.cuda(), tuple(t.cuda() for t in x), 'mlp_cpp')"
 //
 // Build this program against the same libtorch (TORCH=$(python -c "import torch,os; \
 // print(os.path.dirname(torch.__file__))")):

@@ -19,6 +19,7 @@ from torch._dynamo.backends.common import aot_autograd
 
 from coil.frontend.attention import contiguous_attention_masks
 from coil.frontend.decompositions import LazyTable
+from coil.runtime.compiled import boxed
 
 if TYPE_CHECKING:
     from coil.runtime.aotcache import AotCache
@@ -28,21 +29,6 @@ if TYPE_CHECKING:
 class CapturedGraph:
     gm: torch.fx.GraphModule
     example_inputs: list[Any]  # FakeTensors / SymInts, as AOTAutograd passed them
-
-
-def boxed(fn: Callable) -> Callable:
-    """``fn`` in AOTAutograd's boxed calling convention (one list argument the
-    callee may clear, so inputs can be freed during the call): ``fn`` itself if
-    it is boxed, its ``boxed`` variant if it has one (coil's compiled graphs),
-    else ``make_boxed_func(fn)``."""
-    if getattr(fn, "_boxed_call", False):
-        return fn
-    variant = getattr(fn, "boxed", None)
-    if callable(variant) and getattr(variant, "_boxed_call", False):
-        return variant
-    from torch._functorch.aot_autograd import make_boxed_func
-
-    return make_boxed_func(fn)
 
 
 def aot_backend(

@@ -49,8 +49,8 @@ from dataclasses import dataclass
 import sympy
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
-from xdsl.dialects.builtin import ArrayAttr, LocationAttr, ModuleOp
-from xdsl.ir import Attribute, Operation, Region, SSAValue
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -62,9 +62,9 @@ from coil.dialects.symbolic import ShapeAttr, SymInt, contiguous_strides, sym_eq
 from coil.lowering import gemm_alignment
 from coil.transforms.aten_channels_last import channels_last_strides, is_channels_last
 from coil.transforms.buffer_hoist_constants import ConstantValues
+from coil.transforms.extern_effects import extern_mutated_operands, storage_roots
 from coil.transforms.loop_layout import LayoutRules, writable
-from coil.transforms.loop_utils import identity_copy_source
-from coil.transforms.memory_plan import extern_mutated_operands, storage_roots
+from coil.transforms.loop_utils import copy_nest, identity_copy_source
 
 CHANNELS_LAST_FOLLOWING = frozenset(
     {
@@ -115,35 +115,6 @@ def strided_layout(
         if to_expr(n) == 1:
             strides[k] = to_expr(contiguous_strides(shape)[k])
     return strides, offset
-
-
-def copy_nest(
-    source: SSAValue,
-    dest: SSAValue,
-    index: Sequence[sympy.Expr] | None = None,
-    location: LocationAttr | None = None,
-) -> L.PointwiseOp:
-    """``loop.pointwise outs(%dest) { yield source[index] }`` (index over dest's
-    i0..; the identity by default). Its ops carry ``location`` (default: that of
-    the op producing ``source``), so the copy kernel names the user line."""
-    shape = dest.type.shape
-    block = L.new_body(len(shape))
-    idx = list(index) if index is not None else L.index_symbols(len(shape))
-    load = L.LoadOp(source, idx)
-    block.add_op(load)
-    block.add_op(L.YieldOp(load.result))
-    nest = L.PointwiseOp.build(
-        operands=[[dest]],
-        result_types=[[]],
-        properties={"ranges": ShapeAttr(shape)},
-        regions=[Region(block)],
-    )
-    if location is None and isinstance(source.owner, Operation):
-        location = source.owner.location
-    if location is not None:
-        for op in nest.walk():
-            op.location = location
-    return nest
 
 
 def function_device(fn: func.FuncOp) -> str:
@@ -724,4 +695,4 @@ class BufferizePass(ModulePass):
                 ).run()
 
 
-__all__ = ["BufferizePass", "copy_nest", "same_layout", "strided_layout", "writable"]
+__all__ = ["BufferizePass", "same_layout", "strided_layout", "writable"]

@@ -62,13 +62,13 @@ from xdsl.utils.exceptions import DiagnosticException
 from coil.dialects import buffer as B
 from coil.dialects import loop as L
 from coil.dialects.aten import AtenOp, ConstantOp, OperatorOp, TensorConstantOp, TensorType
-from coil.dialects.c10d import NAMESPACES as C10D_NAMESPACES
-from coil.dialects.symbolic import ExprAttr, SymInt, to_expr
-from coil.lowering.body_builder import (
+from coil.dialects.body_builder import (
     BodyBuilder,
     CannotLower,
     check_supported,
 )
+from coil.dialects.c10d import NAMESPACES as C10D_NAMESPACES
+from coil.dialects.symbolic import ExprAttr, SymInt, to_expr
 
 log = logging.getLogger("coil")
 

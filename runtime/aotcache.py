@@ -70,19 +70,9 @@ from typing import Any
 import torch
 
 from coil import config
+from coil.runtime.compiled import Recipe, boxed, rebuild
 
 log = logging.getLogger("coil")
-
-
-@dataclasses.dataclass
-class Recipe:
-    """What rebuilds a compiled graph's callable from its emitted module."""
-
-    source: str  # the -t python module
-    interpret: bool  # its kernels run under Triton's interpreter
-    constants: list[Any]  # trailing arguments passed on every call (lifted constants)
-    tokens: dict[int, Any]  # input position -> (sizes, dtype, device) of an effect token's stand-in
-    cudagraphs: tuple[list[int], str] | None = None  # (static inputs, name) when replayed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,9 +135,6 @@ class CoilOutputCode(_output_code_base()):  # type: ignore[misc]
         self.run = None  # rebuilt by post_compile after a hit
 
     def post_compile(self, example_inputs: Any, constants: Any, graph_kwargs: Any) -> None:
-        from coil.backend import rebuild
-        from coil.frontend.capture import boxed
-
         constants = [c.tensor() if isinstance(c, _Empty) else c for c in self.recipe.constants]
         self.recipe = dataclasses.replace(self.recipe, constants=constants)
         self.run = boxed(rebuild(self.recipe))
@@ -159,8 +146,6 @@ class CoilOutputCode(_output_code_base()):  # type: ignore[misc]
 def output_code(run: Callable[..., Any]) -> CoilOutputCode:
     """``run`` (a compiled graph, or the graph itself after an eager fallback) as a
     :class:`CoilOutputCode`, storable when it carries a recipe."""
-    from coil.frontend.capture import boxed
-
     recipe = getattr(run, "coil_recipe", None)
     if recipe is not None and not recipe.tokens:
         return CoilOutputCode(recipe=recipe, run=boxed(run))

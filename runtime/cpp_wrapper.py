@@ -423,48 +423,6 @@ def load(module: ModuleOp, *, arch: int | None = None) -> CppWrapper:
 # ---- the standalone form -------------------------------------------------------------
 
 
-def export(model: Any, example_inputs: Sequence[Any], out_dir: str | os.PathLike) -> Path:
-    """Compile ``model`` (one graph, CUDA inputs, inference) with the C++ wrapper and
-    write the standalone form to ``out_dir``: ``wrapper.so``, ``kernels/``,
-    ``wrapper.cpp`` and ``io.txt`` with the example inputs and eager's outputs
-    (what examples/run_cpp.cpp loads, runs and checks)."""
-    import torch
-
-    from coil.backend import compile_graph
-    from coil.frontend.capture import aot_backend
-
-    runs: list[tuple[Any, list[Any]]] = []
-
-    def compile_fw(gm: Any, inputs: list[Any]) -> Any:
-        run = compile_graph(gm, inputs, wrapper="cpp")
-        if not hasattr(run, "coil_cpp"):
-            raise CppBuildError("coil: export needs a graph on a CUDA device and a C++ compiler")
-
-        def recording(*args: Any) -> Any:
-            runs.append((run, list(args)))
-            return run(*args)
-
-        return recording
-
-    torch._dynamo.reset()
-    compiled = torch.compile(model, backend=aot_backend(compile_fw), fullgraph=True)
-    with torch.no_grad():
-        compiled(*example_inputs)
-        expected = model(*example_inputs)
-    torch._dynamo.reset()
-    if len(runs) != 1:
-        raise CppBuildError(f"coil: export takes a model of one graph; this one ran {len(runs)}")
-    run, args = runs[0]
-    out = Path(out_dir)
-    shutil.copytree(run.coil_wrapper, out, dirs_exist_ok=True)
-    inputs = [*args, *run.coil_constants]
-    outputs = torch.utils._pytree.tree_leaves(expected)
-    if len(outputs) != len(run.coil_cpp.call_flat(list(inputs))):
-        raise CppBuildError("coil: export: the graph's outputs are not the model's outputs")
-    write_example_io(out, inputs, outputs)
-    return out
-
-
 def write_example_io(
     directory: str | os.PathLike, inputs: Sequence[Any], outputs: Sequence[Any]
 ) -> None:

@@ -36,7 +36,7 @@ from coil.dialects import host as H
 from coil.dialects import loop as L
 from coil.dialects.layout import view_address
 from coil.runtime.execution import ExecutionError
-from coil.transforms.memory_plan import storage_roots
+from coil.transforms.extern_effects import storage_roots
 
 Env = Any  # runtime.aten_executor._Env (values, symbols, evaluate, execute_block)
 

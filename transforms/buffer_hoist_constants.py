@@ -71,7 +71,8 @@ from coil.dialects import buffer as B
 from coil.dialects import loop as L
 from coil.dialects.aten import ConstantOp, TensorConstantOp
 from coil.dialects.symbolic import ExprAttr, to_expr
-from coil.transforms.memory_plan import extern_mutated_operands, extern_results_alias
+from coil.transforms.extern_effects import extern_mutated_operands, extern_results_alias
+from coil.transforms.loop_utils import copy_nest
 
 log = logging.getLogger("coil")
 
@@ -300,8 +301,6 @@ def _staying_views(hoisted: list[Operation], block: Block) -> set[Operation]:
 
 def _copy_result(ret: func.ReturnOp, k: int) -> None:
     """Return a copy of the ``k``-th result (it reads the constants' storage)."""
-    from coil.lowering.bufferize import copy_nest
-
     value = ret.arguments[k]
     t = value.type
     alloc = B.AllocOp(B.BufferType(t.shape, t.element_type, t.strides, 0, t.device_attr.data))

@@ -56,7 +56,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from coil.dialects import buffer as B
 from coil.dialects import host, tt
 from coil.dialects.buffer import BufferType
-from coil.transforms.memory_plan import aliased_operands, extern_results_alias
+from coil.transforms.extern_effects import aliased_operands, extern_results_alias
 
 _ALLOCS = ("buffer.alloc", "host.empty_strided", "loop.seed", "host.seed", "host.semaphores")
 """Ops that make fresh values and touch no memory a kernel reads."""

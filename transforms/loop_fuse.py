@@ -43,6 +43,7 @@ from xdsl.traits import Pure
 from coil.dialects import buffer as B
 from coil.dialects import loop as L
 from coil.dialects.symbolic import ShapeAttr
+from coil.transforms.extern_effects import extern_mutated_operands
 from coil.transforms.loop_cost import body_size
 from coil.transforms.loop_utils import (
     ancestor_in,
@@ -51,7 +52,6 @@ from coil.transforms.loop_utils import (
     identity_copy_source,
     squeeze_unit_ranges,
 )
-from coil.transforms.memory_plan import extern_mutated_operands
 
 
 def _squeezed(ranges: tuple) -> tuple:

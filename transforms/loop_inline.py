@@ -40,6 +40,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from coil.dialects import buffer as B
 from coil.dialects import loop as L
+from coil.transforms.extern_effects import extern_mutated_operands
 from coil.transforms.loop_cost import (
     body_size,
     compute_ops,
@@ -57,7 +58,6 @@ from coil.transforms.loop_utils import (
     map_exprs,
     zero_constant,
 )
-from coil.transforms.memory_plan import extern_mutated_operands
 
 # Integer ops that trap on a zero divisor: never evaluated on a masked-off lane's 0.
 _TRAPPING = (

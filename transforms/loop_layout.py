@@ -36,7 +36,7 @@ from coil.dialects.aten import TensorType
 from coil.dialects.symbolic import SymInt, contiguous_strides, to_expr
 from coil.strategy.access import element_bytes, linear_strides
 from coil.transforms.aten_channels_last import channels_last_strides
-from coil.transforms.memory_plan import extern_mutated_operands
+from coil.transforms.extern_effects import extern_mutated_operands
 
 
 def writable(shape: Sequence[SymInt], strides: Sequence[SymInt]) -> bool:

@@ -80,8 +80,8 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from coil.dialects import loop as L
+from coil.dialects.body_builder import BodyBuilder, is_float
 from coil.dialects.symbolic import ShapeAttr, index_symbols, torch_sympy
-from coil.lowering.body_builder import BodyBuilder, is_float
 from coil.strategy.access import (
     StridesOf,
     classify_reduction,

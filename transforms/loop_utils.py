@@ -1,13 +1,15 @@
-"""Helpers shared by the loop-level fusion passes (loop-inline, loop-fuse,
-loop-simplify-indexing): where index expressions live on body ops, which values a
-nest captures, and positions of ops in a function block."""
+"""Helpers shared by the loop-level passes (loop-inline, loop-fuse,
+loop-simplify-indexing, buffer-hoist-constants) and bufferize: where index
+expressions live on body ops, which values a nest captures, positions of ops in
+a function block, and building or recognizing an identity copy nest."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import sympy
 from xdsl.dialects import arith, builtin, func
+from xdsl.dialects.builtin import LocationAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -182,3 +184,32 @@ def identity_copy_source(value: SSAValue) -> SSAValue | None:
     if list(t.shape) != list(value.type.shape):
         return None
     return source
+
+
+def copy_nest(
+    source: SSAValue,
+    dest: SSAValue,
+    index: Sequence[sympy.Expr] | None = None,
+    location: LocationAttr | None = None,
+) -> L.PointwiseOp:
+    """``loop.pointwise outs(%dest) { yield source[index] }`` (index over dest's
+    i0..; the identity by default). Its ops carry ``location`` (default: that of
+    the op producing ``source``), so the copy kernel names the user line."""
+    shape = dest.type.shape
+    block = L.new_body(len(shape))
+    idx = list(index) if index is not None else L.index_symbols(len(shape))
+    load = L.LoadOp(source, idx)
+    block.add_op(load)
+    block.add_op(L.YieldOp(load.result))
+    nest = L.PointwiseOp.build(
+        operands=[[dest]],
+        result_types=[[]],
+        properties={"ranges": ShapeAttr(shape)},
+        regions=[Region(block)],
+    )
+    if location is None and isinstance(source.owner, Operation):
+        location = source.owner.location
+    if location is not None:
+        for op in nest.walk():
+            op.location = location
+    return nest

@@ -8,9 +8,9 @@ import sympy
 from xdsl.ir import Attribute, SSAValue
 
 from coil.dialects.aten import AtenOp
+from coil.dialects.body_builder import BodyBuilder, CannotLower, check_supported
 from coil.dialects.loop import is_tensor_like
 from coil.dialects.symbolic import SymInt, sym_eq, to_expr
-from coil.lowering.body_builder import BodyBuilder, CannotLower, check_supported
 from coil.lowering.convert_aten_to_loop import Lowerer
 
 

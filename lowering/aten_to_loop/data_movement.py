@@ -22,6 +22,13 @@ from xdsl.ir import Attribute, BlockArgument, SSAValue
 from coil.dialects import dtypes
 from coil.dialects import loop as L
 from coil.dialects.aten import AtenOp
+from coil.dialects.body_builder import (
+    BodyBuilder,
+    CannotLower,
+    check_supported,
+    compute_dtype,
+    is_float,
+)
 from coil.dialects.symbolic import SymInt, to_expr, torch_sympy
 from coil.lowering.aten_to_loop.common import (
     broadcast_index,
@@ -37,13 +44,6 @@ from coil.lowering.aten_to_loop.views import (
     select_index,
     slice_start,
     unravel,
-)
-from coil.lowering.body_builder import (
-    BodyBuilder,
-    CannotLower,
-    check_supported,
-    compute_dtype,
-    is_float,
 )
 from coil.lowering.convert_aten_to_loop import Lowerer, register
 

@@ -35,10 +35,10 @@ from __future__ import annotations
 
 from coil.dialects import dtypes
 from coil.dialects.aten import AtenOp
+from coil.dialects.body_builder import BodyBuilder, CannotLower
 from coil.dialects.symbolic import to_expr
 from coil.lowering.aten_to_loop.common import broadcast_index, result_type, shape_of, tensor_arg
 from coil.lowering.aten_to_loop.pointwise import _normalize
-from coil.lowering.body_builder import BodyBuilder, CannotLower
 from coil.lowering.convert_aten_to_loop import Lowerer, register
 
 FLOATS = (dtypes.f16, dtypes.bf16, dtypes.f32)

@@ -14,8 +14,8 @@ from __future__ import annotations
 from xdsl.ir import SSAValue
 
 from coil.dialects.aten import AtenOp
+from coil.dialects.body_builder import BodyBuilder, CannotLower, compute_dtype, is_float
 from coil.lowering.aten_to_loop.common import result_type, tensor_arg
-from coil.lowering.body_builder import BodyBuilder, CannotLower, compute_dtype, is_float
 from coil.lowering.convert_aten_to_loop import Lowerer, register
 
 

@@ -19,19 +19,19 @@ from xdsl.ir import Attribute, SSAValue
 
 from coil.dialects import dtypes
 from coil.dialects.aten import AtenOp
+from coil.dialects.body_builder import (
+    BodyBuilder,
+    CannotLower,
+    compute_dtype,
+    is_bool,
+    is_float,
+)
 from coil.lowering.aten_to_loop.common import (
     dtype_of,
     is_tensor,
     load_broadcast,
     python_scalar,
     result_type,
-)
-from coil.lowering.body_builder import (
-    BodyBuilder,
-    CannotLower,
-    compute_dtype,
-    is_bool,
-    is_float,
 )
 from coil.lowering.convert_aten_to_loop import Lowerer, register
 

@@ -60,15 +60,15 @@ from xdsl.ir import Attribute, SSAValue
 
 from coil.dialects import dtypes
 from coil.dialects.aten import AtenOp
-from coil.dialects.symbolic import to_expr, torch_sympy
-from coil.lowering.aten_to_loop.common import dtype_of, result_type, shape_of
-from coil.lowering.body_builder import (
+from coil.dialects.body_builder import (
     BodyBuilder,
     CannotLower,
     check_supported,
     compute_dtype,
     is_float,
 )
+from coil.dialects.symbolic import to_expr, torch_sympy
+from coil.lowering.aten_to_loop.common import dtype_of, result_type, shape_of
 from coil.lowering.convert_aten_to_loop import Lowerer, register
 
 # ---- arguments ------------------------------------------------------------------------

@@ -17,9 +17,9 @@ from xdsl.ir import SSAValue
 
 from coil.dialects import dtypes
 from coil.dialects.aten import AtenOp
+from coil.dialects.body_builder import BodyBuilder, CannotLower, check_supported, compute_dtype
 from coil.lowering.aten_to_loop.common import dtype_of, result_type, shape_of
 from coil.lowering.aten_to_loop.views import norm_dim
-from coil.lowering.body_builder import BodyBuilder, CannotLower, check_supported, compute_dtype
 from coil.lowering.convert_aten_to_loop import Lowerer, register
 
 

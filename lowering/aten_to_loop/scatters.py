@@ -39,6 +39,7 @@ from xdsl.ir import Attribute, SSAValue
 from coil.dialects import dtypes
 from coil.dialects import loop as L
 from coil.dialects.aten import AtenOp
+from coil.dialects.body_builder import BodyBuilder, CannotLower, check_supported, is_float
 from coil.dialects.symbolic import SymInt, to_expr
 from coil.lowering.aten_to_loop.common import (
     broadcast_index,
@@ -48,7 +49,6 @@ from coil.lowering.aten_to_loop.common import (
     shape_of,
 )
 from coil.lowering.aten_to_loop.views import norm_dim
-from coil.lowering.body_builder import BodyBuilder, CannotLower, check_supported, is_float
 from coil.lowering.convert_aten_to_loop import Lowerer, register
 
 # ---- helpers ------------------------------------------------------------------------

@@ -17,9 +17,9 @@ from xdsl.ir import SSAValue
 
 from coil.dialects import loop as L
 from coil.dialects.aten import AtenOp, TensorType
+from coil.dialects.body_builder import CannotLower
 from coil.dialects.symbolic import SymInt, contiguous_strides, sym_eq, to_expr, torch_sympy
 from coil.lowering.aten_to_loop.common import broadcast_index, result_type, shape_of
-from coil.lowering.body_builder import CannotLower
 from coil.lowering.convert_aten_to_loop import Lowerer, register
 
 IndexMap = list[sympy.Expr]

@@ -37,6 +37,7 @@ from coil.dialects import loop as L
 from coil.dialects import tt
 from coil.dialects.buffer import BufferType
 from coil.lowering.loop_to_tt.kernel import Kernel, Options, next_pow2
+from coil.transforms.extern_effects import storage_roots
 
 POINTWISE = [(1024, 4), (512, 4), (2048, 8), (256, 4), (1024, 8), (512, 8), (2048, 4), (256, 8)]
 # (YBLOCK, XBLOCK, num_warps) of 2-D pointwise tiles (Inductor's 2-D pointwise set).
@@ -114,8 +115,6 @@ def _roots(v: SSAValue) -> set[SSAValue]:
     """Every storage ``v`` may live in: through views and reuses, and through
     ATen results that alias their operands (memory-plan's in-place
     ``index_put_`` returns the very buffer it writes)."""
-    from coil.transforms.memory_plan import storage_roots
-
     v = _storage_root(v)
     out = {v}
     for r in storage_roots(v):

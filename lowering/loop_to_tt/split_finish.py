@@ -59,7 +59,7 @@ from coil.dialects.symbolic import index_symbols
 from coil.lowering.loop_to_tt import tiling as T
 from coil.lowering.loop_to_tt.builder import KernelBuilder
 from coil.lowering.loop_to_tt.kernel import Kernel, Options
-from coil.transforms.memory_plan import storage_roots
+from coil.transforms.extern_effects import storage_roots
 
 # The most stage-2 programs one last program runs one after another (N <= XBLOCK).
 MAX_SERIAL = 16

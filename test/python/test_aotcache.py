@@ -19,7 +19,7 @@ import torch
 from cache_child import PRELUDE
 
 from coil.pipeline import PIPELINES
-from coil.runtime import aotcache, codecache, graphcache
+from coil.runtime import aotcache, codecache, compiled, graphcache
 
 
 @pytest.fixture(autouse=True)
@@ -333,7 +333,7 @@ def test_empty_and_non_plain_constants_in_an_entry():
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     empty = torch.empty(0, 3, dtype=torch.bfloat16)[:, :2]
-    code = aotcache.CoilOutputCode(recipe=aotcache.Recipe("", True, [empty, torch.ones(2)], {}))
+    code = aotcache.CoilOutputCode(recipe=compiled.Recipe("", True, [empty, torch.ones(2)], {}))
     code.prepare_for_serialization()
     kept = pickle.loads(pickle.dumps(code.recipe.constants))
     restored = [c.tensor() if isinstance(c, aotcache._Empty) else c for c in kept]
@@ -342,7 +342,7 @@ def test_empty_and_non_plain_constants_in_an_entry():
     torch.testing.assert_close(restored[1], torch.ones(2))
     with FakeTensorMode():
         fake = torch.ones(2)
-    code = aotcache.CoilOutputCode(recipe=aotcache.Recipe("", True, [fake], {}))
+    code = aotcache.CoilOutputCode(recipe=compiled.Recipe("", True, [fake], {}))
     with pytest.raises(Exception, match="constant 0 is not a plain tensor"):
         code.prepare_for_serialization()
 

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from coil.backend import coil as coil_backend
+from coil.backend import export_cpp
 from coil.examples.models import MODELS, build
 from coil.runtime import cpp_wrapper
 from coil.testing import assert_close_to_eager
@@ -77,7 +78,7 @@ def test_cpp_and_python_wrappers_agree(name):
 
 def test_standalone_example_runs_without_python(tmp_path):
     model, inputs = build("mlp")
-    out = cpp_wrapper.export(model.cuda().eval(), tuple(x.cuda() for x in inputs), tmp_path / "m")
+    out = export_cpp(model.cuda().eval(), tuple(x.cuda() for x in inputs), tmp_path / "m")
     assert (out / "wrapper.so").is_file() and (out / "io.txt").is_file()
     torch_dir = Path(torch.__file__).parent
     exe = tmp_path / "run_cpp"

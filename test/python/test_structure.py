@@ -61,12 +61,73 @@ def test_the_walk_sees_lazy_imports():
     assert "coil.runtime.aten_executor.run_module" in IMPORTS["coil.backend"]
 
 
-def test_no_dialect_imports_a_pass():
-    """A dialect does not know its passes: canonicalization patterns are
-    registered from transforms/ (dialects/aten_base.CANONICALIZATION_PATTERNS)."""
-    offenders = {
-        m: sorted(i for i in IMPORTS[m] if i.startswith(("coil.transforms", "coil.lowering")))
+def _offenders(among: tuple[str, ...], forbidden: tuple[str, ...]) -> dict[str, list[str]]:
+    """Modules under ``among`` (name prefixes) that import anything under
+    ``forbidden``, with what they import."""
+    found = {
+        m: sorted(i for i in IMPORTS[m] if i.startswith(forbidden))
         for m in MODULES
-        if m.startswith("coil.dialects")
+        if m.startswith(among)
     }
-    assert {m: i for m, i in offenders.items() if i} == {}
+    return {m: i for m, i in found.items() if i}
+
+
+# The layers above the dialects, by package: a module name or a dotted prefix.
+ABOVE_DIALECTS = (
+    "coil.transforms",
+    "coil.lowering",
+    "coil.targets",
+    "coil.runtime",
+    "coil.backend",
+    "coil.frontend",
+    "coil.cli",
+)
+
+
+def test_no_dialect_imports_a_pass():
+    """A dialect does not know its passes, nor anything above them:
+    canonicalization patterns are registered from transforms/
+    (dialects/aten_base.CANONICALIZATION_PATTERNS), and the body builder that
+    lowerings and loop passes share lives with the dialects."""
+    assert _offenders(("coil.dialects",), ABOVE_DIALECTS) == {}
+
+
+def test_no_transform_imports_a_lowering_or_later():
+    """A transform keeps its dialect: what a lowering and a transform share
+    (the body builder, copy nests, the extern-effect analysis) lives in
+    dialects/ or transforms/, so transforms/ imports nothing from lowering/,
+    targets/, runtime/ or the backend."""
+    forbidden = ("coil.lowering", "coil.targets", "coil.runtime", "coil.backend")
+    assert _offenders(("coil.transforms",), forbidden) == {}
+
+
+BUFFER_LEVEL_PASSES = (
+    "coil.transforms.memory_plan",
+    "coil.transforms.buffer_",
+    "coil.transforms.host_",
+)
+
+
+def test_no_loop_level_pass_imports_a_buffer_level_one():
+    """Passes run in order aten -> loop -> buffer: a loop- or aten-level pass
+    (transforms/loop_*.py, aten_*.py) asks transforms/extern_effects.py what an
+    extern call does, never the buffer-level memory plan."""
+    early = ("coil.transforms.loop_", "coil.transforms.aten_")
+    assert _offenders(early, BUFFER_LEVEL_PASSES) == {}
+    assert any(m.startswith(early) for m in MODULES)  # not vacuous
+
+
+def test_the_memory_plan_shares_no_analysis():
+    """What other passes need from the memory plan's neighbourhood lives in
+    transforms/extern_effects.py; nothing but the pass registry names
+    memory_plan (by string, loaded on demand)."""
+    assert _importers("coil.transforms.memory_plan", "coil") == []
+
+
+def test_runtime_imports_no_driver():
+    """runtime/ runs what was compiled: a cache hit rebuilds its callable through
+    runtime/compiled.py, and the standalone C++ export (a driver) lives in
+    backend.py, so nothing under runtime/ imports the backend, the CLI or the
+    torch.compile glue (frontend/capture.py)."""
+    forbidden = ("coil.backend", "coil.cli", "coil.frontend.capture")
+    assert _offenders(("coil.runtime",), forbidden) == {}

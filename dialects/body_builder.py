@@ -1,9 +1,11 @@
-"""Building loop bodies: typed scalar arithmetic for the lowerings.
+"""Building loop bodies: typed scalar arithmetic for the lowerings and passes.
 
 A :class:`BodyBuilder` appends ops to one body block and picks the right
 ``arith``/``math`` op for the operand types (``addf`` vs ``addi``, ``cmpf`` vs
 ``cmpi``, the cast between any two element types), the way Inductor's
-``ops.*`` handler hides dtype dispatch from ``lowering.py``.
+``ops.*`` handler hides dtype dispatch from ``lowering.py``. It depends only on
+the dialects, so both the aten-to-loop lowerings and loop-level transforms
+(``loop-split-reduction``'s finish bodies) build bodies with it.
 """
 
 from __future__ import annotations
