@@ -507,18 +507,21 @@ class LoopOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser):
         props = cls._parse_head(parser)
-        outs: list[SSAValue] = []
-        result_types: list[Attribute] = []
-        if parser.parse_optional_keyword("outs"):
-            outs = _parse_outs(parser, cls.name)
-        elif parser.parse_optional_punctuation(":"):
-            result_types = parser.parse_comma_separated_list(
-                parser.Delimiter.NONE, parser.parse_type
-            )
+        outs, result_types = _parse_outs_or_types(parser, cls.name)
         body = parser.parse_region()
         return cls.build(
             operands=[outs], result_types=[result_types], properties=props, regions=[body]
         )
+
+
+def _parse_outs_or_types(parser: Parser, op_name: str) -> tuple[list[SSAValue], list[Attribute]]:
+    """A nest's tail before its body: ``outs(...)`` (bufferized) or ``: types``
+    (tensor results), or neither."""
+    if parser.parse_optional_keyword("outs"):
+        return _parse_outs(parser, op_name), []
+    if parser.parse_optional_punctuation(":"):
+        return [], parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+    return [], []
 
 
 def _parse_outs(parser: Parser, op_name: str) -> list[SSAValue]:
@@ -876,14 +879,7 @@ class ScatterOp(LoopOp):
             parser.parse_punctuation(")")
         parser.parse_keyword("at")
         index = parse_expr_list(parser)
-        outs: list[SSAValue] = []
-        result_types: list[Attribute] = []
-        if parser.parse_optional_keyword("outs"):
-            outs = _parse_outs(parser, cls.name)
-        elif parser.parse_optional_punctuation(":"):
-            result_types = parser.parse_comma_separated_list(
-                parser.Delimiter.NONE, parser.parse_type
-            )
+        outs, result_types = _parse_outs_or_types(parser, cls.name)
         body = parser.parse_region()
         return cls.build(
             operands=[init, outs],

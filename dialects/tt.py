@@ -650,6 +650,24 @@ class AtomicRMWOp(IRDLOperation):
 # --------------------------------------------------------------------------
 
 
+def _verify_combiner(op: Operation, n: int, terminator: type[IRDLOperation]) -> None:
+    """A reduce's or scan's combiner: two scalars of each operand's element type
+    in, ending with ``terminator`` of those element types."""
+    block = op.combine_op.block
+    elems = [element_of(s.type) for s in op.srcs]
+    _require(
+        list(block.arg_types) == elems + elems,
+        op,
+        f"combiner takes {2 * n} scalars ({', '.join(map(str, elems + elems))})",
+    )
+    term = block.last_op
+    _require(
+        isinstance(term, terminator) and [v.type for v in term.result] == elems,
+        op,
+        f"combiner must end with {terminator.name} of the element types",
+    )
+
+
 @irdl_op_definition
 class ReduceOp(IRDLOperation):
     """``tt.reduce``: combine each operand block along ``axis`` with the combiner region
@@ -690,19 +708,7 @@ class ReduceOp(IRDLOperation):
                 self,
                 f"result {r.type} must be {block_of(element_of(s.type), want)}",
             )
-        block = self.combine_op.block
-        elems = [element_of(s.type) for s in self.srcs]
-        _require(
-            list(block.arg_types) == elems + elems,
-            self,
-            f"combiner takes {2 * n} scalars ({', '.join(map(str, elems + elems))})",
-        )
-        term = block.last_op
-        _require(
-            isinstance(term, ReduceReturnOp) and [v.type for v in term.result] == elems,
-            self,
-            "combiner must end with tt.reduce.return of the element types",
-        )
+        _verify_combiner(self, n, ReduceReturnOp)
 
 
 @irdl_op_definition
@@ -750,19 +756,7 @@ class ScanOp(IRDLOperation):
         for s, r in zip(self.srcs, self.res):
             _require(shape_of(s.type) == shape, self, "operands must have the same shape")
             _require(r.type == s.type, self, f"result {r.type} must be {s.type}")
-        block = self.combine_op.block
-        elems = [element_of(s.type) for s in self.srcs]
-        _require(
-            list(block.arg_types) == elems + elems,
-            self,
-            f"combiner takes {2 * n} scalars ({', '.join(map(str, elems + elems))})",
-        )
-        term = block.last_op
-        _require(
-            isinstance(term, ScanReturnOp) and [v.type for v in term.result] == elems,
-            self,
-            "combiner must end with tt.scan.return of the element types",
-        )
+        _verify_combiner(self, n, ScanReturnOp)
 
 
 @irdl_op_definition
