@@ -51,6 +51,7 @@
 #                            before/after numbers on one machine;
 #   SIDE_GPU=3  DYNAMIC and SHAPE_SWEEP run on that GPU alone, in the background,
 #            beside the other steps (MODEL_SWEEP="--gpus 3 ..." on GPUs 0-2);
+#            SIDE_GPU="2 3" runs DYNAMIC on GPU 2 and SHAPE_SWEEP on GPU 3 at once;
 #   DIST=1   (2 GPUs) the distributed tests marked `gpu` (NCCL) and
 #            benchmarks/distributed.py (FSDP2, GPT-2 small: eager, Inductor,
 #            coil); DIST=tests or DIST=bench runs one of the two.
@@ -113,13 +114,22 @@ dynamic() {
   return "${PIPESTATUS[0]}"
 }
 status=0
-side_pid=
+side_pids=()
 if [ -n "${SIDE_GPU:-}" ]; then
   # DYNAMIC then SHAPE_SWEEP on GPU SIDE_GPU alone, in the background, while
   # the other steps (the model sweep on the other GPUs: --gpus N uses 0..N-1)
-  # run: one call of a multi-GPU machine does all of them.
-  ( export CUDA_VISIBLE_DEVICES=$SIDE_GPU; st=0; dynamic || st=1; shape_sweep || st=1; exit $st ) &
-  side_pid=$!
+  # run: one call of a multi-GPU machine does all of them. SIDE_GPU="2 3":
+  # DYNAMIC on GPU 2 and SHAPE_SWEEP on GPU 3, at the same time.
+  read -r side_a side_b <<< "$SIDE_GPU"
+  if [ -n "${side_b:-}" ]; then
+    ( export CUDA_VISIBLE_DEVICES=$side_a; dynamic ) &
+    side_pids+=($!)
+    ( export CUDA_VISIBLE_DEVICES=$side_b; shape_sweep ) &
+    side_pids+=($!)
+  else
+    ( export CUDA_VISIBLE_DEVICES=$side_a; st=0; dynamic || st=1; shape_sweep || st=1; exit $st ) &
+    side_pids+=($!)
+  fi
 fi
 if [ "${TESTS:-0}" = 1 ]; then
   workers=()
@@ -239,10 +249,10 @@ if [ -n "${BEFORE:-}" ] && [ -f .whl/coil_before.tar ]; then
   PYTHONPATH=/tmp/site_before:/tmp/site budget python3 benchmarks/models.py $BEFORE 2>&1 \
     | sed 's/^| /| before: /' | tee -a "$OUT/models-before.log"
 fi
-if [ -n "$side_pid" ]; then
-  wait "$side_pid"
+for pid in "${side_pids[@]}"; do
+  wait "$pid"
   status=$(( status | $? ))
-fi
+done
 echo "== summary =="
 [ -f "$OUT/skipped.txt" ] && cat "$OUT/skipped.txt"
 cat "$OUT/device.txt"
