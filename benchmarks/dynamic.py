@@ -277,18 +277,24 @@ def main() -> int:
             continue
         all_rows += rows
         reports.append(report)
-    text = table(all_rows)
-    print(text)
+        # Written after every workload: a call cut at its deadline keeps the
+        # workloads that finished.
+        write(all_rows, reports)
+    print(table(all_rows))
     print("\n".join(r for r in reports if r))
-    if os.environ.get("OUT"):
-        out = os.environ["OUT"]
-        with open(os.path.join(out, "dynamic.md"), "w") as fh:
-            fh.write(text + "\n\n" + "\n".join(reports) + "\n")
-        with open(os.path.join(out, "dynamic.csv"), "w", newline="") as fh:
-            writer = csv.DictWriter(fh, sorted({k for r in all_rows for k in r}))
-            writer.writeheader()
-            writer.writerows(all_rows)
     return 0
+
+
+def write(all_rows, reports):
+    if not os.environ.get("OUT") or not all_rows:
+        return
+    out = os.environ["OUT"]
+    with open(os.path.join(out, "dynamic.md"), "w") as fh:
+        fh.write(table(all_rows) + "\n\n" + "\n".join(r for r in reports if r) + "\n")
+    with open(os.path.join(out, "dynamic.csv"), "w", newline="") as fh:
+        writer = csv.DictWriter(fh, sorted({k for r in all_rows for k in r}))
+        writer.writeheader()
+        writer.writerows(all_rows)
 
 
 if __name__ == "__main__":
