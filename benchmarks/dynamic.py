@@ -19,7 +19,9 @@ image size (a ResNet-50 from torchvision), a batch-varying MLP.
 
     python benchmarks/dynamic.py [names...] [--profile] [--smoke]
 
-The table goes to stdout and ``$OUT/dynamic.md``, rows to ``$OUT/dynamic.csv``.
+The table goes to stdout and ``$OUT/dynamic.md``, rows to ``$OUT/dynamic.csv``
+(``dynamic-NAME.md`` and ``.csv`` when one workload is named, so that one
+process per workload -- gpu.sh's way, as a CUDA error is sticky -- keeps each).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import gc
 import os
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -274,24 +277,28 @@ def main() -> int:
             rows, report = run(w, device, args.profile)
         except Exception as e:  # a failing workload is reported, not a crash
             print(f"dynamic: {name}: ERROR {type(e).__name__}: {str(e)[:300]}", flush=True)
+            traceback.print_exc()
+            if "CUDA error" in str(e):
+                break  # a sticky CUDA error: every later workload would fail too
             continue
         all_rows += rows
         reports.append(report)
         # Written after every workload: a call cut at its deadline keeps the
         # workloads that finished.
-        write(all_rows, reports)
+        write(all_rows, reports, args.names)
     print(table(all_rows))
     print("\n".join(r for r in reports if r))
     return 0
 
 
-def write(all_rows, reports):
+def write(all_rows, reports, names):
     if not os.environ.get("OUT") or not all_rows:
         return
     out = os.environ["OUT"]
-    with open(os.path.join(out, "dynamic.md"), "w") as fh:
+    stem = f"dynamic-{names[0]}" if len(names) == 1 else "dynamic"
+    with open(os.path.join(out, stem + ".md"), "w") as fh:
         fh.write(table(all_rows) + "\n\n" + "\n".join(r for r in reports if r) + "\n")
-    with open(os.path.join(out, "dynamic.csv"), "w", newline="") as fh:
+    with open(os.path.join(out, stem + ".csv"), "w", newline="") as fh:
         writer = csv.DictWriter(fh, sorted({k for r in all_rows for k in r}))
         writer.writeheader()
         writer.writerows(all_rows)

@@ -109,9 +109,14 @@ shape_sweep() {
 }
 dynamic() {
   [ -n "${DYNAMIC:-}" ] || return 0
-  # shellcheck disable=SC2086
-  budget python3 benchmarks/dynamic.py ${DYNAMIC_ARGS:-} $DYNAMIC 2>&1 | tee -a "$OUT/dynamic.log"
-  return "${PIPESTATUS[0]}"
+  # One process per workload: a CUDA error is sticky, and would fail the rest.
+  local st=0 name
+  for name in $DYNAMIC; do
+    # shellcheck disable=SC2086
+    budget python3 benchmarks/dynamic.py ${DYNAMIC_ARGS:-} "$name" 2>&1 | tee -a "$OUT/dynamic.log"
+    st=$(( st | PIPESTATUS[0] ))
+  done
+  return "$st"
 }
 status=0
 side_pids=()
@@ -262,7 +267,7 @@ cat "$OUT/device.txt"
 [ -f "$OUT/tile_sweep.log" ] && sed -n '/^| workload | config/,$p' "$OUT/tile_sweep.log"
 [ -f "$OUT/models.log" ] && grep -h '^| ' "$OUT/models.log" | grep -v -- '---'
 [ -f "$OUT/sweep.md" ] && tail -n 5 "$OUT/sweep.md"
-[ -f "$OUT/dynamic.md" ] && grep -h '^| ' "$OUT/dynamic.md"
+ls "$OUT"/dynamic*.md >/dev/null 2>&1 && grep -h '^| ' "$OUT"/dynamic*.md
 [ -f "$OUT/shape_sweep.log" ] && grep -h "within 10 %" "$OUT/shape_sweep.log"
 [ -f "$OUT/models-before.log" ] && grep -h '^| before' "$OUT/models-before.log"
 [ -f "$OUT/pytest-distributed.log" ] && tail -n 1 "$OUT/pytest-distributed.log"
@@ -271,4 +276,8 @@ cat "$OUT/device.txt"
 [ -f "$OUT/profile.log" ] && grep -h '^== ' "$OUT/profile.log"
 [ -f "$OUT/host_profile.log" ] && grep -h '^== ' "$OUT/host_profile.log"
 [ -f "$OUT/compile_time.md" ] && grep -h '^| ' "$OUT/compile_time.md"
+# At most 8 files come back from a lent machine: everything but the caller's
+# own log goes into one archive (the summary above has the tables).
+( cd "$OUT" && find . -type f ! -name gpu.log ! -name logs.tgz -print0 \
+    | tar --null -czf logs.tgz -T - --remove-files ) 2>/dev/null
 exit "$status"

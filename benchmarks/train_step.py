@@ -154,14 +154,16 @@ def optimizer_row(
             opt = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01, foreach=True)
             steps[name] = opt.step
         else:
-            # Dynamo makes the optimizer capturable on CUDA itself; the CPU
-            # needs it asked for.
+            # capturable: torch refuses a tensor learning rate with foreach
+            # and capturable=False on CUDA (torch 2.11: "lr as a Tensor is
+            # not supported for capturable=False and foreach=True"), and the
+            # CPU needs it asked for too; the rate lives with the parameters.
             opt = torch.optim.AdamW(
                 params,
-                lr=torch.tensor(1e-3),
+                lr=torch.tensor(1e-3, device=device),
                 weight_decay=0.01,
                 foreach=True,
-                capturable=device.split(":")[0] != "cuda",
+                capturable=True,
             )
             steps[name] = compile(opt.step, name)
         params_of[name] = params
