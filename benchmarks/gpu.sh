@@ -76,6 +76,8 @@ budget() {
   timeout -k 10 "$left" "$@"
 }
 export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
+# A crashing process (a segfault in a training row) prints its Python stack.
+export PYTHONFAULTHANDLER=1
 # Bytecode caches in a writable place: the machine's torch has none it can use,
 # so every new process compiled ~240 of torch's modules from source (1.2-1.9 s
 # of each compile_time.py warm start, either backend, under cProfile); a
