@@ -144,7 +144,7 @@ if [ "${TESTS:-0}" = 1 ]; then
     workers=(-n "${TEST_WORKERS:-8}")
   fi
   # shellcheck disable=SC2086
-  budget python3 -m pytest ${TEST_FILES:-test/python} -m gpu "${workers[@]}" -p no:cacheprovider -q -rs \
+  budget python3 -m pytest ${TEST_FILES:-test/python} -m gpu "${workers[@]}" -p no:cacheprovider -v -rfEs \
     --durations=15 2>&1 | tee "$OUT/pytest-gpu.log"
   status=$(( status | PIPESTATUS[0] ))
 fi
@@ -263,7 +263,7 @@ done
 echo "== summary =="
 [ -f "$OUT/skipped.txt" ] && cat "$OUT/skipped.txt"
 cat "$OUT/device.txt"
-[ -f "$OUT/pytest-gpu.log" ] && tail -n 1 "$OUT/pytest-gpu.log"
+[ -f "$OUT/pytest-gpu.log" ] && { grep -h -e '^FAILED' -e '^ERROR' "$OUT/pytest-gpu.log" | head -20; tail -n 1 "$OUT/pytest-gpu.log"; }
 [ -f "$OUT/bench.log" ] && tail -n 6 "$OUT/bench.log"
 [ -f "$OUT/roofline.md" ] && cat "$OUT/roofline.md"
 [ -f "$OUT/tile_sweep.log" ] && sed -n '/^| workload | config/,$p' "$OUT/tile_sweep.log"
