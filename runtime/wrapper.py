@@ -125,8 +125,10 @@ def check_input(
 def _cpu_scalar_for_cuda(t: torch.Tensor, device: str) -> bool:
     """A 0-d CPU tensor where a CUDA one was traced: torch mixes those freely, and
     some kernels return them where their fake (meta) version says CUDA (the
-    philox seed and offset of cuDNN attention, saved for the backward). The
-    wrapper moves such an input to the device it was compiled for."""
+    philox seed and offset of attention kernels, saved for the backward). The
+    wrapper moves such an input to the device it was compiled for when a kernel
+    reads it, and leaves it where it is for ATen calls
+    (targets/scalar_inputs.py)."""
     return t.dim() == 0 and t.device.type == "cpu" and str(device).startswith("cuda")
 
 

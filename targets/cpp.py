@@ -93,6 +93,7 @@ from coil.dialects.symbolic import ExprAttr, ShapeAttr, to_expr
 from coil.ir import short_lines, source_line
 from coil.targets.lifetimes import released_after
 from coil.targets.python import _attr_symbols, _symbols_of
+from coil.targets.scalar_inputs import moved_to_device
 
 RUNTIME_HEADER = "coil_runtime.h"
 
@@ -546,7 +547,7 @@ class CppPrinter:
                     f"{self.exprs(t.shape_attr.data)}, {self.exprs(t.strides_attr.data)}, "
                     f"{cpp_scalar_type(t.dtype)}, {cpp_device(t.device)});"
                 )
-                if not t.shape_attr.data and t.device_attr.data != "cpu":
+                if moved_to_device(arg):
                     # check_input lets a 0-d CPU tensor stand for a CUDA scalar.
                     name = self.name(arg)
                     self.emit(f"{name} = {name}.to({cpp_device(t.device)});")

@@ -77,6 +77,7 @@ from coil.dialects.buffer import BufferType
 from coil.dialects.symbolic import ExprAttr, ShapeAttr, SymbolicSyntaxError, format_expr, to_expr
 from coil.ir import short_lines, source_line
 from coil.targets.lifetimes import last_reads, released_after
+from coil.targets.scalar_inputs import moved_to_device
 
 WRAPPER_IMPORT = (
     "from coil.runtime.wrapper import cdiv, check_input, CoilInputError, empty_strided_on, "
@@ -487,7 +488,7 @@ class HostPrinter:
             self.emit(f"_inputs.learn({key}, {names})", 2)
         for arg in tensors:
             t = arg.type
-            if not t.shape_attr.data and t.device_attr.data != "cpu" and checks:
+            if checks and moved_to_device(arg):
                 # check_input lets a 0-d CPU tensor stand for a CUDA scalar.
                 name = self.name(arg)
                 self.emit(f'{name} = {name}.to("{t.device_attr.data}")')
