@@ -172,17 +172,40 @@ def nontrivial(ranges: Sequence[sympy.Expr]) -> list[int]:
     return [k for k, d in enumerate(ranges) if sympy.sympify(d) != 1]
 
 
+STRIDE_HINT = 4096
+"""What each size symbol counts as when symbolic strides are ordered: a
+channels-last ``[s0, s1, s2, s3]`` tensor's strides ``[s1*s2*s3, 1, s1*s3, s1]``
+order as N, H, W, C whatever the sizes (a product of more sizes is the larger
+stride for any sizes of at least 2, and the hint keeps that order)."""
+
+
+def _stride_key(stride: sympy.Expr) -> int | None:
+    """``stride`` as a number to order by: itself where static, its value with every
+    size symbol at :data:`STRIDE_HINT` where symbolic; None where it does not
+    evaluate to an integer."""
+    if stride.is_Integer:
+        return int(stride)
+    if any(is_index_symbol(f) for f in stride.free_symbols):
+        return None
+    value = stride.xreplace({f: sympy.Integer(STRIDE_HINT) for f in stride.free_symbols})
+    return int(value) if value.is_Integer else None
+
+
 def order_from_strides(ranges: Sequence[sympy.Expr], strides: Sequence[sympy.Expr]) -> list[int]:
     """The dimensions in the order ``strides`` lays them out, slowest first, size-1
-    dimensions first (their index is 0); the logical order where a stride of a
-    dimension that matters is symbolic."""
+    dimensions first (their index is 0). Symbolic strides are ordered at a size
+    hint (``_stride_key``): the order only chooses how lanes walk the output
+    (every index is still computed from the flat one), and with the logical
+    order a dynamic channels-last tensor walked [N, C, H, W]: 2-D tiles for
+    every pointwise kernel of a dynamic conv net where the static compile ran
+    1-D ones. The logical order where a stride does not evaluate."""
     n = len(ranges)
     identity = list(range(n))
     dims = nontrivial(ranges)
-    strides = [sympy.sympify(s) for s in strides]
-    if any(not strides[k].is_Integer for k in dims):
+    keys = {k: _stride_key(sympy.sympify(strides[k])) for k in dims}
+    if any(v is None for v in keys.values()):
         return identity
-    ordered = sorted(dims, key=lambda k: -int(strides[k]))  # stable: ties keep order
+    ordered = sorted(dims, key=lambda k: -keys[k])  # stable: ties keep order
     return [k for k in identity if k not in dims] + ordered
 
 

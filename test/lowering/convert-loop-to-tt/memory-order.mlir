@@ -134,3 +134,48 @@ func.func @masked_window_scale(%x: !buffer.buffer<[2, 64, 9, 9], f32, strides [5
   }
   func.return %out : !buffer.buffer<[2, 64, 8, 8], f32, strides [4096, 1, 512, 64]>
 }
+
+// -----
+
+// The same channels-last scale with symbolic sizes (a dynamic compile): the
+// strides [64*s1*s1, 1, 64*s1, 64] order N, H, W, C at a size hint
+// (strategy/access.py order_from_strides), so the kernel keeps the static
+// compile's 1-D tile; with the logical order it took 2-D [32, 32] tiles.
+
+// CHECK-LABEL: tt.func public @coil_out_0
+// CHECK-NOT:     yindex
+// CHECK:         tt.make_range {start = 0 : i32, end = 1024 : i32}
+// CHECK:         tt.addptr %{{.*}}, %xindex
+// CHECK:         tt.load
+// CHECK:         tt.store
+func.func @channels_last_scale_dynamic(%x: !buffer.buffer<[s0, 64, s1, s1], f32, strides [64*s1*s1, 1, 64*s1, 64]>, %w: !buffer.buffer<[64], f32>) -> !buffer.buffer<[s0, 64, s1, s1], f32, strides [64*s1*s1, 1, 64*s1, 64]> {
+  %out = buffer.alloc : !buffer.buffer<[s0, 64, s1, s1], f32, strides [64*s1*s1, 1, 64*s1, 64]>
+  loop.pointwise [s0, 64, s1, s1] outs(%out : !buffer.buffer<[s0, 64, s1, s1], f32, strides [64*s1*s1, 1, 64*s1, 64]>) {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    %0 = loop.load %x[i0, i1, i2, i3] : !buffer.buffer<[s0, 64, s1, s1], f32, strides [64*s1*s1, 1, 64*s1, 64]>
+    %1 = loop.load %w[i1] : !buffer.buffer<[64], f32>
+    %2 = arith.mulf %0, %1 : f32
+    loop.yield %2 : f32
+  }
+  func.return %out : !buffer.buffer<[s0, 64, s1, s1], f32, strides [64*s1*s1, 1, 64*s1, 64]>
+}
+
+// -----
+
+// A dynamic channels-last 3x3 max pool keeps the static one's unrolled window
+// (its loads are contiguous along the output's memory order, an outer
+// reduction): no tt.reduce over a padded [XBLOCK, 16] tile.
+
+// CHECK-LABEL: tt.func public @coil_out_0
+// CHECK-COUNT-9: tt.load
+// CHECK-NOT:     tt.reduce
+// CHECK:         tt.store
+func.func @max_pool_dynamic(%x: !buffer.buffer<[s0, 64, s1, s1], f32, strides [64*s1*s1, 1, 64*s1, 64]>) -> !buffer.buffer<[s0, 64, s2, s2], f32, strides [64*s2*s2, 1, 64*s2, 64]> {
+  %out = buffer.alloc : !buffer.buffer<[s0, 64, s2, s2], f32, strides [64*s2*s2, 1, 64*s2, 64]>
+  loop.reduction max [s0, 64, s2, s2] [3, 3] outs(%out : !buffer.buffer<[s0, 64, s2, s2], f32, strides [64*s2*s2, 1, 64*s2, 64]>) {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index, %r0: index, %r1: index):
+    %0 = loop.load %x[i0, i1, 2*i2 + r0, 2*i3 + r1] : !buffer.buffer<[s0, 64, s1, s1], f32, strides [64*s1*s1, 1, 64*s1, 64]>
+    loop.yield %0 : f32
+  }
+  func.return %out : !buffer.buffer<[s0, 64, s2, s2], f32, strides [64*s2*s2, 1, 64*s2, 64]>
+}
