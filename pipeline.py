@@ -9,10 +9,19 @@ backend loads). The named prefixes (aten, loop, buffer) stop at a level.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from xdsl.passes import ModulePass, PassPipeline, PassPipelineCallbackType
+
+from coil.passinfo import (  # noqa: F401  (re-exported: the options are pipeline API)
+    OPTION_RULES,
+    OptionRule,
+    PassOptionError,
+    check_options,
+    int_range,
+    one_of,
+    pow2_or_zero,
+)
 
 ATEN_CLEANUP = "canonicalize,cse,dce"
 ATEN = (
@@ -77,10 +86,6 @@ def available_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 # --------------------------------------------------------------------------
 
 
-class PassOptionError(ValueError):
-    """A pass option of the wrong type or out of range (names pass and option)."""
-
-
 class PipelineSyntaxError(ValueError):
     """A pipeline string that does not parse (the message shows where)."""
 
@@ -125,94 +130,6 @@ def unknown_pass_message(name: str, known: Sequence[str]) -> str:
     return unknown_name("pass", name, known, ours, "coil's passes", note)
 
 
-@dataclass(frozen=True)
-class OptionRule:
-    """The values an option allows: ``ok`` decides, ``allowed`` says it in words."""
-
-    allowed: str
-    ok: Callable[[Any], bool]
-    choices: tuple[str, ...] = ()
-    """The values of a string option that takes one of a few (``fx-opt --help``)."""
-
-
-def _pow2(value: int) -> bool:
-    return value > 0 and value & (value - 1) == 0
-
-
-def pow2_or_zero(hi: int, zero: str = "heuristic") -> OptionRule:
-    return OptionRule(
-        f"0 ({zero}) or a power of two from 1 to {hi}",
-        lambda v: v == 0 or (_pow2(v) and v <= hi),
-    )
-
-
-def int_range(lo: int, hi: int | None = None) -> OptionRule:
-    text = f"an integer from {lo} to {hi}" if hi is not None else f"an integer >= {lo}"
-    return OptionRule(text, lambda v: v >= lo and (hi is None or v <= hi))
-
-
-def one_of(*values: str) -> OptionRule:
-    return OptionRule(
-        "one of " + ", ".join(f'"{v}"' for v in values), lambda v: v in values, values
-    )
-
-
-def _known_aten_ops(names: tuple[str, ...]) -> bool:
-    from coil.dialects.aten import op_class_named
-
-    return all(op_class_named(n) is not None for n in names)
-
-
-OPTION_RULES: dict[str, dict[str, OptionRule]] = {
-    "convert-loop-to-tt": {
-        "xblock": pow2_or_zero(65536),
-        "rblock": pow2_or_zero(65536),
-        "num_warps": pow2_or_zero(32),
-        "num_stages": int_range(0, 16),
-        "persistent_threshold": OptionRule(
-            "-1 (rows always loop) or an integer from 0 to 65536 (the longest row kept whole)",
-            lambda v: -1 <= v <= 65536,
-        ),
-        "autotune": OptionRule("0 (off) or an integer from 1 to 64", lambda v: 0 <= v <= 64),
-        "tile2d": one_of("auto", "off"),
-        "eviction": one_of("auto", "stream", "off"),
-        "yblock": pow2_or_zero(1024),
-    },
-    "convert-aten-to-loop": {
-        "fallback": one_of("extern", "error"),
-        "matvec": one_of("auto", "on", "off"),
-    },
-    "aten-channels-last": {"mode": one_of("auto", "on", "off")},
-    "aten-decompose": {
-        "ops": OptionRule('aten overload names, e.g. "aten._softmax.default"', _known_aten_ops)
-    },
-    "loop-inline": {
-        "max_cost": int_range(0),
-        "max_reads": int_range(0),
-        "max_uses": int_range(0),
-        "max_body_ops": OptionRule("0 (no limit) or an integer >= 1", lambda v: v >= 0),
-    },
-    "aten-reorder-collectives": {
-        "max_in_flight": OptionRule("0 (no limit) or an integer >= 1", lambda v: v >= 0)
-    },
-    "loop-split-reduction": {
-        "split": OptionRule("0 (the strategy's), 1 (never) or an integer >= 2", lambda v: v >= 0),
-        "num_sms": OptionRule("0 (the target's) or an integer >= 1", lambda v: v >= 0),
-        "max_split": int_range(2),
-    },
-    "host-combine-launches": {
-        "max_args": int_range(2),
-        "max_kernels": OptionRule("0 (no limit) or an integer >= 2", lambda v: v == 0 or v >= 2),
-    },
-    "loop-fuse": {
-        "max_members": int_range(2),
-        "max_body_ops": OptionRule("0 (no limit) or an integer >= 1", lambda v: v >= 0),
-    },
-}
-"""Allowed values of each coil pass's options (beyond their types), by pass
-name and field name; ``check_options`` applies them."""
-
-
 def _option(name: str) -> str:
     return name.replace("_", "-")
 
@@ -238,18 +155,6 @@ def _type_words(hint: Any) -> str:
 
 def _spec_text(values: tuple) -> str:
     return ",".join(str(v).lower() if isinstance(v, bool) else str(v) for v in values)
-
-
-def check_options(p: ModulePass) -> None:
-    """Raise :class:`PassOptionError` naming the pass, the option and what it
-    allows when an option of ``p`` is out of range."""
-    for field_name, rule in OPTION_RULES.get(p.name, {}).items():
-        value = getattr(p, field_name)
-        if not rule.ok(value):
-            shown = _spec_text(value) if isinstance(value, tuple) else value
-            raise PassOptionError(
-                f"{p.name}: option '{_option(field_name)}' must be {rule.allowed}; got {shown}"
-            )
 
 
 def pass_from_spec(cls: type[ModulePass], spec: Any) -> ModulePass:

@@ -45,6 +45,7 @@ from xdsl.ir import Attribute
 
 from coil.dialects import dtypes
 from coil.dialects.symbolic import ExprAttr, ShapeAttr, SymInt, format_expr, to_expr, to_symint
+from coil.intmath import numel
 
 Dim = SymInt | None
 """A size: an int, a sympy expression, or None where it cannot be decided."""
@@ -495,13 +496,6 @@ def _any(call: Call) -> list[Inferred] | None:
 # ---- views and copies ------------------------------------------------------------------
 
 
-def _numel(shape: Sequence[SymInt]) -> sympy.Expr:
-    n = sympy.Integer(1)
-    for d in shape:
-        n *= to_expr(d)
-    return sympy.expand(n)
-
-
 def _exact_quotient(a: sympy.Expr, b: sympy.Expr) -> Dim:
     """``a / b`` when it is an integer polynomial in the size symbols, else None
     (torch would write a floordiv, which this torch-free rule leaves open)."""
@@ -522,17 +516,17 @@ def _view(call: Call) -> list[Inferred] | None:
     size = call.ints_arg("size") if "size" in call.attrs else call.ints_arg("shape")
     if not _is_tensor(x) or size is None:
         return None
-    numel = _numel(x.shape)  # type: ignore[union-attr]
+    count = numel(map(to_expr, x.shape))  # type: ignore[union-attr]
     holes = [k for k, d in enumerate(size) if isinstance(d, int) and d == -1]
     if len(holes) > 1:
         raise IncompatibleOperands(f"{call.name}: more than one -1 in size")
     shape: list[Dim] = list(size)
     if holes:
-        rest = _numel([d for k, d in enumerate(size) if k != holes[0]])
-        shape[holes[0]] = _exact_quotient(numel, rest)
-    elif _known_different(numel, _numel(size)):
+        rest = numel(to_expr(d) for k, d in enumerate(size) if k != holes[0])
+        shape[holes[0]] = _exact_quotient(count, rest)
+    elif _known_different(count, numel(map(to_expr, size))):
         raise IncompatibleOperands(
-            f"cannot view {_shape_text(x)} ({format_expr(numel)} elements) as size "
+            f"cannot view {_shape_text(x)} ({format_expr(count)} elements) as size "
             f"[{', '.join(_dim_text(d) for d in size)}]"
         )
     return [Inferred(tuple(shape), x.element_type)]  # type: ignore[union-attr]

@@ -136,7 +136,7 @@ class BufferType(ParametrizedAttribute, TypeAttribute):
         return sympy.expand(self.offset_attr.data + 1 + span)
 
     def storage_bytes(self) -> sympy.Expr:
-        return self.storage_numel() * self.dtype.itemsize
+        return self.storage_numel() * dtypes.itemsize(self.element_type)
 
     def verify(self) -> None:
         verify_layout("buffer", self.shape_attr.data, self.element_type, self.strides_attr.data)

@@ -119,7 +119,7 @@ class ReinterpretOp(IRDLOperation):
         check_buffer(self, "the source", self.source.type)
         check_buffer(self, "the result", self.result.type)
         a, b = self.source.type, self.result.type
-        if a.element_type != b.element_type or a.device != b.device:
+        if a.element_type != b.element_type or a.device_attr != b.device_attr:
             raise VerifyException(
                 f"host.reinterpret: the storage keeps its element type and device ({a} -> {b})"
             )

@@ -26,11 +26,10 @@ and the user line.
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import operator
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +69,12 @@ from coil.dialects.aten_schema import (
     to_attr,
 )
 from coil.dialects.c10d import CollectiveOp
+from coil.dialects.signature import (  # noqa: F401  (ALIGNMENT, decode: importers' API)
+    ALIGNMENT,
+    aligned_by_offset,
+    decode_output_tree,
+    encode_output_tree,
+)
 from coil.dialects.symbolic import ExprAttr, SymInt, canonicalize_symbols, to_symint
 
 INLINE_CONSTANT_MAX_NUMEL = 64
@@ -270,19 +275,6 @@ def _hint(name: str) -> str | None:
 # --------------------------------------------------------------------------
 # The importer
 # --------------------------------------------------------------------------
-
-
-ALIGNMENT = 16
-"""Bytes of alignment Triton's compiled kernels assume of every pointer."""
-
-
-def aligned_by_offset(val: Any) -> bool:
-    """A tensor whose storage offset keeps it 16-byte aligned (storages of the
-    caching allocator start aligned): Inductor's ``tensor_is_aligned``."""
-    if not isinstance(val, torch.Tensor):
-        return False
-    offset = val.storage_offset()
-    return isinstance(offset, int) and offset * val.element_size() % ALIGNMENT == 0
 
 
 class _Importer:
@@ -663,40 +655,6 @@ class _Importer:
         flat = encode_output_tree(tuple(range(len(outputs))), lambda i: i)
         attrs = {} if tree == flat else {"coil.output_tree": StringAttr(tree)}
         return outputs, attrs
-
-
-def encode_output_tree(structure: Any, leaf: Callable[[Any], int]) -> str:
-    """A Python literal of the output's shape: result ``i`` is ``i``, e.g.
-    ``(0, [1, (2, None)], 3)``; namedtuples (torch.return_types) become tuples."""
-    if structure is None:
-        return "None"
-    if isinstance(structure, tuple):
-        items = [encode_output_tree(s, leaf) for s in structure]
-        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
-    if isinstance(structure, list):
-        return "[" + ", ".join(encode_output_tree(s, leaf) for s in structure) + "]"
-    if isinstance(structure, dict):
-        return (
-            "{"
-            + ", ".join(f"{k!r}: {encode_output_tree(v, leaf)}" for k, v in structure.items())
-            + "}"
-        )
-    return str(leaf(structure))
-
-
-def decode_output_tree(tree: str, values: Sequence[Any]) -> Any:
-    """Rebuild the output structure from ``encode_output_tree``'s text."""
-
-    def rebuild(node: Any) -> Any:
-        if isinstance(node, int):
-            return values[node]
-        if isinstance(node, tuple | list):
-            return type(node)(rebuild(n) for n in node)
-        if isinstance(node, dict):
-            return {k: rebuild(v) for k, v in node.items()}
-        return node
-
-    return rebuild(ast.literal_eval(tree))
 
 
 def group_ranks(group_name: str) -> list[int] | None:

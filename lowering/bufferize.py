@@ -294,7 +294,8 @@ class _Bufferizer:
             eager = self.eager_strides(result)
             if eager is not None and same_layout(shape, strides, eager):
                 strides = list(eager)  # agree on size-1 dims too
-            new = B.ViewOp(source, B.BufferType(shape, et, strides, offset, source.type.device))
+            device = source.type.device_attr.data
+            new = B.ViewOp(source, B.BufferType(shape, et, strides, offset, device))
             new.location = op.location
             Rewriter.insert_op(new, InsertPoint.before(op))
             new.result.name_hint = result.name_hint
@@ -434,7 +435,9 @@ class _Bufferizer:
         view_type = gemm_alignment.rewrite(op, padding) if padding is not None else None
         term = op.body.block.last_op
         types = [
-            B.BufferType(y.type.shape, y.type.element_type, y.type.strides, 0, y.type.device)
+            B.BufferType(
+                y.type.shape, y.type.element_type, y.type.strides, 0, y.type.device_attr.data
+            )
             if isinstance(y.type, TensorType)
             else r.type
             for r, y in zip(op.res, term.values)

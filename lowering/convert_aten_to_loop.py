@@ -69,6 +69,7 @@ from coil.dialects.body_builder import (
 )
 from coil.dialects.c10d import NAMESPACES as C10D_NAMESPACES
 from coil.dialects.symbolic import ExprAttr, SymInt, to_expr
+from coil.passinfo import check_options
 
 log = logging.getLogger("coil")
 
@@ -554,8 +555,6 @@ class ConvertAtenToLoopPass(ModulePass):
     (scatters, ``index_put``) call ATen's deterministic kernels instead."""
 
     def __post_init__(self) -> None:
-        from coil.pipeline import check_options
-
         check_options(self)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

@@ -50,6 +50,7 @@ from coil.lowering.loop_to_tt.kernel import (
     kernel_name,
     launch_config,
 )
+from coil.passinfo import check_options
 from coil.strategy.target import Target, module_target
 
 _KINDS = {
@@ -152,8 +153,6 @@ class ConvertLoopToTtPass(ModulePass):
     --print-kernel-plans``); every ``tt.func`` carries it as ``coil.plan``."""
 
     def __post_init__(self) -> None:
-        from coil.pipeline import check_options
-
         check_options(self)
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:

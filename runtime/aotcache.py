@@ -70,6 +70,7 @@ from typing import Any
 import torch
 
 from coil import config
+from coil.dialects.signature import aligned_by_offset
 from coil.runtime.compiled import Recipe, boxed, rebuild
 
 log = logging.getLogger("coil")
@@ -275,8 +276,6 @@ def alignment_tag(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> st
     ``coil.aligned``), and torch's key leaves storage offsets out; so
     ``|align:1101`` keeps an entry from a process whose parameters were
     aligned away from one where one is not."""
-    from coil.frontend.fx_importer import aligned_by_offset
-
     tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
     tensors += [*gm.parameters(), *gm.buffers()]
     return "|align:" + "".join("1" if aligned_by_offset(t) else "0" for t in tensors)

@@ -40,8 +40,8 @@ from coil.dialects.aten import (
     TensorType,
 )
 from coil.dialects.aten_schema import Kind, argument_kinds, parse_enum
+from coil.dialects.signature import decode_output_tree
 from coil.dialects.symbolic import ExprAttr, ShapeAttr
-from coil.frontend.fx_importer import decode_output_tree
 from coil.runtime import loop_executor
 from coil.runtime.execution import ExecutionError
 

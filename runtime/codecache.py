@@ -26,10 +26,11 @@ and ``JITFunction(fn, ...)`` otherwise. Triton 3.0-3.3 test
 ``os.getenv("TRITON_INTERPRET", "0") == "1"`` there; 3.4+ test
 ``knobs.runtime.interpret`` (an ``env_bool`` re-read from ``TRITON_INTERPRET``
 on every access unless set in Python) -- ``triton/runtime/jit.py::jit`` in 3.9.
-So ``TRITON_INTERPRET=1`` is set only while the generated module executes, and
-exactly that module's kernels become ``InterpretedFunction`` objects. ``triton`` and
-``triton.language`` are imported *before* it is set: importing them under it
-would make triton's own library interpreted for the whole process.
+So coil's decoration and launches run inside :func:`interpreter_scope`, where
+Triton reads ``TRITON_INTERPRET`` as on: exactly that module's kernels become
+``InterpretedFunction`` objects. ``triton`` and ``triton.language`` are
+imported *before* the scope: importing them under it would make triton's own
+library interpreted for the whole process.
 
 That alone is not enough to *launch* them. Triton's library functions
 (``tl.sum``, ``tl.max``, ``tl.cdiv``, ``tl.rand``, ``tl.randn``, ... in
@@ -40,21 +41,28 @@ kernel"; and the interpreter only patches ``tl`` builtins, not ``@jit``
 functions (an interpreted kernel calling ``tl.sum`` fails exactly so in 3.9).
 A few library helpers (``constexpr_function``) also read the knob at launch.
 So each kernel of an interpreted module is wrapped (:class:`InterpretedKernel`)
-and every launch runs inside :func:`interpreter_scope`: ``TRITON_INTERPRET=1``,
-and ``JITFunction.__call__`` -- which otherwise only raises -- runs the
-function through a cached ``InterpretedFunction(jit_fn.fn)``, which is what
-those library functions would have been had triton been imported under the
-variable. The scope is reference-counted and undone when the last launch
-ends; it also snapshots and restores the attributes of ``triton.language``'s
-modules and classes, because the interpreter's device calls patch them and
-never undo it (``InterpretedFunction.__call__`` discards its patch scope, in
-3.6 and 3.9 alike), which broke a later GPU compile in the same process. Only names that exist
-since triton 3.0 are used: ``JITFunction`` (with
-``.fn``), ``triton.runtime.interpreter.InterpretedFunction(fn)``, ``kernel[grid](...)``.
+and every launch runs inside the scope, where ``JITFunction.__call__`` runs
+the function through a cached ``InterpretedFunction(jit_fn.fn)``, which is
+what those library functions would have been had triton been imported under
+the variable. The scope also turns on the interpreter's device assertions,
+lets a scalar argument be an index and reduces custom combiners as a tree.
 
-The environment and ``JITFunction.__call__`` are process-wide: another thread
-*decorating* kernels while a module loads, or calling a ``JITFunction`` outside
-a kernel during an interpreted launch, would see them.
+The scope belongs to the thread that enters it. Its hooks (the
+``knobs.runtime.interpret`` descriptor, ``JITFunction.__call__``, the
+interpreter builder's options, ``_patch_lang_tensor``,
+``ReduceOps.generic_reduce``) are installed while any thread is inside a
+scope (reference-counted, removed when the last one leaves) and each checks
+:func:`in_interpreter_scope` first: another thread, or a user's own Triton
+code outside coil's launches, decorates, calls and interprets kernels exactly
+as without coil, and ``os.environ`` is not touched. (Triton 3.2-3.3, which
+read the variable rather than the knob, get ``TRITON_INTERPRET=1`` in the
+environment for the scope's duration, process-wide.) When the last scope ends
+the attributes of ``triton.language``'s modules and classes are restored from
+a snapshot, because the interpreter's device calls patch them and never undo
+it (``InterpretedFunction.__call__`` discards its patch scope, in 3.6 and 3.9
+alike), which broke a later GPU compile in the same process. Only names that
+exist since triton 3.0 are needed: ``JITFunction`` (with ``.fn``),
+``triton.runtime.interpreter.InterpretedFunction(fn)``, ``kernel[grid](...)``.
 
 An unwritable cache directory (read-only, on a full disk, a path through a
 file) does not fail a compile: an entry that is already there and intact is
@@ -223,6 +231,42 @@ _scope_lock = threading.Lock()
 _scope_depth = 0
 _scope_undo: list[Callable[[], None]] = []
 _interpreted_library: dict[int, tuple[Any, Any]] = {}
+_thread = threading.local()
+
+
+def in_interpreter_scope() -> bool:
+    """Whether this thread is inside :func:`interpreter_scope` (loading or
+    launching coil's interpreted kernels). The hooks the scope installs act
+    only then: any other thread, and this one outside the scope, see Triton
+    unchanged."""
+    return getattr(_thread, "depth", 0) > 0
+
+
+def _interpret_library_calls() -> Callable[[], None]:
+    """Install ``JITFunction.__call__`` so that, inside the scope, a ``@jit``
+    library function called from an interpreted kernel (``tl.sum``) runs
+    through a cached ``InterpretedFunction``; outside it (another thread, a
+    user's call) it does what it did before (raise). Returns the undo."""
+    from triton.runtime.jit import JITFunction
+
+    had_call = "__call__" in JITFunction.__dict__
+    saved_call = next(vars(k)["__call__"] for k in JITFunction.__mro__ if "__call__" in vars(k))
+
+    def call(jit_fn: Any, *args: Any, **kwargs: Any) -> Any:
+        if not in_interpreter_scope():
+            return saved_call(jit_fn, *args, **kwargs)
+        return _call_library_interpreted(jit_fn, *args, **kwargs)
+
+    call._coil_interpreted = True  # type: ignore[attr-defined]
+    JITFunction.__call__ = call
+
+    def undo() -> None:
+        if had_call:
+            JITFunction.__call__ = saved_call
+        else:
+            del JITFunction.__call__
+
+    return undo
 
 
 def _call_library_interpreted(jit_fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -233,6 +277,51 @@ def _call_library_interpreted(jit_fn: Any, *args: Any, **kwargs: Any) -> Any:
         # Keep jit_fn alive with its wrapper so the id stays unique.
         entry = _interpreted_library[id(jit_fn)] = (jit_fn, InterpretedFunction(jit_fn.fn))
     return entry[1](*args, **kwargs)
+
+
+class _ScopedKnob:
+    """``triton.knobs.runtime.interpret`` that reads True in a thread inside the
+    scope and what it read before everywhere else (the environment variable,
+    or a value set in Python)."""
+
+    def __init__(self, original: Any) -> None:
+        self.original = original
+
+    def __set_name__(self, owner: type, name: str) -> None:  # pragma: no cover
+        pass
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is not None and in_interpreter_scope():
+            return True
+        return self.original.__get__(obj, owner)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        self.original.__set__(obj, value)
+
+    def __delete__(self, obj: Any) -> None:
+        self.original.__delete__(obj)
+
+
+def _interpret_knob() -> Callable[[], None] | None:
+    """Make Triton read ``TRITON_INTERPRET`` as on in this thread's scope only
+    (Triton 3.4+: ``triton.jit`` and ``constexpr_function`` read
+    ``knobs.runtime.interpret``); returns the undo, or None where Triton has no
+    such knob (3.2-3.3 read the variable itself, which is then set for the
+    scope, process-wide)."""
+    try:
+        from triton import knobs
+    except ImportError:
+        return None
+    cls = type(getattr(knobs, "runtime", None))
+    original = vars(cls).get("interpret")
+    if original is None or not hasattr(original, "__get__"):
+        return None
+    cls.interpret = _ScopedKnob(original)
+
+    def undo() -> None:
+        cls.interpret = original
+
+    return undo
 
 
 def _snapshot_language() -> list[tuple[Any, dict[str, Any]]]:
@@ -292,12 +381,24 @@ def _interpreter_debug() -> Callable[[], None]:
     changes = {"debug": True}
     if hasattr(options, "sanitize_overflow"):
         changes["sanitize_overflow"] = False
-    builder.options = dataclasses.replace(options, **changes)
+    builder.options = _ScopedOptions(options, dataclasses.replace(options, **changes))
 
     def undo() -> None:
         builder.options = options
 
     return undo
+
+
+class _ScopedOptions:
+    """The interpreter builder's options: coil's (debug on) in a thread inside
+    the scope, the builder's own everywhere else."""
+
+    def __init__(self, original: Any, scoped: Any) -> None:
+        object.__setattr__(self, "_original", original)
+        object.__setattr__(self, "_scoped", scoped)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._scoped if in_interpreter_scope() else self._original, name)
 
 
 def _scalar_index_compat() -> Callable[[], None]:
@@ -326,6 +427,8 @@ def _scalar_index_compat() -> Callable[[], None]:
 
     def patch_lang_tensor(tensor: Any, *rest: Any) -> Any:
         result = original(tensor, *rest)
+        if not in_interpreter_scope():
+            return result
         scope = rest[0] if rest else None
         if hasattr(scope, "set_attr"):
             scope.set_attr(tensor, "__index__", index)
@@ -370,6 +473,8 @@ def _tree_generic_reduce() -> Callable[[], None]:
     import triton.language as tl
 
     def generic_reduce(self: Any, given: Any) -> Any:
+        if not in_interpreter_scope():
+            return original(self, given)
         original_axis = self.axis
         inputs, axis = self.unravel(given, self.axis)
         datas = [arg.handle.data for arg in inputs]
@@ -423,20 +528,23 @@ def _tree_generic_reduce() -> Callable[[], None]:
 
 @contextlib.contextmanager
 def interpreter_scope() -> Iterator[None]:
-    """Run Triton's interpreter as if triton had been imported under
-    ``TRITON_INTERPRET=1``: the variable is set and ``@jit`` library functions
-    called from an interpreted kernel are interpreted too. Reentrant and
-    reference-counted across threads."""
+    """Run Triton's interpreter, in this thread, as if triton had been imported
+    under ``TRITON_INTERPRET=1``: ``triton.jit`` decorates interpreted
+    functions and ``@jit`` library functions called from an interpreted
+    kernel are interpreted too. Reentrant; the hooks are installed while any
+    thread is inside a scope (reference-counted) and act only in the threads
+    inside one, so other Triton code of the process is unaffected."""
     global _scope_depth
-    from triton.runtime.jit import JITFunction
+    import triton  # noqa: F401  (imported outside the scope: its library stays compiled)
 
     with _scope_lock:
         if _scope_depth == 0:
-            env = _environ("TRITON_INTERPRET", "1")
+            undo_knob = _interpret_knob()
+            env: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+            if undo_knob is None:  # Triton 3.2-3.3 read the variable itself
+                env = _environ("TRITON_INTERPRET", "1")
             env.__enter__()
-            had_call = "__call__" in JITFunction.__dict__
-            saved_call = JITFunction.__dict__.get("__call__")
-            JITFunction.__call__ = _call_library_interpreted
+            undo_call = _interpret_library_calls()
             snapshot = _snapshot_language()
             restore_options = _interpreter_debug()
             restore_index = _scalar_index_compat()
@@ -445,19 +553,20 @@ def interpreter_scope() -> Iterator[None]:
             def undo() -> None:
                 restore_reduce()
                 restore_index()
-                if had_call:
-                    JITFunction.__call__ = saved_call
-                else:
-                    del JITFunction.__call__
+                undo_call()
                 _restore_language(snapshot)
                 restore_options()
+                if undo_knob is not None:
+                    undo_knob()
                 env.__exit__(None, None, None)
 
             _scope_undo.append(undo)
         _scope_depth += 1
+    _thread.depth = getattr(_thread, "depth", 0) + 1
     try:
         yield
     finally:
+        _thread.depth -= 1
         with _scope_lock:
             _scope_depth -= 1
             if _scope_depth == 0:
@@ -519,7 +628,7 @@ def _execute(path: Path, text: str, name: str, interpret: bool) -> ModuleType:
         import triton
         import triton.language  # noqa: F401
 
-        scope = _environ("TRITON_INTERPRET", "1")
+        scope = interpreter_scope()
     sys.modules[name] = module
     try:
         with scope:

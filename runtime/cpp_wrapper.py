@@ -63,6 +63,7 @@ from typing import Any
 
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
 
+from coil.dialects.signature import decode_output_tree
 from coil.runtime.codecache import cache_dir, write_atomic
 
 RUNTIME_DIR = Path(__file__).parent / "cpp"
@@ -396,8 +397,6 @@ class CppWrapper:
     def call(self, args: list[Any]) -> Any:
         outs = self._bridge(self._run, args, self._error)
         if self.output_tree is not None:
-            from coil.frontend.fx_importer import decode_output_tree
-
             return decode_output_tree(self.output_tree, outs)
         return tuple(outs)
 

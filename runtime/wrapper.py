@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from coil.intmath import cdiv
+
 __all__ = [
     "CoilInputError",
     "ConstantCache",
@@ -79,11 +81,6 @@ def empty_strided_on(device: str) -> Callable[..., torch.Tensor]:
 
 class CoilInputError(ValueError):
     """An input of a compiled function does not match what it was compiled for."""
-
-
-def cdiv(a: int, b: int) -> int:
-    """Ceiling division of integers (``b > 0``)."""
-    return -(a // -b)
 
 
 @functools.cache

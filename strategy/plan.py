@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 import sympy
 
 from coil.dialects.symbolic import torch_sympy
+from coil.intmath import cdiv, next_pow2
 from coil.strategy.access import ReductionAccess
 from coil.strategy.cost import MARGIN, Estimate, Work, estimate, sector_efficiency
 from coil.strategy.target import Target
@@ -55,16 +56,8 @@ MIN_XBLOCK_SECTOR = 32
 """Bytes of each row an outer tile reads at least: a whole 32-byte sector."""
 
 
-def pow2(n: int) -> int:
-    return 1 if n <= 1 else 1 << (n - 1).bit_length()
-
-
 def floor_pow2(n: int) -> int:
     return 1 << (max(1, n).bit_length() - 1)
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def hint(e: sympy.Expr | int) -> int:
@@ -171,10 +164,10 @@ def outer_candidates(xnumel: sympy.Expr, rnumel: sympy.Expr, sector: int) -> lis
     out = []
     xblock = 64
     while xblock >= narrowest:
-        xb = min(xblock, pow2(int(xnumel))) if xnumel.is_Integer else xblock
+        xb = min(xblock, next_pow2(int(xnumel))) if xnumel.is_Integer else xblock
         rblock = max(8, min(64, 512 // xb))
         if rnumel.is_Integer:
-            rblock = min(rblock, pow2(int(rnumel)))
+            rblock = min(rblock, next_pow2(int(rnumel)))
         if (xb, rblock) not in out:
             out.append((xb, rblock))
         xblock //= 2
@@ -221,20 +214,20 @@ def reduction_tile(
     persistent = r.is_Integer and int(r) <= threshold
     inner = not persistent and not outer and not xblock and acc.rows_contiguous
     if persistent:
-        rb = pow2(int(r))
+        rb = next_pow2(int(r))
     elif rblock:
-        rb = pow2(rblock)
+        rb = next_pow2(rblock)
     elif outer:
         rb = 0  # with XBLOCK, below
     elif inner:
-        rb = INNER_RBLOCK if not r.is_Integer else min(INNER_RBLOCK, pow2(int(r)))
+        rb = INNER_RBLOCK if not r.is_Integer else min(INNER_RBLOCK, next_pow2(int(r)))
     else:
-        rb = 64 if not r.is_Integer else min(64, pow2(int(r)))
+        rb = 64 if not r.is_Integer else min(64, next_pow2(int(r)))
     if xblock:
-        xb = pow2(xblock)
+        xb = next_pow2(xblock)
         if outer and not persistent and not rb:
             rb = max(8, min(64, 512 // xb))
-            rb = min(rb, pow2(int(r))) if r.is_Integer else rb
+            rb = min(rb, next_pow2(int(r))) if r.is_Integer else rb
     elif outer and not persistent:
         shapes = outer_candidates(x, r, acc.sector)
         tiles = [_tile(shape, target, False, a, b, False, True) for a, b in shapes]
@@ -247,7 +240,7 @@ def reduction_tile(
         budget = 4096 if persistent else 2048
         xb = floor_pow2(min(64, budget // rb))
         if x.is_Integer:
-            xb = min(xb, pow2(int(x)))
+            xb = min(xb, next_pow2(int(x)))
     default = _tile(shape, target, persistent, xb, rb, inner, outer)
     if xblock or not persistent or not x.is_Integer or not spread or xb == 1:
         return default

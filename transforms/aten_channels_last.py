@@ -55,6 +55,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from coil.dialects.aten import TensorType
 from coil.dialects.aten_ops import AtenCloneOp, AtenConvolutionBackwardOp, AtenConvolutionOp
 from coil.dialects.symbolic import SymInt, sym_eq, to_expr
+from coil.passinfo import check_options
 
 log = logging.getLogger("coil")
 
@@ -202,8 +203,6 @@ class AtenChannelsLastPass(ModulePass):
     """The functions are inference graphs (``mode=auto`` acts only on those)."""
 
     def __post_init__(self) -> None:
-        from coil.pipeline import check_options
-
         check_options(self)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

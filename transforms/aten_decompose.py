@@ -36,6 +36,7 @@ from xdsl.pattern_rewriter import (
 
 from coil.dialects.aten import AtenOp, ConstantOp, TensorType, op_class_named
 from coil.dialects.aten_schema import Kind
+from coil.passinfo import check_options
 
 if TYPE_CHECKING:
     import torch
@@ -284,8 +285,6 @@ class AtenDecomposePass(ModulePass):
     loop-level lowering does not take whole)."""
 
     def __post_init__(self) -> None:
-        from coil.pipeline import check_options
-
         check_options(self)
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:

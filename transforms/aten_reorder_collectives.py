@@ -40,6 +40,7 @@ from xdsl.traits import is_side_effect_free
 
 from coil.dialects.aten import AtenOp, OperatorOp
 from coil.dialects.c10d import WAIT_TENSOR, C10dOp, is_collective_call
+from coil.passinfo import check_options
 
 
 def side_effect(op: Operation) -> str | None:
@@ -166,8 +167,6 @@ class AtenReorderCollectivesPass(ModulePass):
     """At most this many collectives in flight at once (0: no limit)."""
 
     def __post_init__(self) -> None:
-        from coil.pipeline import check_options
-
         check_options(self)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

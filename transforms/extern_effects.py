@@ -20,41 +20,127 @@ lowering and the loop executor.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
+from torchgen.model import ListType
 from xdsl.dialects.builtin import ArrayAttr
 from xdsl.ir import BlockArgument, SSAValue
 
 from coil.dialects import buffer as B
-from coil.dialects.aten import AtenOp, ConstantOp, OperandRefAttr, OperatorOp, TensorType
+from coil.dialects.aten import (
+    AtenOp,
+    ConstantOp,
+    OperandRefAttr,
+    OperatorOp,
+    TensorType,
+    op_class_named,
+)
+from coil.dialects.aten_schema import _parse_schema
 from coil.dialects.c10d import WAIT_TENSOR
 
 if TYPE_CHECKING:
     import torch
 
 
-@cache
-def _schema(name: str) -> torch.FunctionSchema | None:
-    """The schema of an overload named "ns.op.overload" ("ns.op": its default
-    overload, as ``aten.operator`` externs name it), if torch knows it (imports
-    torch: only IR with extern calls asks). Without it an extern's results
-    count as aliases of its operands: never freed by the plan, nor counted in
-    its peak (ViT's twelve attention outputs stayed alive to the end)."""
-    import torch
+@dataclass(frozen=True)
+class _AliasInfo:
+    """What torch's ``AliasInfo`` says that this analysis reads."""
 
+    before_set: frozenset[str]
+    is_write: bool
+
+
+@dataclass(frozen=True)
+class _Argument:
+    name: str
+    kwarg_only: bool
+    alias_info: _AliasInfo | None
+
+
+@dataclass(frozen=True)
+class _Return:
+    alias_info: _AliasInfo | None
+
+
+@dataclass(frozen=True)
+class _Schema:
+    """The alias sets and writes of an op's schema (the part of torch's
+    ``FunctionSchema`` this analysis reads)."""
+
+    arguments: tuple[_Argument, ...]
+    returns: tuple[_Return, ...]
+
+
+def _from_torchgen(text: str) -> _Schema:
+    """A generated op's schema text (``aten::add_.Tensor(Tensor(a!) self, ...)``)
+    read with torchgen's model, which needs no torch."""
+    parsed = _parse_schema(text.partition("::")[2])
+
+    def alias(annotation: object) -> _AliasInfo | None:
+        if annotation is None:
+            return None
+        return _AliasInfo(frozenset(annotation.alias_set), annotation.is_write)
+
+    args = parsed.arguments
+    kwarg_only = {a.name for a in (*args.flat_kwarg_only, *args.out)}
+    return _Schema(
+        tuple(_Argument(a.name, a.name in kwarg_only, alias(a.annotation)) for a in args.flat_all),
+        tuple(_Return(_list_alias(r, alias(r.annotation))) for r in parsed.returns),
+    )
+
+
+def _list_alias(ret: object, info: _AliasInfo | None) -> _AliasInfo | None:
+    """torch keeps a list return's alias set (``Tensor(a -> *)[]``: split,
+    chunk, unbind) on its elements, so the list's own set is empty."""
+    if info is None or not isinstance(ret.type, ListType):
+        return info
+    return _AliasInfo(frozenset(), info.is_write)
+
+
+def _from_torch(schema: torch.FunctionSchema) -> _Schema:
+    def alias(info: object) -> _AliasInfo | None:
+        if info is None:
+            return None
+        return _AliasInfo(frozenset(info.before_set), info.is_write)
+
+    return _Schema(
+        tuple(_Argument(a.name, a.kwarg_only, alias(a.alias_info)) for a in schema.arguments),
+        tuple(_Return(alias(r.alias_info)) for r in schema.returns),
+    )
+
+
+@cache
+def _schema(name: str) -> _Schema | None:
+    """The schema of an overload named "ns.op.overload" ("ns.op": its default
+    overload, as ``aten.operator`` externs name it): the generated op class's
+    schema text where there is one (no torch import: fx-opt on buffer-level IR
+    with extern calls starts without torch), else torch's, if torch knows the
+    op. Without it an extern's results count as aliases of its operands: never
+    freed by the plan, nor counted in its peak (ViT's twelve attention outputs
+    stayed alive to the end)."""
     parts = name.split(".")
     if len(parts) == 2:  # an ``aten.operator`` of a default overload
         parts.append("default")
     if len(parts) != 3:
         return None
+    cls = op_class_named(".".join(parts))
+    if cls is not None:
+        try:
+            return _from_torchgen(cls.SCHEMA)
+        except (RuntimeError, AssertionError, KeyError):  # a type torchgen does not model
+            pass
+    import torch
+
     try:
-        return getattr(getattr(getattr(torch.ops, parts[0]), parts[1]), parts[2])._schema
+        overload = getattr(getattr(getattr(torch.ops, parts[0]), parts[1]), parts[2])
     except (AttributeError, RuntimeError):
         return None
+    return _from_torch(overload._schema)
 
 
-def _inner_schema(inner: object) -> torch.FunctionSchema | None:
+def _inner_schema(inner: object) -> _Schema | None:
     if isinstance(inner, OperatorOp):
         return _schema(inner.overload_name.data.replace("::", "."))
     name = getattr(inner, "name", "")
@@ -130,7 +216,7 @@ def extern_mutated_operands(op: B.ExternOp) -> set[int]:
     return written
 
 
-def _operator_groups(op: OperatorOp, schema: torch.FunctionSchema) -> dict[str, list[SSAValue]]:
+def _operator_groups(op: OperatorOp, schema: _Schema) -> dict[str, list[SSAValue]]:
     """The operands an ``aten.operator`` passes for each schema argument name."""
     positional = [a.name for a in schema.arguments if not a.kwarg_only]
     groups: dict[str, list[SSAValue]] = {}

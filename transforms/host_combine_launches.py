@@ -56,6 +56,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from coil.dialects import buffer as B
 from coil.dialects import host, tt
 from coil.dialects.buffer import BufferType
+from coil.passinfo import check_options
 from coil.transforms.extern_effects import aliased_operands, extern_results_alias
 
 _ALLOCS = ("buffer.alloc", "host.empty_strided", "loop.seed", "host.seed", "host.semaphores")
@@ -167,8 +168,6 @@ class HostCombineLaunchesPass(ModulePass):
     """Sub-kernels a combo kernel may hold at most (0: no limit)."""
 
     def __post_init__(self) -> None:
-        from coil.pipeline import check_options
-
         check_options(self)
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:

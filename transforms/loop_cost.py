@@ -27,6 +27,7 @@ from xdsl.passes import ModulePass
 
 from coil.dialects import loop as L
 from coil.dialects.symbolic import format_expr
+from coil.intmath import prod as numel
 from coil.transforms.loop_utils import function_blocks
 
 SIZE_HINT = 1024
@@ -45,10 +46,6 @@ def element_bytes(t: Attribute) -> int:
     if not isinstance(width, int):
         return 8  # index: a 64-bit word
     return max(1, (width + 7) // 8)
-
-
-def numel(shape: Iterable[sympy.Expr]) -> sympy.Expr:
-    return sympy.Mul(*[sympy.sympify(e) for e in shape])
 
 
 def estimate(expr: sympy.Expr | int) -> int:

@@ -82,6 +82,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from coil.dialects import loop as L
 from coil.dialects.body_builder import BodyBuilder, is_float
 from coil.dialects.symbolic import ShapeAttr, index_symbols, torch_sympy
+from coil.intmath import prod
 from coil.strategy.access import (
     StridesOf,
     classify_reduction,
@@ -98,13 +99,6 @@ from coil.transforms.loop_utils import (
     function_blocks,
     substitute_in_body,
 )
-
-
-def _prod(values) -> sympy.Expr:
-    out = sympy.Integer(1)
-    for v in values:
-        out = out * v
-    return out
 
 
 def identity(kind: str, t: Attribute) -> bool | int | float:
@@ -198,8 +192,8 @@ class LoopSplitReductionPass(ModulePass):
         access = classify_reduction(red, order, layout)
         accumulators = {"welford": 3, "argmax": 2, "argmin": 2}.get(kind, 1)
         shape = ReductionShape(
-            _prod(ranges),
-            _prod(rranges),
+            prod(ranges),
+            prod(rranges),
             access,
             accumulators=accumulators,
             out_bytes=sum(element_bytes(r.type.element_type) for r in red.res),
@@ -692,7 +686,7 @@ class _Splitter:
         block, b, at = self._stage2_builder()
         b.yield_(weighted(b, at, None if p.masked else chunk_count(b, s)))
         tot = self._reduction("sum", self.ranges, (nsplit,), block, [elem], (f"{self.name}_sum",))
-        rnumel = _prod(self.red.reduction_ranges.data)
+        rnumel = prod(self.red.reduction_ranges.data)
         own = list(index_symbols(n))
 
         def overall_mean(b: BodyBuilder) -> SSAValue:

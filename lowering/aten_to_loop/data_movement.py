@@ -30,6 +30,7 @@ from coil.dialects.body_builder import (
     is_float,
 )
 from coil.dialects.symbolic import SymInt, to_expr, torch_sympy
+from coil.intmath import numel
 from coil.lowering.aten_to_loop.common import (
     broadcast_index,
     dtype_of,
@@ -40,7 +41,6 @@ from coil.lowering.aten_to_loop.common import (
 from coil.lowering.aten_to_loop.views import (
     linear_index,
     norm_dim,
-    prod,
     select_index,
     slice_start,
     unravel,
@@ -296,7 +296,7 @@ def _roll(lw: Lowerer, op: AtenOp):
             raise CannotLower("roll without dims takes one shift")
 
         def index(idx):
-            flat = _rotate(linear_index(shape, idx), shifts[0], prod(shape))
+            flat = _rotate(linear_index(shape, idx), shifts[0], numel(map(to_expr, shape)))
             return unravel(flat, shape)
 
     else:
@@ -571,7 +571,7 @@ def _ramp(
 def _random_body(lw: Lowerer, shape: Sequence[SymInt], normal: bool):
     """A body drawing one f32 number per element from a fresh counter range."""
     seed = lw.seed()
-    base = lw.random_offsets(prod(shape))
+    base = lw.random_offsets(numel(map(to_expr, shape)))
 
     def draw(b: BodyBuilder, idx) -> SSAValue:
         offset = sympy.expand(base + linear_index(shape, idx))

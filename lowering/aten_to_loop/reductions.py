@@ -110,7 +110,7 @@ def _check_shape(op: AtenOp, value: SSAValue, k: int = 0) -> None:
         raise AssertionError(f"{op.name}: reduction shape {got} != result shape {want}")
 
 
-def _numel(b: BodyBuilder, sizes: Sequence[SymInt], like: SSAValue) -> SSAValue:
+def _count_value(b: BodyBuilder, sizes: Sequence[SymInt], like: SSAValue) -> SSAValue:
     count = sympy.Integer(1)
     for s in sizes:
         count *= to_expr(s)
@@ -165,7 +165,7 @@ def _lower_mean(lw: Lowerer, op: AtenOp, d: object, keepdim: bool):
     dims = reduced_dims(x, d, empty_is_all=True)
     red, _ = _accumulate(lw, op, "sum", dims, keepdim)
     sizes = reduction_shape(x, dims, keepdim)[1]
-    result = epilogue(lw, [red], out, lambda b, s: b.truediv(s, _numel(b, sizes, s)))
+    result = epilogue(lw, [red], out, lambda b, s: b.truediv(s, _count_value(b, sizes, s)))
     _check_shape(op, result)
     return [result]
 

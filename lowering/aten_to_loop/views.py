@@ -19,6 +19,7 @@ from coil.dialects import loop as L
 from coil.dialects.aten import AtenOp, TensorType
 from coil.dialects.body_builder import CannotLower
 from coil.dialects.symbolic import SymInt, contiguous_strides, sym_eq, to_expr, torch_sympy
+from coil.intmath import numel
 from coil.lowering.aten_to_loop.common import broadcast_index, result_type, shape_of
 from coil.lowering.convert_aten_to_loop import Lowerer, register
 
@@ -33,13 +34,6 @@ def norm_dim(dim: int, rank: int) -> int:
     if rank == 0 and dim in (-1, 0):
         return 0
     return dim + rank if dim < 0 else dim
-
-
-def prod(values: Sequence[SymInt]) -> sympy.Expr:
-    out = sympy.Integer(1)
-    for v in values:
-        out = out * to_expr(v)
-    return sympy.expand(out)
 
 
 def linear_index(shape: Sequence[SymInt], idx: Sequence[sympy.Expr]) -> sympy.Expr:
@@ -91,8 +85,8 @@ def reshape_index(
                 if ka <= na
                 and 0 < total - ka <= nb
                 and sym_eq(
-                    prod([src[a] for a in a_dims[ia : ia + ka]]),
-                    prod([dst[b] for b in b_dims[ib : ib + total - ka]]),
+                    numel(src[a] for a in a_dims[ia : ia + ka]),
+                    numel(dst[b] for b in b_dims[ib : ib + total - ka]),
                 )
             ]
             if hits:
@@ -384,7 +378,6 @@ __all__ = [
     "linear_index",
     "norm_dim",
     "permute_index",
-    "prod",
     "reshape_index",
     "select_index",
     "slice_start",

@@ -36,7 +36,8 @@ from coil.dialects import buffer as B
 from coil.dialects import loop as L
 from coil.dialects import tt
 from coil.dialects.buffer import BufferType
-from coil.lowering.loop_to_tt.kernel import Kernel, Options, next_pow2
+from coil.intmath import next_pow2, prod
+from coil.lowering.loop_to_tt.kernel import Kernel, Options
 from coil.transforms.extern_effects import storage_roots
 
 POINTWISE = [(1024, 4), (512, 4), (2048, 8), (256, 4), (1024, 8), (512, 8), (2048, 4), (256, 8)]
@@ -50,13 +51,6 @@ PERSISTENT_TILE = 4096
 def config_key(k: Kernel) -> tuple:
     """What makes two built kernels the same candidate."""
     return (k.persistent, k.yblock, k.xblock, k.rblock, k.num_warps, k.num_stages)
-
-
-def _numel(values) -> sympy.Expr:
-    out = sympy.Integer(1)
-    for v in values:
-        out = out * v
-    return out
 
 
 def _cap(block: int, numel: sympy.Expr) -> int:
@@ -75,14 +69,14 @@ def _fix(base: Options, **heuristic: int) -> Options:
 
 def candidate_options(nest: L.LoopOp, base: Options, heuristic: Kernel) -> list[Options]:
     """Candidates after the heuristic one, best guesses first (may repeat it)."""
-    xnumel = _numel(nest.ranges.data)
+    xnumel = prod(nest.ranges.data)
     if isinstance(nest, L.PointwiseOp):
         flat = [_fix(base, xblock=_cap(x, xnumel), num_warps=w) for x, w in POINTWISE]
         if not heuristic.yblock:
             return flat
         tiles = [_fix(base, yblock=y, xblock=x, num_warps=w) for y, x, w in POINTWISE_2D]
         return tiles + [replace(o, tile2d="off") for o in flat[:2]]
-    rnumel = _numel(nest.reduction_ranges.data)
+    rnumel = prod(nest.reduction_ranges.data)
     persistent: list[Options] = []
     if rnumel.is_Integer and int(rnumel) <= base.persistent_threshold:
         rblock = next_pow2(int(rnumel))

@@ -39,15 +39,9 @@ from xdsl.ir import SSAValue
 
 from coil.dialects import tt
 from coil.dialects.symbolic import is_index_symbol
+from coil.intmath import prod
 
 MODES = ("auto", "stream", "off")
-
-
-def _prod(values) -> sympy.Expr:
-    out = sympy.Integer(1)
-    for v in values:
-        out = out * sympy.sympify(v)
-    return out
 
 
 def reused(offset: sympy.Expr, groups: Sequence[tuple[sympy.Symbol, tuple, tuple]]) -> bool:
@@ -61,8 +55,8 @@ def reused(offset: sympy.Expr, groups: Sequence[tuple[sympy.Symbol, tuple, tuple
         if flat in seen:  # a looped reduction binds its r group once per phase
             continue
         seen.add(flat)
-        covered = _prod(size for s, size in zip(syms, sizes) if s in used)
-        if covered != _prod(sizes):  # products of the same sizes compare equal
+        covered = prod(size for s, size in zip(syms, sizes) if s in used)
+        if covered != prod(sizes):  # products of the same sizes compare equal
             return True
     return not any(is_index_symbol(s) and expanded.coeff(s) == 1 for s in used)
 

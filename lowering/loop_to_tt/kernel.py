@@ -51,6 +51,9 @@ from coil.dialects import tt
 from coil.dialects.buffer import BufferType
 from coil.dialects.symbolic import index_symbols, is_index_symbol, symbol
 from coil.dialects.tt import element_of
+from coil.intmath import cdiv as int_cdiv
+from coil.intmath import next_pow2
+from coil.intmath import prod as _prod
 from coil.ir import source_line, source_op
 from coil.lowering.loop_to_tt import reductions as R
 from coil.lowering.loop_to_tt import scans as S
@@ -119,21 +122,10 @@ SCAN_TILE = 1024
 UNROLL = 25
 
 
-def next_pow2(n: int) -> int:
-    return 1 if n <= 1 else 1 << (n - 1).bit_length()
-
-
-def _prod(values: Sequence[sympy.Expr]) -> sympy.Expr:
-    out = sympy.Integer(1)
-    for v in values:
-        out = out * v
-    return out
-
-
 def cdiv(n: sympy.Expr, d: int) -> sympy.Expr:
     n = sympy.sympify(n)
     if n.is_Integer:
-        return sympy.Integer(-(-int(n) // d))
+        return sympy.Integer(int_cdiv(int(n), d))
     return FloorDiv(n + d - 1, d) if d != 1 else n
 
 

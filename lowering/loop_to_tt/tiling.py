@@ -54,6 +54,7 @@ from dataclasses import dataclass
 import sympy
 
 from coil.dialects import loop as L
+from coil.intmath import next_pow2, prod
 from coil.strategy.access import (
     Access,
     contiguous_dim,
@@ -92,17 +93,6 @@ class Tiling2D:
     num_warps: int
     grid_y: bool  # programs over grid y (else one flattened grid x)
     large: bool = False  # asked for 64 x 64 (block_sizes)
-
-
-def _numel(values: Sequence[sympy.Expr]) -> sympy.Expr:
-    out = sympy.Integer(1)
-    for v in values:
-        out = out * v
-    return out
-
-
-def _pow2(n: int) -> int:
-    return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
 def choose_split(ranges: Sequence[sympy.Expr], accesses: Sequence[Access]) -> int | None:
@@ -149,15 +139,15 @@ def block_sizes(
     y = yblock or base
     # Shrunk to the extents (a block the user gave too: lanes past them do nothing).
     if xhint is not None:
-        x = min(x, _pow2(xhint))
+        x = min(x, next_pow2(xhint))
     if yhint is not None:
-        y = min(y, _pow2(yhint))
+        y = min(y, next_pow2(yhint))
     if not xblock:
-        xcap = min(_pow2(xhint), MAX_XBLOCK) if xhint is not None else 32
+        xcap = min(next_pow2(xhint), MAX_XBLOCK) if xhint is not None else 32
         while x < xcap and x * y < target:
             x *= 2
     if not yblock:
-        ycap = min(_pow2(yhint), MAX_YBLOCK) if yhint is not None else 32
+        ycap = min(next_pow2(yhint), MAX_YBLOCK) if yhint is not None else 32
         while y < ycap and (x * y < target or (yhint is not None and y * MAX_GRID_Y < yhint)):
             y *= 2
     return y, x
@@ -187,10 +177,10 @@ def pointwise_tiling(
     split = choose_split(ranges, [permuted(a, order) for a in accesses])
     if split is None:
         return None
-    ynumel, xnumel = _numel(ranges[:split]), _numel(ranges[split:])
+    ynumel, xnumel = prod(ranges[:split]), prod(ranges[split:])
     y, x = block_sizes(ynumel, xnumel, yblock, xblock, large)
     tile = x * y
-    warps = _pow2(min(max(tile // 256, 1), 8))
+    warps = next_pow2(min(max(tile // 256, 1), 8))
     if tile >= 128:
         warps = max(warps, 4)
     ytiles = -(-int(ynumel) // y) if ynumel.is_Integer else None

@@ -7,6 +7,11 @@
 // RUN: %python %S/Inputs/run_without_torch.py %s -p "%loop_pipeline" | filecheck %s --check-prefix=LOOP
 // --help lists every pass's options, read from the sources without importing them.
 // RUN: %python %S/Inputs/run_without_torch.py --help 2>&1 >/dev/null | filecheck %s --check-prefix=NOTORCH
+// Loop- and buffer-level passes read an extern call's schema from the
+// generated op classes, devices and element sizes from the types, not from
+// torch (IR whose index expressions hold no floordiv/mod).
+// RUN: %python %S/Inputs/run_without_torch.py %S/../transforms/memory-plan-collectives.mlir -p memory-plan --split-input-file 2>&1 >/dev/null | filecheck %s --check-prefix=NOTORCH
+// RUN: %python %S/Inputs/run_without_torch.py %S/../transforms/aten-channels-last.mlir -p "aten-channels-last{mode=on},convert-aten-to-loop,bufferize" --split-input-file 2>&1 >/dev/null | filecheck %s --check-prefix=NOTORCH
 // A pass that calls torch (a decomposition) or a floordiv in the text loads it.
 // RUN: %python %S/Inputs/run_without_torch.py %S/Inputs/needs-torch.mlir -p aten-decompose 2>&1 >/dev/null | filecheck %s --check-prefix=TORCH
 

@@ -218,9 +218,7 @@ def test_interpret_runs_kernels_on_cpu_and_restores_the_environment(monkeypatch,
         now = vars(obj)
         assert {k: v for k, v in now.items() if k in saved or isinstance(obj, type)} == saved, obj
     assert isinstance(tl.standard.sum, JITFunction)
-    assert "__call__" not in JITFunction.__dict__ or (
-        JITFunction.__dict__["__call__"] is not codecache._call_library_interpreted
-    )
+    assert not hasattr(JITFunction.__dict__.get("__call__"), "_coil_interpreted")
     assert module.__name__.endswith("_interpret")
     assert codecache.load_module(_KERNEL_MODULE, interpret=True) is module
     # The same source loaded for compilation is another module, with a JITFunction
@@ -228,6 +226,61 @@ def test_interpret_runs_kernels_on_cpu_and_restores_the_environment(monkeypatch,
     compiled = codecache.load_module(_KERNEL_MODULE)
     assert compiled is not module
     assert isinstance(compiled.coil_add_one_0, JITFunction)
+
+
+def test_the_interpreter_scope_leaves_other_triton_code_alone(monkeypatch):
+    """While a coil kernel is being interpreted, another thread's Triton code
+    decorates compiled kernels, its ``JITFunction`` refuses a host call as
+    usual, and the environment is untouched; the same thread, inside the
+    scope, gets interpreted ones."""
+    pytest.importorskip("triton")
+    import threading
+
+    import triton
+    import triton.language as tl
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+
+    def user_kernel(x_ptr):
+        tl.store(x_ptr, tl.load(x_ptr) + 1)
+
+    seen: dict[str, object] = {}
+    inside, done = threading.Event(), threading.Event()
+
+    def user_thread() -> None:
+        inside.wait()
+        try:
+            seen["decorated"] = triton.jit(user_kernel)
+            seen["env"] = os.environ.get("TRITON_INTERPRET")
+            try:
+                tl.standard.sum(torch.ones(4))
+                seen["host_call"] = "ran"
+            except RuntimeError as e:
+                seen["host_call"] = str(e)
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=user_thread)
+    thread.start()
+    # The kernel's launch is inside the scope: hold it there while the other
+    # thread runs (a launch is the same scope, entered by InterpretedKernel).
+    module = codecache.load_module(_KERNEL_MODULE, interpret=True)
+    with codecache.interpreter_scope():
+        assert isinstance(triton.jit(user_kernel), InterpretedFunction)
+        inside.set()
+        assert done.wait(60)
+        x = torch.randn(37)
+        out, _ = module.call([x])
+    thread.join()
+    torch.testing.assert_close(out, x + 1)
+    assert isinstance(seen["decorated"], JITFunction), seen
+    assert seen["env"] is None
+    assert "outside of the scope of a kernel" in str(seen["host_call"])
+    # Outside the scope this thread is unaffected too.
+    assert isinstance(triton.jit(user_kernel), JITFunction)
+    assert not codecache.in_interpreter_scope()
 
 
 def test_input_checks_name_the_input_and_the_difference():

@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]  # the package `coil`
 
 
@@ -131,3 +133,117 @@ def test_runtime_imports_no_driver():
     torch.compile glue (frontend/capture.py)."""
     forbidden = ("coil.backend", "coil.cli", "coil.frontend.capture")
     assert _offenders(("coil.runtime",), forbidden) == {}
+
+
+SIZE_HELPERS = {"prod", "numel", "cdiv", "pow2", "next_pow2", "is_pow2"}
+"""The integer helpers of coil/intmath.py, by name (with or without a leading
+underscore)."""
+
+OTHER_HELPERS_OF_THOSE_NAMES = {
+    # Ceiling division of a *symbolic* size (torch's FloorDiv), not of ints.
+    ("coil.lowering.loop_to_tt.kernel", "cdiv"),
+}
+
+
+def _size_helper_definitions(path: Path) -> set[str]:
+    return {
+        node.name
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.name.lstrip("_") in SIZE_HELPERS
+    }
+
+
+def test_the_size_helpers_have_one_home():
+    """The product of sizes, ceiling division and powers of two live in
+    coil/intmath.py, which imports nothing of coil (every layer may use it);
+    no other module defines its own, at any depth."""
+    assert _importers("coil", "coil.intmath") == []
+    found = {(m, name) for m, path in MODULES.items() for name in _size_helper_definitions(path)}
+    found -= {("coil.intmath", name) for name in SIZE_HELPERS}
+    assert found - OTHER_HELPERS_OF_THOSE_NAMES == set()
+
+
+def test_a_planted_size_helper_is_found(tmp_path):
+    """The walk above sees a helper defined inside a function."""
+    planted = tmp_path / "planted.py"
+    planted.write_text("def f(xs):\n    def _prod(v):\n        return v\n    return _prod(xs)\n")
+    assert _size_helper_definitions(planted) == {"_prod"}
+
+
+DRIVERS = ("coil.pipeline", "coil.cli", "coil.backend", "coil.demo", "coil.tools")
+"""What builds and runs pipelines for a user, above every layer of passes."""
+
+FRONTEND_IMPORTER = (
+    "coil.frontend.fx_importer",
+    "coil.frontend.fake",
+    "coil.frontend.meta",
+    "coil.frontend.decompositions",
+    "coil.frontend.foreach",
+)
+"""The frontend's importer: FX graph -> aten dialect, FakeTensors for aten
+types, the decomposition table. It builds aten IR and needs only the dialects,
+so the aten passes (aten-decompose, aten-fuse-attention import torch's traces
+with it) and bufferize (meta results of an extern) may use it; the rest of
+frontend/ (capture, export, loader, partition, attention: the torch.compile
+and .pt2 drivers) sits above the runtime."""
+
+BELOW_DRIVERS = (
+    "coil.dialects",
+    "coil.strategy",
+    "coil.transforms",
+    "coil.lowering",
+    "coil.targets",
+    "coil.runtime",
+    "coil.passinfo",
+    "coil.intmath",
+)
+
+
+def test_no_layer_below_the_drivers_imports_them():
+    """A pass checks its own options (coil/passinfo.py: OPTION_RULES,
+    check_options), so no pass, target or runtime module imports the
+    pipeline, the CLI or the backend."""
+    assert _offenders(BELOW_DRIVERS, DRIVERS) == {}
+
+
+def test_the_frontend_importer_needs_only_the_dialects():
+    allowed = ("coil.dialects", "coil.intmath", *FRONTEND_IMPORTER)
+    found = {
+        m: sorted(i for i in IMPORTS[m] if not i.startswith(allowed)) for m in FRONTEND_IMPORTER
+    }
+    assert {m: i for m, i in found.items() if i} == {}
+    assert all(m in MODULES for m in FRONTEND_IMPORTER)  # the names are current
+
+
+def test_passes_use_only_the_frontend_importer():
+    """Passes and targets import no frontend driver, and the runtime (which runs
+    what was compiled, reading coil.output_tree and coil.aligned through
+    dialects/signature.py) imports nothing of the frontend."""
+    frontend = tuple(m for m in MODULES if m.startswith("coil.frontend."))
+    drivers = tuple(m for m in frontend if m not in FRONTEND_IMPORTER)
+    passes = ("coil.dialects", "coil.strategy", "coil.transforms", "coil.lowering", "coil.targets")
+    assert _offenders(passes, drivers) == {}
+    assert _offenders(("coil.runtime",), ("coil.frontend",)) == {}
+
+
+def test_a_planted_upward_import_fails(monkeypatch):
+    """Each rule above fails on a planted import, a lazy one included."""
+    planted = {
+        "coil.transforms.aten_decompose": "coil.pipeline.check_options",
+        "coil.runtime.aotcache": "coil.frontend.fx_importer.aligned_by_offset",
+        "coil.lowering.bufferize": "coil.frontend.capture.capture_graphs",
+        "coil.frontend.fake": "coil.transforms.attention_pattern",
+    }
+    for module, target in planted.items():
+        monkeypatch.setitem(IMPORTS, module, IMPORTS[module] | {target})
+    with pytest.raises(AssertionError):
+        test_no_layer_below_the_drivers_imports_them()
+    with pytest.raises(AssertionError):
+        test_the_frontend_importer_needs_only_the_dialects()
+    with pytest.raises(AssertionError):
+        test_passes_use_only_the_frontend_importer()
+    lazy = "def f():\n    from coil.pipeline import check_options\n"
+    source = ROOT / "transforms" / "aten_decompose.py"
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: lazy)
+    assert "coil.pipeline.check_options" in _imports(source)
