@@ -17,7 +17,7 @@ from xdsl.passes import ModulePass, PassPipeline, PassPipelineCallbackType
 ATEN_CLEANUP = "canonicalize,cse,dce"
 ATEN = (
     f"canonicalize,aten-fuse-attention,aten-decompose,{ATEN_CLEANUP},"
-    "aten-peel-conv-bias,aten-channels-last,aten-reorder-collectives"
+    "aten-peel-conv-bias,aten-fuse-matvec,aten-channels-last,aten-reorder-collectives"
 )
 LOOP = (
     "convert-aten-to-loop,loop-inline,loop-split-reduction,loop-fuse,loop-simplify-indexing,cse,dce"

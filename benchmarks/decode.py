@@ -444,15 +444,18 @@ VARIANTS = {
 
 
 def coil_options(args: argparse.Namespace, label: str) -> dict:
-    """coil's options: on the CPU the pipeline lowers matrix-vector products as
-    on CUDA (``matvec=on``), so the smoke run compiles what the GPU runs;
+    """coil's options: on the CPU the pipeline lowers and fuses matrix-vector
+    products as on CUDA (``matvec=on``, ``all-devices=true``), so the smoke run
+    compiles what the GPU runs;
     ``--dump DIR`` writes each row's IR, kernels and wrapper under DIR/label."""
     from coil.pipeline import PIPELINES
 
     options: dict = {"fallback": "extern"}
     if args.device == "cpu":
-        options["pipeline"] = PIPELINES["default"].replace(
-            "convert-aten-to-loop", "convert-aten-to-loop{matvec=on}"
+        options["pipeline"] = (
+            PIPELINES["default"]
+            .replace("convert-aten-to-loop", "convert-aten-to-loop{matvec=on}")
+            .replace("aten-fuse-matvec", "aten-fuse-matvec{all-devices=true}")
         )
     if args.dump:
         options["dump_dir"] = os.path.join(args.dump, label)

@@ -10,6 +10,7 @@ from coil.passinfo import lazy_factories
 SUMMARIES: dict[str, str] = {
     "aten-channels-last": "run 2-D convolutions on NHWC tensors where Inductor's rules say it pays",
     "aten-peel-conv-bias": "a CUDA convolution's bias as an add that fuses into the next kernel",
+    "aten-fuse-matvec": "matrix-vector products of one input (q/k/v) as one product, one launch",
     "aten-decompose": "rewrite composite aten ops (softmax, norms...) with torch's decompositions",
     "aten-fuse-attention": "hand-written attention (softmax(q @ k^T * s + mask) @ v) as fused SDPA",
     "canonicalize": "xDSL's canonicalizer with the aten patterns (view chains, no-ops, x*1)",
@@ -41,6 +42,7 @@ PASSES: dict[str, str] = {
     ),
     "aten-channels-last": "coil.transforms.aten_channels_last:AtenChannelsLastPass",
     "aten-peel-conv-bias": "coil.transforms.aten_peel_conv_bias:AtenPeelConvBiasPass",
+    "aten-fuse-matvec": "coil.transforms.aten_fuse_matvec:AtenFuseMatvecPass",
     "buffer-hoist-constants": ("coil.transforms.buffer_hoist_constants:BufferHoistConstantsPass"),
     "host-combine-launches": "coil.transforms.host_combine_launches:HostCombineLaunchesPass",
 }
