@@ -119,3 +119,40 @@ def test_fused_projections_match_eager(tmp_path):
     assert module.read_text().count("in_ptr") >= 3  # the kernel reads all three weights
     ir = next(tmp_path.glob("*/*-aten-fuse-matvec.mlir")).read_text()
     assert ir.count("aten.mm.default") == 1 and "aten.cat.default" in ir
+
+
+class _NormThenProducts(torch.nn.Module):
+    """A residual, a norm (RMSNorm or LayerNorm) and two products of the normed
+    row with a gated activation between them: a decode step's MLP."""
+
+    def __init__(self, layer_norm: bool):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(32) if layer_norm else torch.nn.RMSNorm(32, eps=1e-5)
+        self.gate = torch.nn.Linear(32, 48, bias=False)
+        self.up = torch.nn.Linear(32, 48, bias=False)
+
+    def forward(self, x, r):
+        h = self.norm(x + r)
+        return torch.nn.functional.silu(self.gate(h)) * self.up(h)
+
+
+@pytest.mark.parametrize("layer_norm", [False, True], ids=["rmsnorm", "layernorm"])
+def test_norm_prologue_matches_eager(layer_norm, tmp_path):
+    """loop-matvec-prologue: the norm, both products and the activation are one
+    kernel, values as eager's."""
+    torch.manual_seed(0)
+    model = _NormThenProducts(layer_norm).eval()
+    with torch.no_grad():
+        for p in model.norm.parameters():
+            p.add_(torch.randn_like(p) * 0.1)
+    x, r = torch.randn(1, 32), torch.randn(1, 32)
+    torch._dynamo.reset()
+    step = torch.compile(
+        model,
+        backend=coil_backend,
+        options={"pipeline": PIPELINE, "fallback": "error", "dump_dir": str(tmp_path)},
+    )
+    with torch.no_grad():
+        assert_close_to_eager(step(x, r), model(x, r))
+    (wrapper,) = tmp_path.glob("*/wrapper.py")
+    assert wrapper.read_text().count("_launch.run(") == 1
