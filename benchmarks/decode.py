@@ -12,7 +12,9 @@ and batch size, in one process and from the same prompt:
 * the decode step (one token in, logits and the greedy next token out) runs
   eagerly, under Inductor ``mode="reduce-overhead"``, under coil
   ``mode="reduce-overhead"`` (both ``fullgraph=True``) and, with
-  ``--no-graphs`` rows, coil and Inductor without CUDA graphs;
+  ``--no-graphs``, without CUDA graphs: coil (Python wrapper), coil with the
+  C++ wrapper (``wrapper="cpp"``: launches through the CUDA driver) and
+  Inductor;
 * the first compiled step's logits are checked against eager's from the same
   cache state (‖out − ref‖ / ‖ref‖ and the argmax), before anything is timed;
 * ``--steps`` decode steps are timed (CUDA events around the whole loop, the
@@ -434,12 +436,14 @@ class Row:
 
 
 VARIANTS = {
-    # name: (backend, torch.compile keyword arguments)
+    # name: (backend, torch.compile keyword arguments; coil's "options" join
+    # coil_options')
     "eager": (None, {}),
     "inductor reduce-overhead": ("inductor", {"mode": "reduce-overhead"}),
     "coil reduce-overhead": ("coil", {"mode": "reduce-overhead"}),
-    "inductor": ("inductor", {}),
     "coil": ("coil", {}),
+    "coil cpp": ("coil", {"options": {"wrapper": "cpp"}}),  # the C++ wrapper's launches
+    "inductor": ("inductor", {}),
 }
 
 
@@ -480,17 +484,24 @@ def run_variant(
     s = _build(name, batch, max_seq, dtype, device)
     gen = torch.Generator(device="cpu").manual_seed(1)
     prompt = torch.randint(0, s.vocab, (batch, args.prefill), generator=gen).to(device)
-    step = s.step
+
+    def decode_one(tok: torch.Tensor, pos: torch.Tensor):
+        # gpt-fast's decode_one_token: logits and the greedy next token
+        logits = s.step(tok, pos)
+        return logits, logits[:, -1].argmax(-1, keepdim=True)
+
+    step = decode_one
     if backend is not None:
         kw = dict(kw)
         if backend == "coil":
             # torch.compile takes mode or options, not both: reduce-overhead is
             # coil's cudagraphs option (what the mode turns on)
             options = coil_options(args, f"{name}-b{batch}-{variant.replace(' ', '-')}")
+            options.update(kw.pop("options", {}))
             if kw.pop("mode", None) == "reduce-overhead":
                 options["cudagraphs"] = True
             kw["options"] = options
-        step = torch.compile(s.step, backend=backend, fullgraph=True, **kw)
+        step = torch.compile(decode_one, backend=backend, fullgraph=True, **kw)
     watch = FallbackWatch()
     coil_log = logging.getLogger("coil")
     coil_log.addHandler(watch)
@@ -502,10 +513,14 @@ def run_variant(
             pos = torch.tensor([args.prefill], device=device)
             _sync(device)
             t = time.perf_counter()
-            first = step(tok, pos)
+            out = step(tok, pos)
             _sync(device)
             row.compile_s = time.perf_counter() - t
-            first = first.float()
+            # a copy, and the results dropped: a CUDA graph's outputs held across
+            # the next call would make it return copies from then on
+            first = out[0].to(torch.float32, copy=True)
+            tok = out[1].clone()
+            del out
             if ref is not None:
                 row.err = ((first - ref).norm() / ref.norm()).item()
                 row.same_argmax = bool((first.argmax(-1) == ref.argmax(-1)).all())
@@ -515,13 +530,17 @@ def run_variant(
                 row.breaks = sum(counts["graph_break"].values())
 
             def decode(n: int, tok: torch.Tensor, p: int) -> tuple[torch.Tensor, int]:
+                # the position stays on the device, advanced in place (gpt-fast's
+                # input_pos += 1): no host-to-device copy per token
+                pos = torch.tensor([p], device=device)
                 for _ in range(n):
-                    pos = torch.tensor([p], device=device)
-                    tok = step(tok, pos)[:, -1:].argmax(-1).clone()
-                    p += 1
-                return tok, p
+                    logits, nxt = step(tok, pos)
+                    tok = nxt.clone()  # the next call's input, not a graph's output
+                    del logits, nxt
+                    pos += 1
+                return tok, p + n
 
-            tok, p = decode(args.warmup, first[:, -1:].argmax(-1), args.prefill + 1)
+            tok, p = decode(args.warmup, tok, args.prefill + 1)
             _sync(device)
             start = p
             t = time.perf_counter()
@@ -543,7 +562,6 @@ def run_variant(
         coil_log.removeHandler(watch)
     if watch.messages:
         row.note = "; ".join(dict.fromkeys(watch.messages))
-    del s
     return row, first if ref is None else None
 
 
@@ -593,7 +611,7 @@ def main(argv: list[str] | None = None) -> int:
         default="eager,inductor reduce-overhead,coil reduce-overhead",
         help=f"comma-separated, of: {', '.join(VARIANTS)}",
     )
-    ap.add_argument("--no-graphs", action="store_true", help="add coil and inductor rows")
+    ap.add_argument("--no-graphs", action="store_true", help="add coil, coil cpp and inductor rows")
     ap.add_argument("--prefill", type=int, default=128)
     ap.add_argument("--steps", type=int, default=100, help="decode steps timed")
     ap.add_argument("--warmup", type=int, default=10)
@@ -614,7 +632,7 @@ def main(argv: list[str] | None = None) -> int:
     args.max_seq = -(-args.max_seq // 64) * 64
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     if args.no_graphs:
-        variants += [v for v in ("coil", "inductor") if v not in variants]
+        variants += [v for v in ("coil", "coil cpp", "inductor") if v not in variants]
     if args.device == "cpu":  # Inductor's CPU code is not what this measures
         variants = [v for v in variants if not v.startswith("inductor")]
     for v in variants:

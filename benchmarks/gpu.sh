@@ -43,7 +43,8 @@
 #                            (NAME:VARIANT:V1,V2: after V1 and V2 ran in its process);
 #   DECODE="llama150m gptfast150m llama1b"  benchmarks/decode.py (token-by-token
 #            generation from a static KV cache, batch 1 and 8: eager, Inductor and
-#            coil reduce-overhead, and without CUDA graphs; ms/token, % of copy
+#            coil reduce-overhead, and without CUDA graphs (coil also with the C++
+#            wrapper); batch 1 of every model first; ms/token, % of copy
 #            bandwidth, kernels/token; DECODE=all: every model; DECODE_ARGS adds
 #            options, e.g. --batch 1; its --budget is what is left of DEADLINE
 #            less 60 s; $OUT/decode.md);
