@@ -61,6 +61,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from coil.pipeline import PIPELINES
+
 SMOKE = False
 
 
@@ -443,8 +445,20 @@ VARIANTS = {
     "coil reduce-overhead": ("coil", {"mode": "reduce-overhead"}),
     "coil": ("coil", {}),
     "coil cpp": ("coil", {"options": {"wrapper": "cpp"}}),  # the C++ wrapper's launches
+    # the default pipeline less the decode rewrites (before/after on one machine)
+    "coil reduce-overhead base": ("coil", {"mode": "reduce-overhead", "base": True}),
     "inductor": ("inductor", {}),
 }
+
+
+DECODE_PASSES = ("aten-fuse-matvec", "loop-matvec-prologue")
+
+
+def without_decode_passes(pipeline: str) -> str:
+    """``pipeline`` without the passes written for decoding (the in-place cache
+    write is bufferize's and stays)."""
+    kept = [p for p in pipeline.split(",") if p.split("{")[0] not in DECODE_PASSES]
+    return ",".join(kept)
 
 
 def coil_options(args: argparse.Namespace, label: str) -> dict:
@@ -452,8 +466,6 @@ def coil_options(args: argparse.Namespace, label: str) -> dict:
     products as on CUDA (``matvec=on``, ``all-devices=true``), so the smoke run
     compiles what the GPU runs;
     ``--dump DIR`` writes each row's IR, kernels and wrapper under DIR/label."""
-    from coil.pipeline import PIPELINES
-
     options: dict = {"fallback": "extern"}
     if args.device == "cpu":
         options["pipeline"] = (
@@ -498,6 +510,10 @@ def run_variant(
             # coil's cudagraphs option (what the mode turns on)
             options = coil_options(args, f"{name}-b{batch}-{variant.replace(' ', '-')}")
             options.update(kw.pop("options", {}))
+            if kw.pop("base", False):
+                options["pipeline"] = without_decode_passes(
+                    options.get("pipeline", PIPELINES["default"])
+                )
             if kw.pop("mode", None) == "reduce-overhead":
                 options["cudagraphs"] = True
             kw["options"] = options
@@ -598,6 +614,9 @@ def speedups(rows: list[Row]) -> str:
         other = by.get((m, b, v.replace("coil", "inductor")))
         if other and r.ms == r.ms and other.ms == other.ms:
             out.append(f"- {m} batch {b}, {v}: {other.ms / r.ms:.2f}x Inductor")
+        base = by.get((m, b, v + " base"))
+        if base and r.ms == r.ms and base.ms == base.ms:
+            out.append(f"- {m} batch {b}, {v}: {base.ms / r.ms:.2f}x without the decode passes")
     return "\n".join(out)
 
 
