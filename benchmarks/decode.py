@@ -10,13 +10,17 @@ and batch size, in one process and from the same prompt:
   module buffer; transformers: ``StaticCache``, ``index_copy_`` on tensors
   marked static);
 * the decode step (one token in, logits and the greedy next token out) runs
-  eagerly, under Inductor ``mode="reduce-overhead"``, under coil
-  ``mode="reduce-overhead"`` (both ``fullgraph=True``) and, with
-  ``--no-graphs``, without CUDA graphs: coil (Python wrapper), coil with the
-  C++ wrapper (``wrapper="cpp"``: launches through the CUDA driver) and
-  Inductor;
+  in the variants ``--variants`` names (default ``eager,inductor-ro,coil-ro``):
+  ``eager``; ``inductor-ro`` and ``coil-ro``, ``mode="reduce-overhead"`` (CUDA
+  graphs; both ``fullgraph=True``); ``coil-ro-base``, coil-ro with the
+  default pipeline less the decode rewrites (``aten-fuse-matvec``,
+  ``loop-matvec-prologue``), for before/after on one machine; and without
+  CUDA graphs (``--no-graphs`` adds them): ``coil`` (Python wrapper),
+  ``coil-cpp`` (the C++ wrapper: launches through the CUDA driver) and
+  ``inductor``;
 * the first compiled step's logits are checked against eager's from the same
-  cache state (‖out − ref‖ / ‖ref‖ and the argmax), before anything is timed;
+  cache state (‖out − ref‖ / ‖ref‖ above 5e-2 is WRONG; whether the argmax
+  agrees is shown), before anything is timed;
 * ``--steps`` decode steps are timed (CUDA events around the whole loop, the
   next token fed back as gpt-fast does): ms per token and tokens per second
   (batch x steps / time);
@@ -36,8 +40,10 @@ projection, the cache as module buffers, rotary from a table). Weights are
 random (no downloads), bf16 on the GPU.
 
 Run: ``python benchmarks/decode.py [names...] [--batch 1,8] [--budget S]``;
-the table is printed and written to ``$OUT/decode.md``. ``--budget`` (seconds)
-skips the rows that would start after it (listed as skipped). ``--smoke``: tiny
+the table is printed and written to ``$OUT/decode.md`` after every row (a run
+stopped from outside keeps its rows); batch 1 of every model comes first.
+``--budget`` (seconds) skips the rows that would end after it, judged by the
+longest row so far (listed as skipped). ``--smoke``: tiny
 configs on any device (f32; on the CPU coil's kernels run under Triton's
 interpreter, and only eager and coil run): checks that the decode step
 compiles as one graph with no fallback. Exit status 1 if a row is wrong or
@@ -441,12 +447,12 @@ VARIANTS = {
     # name: (backend, torch.compile keyword arguments; coil's "options" join
     # coil_options')
     "eager": (None, {}),
-    "inductor reduce-overhead": ("inductor", {"mode": "reduce-overhead"}),
-    "coil reduce-overhead": ("coil", {"mode": "reduce-overhead"}),
+    "inductor-ro": ("inductor", {"mode": "reduce-overhead"}),
+    "coil-ro": ("coil", {"mode": "reduce-overhead"}),
     "coil": ("coil", {}),
-    "coil cpp": ("coil", {"options": {"wrapper": "cpp"}}),  # the C++ wrapper's launches
+    "coil-cpp": ("coil", {"options": {"wrapper": "cpp"}}),  # the C++ wrapper's launches
     # the default pipeline less the decode rewrites (before/after on one machine)
-    "coil reduce-overhead base": ("coil", {"mode": "reduce-overhead", "base": True}),
+    "coil-ro-base": ("coil", {"mode": "reduce-overhead", "base": True}),
     "inductor": ("inductor", {}),
 }
 
@@ -508,7 +514,7 @@ def run_variant(
         if backend == "coil":
             # torch.compile takes mode or options, not both: reduce-overhead is
             # coil's cudagraphs option (what the mode turns on)
-            options = coil_options(args, f"{name}-b{batch}-{variant.replace(' ', '-')}")
+            options = coil_options(args, f"{name}-b{batch}-{variant}")
             options.update(kw.pop("options", {}))
             if kw.pop("base", False):
                 options["pipeline"] = without_decode_passes(
@@ -614,7 +620,7 @@ def speedups(rows: list[Row]) -> str:
         other = by.get((m, b, v.replace("coil", "inductor")))
         if other and r.ms == r.ms and other.ms == other.ms:
             out.append(f"- {m} batch {b}, {v}: {other.ms / r.ms:.2f}x Inductor")
-        base = by.get((m, b, v + " base"))
+        base = by.get((m, b, v + "-base"))
         if base and r.ms == r.ms and base.ms == base.ms:
             out.append(f"- {m} batch {b}, {v}: {base.ms / r.ms:.2f}x without the decode passes")
     return "\n".join(out)
@@ -627,10 +633,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", default="1,8", help="batch sizes, comma-separated")
     ap.add_argument(
         "--variants",
-        default="eager,inductor reduce-overhead,coil reduce-overhead",
+        default="eager,inductor-ro,coil-ro",
         help=f"comma-separated, of: {', '.join(VARIANTS)}",
     )
-    ap.add_argument("--no-graphs", action="store_true", help="add coil, coil cpp and inductor rows")
+    ap.add_argument("--no-graphs", action="store_true", help="add coil, coil-cpp and inductor rows")
     ap.add_argument("--prefill", type=int, default=128)
     ap.add_argument("--steps", type=int, default=100, help="decode steps timed")
     ap.add_argument("--warmup", type=int, default=10)
@@ -651,7 +657,7 @@ def main(argv: list[str] | None = None) -> int:
     args.max_seq = -(-args.max_seq // 64) * 64
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     if args.no_graphs:
-        variants += [v for v in ("coil", "coil cpp", "inductor") if v not in variants]
+        variants += [v for v in ("coil", "coil-cpp", "inductor") if v not in variants]
     if args.device == "cpu":  # Inductor's CPU code is not what this measures
         variants = [v for v in variants if not v.startswith("inductor")]
     for v in variants:
@@ -696,7 +702,9 @@ def main(argv: list[str] | None = None) -> int:
                     row, got = run_variant(name, batch, variant, args, ref, bandwidth)
                     if variant == "eager":
                         ref = got
-                    if row.same_argmax is False or (row.err == row.err and row.err > 5e-2):
+                    # bf16 logits of random weights: the top two can be closer than
+                    # the rounding, so a different argmax alone is not an error
+                    if row.err == row.err and row.err > 5e-2:
                         row.note = ("WRONG; " + row.note).strip("; ")
                         failed = True
                     if row.breaks:

@@ -41,13 +41,13 @@
 #   HOSTPROF="mlp20_b1:coil-cudagraphs ..."  benchmarks/host_profile.py (cProfile
 #                            of host time per call) on NAME:VARIANT pairs
 #                            (NAME:VARIANT:V1,V2: after V1 and V2 ran in its process);
-#   DECODE="llama150m gptfast150m llama1b"  benchmarks/decode.py (token-by-token
-#            generation from a static KV cache, batch 1 and 8: eager, Inductor and
-#            coil reduce-overhead, and without CUDA graphs (coil also with the C++
-#            wrapper); batch 1 of every model first; ms/token, % of copy
-#            bandwidth, kernels/token; DECODE=all: every model; DECODE_ARGS adds
-#            options, e.g. --batch 1; its --budget is what is left of DEADLINE
-#            less 60 s; $OUT/decode.md);
+#   DECODE="llama150m llama1b gptfast150m"  benchmarks/decode.py (token-by-token
+#            generation from a static KV cache, batch 1 then 8: eager, Inductor and
+#            coil reduce-overhead; DECODE_ARGS adds options, e.g. "--batch 1
+#            --variants eager,inductor-ro,coil-ro,coil-ro-base" or --no-graphs
+#            (coil, coil-cpp, inductor without CUDA graphs); ms/token, % of copy
+#            bandwidth, kernels/token; DECODE=all: every model; its --budget is
+#            what is left of DEADLINE less 60 s; $OUT/decode.md, after every row);
 #   PROFILE="bert ..."       benchmarks/profile_model.py (torch.profiler: kernel
 #                            time vs wall, top kernels; eager, Inductor, coil);
 #   MEMORY="vit_hf ..."      benchmarks/memory_probe.py (planned vs measured peak);
@@ -220,7 +220,7 @@ if [ -n "${DECODE:-}" ]; then
   [ "$names" = all ] && names=
   left=$(( DEADLINE - (SECONDS - START) - 60 ))
   # shellcheck disable=SC2086
-  budget python3 benchmarks/decode.py --no-graphs --budget "$left" ${DECODE_ARGS:-} $names 2>&1 \
+  budget python3 benchmarks/decode.py --budget "$left" ${DECODE_ARGS:-} $names 2>&1 \
     | tee -a "$OUT/decode.log"
   status=$(( status | PIPESTATUS[0] ))
 fi
