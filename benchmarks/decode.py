@@ -479,6 +479,11 @@ def coil_options(args: argparse.Namespace, label: str) -> dict:
             .replace("convert-aten-to-loop", "convert-aten-to-loop{matvec=on}")
             .replace("aten-fuse-matvec", "aten-fuse-matvec{all-devices=true}")
         )
+    if args.prologue_bytes is not None:
+        pipeline = options.get("pipeline", PIPELINES["default"])
+        options["pipeline"] = pipeline.replace(
+            "loop-matvec-prologue", f"loop-matvec-prologue{{max-read-bytes={args.prologue_bytes}}}"
+        )
     if args.dump:
         options["dump_dir"] = os.path.join(args.dump, label)
     return options
@@ -646,6 +651,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default=None)
     ap.add_argument("--out", default=os.environ.get("OUT"))
     ap.add_argument("--dump", default=None, help="coil's dump directory (per row below it)")
+    ap.add_argument(
+        "--prologue-bytes",
+        type=int,
+        default=None,
+        help="loop-matvec-prologue's max-read-bytes for the coil rows (0: no limit)",
+    )
     args = ap.parse_args(argv)
     SMOKE = args.smoke
     args.device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")

@@ -26,7 +26,9 @@ of the row (from cache: each program reads the same ``K`` elements) and
 ``K`` multiply-adds per output, beside the ``K`` of the matrix that each
 output reads anyway; a launch, a write and a read of the row are saved. Only
 where it pays: ``S`` has one output row (a batch-1 row), ``R`` has more than
-one output, and ``P`` and ``S`` are small bodies (``max-body-ops``).
+one output and reads at most ``max-read-bytes`` (a small matrix, whose time
+is close to a launch's), and ``P`` and ``S`` are small bodies
+(``max-body-ops``).
 
 Input: the loop level after ``loop-inline`` (top-level value-semantic nests).
 Output: the same level; ``P`` and ``S`` are erased when nothing else reads
@@ -46,7 +48,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from coil.dialects import loop as L
 from coil.dialects.symbolic import ShapeAttr
-from coil.transforms.loop_cost import body_size
+from coil.transforms.loop_cost import body_size, domain, estimate, external_sources, read_bytes
 from coil.transforms.loop_inline import LoopInlinePass, _Inliner
 from coil.transforms.loop_utils import ancestor_in, function_blocks, substitute_in_body
 
@@ -125,6 +127,16 @@ class LoopMatvecProloguePass(ModulePass):
     """The most ops the normalization (its pointwise part and its reductions)
     may hold to be recomputed in each product."""
 
+    max_read_bytes: int = 4 << 20
+    """The most bytes the product may read (its matrix) to take the prologue.
+    Every program of the product reads the row again for its statistics, a
+    read per matrix row it owns at the kernel plan's 1-4 rows a program: from
+    cache, but as many requests as the matrix's own. That pays only where the
+    launch saved (2-3 us in a CUDA graph) outweighs them: q/k/v of a 1024-wide
+    layer (3 MB) does; for an MLP's 11.5 MB or a 65 MB output head coil's cost
+    model estimates the fused kernel at twice the separate ones' time
+    (``fx-opt --device h100 --print-kernel-plans``), unmeasured on a GPU yet."""
+
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         for block in function_blocks(op):
             for nest in [o for o in block.ops if isinstance(o, L.ReductionOp)]:
@@ -134,6 +146,9 @@ class LoopMatvecProloguePass(ModulePass):
     def _rewrite(self, block: Block, red: L.ReductionOp) -> None:
         ranges = red.ranges.data
         if _numel_one(ranges):
+            return
+        reads = estimate(read_bytes(external_sources(red), domain(red)))
+        if self.max_read_bytes and reads > self.max_read_bytes:
             return
         outer = L.index_symbols(len(ranges))
         moving = [s for s, n in zip(outer, ranges) if n != 1]  # size-1 ranges are 0
