@@ -581,6 +581,22 @@ def _static_input_indices(training: bool) -> list[int]:
     return [i + tokens for i in indices]
 
 
+def _mutated_inputs(gm: torch.fx.GraphModule) -> list[int]:
+    """Positions of the inputs a graph writes in place: AOTAutograd keeps an
+    inference graph's input mutations in it as ``copy_`` into the input."""
+    inputs = {n: k for k, n in enumerate(n for n in gm.graph.nodes if n.op == "placeholder")}
+    return sorted(
+        {
+            inputs[n.args[0]]
+            for n in gm.graph.nodes
+            if n.op == "call_function"
+            and n.target is torch.ops.aten.copy_.default
+            and n.args
+            and n.args[0] in inputs
+        }
+    )
+
+
 def _attention_rewrite(pipeline: str) -> Callable[[torch.fx.GraphModule], Any] | None:
     """The attention rewrite for graphs that get a backward, where the pipeline
     runs ``aten-fuse-attention`` (with its options): in training the pass
@@ -660,7 +676,7 @@ def coil(
             )
             if not cudagraphs:
                 return run
-            return with_cudagraphs(run, static, f"the {kind} graph")
+            return with_cudagraphs(run, static, f"the {kind} graph", _mutated_inputs(graph))
 
         return compile_one
 

@@ -41,6 +41,13 @@
 #   HOSTPROF="mlp20_b1:coil-cudagraphs ..."  benchmarks/host_profile.py (cProfile
 #                            of host time per call) on NAME:VARIANT pairs
 #                            (NAME:VARIANT:V1,V2: after V1 and V2 ran in its process);
+#   DECODE="llama150m llama1b gptfast150m"  benchmarks/decode.py (token-by-token
+#            generation from a static KV cache, batch 1 then 8: eager, Inductor and
+#            coil reduce-overhead; DECODE_ARGS adds options, e.g. "--batch 1
+#            --variants eager,inductor-ro,coil-ro,coil-ro-base" or --no-graphs
+#            (coil, coil-cpp, inductor without CUDA graphs); ms/token, % of copy
+#            bandwidth, kernels/token; DECODE=all: every model; its --budget is
+#            what is left of DEADLINE less 60 s; $OUT/decode.md, after every row);
 #   PROFILE="bert ..."       benchmarks/profile_model.py (torch.profiler: kernel
 #                            time vs wall, top kernels; eager, Inductor, coil);
 #   MEMORY="vit_hf ..."      benchmarks/memory_probe.py (planned vs measured peak);
@@ -215,6 +222,15 @@ if [ -n "${OVERHEAD:-}" ]; then
     [ -f "$d/wrapper.py" ] && cp "$d/wrapper.py" "$OUT/wrapper-$(basename "$(dirname "$d")")-$(basename "$d").py"
   done
 fi
+if [ -n "${DECODE:-}" ]; then
+  names=$DECODE
+  [ "$names" = all ] && names=
+  left=$(( DEADLINE - (SECONDS - START) - 60 ))
+  # shellcheck disable=SC2086
+  budget python3 benchmarks/decode.py --budget "$left" ${DECODE_ARGS:-} $names 2>&1 \
+    | tee -a "$OUT/decode.log"
+  status=$(( status | PIPESTATUS[0] ))
+fi
 if [ -n "${PROFILE:-}" ]; then
   # shellcheck disable=SC2086
   budget python3 benchmarks/profile_model.py $PROFILE 2>&1 | tee -a "$OUT/profile.log"
@@ -275,6 +291,7 @@ ls "$OUT"/dynamic*.md >/dev/null 2>&1 && grep -h '^| ' "$OUT"/dynamic*.md
 [ -f "$OUT/pytest-distributed.log" ] && tail -n 1 "$OUT/pytest-distributed.log"
 [ -f "$OUT/distributed.md" ] && cat "$OUT/distributed.md"
 [ -f "$OUT/overhead.log" ] && grep -h -e '^| ' -e 'per launch' "$OUT/overhead.log" | grep -v -e '---'
+[ -f "$OUT/decode.md" ] && cat "$OUT/decode.md"
 [ -f "$OUT/profile.log" ] && grep -h '^== ' "$OUT/profile.log"
 [ -f "$OUT/host_profile.log" ] && grep -h '^== ' "$OUT/host_profile.log"
 [ -f "$OUT/compile_time.md" ] && grep -h '^| ' "$OUT/compile_time.md"

@@ -166,6 +166,9 @@ class _Bufferizer:
         self.folded: set[Operation] = set()
         # Buffers a loop.scatter may update in place (note_scattered_into).
         self.scattered_in_place: set[SSAValue] = set()
+        # Scatters whose result is a mutated input's new value, to update that
+        # input in place (scatters_into_inputs).
+        self.into_input: dict[L.ScatterOp, SSAValue] = {}
 
     # ---- helpers ----------------------------------------------------------------
 
@@ -212,6 +215,7 @@ class _Bufferizer:
 
     def run(self) -> None:
         self.forward_copies_into_externs()
+        self.scatters_into_inputs()
         for op in list(self.block.ops):
             if isinstance(op, L.LoopOp) and op.res:
                 self.nest(op)
@@ -257,13 +261,79 @@ class _Bufferizer:
                 if scatter.init and scatter.init[0] is r:
                     self.scattered_in_place.add(buf)
 
+    def scatters_into_inputs(self) -> None:
+        """Find the scatters that update a mutated input where it is (a static
+        KV cache's ``cache[:, :, pos] = k``, functionalized into ``index_put``
+        and a ``copy_`` back into the input; Inductor's reinplacing of
+        ``index_put``): ``loop.scatter into(%arg)`` whose result, or an
+        identity copy of it, is the one ``loop.copy`` into ``%arg``. The
+        scatter then writes its few elements into ``%arg`` itself: no copy of
+        the whole input before it, none back after it. Done where no read can
+        tell: nothing reads ``%arg`` (directly or through a view) after the
+        scatter but the copy, and neither the result nor ``%arg`` is returned.
+        The identity copy is erased; the ``loop.copy`` then copies ``%arg``
+        onto itself and goes away in :meth:`write_input`."""
+        copies: dict[SSAValue, list[L.CopyOp]] = {}
+        for op in self.block.ops:
+            if isinstance(op, L.CopyOp):
+                copies.setdefault(op.dest, []).append(op)
+        for op in list(self.block.ops):
+            if not isinstance(op, L.ScatterOp) or not op.res or len(op.init) != 1:
+                continue
+            (r,), (dest,) = op.res, op.init
+            if not isinstance(dest.type, B.BufferType) or dest.owner is not self.block:
+                continue  # a function argument's buffer only
+            if len(copies.get(dest, [])) != 1:
+                continue
+            (copy,) = copies[dest]
+            identity = None
+            if copy.value is not r:
+                if identity_copy_source(copy.value) is not r or len(list(copy.value.uses)) != 1:
+                    continue
+                identity = copy.value.owner
+            t, want = r.type, dest.type
+            if list(t.shape) != list(want.shape) or t.element_type != want.element_type:
+                continue
+            if _reaches_return(dest, self.ret) or any(u.operation is self.ret for u in r.uses):
+                continue
+            if any(op.is_before_in_block(top) for top in self._readers(dest, {op, copy})):
+                continue
+            if identity is not None:
+                copy.operands[0] = r
+                Rewriter.erase_op(identity)
+            self.into_input[op] = dest
+
+    def _readers(self, value: SSAValue, skip: set[Operation]) -> set[Operation]:
+        """The top-level ops that read ``value`` or a view of it, but ``skip``."""
+        readers: set[Operation] = set()
+        pending, seen = [value], set()
+        while pending:
+            v = pending.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            for use in v.uses:
+                top = use.operation
+                while top.parent is not self.block:
+                    top = top.parent_op()
+                if top in skip:
+                    continue
+                if isinstance(top, B.ViewOp | L.ViewOp):
+                    pending.append(top.result)
+                    continue
+                readers.add(top)
+        return readers
+
     def scatter(self, op: L.ScatterOp) -> None:
         """A scatter updates its out in place, after the out holds ``init``: the
+        mutated input it writes back into (:meth:`scatters_into_inputs`), the
         buffer ``init``'s producer wrote where the scatter is its one reader
         (``zeros(...).index_put_(...)``: no copy), else a copy of ``init``."""
         (r,) = op.res
         (init,) = op.init
-        if init in self.scattered_in_place and isinstance(init.owner, B.AllocOp):
+        if op in self.into_input:
+            buf = init
+        elif init in self.scattered_in_place and isinstance(init.owner, B.AllocOp):
             buf = init
         else:
             layout = self.result_layout(r)

@@ -33,7 +33,8 @@ class Recipe:
     interpret: bool  # its kernels run under Triton's interpreter
     constants: list[Any]  # trailing arguments passed on every call (lifted constants)
     tokens: dict[int, Any]  # input position -> (sizes, dtype, device) of an effect token's stand-in
-    cudagraphs: tuple[list[int], str] | None = None  # (static inputs, name) when replayed
+    # (static inputs, name, mutated inputs) when replayed
+    cudagraphs: tuple | None = None
 
 
 TokenSpec = tuple[tuple[int, ...], torch.dtype, str]
@@ -118,18 +119,35 @@ def runner(call: Callable[[list[Any]], Any], recipe: Recipe):
     return run
 
 
-def with_cudagraphs(run: Callable[..., Any], static_inputs: Sequence[int], name: str):
+def with_cudagraphs(
+    run: Callable[..., Any],
+    static_inputs: Sequence[int],
+    name: str,
+    mutated_inputs: Sequence[int] = (),
+):
+    """``run`` replayed from CUDA graphs. ``mutated_inputs``: the inputs the graph
+    writes in place; one that is not static would be copied into the graph's
+    own buffer before each replay and the write would land there, not in the
+    caller's tensor, so such a graph is not recorded (as cudagraph trees skip
+    graphs that mutate inputs; a static KV cache is a buffer or marked with
+    ``torch._dynamo.mark_static_address``, and is recorded)."""
     from coil.runtime.cudagraphs import CudaGraphRunner
 
     blocker = None
+    moved = sorted(set(mutated_inputs) - set(static_inputs))
     if getattr(run, "coil_host_rng", False):
         blocker = "it draws random numbers from a seed taken on the host (a replay repeats them)"
     elif not hasattr(run, "coil_source"):
         blocker = "the pipeline stops before the host level"
+    elif moved:
+        blocker = (
+            f"it writes input {moved[0]} in place, which is not a static input (a replay "
+            "would write the graph's copy of it; torch._dynamo.mark_static_address makes it static)"
+        )
     runner = CudaGraphRunner(run, static_inputs, blocker, name)
     runner.coil_source = getattr(run, "coil_source", None)  # type: ignore[attr-defined]
     if (recipe := getattr(run, "coil_recipe", None)) is not None:
-        cudagraphs = (list(static_inputs), name)
+        cudagraphs = (list(static_inputs), name, list(mutated_inputs))
         runner.coil_recipe = dataclasses.replace(recipe, cudagraphs=cudagraphs)  # type: ignore[attr-defined]
     return runner
 

@@ -10,10 +10,12 @@ from coil.passinfo import lazy_factories
 SUMMARIES: dict[str, str] = {
     "aten-channels-last": "run 2-D convolutions on NHWC tensors where Inductor's rules say it pays",
     "aten-peel-conv-bias": "a CUDA convolution's bias as an add that fuses into the next kernel",
+    "aten-fuse-matvec": "matrix-vector products of one input (q/k/v) as one product, one launch",
     "aten-decompose": "rewrite composite aten ops (softmax, norms...) with torch's decompositions",
     "aten-fuse-attention": "hand-written attention (softmax(q @ k^T * s + mask) @ v) as fused SDPA",
     "canonicalize": "xDSL's canonicalizer with the aten patterns (view chains, no-ops, x*1)",
     "loop-inline": "inline pointwise producers and views into the loads that read them",
+    "loop-matvec-prologue": "recompute a row's normalization inside the products that read it",
     "loop-split-reduction": "split a reduction with few outputs: chunk partials, then a finish",
     "loop-fuse": "group a reduction with its sibling/dependent reductions and epilogues",
     "loop-simplify-indexing": "simplify index expressions with the ranges of their nest",
@@ -31,6 +33,7 @@ PASSES: dict[str, str] = {
     "aten-decompose": "coil.transforms.aten_decompose:AtenDecomposePass",
     "aten-fuse-attention": "coil.transforms.aten_fuse_attention:AtenFuseAttentionPass",
     "loop-inline": "coil.transforms.loop_inline:LoopInlinePass",
+    "loop-matvec-prologue": "coil.transforms.loop_matvec_prologue:LoopMatvecProloguePass",
     "loop-split-reduction": "coil.transforms.loop_split_reduction:LoopSplitReductionPass",
     "loop-fuse": "coil.transforms.loop_fuse:LoopFusePass",
     "loop-simplify-indexing": "coil.transforms.loop_simplify_indexing:LoopSimplifyIndexingPass",
@@ -41,6 +44,7 @@ PASSES: dict[str, str] = {
     ),
     "aten-channels-last": "coil.transforms.aten_channels_last:AtenChannelsLastPass",
     "aten-peel-conv-bias": "coil.transforms.aten_peel_conv_bias:AtenPeelConvBiasPass",
+    "aten-fuse-matvec": "coil.transforms.aten_fuse_matvec:AtenFuseMatvecPass",
     "buffer-hoist-constants": ("coil.transforms.buffer_hoist_constants:BufferHoistConstantsPass"),
     "host-combine-launches": "coil.transforms.host_combine_launches:HostCombineLaunchesPass",
 }

@@ -707,3 +707,85 @@ func.func @pool_follows_channels_last(%x: !buffer.buffer<[2, 4, 6, 6], f32, stri
   }
   func.return %c, %p : !loop.tensor<[2, 8, 3, 3], f32>, !loop.tensor<[2, 4, 3, 3], f32>
 }
+
+// -----
+
+// A static KV cache's write, functionalized: index_put into a mutated input,
+// an identity copy of it copied back, and a reader of the new value. The
+// scatter writes its slots into %cache itself: no copy of the cache before it,
+// none back after it, the reader reads %cache.
+// CHECK-LABEL: func.func @scatter_into_mutated_input
+// CHECK-NOT:  buffer.alloc : !buffer.buffer<[2, 8, 4], f32>
+// CHECK:      loop.scatter store [2, 1, 4] at [i0, t0, i2] outs(%cache : !buffer.buffer<[2, 8, 4], f32>) {
+// CHECK:      loop.reduction
+// CHECK:        loop.load %cache[i0, r0, i1]
+// CHECK-NOT:  loop.pointwise [2, 8, 4]
+// CHECK:      func.return
+func.func @scatter_into_mutated_input(%cache: !buffer.buffer<[2, 8, 4], f32>, %pos: !buffer.buffer<[1], i64>, %k: !buffer.buffer<[2, 1, 4], f32>) -> !loop.tensor<[2, 4], f32> attributes {coil.result_types = [!aten.tensor<[2, 4], f32>]} {
+  %new = loop.scatter store [2, 1, 4] into(%cache : !buffer.buffer<[2, 8, 4], f32>) at [i0, t0, i2] : !loop.tensor<[2, 8, 4], f32> {
+  ^bb0(%i0: index, %i1: index, %i2: index):
+    %t = loop.load %pos[i1] : !buffer.buffer<[1], i64>
+    %v = loop.load %k[i0, i1, i2] : !buffer.buffer<[2, 1, 4], f32>
+    loop.yield %v, %t : f32, i64
+  }
+  %sum = loop.reduction sum [2, 4] [8] : !loop.tensor<[2, 4], f32> {
+  ^bb0(%i0: index, %i1: index, %r0: index):
+    %v = loop.load %new[i0, r0, i1] : !loop.tensor<[2, 8, 4], f32>
+    loop.yield %v : f32
+  }
+  %copy = loop.pointwise [2, 8, 4] : !loop.tensor<[2, 8, 4], f32> {
+  ^bb0(%i0: index, %i1: index, %i2: index):
+    %v = loop.load %new[i0, i1, i2] : !loop.tensor<[2, 8, 4], f32>
+    loop.yield %v : f32
+  }
+  loop.copy %copy, %cache : !loop.tensor<[2, 8, 4], f32>, !buffer.buffer<[2, 8, 4], f32>
+  func.return %sum : !loop.tensor<[2, 4], f32>
+}
+
+// -----
+
+// Not in place: the input's old value is read after the scatter (the scatter
+// would change what that read sees), so the input is copied first and the new
+// value written back at the end.
+// CHECK-LABEL: func.func @scatter_into_input_read_after
+// CHECK:      %[[NEW:.*]] = buffer.alloc : !buffer.buffer<[8], f32>
+// CHECK-NEXT: loop.pointwise [8] outs(%[[NEW]] : !buffer.buffer<[8], f32>) {
+// CHECK:      loop.scatter store [1] at [t0] outs(%[[NEW]] : !buffer.buffer<[8], f32>) {
+// CHECK:      loop.load %cache[i0]
+// CHECK:      loop.pointwise [8] outs(%cache : !buffer.buffer<[8], f32>) {
+// CHECK-NEXT: ^{{.*}}
+// CHECK-NEXT:   loop.load %[[NEW]][i0]
+func.func @scatter_into_input_read_after(%cache: !buffer.buffer<[8], f32>, %pos: !buffer.buffer<[1], i64>) -> !loop.tensor<[8], f32> attributes {coil.result_types = [!aten.tensor<[8], f32>]} {
+  %new = loop.scatter store [1] into(%cache : !buffer.buffer<[8], f32>) at [t0] : !loop.tensor<[8], f32> {
+  ^bb0(%i0: index):
+    %t = loop.load %pos[i0] : !buffer.buffer<[1], i64>
+    %c = arith.constant 1.0 : f32
+    loop.yield %c, %t : f32, i64
+  }
+  %old = loop.pointwise [8] : !loop.tensor<[8], f32> {
+  ^bb0(%i0: index):
+    %v = loop.load %cache[i0] : !buffer.buffer<[8], f32>
+    %w = arith.addf %v, %v : f32
+    loop.yield %w : f32
+  }
+  loop.copy %new, %cache : !loop.tensor<[8], f32>, !buffer.buffer<[8], f32>
+  func.return %old : !loop.tensor<[8], f32>
+}
+
+// -----
+
+// Not in place: the new value is also returned (an output may not alias an
+// input), so the scatter updates a copy.
+// CHECK-LABEL: func.func @scatter_into_input_returned
+// CHECK:      %[[NEW:.*]] = buffer.alloc : !buffer.buffer<[8], f32>
+// CHECK:      loop.scatter store [1] at [t0] outs(%[[NEW]] : !buffer.buffer<[8], f32>) {
+func.func @scatter_into_input_returned(%cache: !buffer.buffer<[8], f32>, %pos: !buffer.buffer<[1], i64>) -> !loop.tensor<[8], f32> attributes {coil.result_types = [!aten.tensor<[8], f32>]} {
+  %new = loop.scatter store [1] into(%cache : !buffer.buffer<[8], f32>) at [t0] : !loop.tensor<[8], f32> {
+  ^bb0(%i0: index):
+    %t = loop.load %pos[i0] : !buffer.buffer<[1], i64>
+    %c = arith.constant 1.0 : f32
+    loop.yield %c, %t : f32, i64
+  }
+  loop.copy %new, %cache : !loop.tensor<[8], f32>, !buffer.buffer<[8], f32>
+  func.return %new : !loop.tensor<[8], f32>
+}

@@ -221,6 +221,46 @@ def test_misaligned_input_takes_the_specializing_launch():
     assert_close_to_eager(compiled(aligned, y), f(aligned, y))
 
 
+def test_cudagraphs_skip_a_graph_that_writes_a_plain_input(caplog):
+    """A graph that writes an input in place that is not static (not a
+    parameter, buffer or mark_static_address tensor) is not recorded: a
+    replay would write the graph's copy of the input. A module buffer written
+    in place (a static KV cache) is static and not blocked so."""
+
+    class Cache(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("cache", torch.zeros(8))
+
+        def forward(self, x, plain):
+            self.cache.add_(x)
+            plain.add_(x)
+            return x * 2
+
+    torch._dynamo.reset()
+    module = Cache()
+    compiled = torch.compile(module, backend="coil", options={"cudagraphs": True})
+    x, plain = torch.randn(8), torch.zeros(8)
+    with caplog.at_level("WARNING", logger="coil"):
+        for _ in range(2):
+            compiled(x, plain)
+    assert_close_to_eager(plain, 2 * x)
+    assert_close_to_eager(module.cache, 2 * x)
+    reasons = [r.getMessage() for r in caplog.records if "no CUDA graph" in r.getMessage()]
+    assert len(reasons) == 1 and "writes input" in reasons[0], reasons
+    from coil.backend import _mutated_inputs
+    from coil.runtime.compiled import with_cudagraphs
+
+    def run(*args):
+        return args
+
+    run.coil_source = ""
+    assert with_cudagraphs(run, [0], "g", [0]).blocker is None  # a static input
+    assert "input 1" in with_cudagraphs(run, [0], "g", [0, 1]).blocker
+    gm = torch.fx.symbolic_trace(lambda a, b: torch.ops.aten.copy_.default(b, a))
+    assert _mutated_inputs(gm) == [1]
+
+
 def test_cudagraphs_fall_back_on_the_cpu_with_a_reason(caplog):
     """options={"cudagraphs": True} on CPU tensors runs the plain call and says
     why, once."""
