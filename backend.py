@@ -47,7 +47,13 @@ from coil.frontend.fx_importer import constant_inputs, import_graph
 from coil.frontend.partition import DEFAULT as DEFAULT_PARTITION
 from coil.frontend.partition import check as check_partition
 from coil.frontend.partition import partition_function
-from coil.pipeline import PIPELINES, available_passes, parse_pipeline, unknown_name
+from coil.pipeline import (
+    PIPELINES,
+    available_passes,
+    parse_pipeline,
+    unknown_name,
+    with_pass_option,
+)
 from coil.runtime.aotcache import AotCache
 from coil.runtime.compiled import (
     Recipe,
@@ -58,6 +64,7 @@ from coil.runtime.compiled import (
     stand_ins,
     with_cudagraphs,
 )
+from coil.strategy.gemm import GEMM_MODES
 from coil.strategy.target import TARGETS, module_device, set_module_target
 from coil.strategy.target import resolve as resolve_target
 from coil.timing import CompileTrace, next_graph_label
@@ -89,6 +96,12 @@ OPTIONS = {
     "wrapper": "'python' (default) or 'cpp': the host wrapper as a compiled C++ library "
     "(-t cpp) that launches the kernels through the CUDA driver; for graphs on the CPU, "
     "or without a C++ compiler, the Python wrapper runs instead, with one warning",
+    "gemm": "how matrix products (mm, addmm, bmm, baddbmm: Linear layers, matmul) run: "
+    "'auto' (default: a Triton tl.dot template with the consumer's pointwise chain fused "
+    "where strategy/gemm.py estimates that beats cuBLAS plus that chain's kernel; never "
+    "on the CPU interpreter), 'triton' (the template wherever it applies) or 'extern' "
+    "(always cuBLAS); mode='max-autotune' also times the template's candidate configs "
+    "at compile time (lowering/aten_to_loop/gemm.py)",
     "target": "the device kernels are planned for: 'auto' (default: the GPU's properties "
     "as read, or 'cpu-interpreter' for graphs on the CPU) or a named description "
     "('h100', 'h200', 'a100', 'cpu-interpreter'; strategy/target.py)",
@@ -555,6 +568,9 @@ def _graph_pipeline(
     for name, given in options.items():
         if given:
             pipeline = re.sub(rf"(?<![\w-]){name}(?=,|$)", f"{name}{{{' '.join(given)}}}", pipeline)
+    if tf32:  # gemm templates multiply f32 in TF32 where cuBLAS may
+        for name in ("convert-aten-to-loop", "convert-loop-to-tt"):
+            pipeline = with_pass_option(pipeline, name, "tf32=true")
     if deterministic is None:
         deterministic = torch.are_deterministic_algorithms_enabled()
     if deterministic:
@@ -564,6 +580,24 @@ def _graph_pipeline(
             rf"(?<![\w-]){name}\{{(?![^}}]*deterministic)([^}}]*)\}}",
             lambda m: f"{name}{{{(m.group(1) + ' ').lstrip()}deterministic=true}}",
             pipeline,
+        )
+    return pipeline
+
+
+MAX_AUTOTUNE_GEMM_CONFIGS = 6
+"""Candidate configs per gemm template that ``mode="max-autotune"`` times."""
+
+
+def _with_gemm(pipeline: str, gemm: str, max_autotune: bool) -> str:
+    """``pipeline`` with the backend option ``gemm`` given to ``convert-aten-to-loop``
+    (where the pipeline does not set it), and under ``mode="max-autotune"`` the
+    template's candidate configs timed (``convert-loop-to-tt{gemm-autotune=N}``).
+    The result is the cache key's pipeline."""
+    if gemm != "auto":
+        pipeline = with_pass_option(pipeline, "convert-aten-to-loop", f"gemm={gemm}")
+    if max_autotune:
+        pipeline = with_pass_option(
+            pipeline, "convert-loop-to-tt", f"gemm-autotune={MAX_AUTOTUNE_GEMM_CONFIGS}"
         )
     return pipeline
 
@@ -629,6 +663,11 @@ def coil(
     wrapper = options.get("wrapper", "python")
     if wrapper not in WRAPPERS:
         raise ValueError(f"coil: option wrapper must be 'python' or 'cpp', not {wrapper!r}")
+    gemm = options.get("gemm", "auto")
+    if gemm not in GEMM_MODES:
+        known = ", ".join(repr(m) for m in GEMM_MODES)
+        raise ValueError(f"coil: option gemm must be one of {known}, not {gemm!r}")
+    pipeline = _with_gemm(pipeline, gemm, mode == "max-autotune")
     target = options.get("target", "auto")
     if target != "auto" and target not in TARGETS:
         known = ", ".join(["auto", *TARGETS])
