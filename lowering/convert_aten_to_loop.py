@@ -461,9 +461,9 @@ def _lower_function(
     for op in reversed(list(block.ops)):
         if isinstance(op, ConstantOp) and not op.result.uses:
             Rewriter.erase_op(op)
-        elif isinstance(op, L.PointwiseOp | L.ReductionOp | L.ScanOp | L.ScatterOp) and not any(
-            r.uses for r in op.results
-        ):
+        elif isinstance(
+            op, L.PointwiseOp | L.ReductionOp | L.ScanOp | L.ScatterOp | L.ViewOp
+        ) and not any(r.uses for r in op.results):
             Rewriter.erase_op(op)
     ret = block.last_op
     assert isinstance(ret, func.ReturnOp)

@@ -311,6 +311,8 @@ class ConvertLoopToTtPass(ModulePass):
     def _kernels(self, nest: L.LoopOp, name: str, options: Options, kind: str) -> list[Kernel]:
         """The heuristic kernel, then (``autotune``) distinct candidates, named ``_c<k>``."""
         kernel = build_kernel(nest, name, options, kind)
+        if kernel.func.attributes.get("coil.kind") == builtin.StringAttr("gemm"):
+            return self._gemm_candidates(nest, name, options, kernel)
         # No candidates for scans and scatters yet (a scatter's atomics must not rerun).
         if self.autotune <= 1 or isinstance(nest, L.ScanOp | L.ScatterOp):
             return [kernel]

@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import logging
 
-from xdsl.ir import SSAValue
+import sympy
+from torch.utils._sympy.functions import FloorDiv, PythonMod
+from xdsl.ir import Operation, SSAValue
 
 from coil.dialects import dtypes
 from coil.dialects.aten import AtenOp
 from coil.dialects.body_builder import BodyBuilder, CannotLower
-from coil.dialects.symbolic import to_expr
+from coil.dialects.symbolic import index_symbols, to_expr
 from coil.lowering.aten_to_loop.common import broadcast_index, result_type, shape_of, tensor_arg
 from coil.lowering.aten_to_loop.matvec import _is_matvec, _matvec
 from coil.lowering.aten_to_loop.pointwise import _normalize
@@ -137,19 +139,69 @@ def _gemm(lw: Lowerer, op: AtenOp):
     batched = len(shape) == 3
     k = shape_of(a)[-1]
     acc = dtypes.f32
+    # A Linear on [B, S, K] rows is view -> mm -> view back: the product is
+    # computed over [B, S, N] directly, so its epilogue (over [B, S, N]) fuses.
+    rows = None if batched else _row_view(op)
+    out_shape = shape if rows is None else [*rows.results[0].type.shape]
+    lead = out_shape[:-1]
+
+    def flat_row(idx) -> sympy.Expr:
+        if rows is None:
+            return idx[0]
+        flat, stride = sympy.Integer(0), sympy.Integer(1)
+        for i, size in reversed(list(zip(idx, lead))):
+            flat, stride = flat + i * stride, stride * to_expr(size)
+        return flat
 
     def product(bb: BodyBuilder, idx):
         if batched:
             n, i, j, r = idx
             x, y = bb.load(a, [n, i, r]), bb.load(b, [n, r, j])
         else:
-            i, j, r = idx
+            i, j, r = flat_row(idx), idx[-2], idx[-1]
             x, y = bb.load(a, [i, r]), bb.load(b, [r, j])
         return bb.mul(bb.cast(x, acc), bb.cast(y, acc))
 
-    (red,) = lw.reduction("sum", shape, [k], acc, product, template="gemm")
-    if bias is None and out.element_type == acc:
-        return [red]
+    (red,) = lw.reduction("sum", out_shape, [k], acc, product, template="gemm")
+    result = red
+    if bias is not None or out.element_type != acc:
+        result = _finish(lw, red, bias, alpha, beta, out_shape, shape, out.element_type, flat_row)
+    if rows is None:
+        return [result]
+    # The view's readers read the [B, S, N] result; the product's own value
+    # (read by nothing else) is its [M, N] view.
+    rows.results[0].replace_all_uses_with(result)
+    lw.aten_types[result] = rows.results[0].type
+    i0, i1 = index_symbols(2)
+    index = _unflatten(i0, [to_expr(s) for s in lead]) + [i1]
+    return [lw.view(result, index, shape)]
+
+
+def _unflatten(flat: sympy.Expr, sizes: list[sympy.Expr]) -> list[sympy.Expr]:
+    out = []
+    for k in range(len(sizes)):
+        stride = sympy.Mul(*sizes[k + 1 :])
+        e = FloorDiv(flat, stride) if stride != 1 else flat
+        out.append(PythonMod(e, sizes[k]) if k else e)
+    return out
+
+
+def _row_view(op: AtenOp) -> Operation | None:
+    """The view splitting the product's rows (``[M, N] -> [B, S, N]``), where it
+    is the product's one reader."""
+    uses = list(op.results[0].uses)
+    if len(uses) != 1 or uses[0].operation.name not in _VIEWS:
+        return None
+    view = uses[0].operation
+    m, n = (to_expr(s) for s in result_type(op).shape)
+    shape = [to_expr(s) for s in view.results[0].type.shape]
+    if len(shape) < 3 or shape[-1] != n or sympy.simplify(sympy.Mul(*shape[:-1]) - m) != 0:
+        return None
+    return view
+
+
+def _finish(lw, red, bias, alpha, beta, out_shape, shape, dtype, flat_row):
+    """The pointwise nest after the product: the bias (scaled), the cast."""
 
     def finish(bb: BodyBuilder, idx):
         v = bb.load(red, list(idx))
@@ -159,12 +211,14 @@ def _gemm(lw: Lowerer, op: AtenOp):
             v = bb.mul(v, lw.scalar(bb, alpha, acc))
         if beta == 0:
             return v
-        c = bb.cast(bb.load(bias, broadcast_index(shape_of(bias), shape, list(idx))), acc)
+        at = list(idx) if len(shape) == len(out_shape) else [flat_row(idx), idx[-1]]
+        c = bb.cast(bb.load(bias, broadcast_index(shape_of(bias), shape, at)), acc)
         if beta not in (1, None):
             c = bb.mul(c, lw.scalar(bb, beta, acc))
         return bb.add(v, c)
 
-    return [lw.pointwise(shape, out.element_type, finish)]
+    acc = dtypes.f32
+    return lw.pointwise(out_shape, dtype, finish)
 
 
 __all__ = ["FLOATS"]

@@ -39,7 +39,7 @@ import sympy
 from torch.utils._sympy.functions import FloorDiv, PythonMod
 from xdsl.dialects import arith as xarith
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, i64
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, bf16, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from coil.dialects import loop as L
@@ -54,6 +54,7 @@ log = logging.getLogger("coil")
 
 PID = symbol("pid")
 PID_BATCH = symbol("pid_batch")
+RM = symbol("rm")  # the flat row index of several M dimensions
 KA = symbol("ka")  # the K index of A's lanes, [1, BLOCK_K]
 KB = symbol("kb")  # the K index of B's lanes, [BLOCK_K, 1]
 
@@ -156,24 +157,29 @@ class GemmLowering(KernelLowering):
             raise NotATemplate("a side of the product does not read along K")
         m_dims = [k for k, s in enumerate(isyms) if s in sa and s not in sb]
         n_dims = [k for k, s in enumerate(isyms) if s in sb and s not in sa]
-        if len(m_dims) > 1 or len(n_dims) > 1:
-            raise NotATemplate("more than one M or N dimension")
+        if len(n_dims) > 1:
+            raise NotATemplate("more than one N dimension")
         batch = [k for k in range(n) if k not in m_dims + n_dims]
-        m_ext = ranges[m_dims[0]] if m_dims else sympy.Integer(1)
+        # Several M dimensions (a Linear's [B, S] rows) are one flat row index.
+        m_ext = _prod([ranges[k] for k in m_dims])
         n_ext = ranges[n_dims[0]] if n_dims else sympy.Integer(1)
         batch_ext = _prod([ranges[k] for k in batch])
 
         # 16-bit operands widened to f32 multiply in their own type.
-        elem_a, elem_b = a_val.type, b_val.type
+        elem_a = a_val.type
         a_src, b_src = a_val, b_val
         ea, eb = a_val.owner, b_val.owner
+        # Triton's interpreter multiplies bf16 blocks wrongly (tl.dot of two bf16
+        # 16x16 blocks was off by 1e10 with Triton 3.5's): there, bf16 sides stay
+        # widened (the products are exact in f32 either way).
         if (
             isinstance(ea, xarith.ExtFOp)
             and isinstance(eb, xarith.ExtFOp)
             and ea.input.type == eb.input.type
+            and not (ea.input.type == bf16 and not self.device.startswith("cuda"))
         ):
             a_src, b_src = ea.input, eb.input
-            elem_a = elem_b = ea.input.type
+            elem_a = ea.input.type
         f32_inputs = elem_a == value.type
         precision = ("tf32" if self.options.tf32 else "ieee") if f32_inputs else "tf32"
 
@@ -216,8 +222,11 @@ class GemmLowering(KernelLowering):
             pidb.name_hint = "pid_batch"
             b.bind(PID_BATCH, pidb)
             self._bind_indices(PID_BATCH, [isyms[k] for k in batch], [ranges[k] for k in batch])
-        if m_dims:
+        if len(m_dims) == 1:
             b.bind(isyms[m_dims[0]], rm)
+        elif m_dims:
+            b.bind(RM, rm)
+            self._bind_indices(RM, [isyms[k] for k in m_dims], [ranges[k] for k in m_dims])
         if n_dims:
             b.bind(isyms[n_dims[0]], rn)
         mmask = self._edge(rm, m_ext, bm, "mmask")
