@@ -461,10 +461,12 @@ def _lower_function(
     for op in reversed(list(block.ops)):
         if isinstance(op, ConstantOp) and not op.result.uses:
             Rewriter.erase_op(op)
-        elif isinstance(
-            op, L.PointwiseOp | L.ReductionOp | L.ScanOp | L.ScatterOp | L.ViewOp
-        ) and not any(r.uses for r in op.results):
+        elif isinstance(op, L.PointwiseOp | L.ReductionOp | L.ScanOp | L.ScatterOp) and not any(
+            r.uses for r in op.results
+        ):
             Rewriter.erase_op(op)
+        elif isinstance(op, L.ViewOp) and not op.result.uses and _views_gemm(op):
+            Rewriter.erase_op(op)  # aten_to_loop/gemm.py's [M, N] view of a [B, S, N] product
     ret = block.last_op
     assert isinstance(ret, func.ReturnOp)
     old_results = list(fn.function_type.outputs.data)
@@ -473,6 +475,18 @@ def _lower_function(
         [a.type for a in block.args], [v.type for v in ret.arguments]
     )
     _check_no_aten_left(fn)
+
+
+def _views_gemm(view: L.ViewOp) -> bool:
+    """Whether ``view`` reads (through views) a gemm template's product."""
+    source = view.operands[0]
+    while isinstance(source.owner, L.ViewOp):
+        source = source.owner.operands[0]
+    owner = source.owner
+    if isinstance(owner, L.PointwiseOp):  # the product's finish (bias, cast)
+        loads = [o for o in owner.body.block.ops if isinstance(o, L.LoadOp)]
+        owner = loads[0].source.owner if loads else None
+    return isinstance(owner, L.ReductionOp) and owner.is_gemm
 
 
 def _fall_back(lowerer: Lowerer, op: Operation, name: str, reason: str, fallback: str):
