@@ -23,7 +23,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-import models as M  # noqa: E402
+import models as M
 
 VARIANTS = {
     "eager": lambda m: m,
