@@ -70,7 +70,11 @@ def main() -> int:
     parser.add_argument("--smoke", action="store_true", help="tiny configs, any device")
     a = parser.parse_args()
     if a.smoke:
-        M.SMOKE = True
+        M.SMOKE, M.DEVICE = True, "cuda" if torch.cuda.is_available() else "cpu"
+    elif not torch.cuda.is_available():
+        print("gemm: no GPU; this benchmark times CUDA kernels (--smoke runs anywhere)")
+        return 1
+    torch._dynamo.config.cache_size_limit = 64
     variants = [v for v in a.variants.split(",") if v]
     for v in variants:
         if v not in VARIANTS:
