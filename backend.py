@@ -102,6 +102,12 @@ OPTIONS = {
     "on the CPU interpreter), 'triton' (the template wherever it applies) or 'extern' "
     "(always cuBLAS); mode='max-autotune' also times the template's candidate configs "
     "at compile time (lowering/aten_to_loop/gemm.py)",
+    "max_autotune": "True: what mode='max-autotune' does, for use with other options "
+    "(torch.compile takes a mode or options, not both): the matrix products timed against "
+    "cuBLAS at compile time (runtime/gemm_autotune.py)",
+    "gemm_budget": "seconds mode='max-autotune' may spend per graph timing its matrix "
+    "products against cuBLAS (default 60; runtime/gemm_autotune.py); products left when it "
+    "runs out keep gemm='auto''s estimate",
     "target": "the device kernels are planned for: 'auto' (default: the GPU's properties "
     "as read, or 'cpu-interpreter' for graphs on the CPU) or a named description "
     "('h100', 'h200', 'a100', 'cpu-interpreter'; strategy/target.py)",
@@ -236,6 +242,7 @@ def compile_graph(
     label: str | None = None,
     wrapper: str = "python",
     static_inputs: Sequence[int] = (),
+    tune_gemms: dict[str, Any] | None = None,
 ) -> Callable[..., Any]:
     """Compile one aten-level FX graph; returns a callable taking the graph's inputs.
     ``wrapper="cpp"`` runs the host program as a C++ library (see :data:`OPTIONS`).
@@ -247,7 +254,10 @@ def compile_graph(
     False, ``COIL_DISABLE_CACHE`` is set (when ``cache`` is None), or a dump or
     ``observe`` needs every stage; ``options`` (the backend's) enter its key.
     ``progress`` is the backend option of that name (:func:`coil.config.progress_after`);
-    ``label`` names the graph in timing and progress lines."""
+    ``label`` names the graph in timing and progress lines. ``tune_gemms``
+    (``mode="max-autotune"``): keyword arguments of
+    :func:`coil.runtime.gemm_autotune.tune_module`, which times the graph's
+    matrix products after import and writes each choice on its op."""
     pipeline = pipeline or PIPELINES["default"]
     dump_dir = dump_dir or config.dump_dir()
     trace = CompileTrace(
@@ -267,6 +277,7 @@ def compile_graph(
             trace,
             wrapper,
             static_inputs,
+            tune_gemms,
         )
 
 
@@ -305,6 +316,7 @@ def _compile(
     trace: CompileTrace,
     wrapper: str = "python",
     static_inputs: Sequence[int] = (),
+    tune_gemms: dict[str, Any] | None = None,
 ) -> Callable[..., Any]:
     from coil.runtime import graphcache
     from coil.runtime.codecache import load_module
@@ -316,6 +328,12 @@ def _compile(
         # The device's properties go into the IR (and so into the cache key).
         target = (options or {}).get("target", "auto")
         set_module_target(module, resolve_target(target, module_device(module)))
+    if tune_gemms is not None:
+        # Each product's measured choice goes into the IR (and so the cache key).
+        from coil.runtime.gemm_autotune import tune_module
+
+        with trace.stage("gemm-autotune"):
+            tune_module(module, **tune_gemms)
 
     key = None
     bypass = graphcache.bypass_reason(cache, dump_dir=dump_dir, observed=observe is not None)
@@ -585,7 +603,9 @@ def _graph_pipeline(
 
 
 MAX_AUTOTUNE_GEMM_CONFIGS = 6
-"""Candidate configs per gemm template that ``mode="max-autotune"`` times."""
+"""Candidate configs per gemm template that ``mode="max-autotune"`` times at run
+time where compile-time tuning left a product untuned (symbolic sizes, budget)."""
+DEFAULT_GEMM_BUDGET_S = 60.0
 
 
 def _with_gemm(pipeline: str, gemm: str, max_autotune: bool) -> str:
@@ -667,7 +687,14 @@ def coil(
     if gemm not in GEMM_MODES:
         known = ", ".join(repr(m) for m in GEMM_MODES)
         raise ValueError(f"coil: option gemm must be one of {known}, not {gemm!r}")
-    pipeline = _with_gemm(pipeline, gemm, mode == "max-autotune")
+    max_autotune = bool(options.get("max_autotune", mode == "max-autotune"))
+    pipeline = _with_gemm(pipeline, gemm, max_autotune)
+    tune_gemms = None
+    if max_autotune and gemm != "extern":
+        budget = options.get("gemm_budget", DEFAULT_GEMM_BUDGET_S)
+        if not isinstance(budget, int | float) or isinstance(budget, bool) or budget < 0:
+            raise ValueError(f"coil: option gemm_budget must be seconds >= 0, not {budget!r}")
+        tune_gemms = {"budget_s": float(budget), "allow_extern": gemm == "auto"}
     target = options.get("target", "auto")
     if target != "auto" and target not in TARGETS:
         known = ", ".join(["auto", *TARGETS])
@@ -696,6 +723,7 @@ def coil(
                 label=next_graph_label(kind),
                 wrapper=wrapper,
                 static_inputs=static,
+                tune_gemms=tune_gemms,
             )
             if not cudagraphs:
                 return run

@@ -616,15 +616,23 @@ class ReductionOp(LoopOp):
     template = opt_prop_def(StringAttr)
     """``gemm``: the body is a product ``a[.., k] * b[k, ..]`` (``convert-aten-to-loop``
     lowered a matrix product to it) that ``convert-loop-to-tt`` emits as a
-    ``tt.dot`` template, its epilogue members fused after the dot (``loop_to_tt/gemm.py``).
-    Printed ``template gemm`` after the ranges."""
+    ``tt.dot`` template, its epilogue members fused after the dot
+    (``loop_to_tt/gemm.py``); ``gemm:CONFIG`` carries the config compile-time
+    tuning chose. Printed ``template gemm`` (``template "gemm:..."``) after the ranges."""
 
     def index_symbols(self) -> list[sympy.Symbol]:
         return index_symbols(len(self.ranges.data), len(self.reduction_ranges.data))
 
     @property
     def is_gemm(self) -> bool:
-        return self.template is not None and self.template.data == "gemm"
+        return self.template is not None and self.template.data.split(":")[0] == "gemm"
+
+    @property
+    def template_config(self) -> str | None:
+        """The config a template was tuned to (``gemm:64x64x32w4s3g8``), if any."""
+        if self.template is None or ":" not in self.template.data:
+            return None
+        return self.template.data.split(":", 1)[1]
 
     def result_count(self) -> int:
         return reduction_result_count(self.kind.data)
@@ -671,7 +679,7 @@ class ReductionOp(LoopOp):
         if self.kind.data in ("any", "all") and yielded != builtin.i1:
             raise VerifyException(f"loop.reduction {self.kind.data}: body must yield i1")
         if self.template is not None:
-            if self.template.data not in REDUCTION_TEMPLATES:
+            if self.template.data.split(":")[0] not in REDUCTION_TEMPLATES:
                 raise VerifyException(
                     f"loop.reduction: unknown template '{self.template.data}' (one of "
                     f"{', '.join(REDUCTION_TEMPLATES)})"
@@ -687,7 +695,8 @@ class ReductionOp(LoopOp):
             f"{format_expr_list(self.reduction_ranges.data)}"
         )
         if self.template is not None:
-            printer.print_string(f" template {self.template.data}")
+            t = self.template.data
+            printer.print_string(f" template {t}" if t.isidentifier() else f' template "{t}"')
 
     @classmethod
     def _parse_head(cls, parser: Parser) -> dict[str, Attribute]:
@@ -704,9 +713,13 @@ class ReductionOp(LoopOp):
             "reduction_ranges": ShapeAttr(rranges),
         }
         if parser.parse_optional_keyword("template"):
-            props["template"] = StringAttr(
-                parser.expect(parser.parse_optional_identifier, "expected a template name (gemm)")
-            )
+            # a name (gemm), or a quoted name with its tuned config ("gemm:64x64x32w4s3g8")
+            name = parser.parse_optional_str_literal()
+            if name is None:
+                name = parser.expect(
+                    parser.parse_optional_identifier, "expected a template name (gemm)"
+                )
+            props["template"] = StringAttr(name)
         return props
 
 

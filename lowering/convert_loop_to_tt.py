@@ -336,7 +336,8 @@ class ConvertLoopToTtPass(ModulePass):
         """The template with the heuristic's config, and under ``gemm-autotune=N``
         up to N-1 other configs of its shape class (``strategy/gemm.py``)."""
         n = self.gemm_autotune or (self.autotune if not self.gemm_config else 0)
-        if n <= 1 or self.gemm_config or rereads_its_outputs(list(nest.outs), kernel):
+        tuned = "tuned at compile time" in kernel.plan  # a config max-autotune measured
+        if n <= 1 or self.gemm_config or tuned or rereads_its_outputs(list(nest.outs), kernel):
             return [kernel]
         kernels, seen = [kernel], {config_key(kernel)}
         for cfg in gemm_configs_for(kernel, options.target):

@@ -119,19 +119,18 @@ class GemmConfig:
     num_warps: int
     num_stages: int
     group_m: int = 8
-    split_k: int = 1
 
     def summary(self) -> str:
-        s = (
+        return (
             f"[BLOCK_M {self.block_m}, BLOCK_N {self.block_n}, BLOCK_K {self.block_k}], "
             f"{self.num_warps} warps, {self.num_stages} stages, GROUP_M {self.group_m}"
         )
-        return s + (f", split-K {self.split_k}" if self.split_k > 1 else "")
 
     def key(self) -> str:
+        """The ``gemm-config`` spelling (:func:`parse_gemm_config` reads it back)."""
         return (
             f"{self.block_m}x{self.block_n}x{self.block_k}w{self.num_warps}s{self.num_stages}"
-            f"g{self.group_m}k{self.split_k}"
+            f"g{self.group_m}"
         )
 
 
@@ -172,7 +171,7 @@ def _fit(c: GemmConfig, s: GemmShape) -> GemmConfig:
     warps = c.num_warps if bm * bn >= 64 * 64 else min(c.num_warps, 4)
     if bm * bn <= 32 * 32:
         warps = min(warps, 2)
-    return GemmConfig(bm, bn, bk, warps, c.num_stages, c.group_m, c.split_k)
+    return GemmConfig(bm, bn, bk, warps, c.num_stages, c.group_m)
 
 
 def configs(s: GemmShape, target: Target) -> list[GemmConfig]:

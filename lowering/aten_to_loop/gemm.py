@@ -29,6 +29,7 @@ import logging
 
 import sympy
 from torch.utils._sympy.functions import FloorDiv, PythonMod
+from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Operation, SSAValue
 
 from coil.dialects import dtypes
@@ -92,6 +93,20 @@ def _static(e: object) -> int | None:
     return int(v) if v.is_Integer else None
 
 
+TUNED = "coil.gemm"
+"""The attribute ``mode="max-autotune"`` sets on a product it measured
+(``runtime/gemm_autotune.py``): ``"extern"`` or ``"triton CONFIG"``."""
+
+
+def tuned_choice(op: AtenOp) -> tuple[str, str | None] | None:
+    """(``extern`` or ``triton``, the config) where the product was measured."""
+    attr = op.attributes.get(TUNED)
+    if not isinstance(attr, StringAttr):
+        return None
+    kind, _, cfg = attr.data.partition(" ")
+    return kind, cfg or None
+
+
 def _wanted(lw: Lowerer, op: AtenOp, a: SSAValue, b: SSAValue) -> bool:
     out = result_type(op)
     if lw.gemm == "extern" or out.element_type not in FLOATS:
@@ -101,6 +116,9 @@ def _wanted(lw: Lowerer, op: AtenOp, a: SSAValue, b: SSAValue) -> bool:
     shape = [to_expr(s) for s in out.shape]
     if len(shape) == 3 and (batch := _static(shape[0])) is not None and batch > MAX_GRID_Y:
         return False
+    tuned = tuned_choice(op)
+    if tuned is not None and lw.gemm == "auto":
+        return tuned[0] == "triton"
     if lw.gemm == "triton":
         return True
     # auto: the cost estimate, with the static sizes (or a hint for symbols).
@@ -162,7 +180,9 @@ def _gemm(lw: Lowerer, op: AtenOp):
             x, y = bb.load(a, [i, r]), bb.load(b, [r, j])
         return bb.mul(bb.cast(x, acc), bb.cast(y, acc))
 
-    (red,) = lw.reduction("sum", out_shape, [k], acc, product, template="gemm")
+    tuned = tuned_choice(op)
+    template = f"gemm:{tuned[1]}" if tuned is not None and tuned[1] else "gemm"
+    (red,) = lw.reduction("sum", out_shape, [k], acc, product, template=template)
     result = red
     if bias is not None or out.element_type != acc:
         result = _finish(lw, red, bias, alpha, beta, out_shape, shape, out.element_type, flat_row)
@@ -221,4 +241,4 @@ def _finish(lw, red, bias, alpha, beta, out_shape, shape, dtype, flat_row):
     return lw.pointwise(out_shape, dtype, finish)
 
 
-__all__ = ["FLOATS"]
+__all__ = ["FLOATS", "TUNED", "tuned_choice"]

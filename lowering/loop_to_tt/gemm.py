@@ -192,12 +192,19 @@ class GemmLowering(KernelLowering):
             out_bytes=4,
             tensor_cores=not f32_inputs or self.options.tf32,
         )
-        cfg = self.options.gemm_config or G.heuristic(shape, self.options.target)
+        tuned = red.template_config  # chosen at compile time (runtime/gemm_autotune.py)
+        cfg = (
+            self.options.gemm_config
+            or (G.parse_gemm_config(tuned) if tuned else None)
+            or G.heuristic(shape, self.options.target)
+        )
         bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
         self.xblock, self.rblock, self.yblock, self.persistent = bm, bk, bn, False
         self.gemm_config = cfg
         self.num_stages = cfg.num_stages
         self.plan = f"gemm template {cfg.summary()}, inputs {elem_a}, precision {precision}"
+        if tuned and not self.options.gemm_config:
+            self.plan += " (tuned at compile time)"
 
         # ---- program -> tile (group-M swizzle) ----
         pid = b.cast_int(b.emit(tt.GetProgramIdOp(0)), it)
