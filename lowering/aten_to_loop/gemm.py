@@ -242,3 +242,92 @@ def _finish(lw, red, bias, alpha, beta, out_shape, shape, dtype, flat_row):
 
 
 __all__ = ["FLOATS", "TUNED", "tuned_choice"]
+
+
+# ---- 1x1 convolutions -------------------------------------------------------
+
+
+def _is_pointwise_conv(op: AtenOp) -> bool:
+    """A 1x1 convolution with stride 1, no padding, one group: at each pixel a
+    product of the channels with the ``[C_out, C_in]`` weight."""
+    w = tensor_arg(op, "weight")
+    if w is None or len(shape_of(w)) < 3:
+        return False
+    if any(to_expr(s) != 1 for s in shape_of(w)[2:]):
+        return False
+    if op.arg("transposed") or _normalize(op.arg("groups")) != 1:
+        return False
+    return all(
+        all(v == want for v in (op.arg(name) or ()))
+        for name, want in (("stride", 1), ("padding", 0), ("dilation", 1))
+    )
+
+
+@register("aten.convolution.default")
+def _conv1x1(lw: Lowerer, op: AtenOp):
+    """A 1x1 convolution as a gemm template over the output
+    ``[N, C_out, *spatial]`` (Inductor's ``conv1x1_via_mm``): rows are the pixels
+    (N and the spatial dimensions, one flat row index in the kernel), columns
+    the output channels, K the input channels; the bias and what follows fuse
+    as for a ``Linear``. Only where ``gemm`` chooses the template; every other
+    convolution is cuDNN's."""
+    if not _is_pointwise_conv(op):
+        raise CannotLower("a convolution (cuDNN)")
+    x, w, bias = tensor_arg(op, "input"), tensor_arg(op, "weight"), tensor_arg(op, "bias")
+    out = result_type(op)
+    shape = list(out.shape)
+    if len(shape) < 3 or not _conv_wanted(lw, op, x, w, shape):
+        raise CannotLower("a convolution (cuDNN)")
+    acc = dtypes.f32
+    n_spatial = len(shape) - 2
+    zeros = [sympy.Integer(0)] * n_spatial
+
+    def product(bb: BodyBuilder, idx):
+        n, co, *px, r = idx
+        xv = bb.load(x, [n, r, *px])
+        wv = bb.load(w, [co, r, *zeros])
+        return bb.mul(bb.cast(xv, acc), bb.cast(wv, acc))
+
+    k = shape_of(x)[1]
+    (red,) = lw.reduction("sum", shape, [k], acc, product, template="gemm")
+    if bias is None and out.element_type == acc:
+        return [red]
+
+    def finish(bb: BodyBuilder, idx):
+        v = bb.load(red, list(idx))
+        if bias is None:
+            return v
+        return bb.add(v, bb.cast(bb.load(bias, [idx[1]]), acc))
+
+    return [lw.pointwise(shape, out.element_type, finish)]
+
+
+def _conv_wanted(lw: Lowerer, op: AtenOp, x: SSAValue, w: SSAValue, shape) -> bool:
+    out = result_type(op)
+    if lw.gemm == "extern" or out.element_type not in FLOATS:
+        return False
+    if x.type.element_type != out.element_type or w.type.element_type != out.element_type:
+        return False
+    tuned = tuned_choice(op)
+    if tuned is not None and lw.gemm == "auto":
+        return tuned[0] == "triton"
+    if lw.gemm == "triton":
+        return True
+    epilogue, extra = _epilogue(op)
+    dims = [_static(s) or 64 for s in shape]
+    nbytes = dtypes.itemsize(out.element_type)
+    rows = dims[0]
+    for d in dims[2:]:
+        rows *= d
+    s = G.GemmShape(
+        m=rows,
+        n=dims[1],
+        k=_static(shape_of(x)[1]) or 256,
+        in_bytes=nbytes,
+        out_bytes=nbytes,
+        tensor_cores=out.element_type != dtypes.f32 or lw.tf32,
+        epilogue_reads=extra,
+    )
+    chosen, why = G.choose(s, lw.target, epilogue)
+    log.debug("coil: 1x1 convolution %s (%s)", "template" if chosen else "cuDNN", why)
+    return chosen

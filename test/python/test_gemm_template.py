@@ -212,3 +212,38 @@ def test_autotune_candidates_and_forced_config():
     assert_close_to_eager(mod.call([a.clone() for a in args])[0], fn(*args))
     with pytest.raises(ValueError, match="BMxBNxBK"):
         parse_gemm_config("64x64")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+def test_conv1x1_is_a_template(dtype):
+    c = 12
+
+    def block(x, w, b, r):  # 1x1 conv + bias + residual + ReLU: one kernel
+        return torch.relu(F.conv2d(x, w, b) + r)
+
+    _check(
+        block,
+        lambda: [
+            _rand(2, c, 5, 3, dtype=dtype),
+            _rand(7, c, 1, 1, dtype=dtype, scale=c**-0.5),
+            _rand(7, dtype=dtype),
+            _rand(2, 7, 5, 3, dtype=dtype),
+        ],
+    )
+    # Channels-last input: the pixels' rows read along C.
+    _check(
+        lambda x, w: F.conv2d(x, w),
+        lambda: [
+            _rand(2, c, 4, 3, dtype=dtype).to(memory_format=torch.channels_last),
+            _rand(5, c, 1, 1, dtype=dtype, scale=c**-0.5),
+        ],
+    )
+
+
+def test_other_convolutions_stay_cudnn():
+    x, w = _rand(1, 4, 5, 5), _rand(3, 4, 1, 1)
+    for fn in (lambda x, w: F.conv2d(x, w, stride=2), lambda x, w: F.conv2d(x, w, padding=1)):
+        _, launches, externs, _ = _compile(fn, [x, w])
+        assert len(externs) == 1
+    _, _, externs, _ = _compile(lambda x, w: F.conv2d(x, w), [x, _rand(3, 4, 3, 3)])
+    assert len(externs) == 1

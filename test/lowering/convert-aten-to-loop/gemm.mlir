@@ -90,3 +90,30 @@ func.func @integer(%a: !aten.tensor<[4, 5], i64>, %b: !aten.tensor<[5, 6], i64>)
   %0 = aten.mm.default(%a, %b) : !aten.tensor<[4, 6], i64>
   func.return %0 : !aten.tensor<[4, 6], i64>
 }
+
+// -----
+
+// A 1x1 convolution: pixels are rows, output channels columns, input channels K.
+// CHECK-LABEL: func.func @conv1x1
+// CHECK: %[[R:.*]] = loop.reduction sum [2, 6, 5, 5] [8] template gemm
+// CHECK-NEXT: ^bb0(%i0: index, %i1: index, %i2: index, %i3: index, %r0: index):
+// CHECK-NEXT: loop.load %x[i0, r0, i2, i3]
+// CHECK-NEXT: loop.load %w[i1, r0, 0, 0]
+// CHECK: loop.pointwise [2, 6, 5, 5]
+// CHECK: loop.load %b[i1]
+// EXTERN-LABEL: func.func @conv1x1
+// EXTERN: buffer.extern "aten.convolution.default"
+func.func @conv1x1(%x: !aten.tensor<[2, 8, 5, 5], f32>, %w: !aten.tensor<[6, 8, 1, 1], f32>, %b: !aten.tensor<[6], f32>) -> !aten.tensor<[2, 6, 5, 5], f32> {
+  %0 = aten.convolution.default(%x, %w, %b, stride = [1, 1], padding = [0, 0], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1) : !aten.tensor<[2, 6, 5, 5], f32>
+  func.return %0 : !aten.tensor<[2, 6, 5, 5], f32>
+}
+
+// -----
+
+// A strided 1x1 convolution stays cuDNN's.
+// CHECK-LABEL: func.func @conv1x1_strided
+// CHECK: buffer.extern "aten.convolution.default"
+func.func @conv1x1_strided(%x: !aten.tensor<[2, 8, 5, 5], f32>, %w: !aten.tensor<[6, 8, 1, 1], f32>, %b: !aten.tensor<[6], f32>) -> !aten.tensor<[2, 6, 3, 3], f32> {
+  %0 = aten.convolution.default(%x, %w, %b, stride = [2, 2], padding = [0, 0], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1) : !aten.tensor<[2, 6, 3, 3], f32>
+  func.return %0 : !aten.tensor<[2, 6, 3, 3], f32>
+}
