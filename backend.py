@@ -47,7 +47,13 @@ from coil.frontend.fx_importer import constant_inputs, import_graph
 from coil.frontend.partition import DEFAULT as DEFAULT_PARTITION
 from coil.frontend.partition import check as check_partition
 from coil.frontend.partition import partition_function
-from coil.pipeline import PIPELINES, available_passes, parse_pipeline, unknown_name
+from coil.pipeline import (
+    PIPELINES,
+    available_passes,
+    parse_pipeline,
+    unknown_name,
+    with_pass_option,
+)
 from coil.runtime.aotcache import AotCache
 from coil.runtime.compiled import (
     Recipe,
@@ -58,6 +64,7 @@ from coil.runtime.compiled import (
     stand_ins,
     with_cudagraphs,
 )
+from coil.strategy.gemm import GEMM_MODES
 from coil.strategy.target import TARGETS, module_device, set_module_target
 from coil.strategy.target import resolve as resolve_target
 from coil.timing import CompileTrace, next_graph_label
@@ -89,6 +96,18 @@ OPTIONS = {
     "wrapper": "'python' (default) or 'cpp': the host wrapper as a compiled C++ library "
     "(-t cpp) that launches the kernels through the CUDA driver; for graphs on the CPU, "
     "or without a C++ compiler, the Python wrapper runs instead, with one warning",
+    "gemm": "how matrix products (mm, addmm, bmm, baddbmm: Linear layers, matmul) run: "
+    "'auto' (default: a Triton tl.dot template with the consumer's pointwise chain fused "
+    "where strategy/gemm.py estimates that beats cuBLAS plus that chain's kernel; never "
+    "on the CPU interpreter), 'triton' (the template wherever it applies) or 'extern' "
+    "(always cuBLAS); mode='max-autotune' also times the template's candidate configs "
+    "at compile time (lowering/aten_to_loop/gemm.py)",
+    "max_autotune": "True: what mode='max-autotune' does, for use with other options "
+    "(torch.compile takes a mode or options, not both): the matrix products timed against "
+    "cuBLAS at compile time (runtime/gemm_autotune.py)",
+    "gemm_budget": "seconds mode='max-autotune' may spend per graph timing its matrix "
+    "products against cuBLAS (default 60; runtime/gemm_autotune.py); products left when it "
+    "runs out keep gemm='auto''s estimate",
     "target": "the device kernels are planned for: 'auto' (default: the GPU's properties "
     "as read, or 'cpu-interpreter' for graphs on the CPU) or a named description "
     "('h100', 'h200', 'a100', 'cpu-interpreter'; strategy/target.py)",
@@ -117,6 +136,20 @@ def run_pipeline(
     module.verify()
     if trace is not None:
         trace.end()
+
+
+def lower_product(module: ModuleOp, config_key: str | None) -> None:
+    """Lower a module of one matrix product (max-autotune's candidates,
+    runtime/gemm_autotune.py) to the host level: cuBLAS's call where
+    ``config_key`` is None, else the Triton template in that config."""
+    pipeline = with_pass_option(
+        PIPELINES["default"],
+        "convert-aten-to-loop",
+        "gemm=extern" if config_key is None else "gemm=triton",
+    )
+    if config_key is not None:
+        pipeline = with_pass_option(pipeline, "convert-loop-to-tt", f'gemm-config="{config_key}"')
+    run_pipeline(module, pipeline)
 
 
 def emit_python(module: ModuleOp) -> str:
@@ -223,6 +256,7 @@ def compile_graph(
     label: str | None = None,
     wrapper: str = "python",
     static_inputs: Sequence[int] = (),
+    tune_gemms: dict[str, Any] | None = None,
 ) -> Callable[..., Any]:
     """Compile one aten-level FX graph; returns a callable taking the graph's inputs.
     ``wrapper="cpp"`` runs the host program as a C++ library (see :data:`OPTIONS`).
@@ -234,7 +268,10 @@ def compile_graph(
     False, ``COIL_DISABLE_CACHE`` is set (when ``cache`` is None), or a dump or
     ``observe`` needs every stage; ``options`` (the backend's) enter its key.
     ``progress`` is the backend option of that name (:func:`coil.config.progress_after`);
-    ``label`` names the graph in timing and progress lines."""
+    ``label`` names the graph in timing and progress lines. ``tune_gemms``
+    (``mode="max-autotune"``): keyword arguments of
+    :func:`coil.runtime.gemm_autotune.tune_module`, which times the graph's
+    matrix products after import and writes each choice on its op."""
     pipeline = pipeline or PIPELINES["default"]
     dump_dir = dump_dir or config.dump_dir()
     trace = CompileTrace(
@@ -254,6 +291,7 @@ def compile_graph(
             trace,
             wrapper,
             static_inputs,
+            tune_gemms,
         )
 
 
@@ -292,6 +330,7 @@ def _compile(
     trace: CompileTrace,
     wrapper: str = "python",
     static_inputs: Sequence[int] = (),
+    tune_gemms: dict[str, Any] | None = None,
 ) -> Callable[..., Any]:
     from coil.runtime import graphcache
     from coil.runtime.codecache import load_module
@@ -303,6 +342,12 @@ def _compile(
         # The device's properties go into the IR (and so into the cache key).
         target = (options or {}).get("target", "auto")
         set_module_target(module, resolve_target(target, module_device(module)))
+    if tune_gemms is not None:
+        # Each product's measured choice goes into the IR (and so the cache key).
+        from coil.runtime.gemm_autotune import tune_module
+
+        with trace.stage("gemm-autotune"):
+            tune_module(module, **tune_gemms)
 
     key = None
     bypass = graphcache.bypass_reason(cache, dump_dir=dump_dir, observed=observe is not None)
@@ -555,6 +600,9 @@ def _graph_pipeline(
     for name, given in options.items():
         if given:
             pipeline = re.sub(rf"(?<![\w-]){name}(?=,|$)", f"{name}{{{' '.join(given)}}}", pipeline)
+    if tf32:  # gemm templates multiply f32 in TF32 where cuBLAS may
+        for name in ("convert-aten-to-loop", "convert-loop-to-tt"):
+            pipeline = with_pass_option(pipeline, name, "tf32=true")
     if deterministic is None:
         deterministic = torch.are_deterministic_algorithms_enabled()
     if deterministic:
@@ -564,6 +612,26 @@ def _graph_pipeline(
             rf"(?<![\w-]){name}\{{(?![^}}]*deterministic)([^}}]*)\}}",
             lambda m: f"{name}{{{(m.group(1) + ' ').lstrip()}deterministic=true}}",
             pipeline,
+        )
+    return pipeline
+
+
+MAX_AUTOTUNE_GEMM_CONFIGS = 6
+"""Candidate configs per gemm template that ``mode="max-autotune"`` times at run
+time where compile-time tuning left a product untuned (symbolic sizes, budget)."""
+DEFAULT_GEMM_BUDGET_S = 60.0
+
+
+def _with_gemm(pipeline: str, gemm: str, max_autotune: bool) -> str:
+    """``pipeline`` with the backend option ``gemm`` given to ``convert-aten-to-loop``
+    (where the pipeline does not set it), and under ``mode="max-autotune"`` the
+    template's candidate configs timed (``convert-loop-to-tt{gemm-autotune=N}``).
+    The result is the cache key's pipeline."""
+    if gemm != "auto":
+        pipeline = with_pass_option(pipeline, "convert-aten-to-loop", f"gemm={gemm}")
+    if max_autotune:
+        pipeline = with_pass_option(
+            pipeline, "convert-loop-to-tt", f"gemm-autotune={MAX_AUTOTUNE_GEMM_CONFIGS}"
         )
     return pipeline
 
@@ -645,6 +713,22 @@ def coil(
     wrapper = options.get("wrapper", "python")
     if wrapper not in WRAPPERS:
         raise ValueError(f"coil: option wrapper must be 'python' or 'cpp', not {wrapper!r}")
+    gemm = options.get("gemm", "auto")
+    if gemm not in GEMM_MODES:
+        known = ", ".join(repr(m) for m in GEMM_MODES)
+        raise ValueError(f"coil: option gemm must be one of {known}, not {gemm!r}")
+    max_autotune = bool(options.get("max_autotune", mode == "max-autotune"))
+    pipeline = _with_gemm(pipeline, gemm, max_autotune)
+    tune_gemms = None
+    if max_autotune and gemm != "extern":
+        budget = options.get("gemm_budget", DEFAULT_GEMM_BUDGET_S)
+        if not isinstance(budget, int | float) or isinstance(budget, bool) or budget < 0:
+            raise ValueError(f"coil: option gemm_budget must be seconds >= 0, not {budget!r}")
+        tune_gemms = {
+            "budget_s": float(budget),
+            "allow_extern": gemm == "auto",
+            "lower": lower_product,
+        }
     target = options.get("target", "auto")
     if target != "auto" and target not in TARGETS:
         known = ", ".join(["auto", *TARGETS])
@@ -673,6 +757,7 @@ def coil(
                 label=next_graph_label(kind),
                 wrapper=wrapper,
                 static_inputs=static,
+                tune_gemms=tune_gemms,
             )
             if not cudagraphs:
                 return run

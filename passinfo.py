@@ -179,6 +179,18 @@ def one_of(*values: str) -> OptionRule:
     )
 
 
+def _gemm_config_ok(text: str) -> bool:
+    from coil.strategy.gemm import parse_gemm_config
+
+    if not text:
+        return True
+    try:
+        parse_gemm_config(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _known_aten_ops(names: tuple[str, ...]) -> bool:
     from coil.dialects.aten import op_class_named
 
@@ -196,13 +208,19 @@ OPTION_RULES: dict[str, dict[str, OptionRule]] = {
             lambda v: -1 <= v <= 65536,
         ),
         "autotune": OptionRule("0 (off) or an integer from 1 to 64", lambda v: 0 <= v <= 64),
+        "gemm_autotune": OptionRule("0 (off) or an integer from 1 to 64", lambda v: 0 <= v <= 64),
         "tile2d": one_of("auto", "off"),
         "eviction": one_of("auto", "stream", "off"),
         "yblock": pow2_or_zero(1024),
+        "gemm_config": OptionRule(
+            "empty (the heuristic) or BMxBNxBK[wWARPS][sSTAGES][gGROUP_M], e.g. 64x64x32w4s3g8",
+            _gemm_config_ok,
+        ),
     },
     "convert-aten-to-loop": {
         "fallback": one_of("extern", "error"),
         "matvec": one_of("auto", "on", "off"),
+        "gemm": one_of("auto", "triton", "extern"),
     },
     "aten-channels-last": {"mode": one_of("auto", "on", "off")},
     "aten-decompose": {

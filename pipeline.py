@@ -28,9 +28,7 @@ ATEN = (
     f"canonicalize,aten-fuse-attention,aten-decompose,{ATEN_CLEANUP},"
     "aten-peel-conv-bias,aten-fuse-matvec,aten-channels-last,aten-reorder-collectives"
 )
-LOOP = (
-    "convert-aten-to-loop,loop-inline,loop-matvec-prologue,cse,loop-split-reduction,loop-fuse,loop-simplify-indexing,cse,dce"
-)
+LOOP = "convert-aten-to-loop,loop-inline,loop-matvec-prologue,cse,loop-split-reduction,loop-fuse,loop-simplify-indexing,cse,dce"
 BUFFER = "bufferize,buffer-hoist-constants,memory-plan"
 BACKEND = "convert-loop-to-tt,host-combine-launches,convert-buffer-to-host"
 

@@ -55,6 +55,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
     opt_operand_def,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -418,6 +419,8 @@ class YieldOp(IRDLOperation):
 # --------------------------------------------------------------------------
 
 REDUCTION_KINDS = ("sum", "prod", "max", "min", "argmax", "argmin", "any", "all", "welford")
+REDUCTION_TEMPLATES = ("gemm",)
+"""How ``convert-loop-to-tt`` may emit a reduction other than by its tiles."""
 """``welford`` yields (mean, m2, count) -- var = m2 / (count - correction)."""
 
 
@@ -610,9 +613,26 @@ class ReductionOp(LoopOp):
 
     kind = prop_def(StringAttr)
     reduction_ranges = prop_def(ShapeAttr)
+    template = opt_prop_def(StringAttr)
+    """``gemm``: the body is a product ``a[.., k] * b[k, ..]`` (``convert-aten-to-loop``
+    lowered a matrix product to it) that ``convert-loop-to-tt`` emits as a
+    ``tt.dot`` template, its epilogue members fused after the dot
+    (``loop_to_tt/gemm.py``); ``gemm:CONFIG`` carries the config compile-time
+    tuning chose. Printed ``template gemm`` (``template "gemm:..."``) after the ranges."""
 
     def index_symbols(self) -> list[sympy.Symbol]:
         return index_symbols(len(self.ranges.data), len(self.reduction_ranges.data))
+
+    @property
+    def is_gemm(self) -> bool:
+        return self.template is not None and self.template.data.split(":")[0] == "gemm"
+
+    @property
+    def template_config(self) -> str | None:
+        """The config a template was tuned to (``gemm:64x64x32w4s3g8``), if any."""
+        if self.template is None or ":" not in self.template.data:
+            return None
+        return self.template.data.split(":", 1)[1]
 
     def result_count(self) -> int:
         return reduction_result_count(self.kind.data)
@@ -658,12 +678,25 @@ class ReductionOp(LoopOp):
                 )
         if self.kind.data in ("any", "all") and yielded != builtin.i1:
             raise VerifyException(f"loop.reduction {self.kind.data}: body must yield i1")
+        if self.template is not None:
+            if self.template.data.split(":")[0] not in REDUCTION_TEMPLATES:
+                raise VerifyException(
+                    f"loop.reduction: unknown template '{self.template.data}' (one of "
+                    f"{', '.join(REDUCTION_TEMPLATES)})"
+                )
+            if self.kind.data != "sum" or len(self.reduction_ranges.data) != 1:
+                raise VerifyException(
+                    "loop.reduction template gemm: a sum over one reduction range (K)"
+                )
 
     def _print_head(self, printer: Printer) -> None:
         printer.print_string(
             f" {self.kind.data} {format_expr_list(self.ranges.data)} "
             f"{format_expr_list(self.reduction_ranges.data)}"
         )
+        if self.template is not None:
+            t = self.template.data
+            printer.print_string(f" template {t}" if t.isidentifier() else f' template "{t}"')
 
     @classmethod
     def _parse_head(cls, parser: Parser) -> dict[str, Attribute]:
@@ -674,11 +707,20 @@ class ReductionOp(LoopOp):
             )
         ranges = parse_expr_list(parser)
         rranges = parse_expr_list(parser)
-        return {
+        props: dict[str, Attribute] = {
             "kind": StringAttr(kind),
             "ranges": ShapeAttr(ranges),
             "reduction_ranges": ShapeAttr(rranges),
         }
+        if parser.parse_optional_keyword("template"):
+            # a name (gemm), or a quoted name with its tuned config ("gemm:64x64x32w4s3g8")
+            name = parser.parse_optional_str_literal()
+            if name is None:
+                name = parser.expect(
+                    parser.parse_optional_identifier, "expected a template name (gemm)"
+                )
+            props["template"] = StringAttr(name)
+        return props
 
 
 SCAN_KINDS = ("sum", "prod", "max", "min", "logsumexp", "argmax", "argmin")

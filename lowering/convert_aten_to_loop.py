@@ -70,6 +70,7 @@ from coil.dialects.body_builder import (
 from coil.dialects.c10d import NAMESPACES as C10D_NAMESPACES
 from coil.dialects.symbolic import ExprAttr, SymInt, to_expr
 from coil.passinfo import check_options
+from coil.strategy.target import TARGETS, module_target
 
 log = logging.getLogger("coil")
 
@@ -139,8 +140,24 @@ def loop_type(t: Attribute) -> L.LoopTensorType:
 class Lowerer:
     """Builds the loop ops replacing one aten op, just before it."""
 
-    def __init__(self, fn: func.FuncOp, matvec: str = "auto", deterministic: bool = False):
+    def __init__(
+        self,
+        fn: func.FuncOp,
+        matvec: str = "auto",
+        deterministic: bool = False,
+        gemm: str = "auto",
+        tf32: bool = False,
+    ):
         self.fn = fn
+        # Which matrix products become tt.dot templates (aten_to_loop/gemm.py),
+        # for the device the module is planned for (f32 ones on tensor cores
+        # where cuBLAS may use TF32).
+        self.gemm = gemm
+        self.tf32 = tf32
+        module = fn.parent_op()
+        self.target = (
+            module_target(module) if isinstance(module, ModuleOp) else TARGETS["cpu-interpreter"]
+        )
         # Ops whose result depends on the order of atomic updates (scatters with
         # duplicate indices) go to ATen's deterministic kernels instead.
         self.deterministic = deterministic
@@ -193,10 +210,12 @@ class Lowerer:
         body: Callable[[BodyBuilder, list[sympy.Symbol]], SSAValue],
         value_dtype: Attribute | None = None,
         name: str | None = None,
+        template: str | None = None,
     ) -> list[SSAValue]:
         """``loop.reduction`` of ``kind``; ``body(b, idx)`` (idx = i.. then r..)
         returns the value to reduce, cast to ``value_dtype`` (default: the result
-        dtype; argmax/argmin/any/all set their own result types)."""
+        dtype; argmax/argmin/any/all set their own result types); ``template``
+        the reduction's template (``gemm``)."""
         check_supported(result_dtype)
         n, m = len(ranges), len(reduction_ranges)
         block = L.new_body(n, m)
@@ -208,14 +227,17 @@ class Lowerer:
             value = b.cast(value, value_dtype or result_dtype)
         b.yield_(value)
         result = L.LoopTensorType(ranges, result_dtype)
+        props: dict[str, Attribute] = {
+            "kind": builtin.StringAttr(kind),
+            "ranges": L.ShapeAttr(ranges),
+            "reduction_ranges": L.ShapeAttr(reduction_ranges),
+        }
+        if template is not None:
+            props["template"] = builtin.StringAttr(template)
         op = L.ReductionOp.build(
             operands=[[]],
             result_types=[[result] * L.reduction_result_count(kind)],
-            properties={
-                "kind": builtin.StringAttr(kind),
-                "ranges": L.ShapeAttr(ranges),
-                "reduction_ranges": L.ShapeAttr(reduction_ranges),
-            },
+            properties=props,
             regions=[Region(block)],
         )
         self.insert(op)
@@ -395,9 +417,14 @@ FALLBACKS = ("extern", "error")
 
 
 def _lower_function(
-    fn: func.FuncOp, fallback: str = "extern", matvec: str = "auto", deterministic: bool = False
+    fn: func.FuncOp,
+    fallback: str = "extern",
+    matvec: str = "auto",
+    deterministic: bool = False,
+    gemm: str = "auto",
+    tf32: bool = False,
 ) -> None:
-    lowerer = Lowerer(fn, matvec, deterministic)
+    lowerer = Lowerer(fn, matvec, deterministic, gemm, tf32)
     block = fn.body.block
     # Graph inputs are buffers with their real layout.
     for arg in block.args:
@@ -439,6 +466,8 @@ def _lower_function(
             r.uses for r in op.results
         ):
             Rewriter.erase_op(op)
+        elif isinstance(op, L.ViewOp) and not op.result.uses and _views_gemm(op):
+            Rewriter.erase_op(op)  # aten_to_loop/gemm.py's [M, N] view of a [B, S, N] product
     ret = block.last_op
     assert isinstance(ret, func.ReturnOp)
     old_results = list(fn.function_type.outputs.data)
@@ -447,6 +476,18 @@ def _lower_function(
         [a.type for a in block.args], [v.type for v in ret.arguments]
     )
     _check_no_aten_left(fn)
+
+
+def _views_gemm(view: L.ViewOp) -> bool:
+    """Whether ``view`` reads (through views) a gemm template's product."""
+    source = view.operands[0]
+    while isinstance(source.owner, L.ViewOp):
+        source = source.owner.operands[0]
+    owner = source.owner
+    if isinstance(owner, L.PointwiseOp):  # the product's finish (bias, cast)
+        loads = [o for o in owner.body.block.ops if isinstance(o, L.LoadOp)]
+        owner = loads[0].source.owner if loads else None
+    return isinstance(owner, L.ReductionOp) and owner.is_gemm
 
 
 def _fall_back(lowerer: Lowerer, op: Operation, name: str, reason: str, fallback: str):
@@ -549,6 +590,18 @@ class ConvertAtenToLoopPass(ModulePass):
     reductions, fusable with their consumers: "auto" (on CUDA), "on" (any
     device) or "off" (always cuBLAS). See ``aten_to_loop/matvec.py``."""
 
+    gemm: str = "auto"
+    """Matrix products (``mm``, ``addmm``, ``bmm``, ``baddbmm``) as ``tt.dot``
+    templates with their consumers fused: "triton" (every one the template
+    takes), "extern" (always cuBLAS) or "auto" (where ``strategy/gemm.py``
+    estimates that the fused epilogue wins; never on the CPU interpreter).
+    See ``aten_to_loop/gemm.py``."""
+
+    tf32: bool = False
+    """cuBLAS may run f32 products in TF32 (the backend sets it from
+    ``torch.backends.cuda.matmul.allow_tf32``): f32 products count as tensor-core
+    work in ``gemm=auto``'s estimate."""
+
     deterministic: bool = False
     """``torch.use_deterministic_algorithms`` is on (the backend sets it): ops whose
     result would depend on the order of atomic updates or racing stores
@@ -567,7 +620,9 @@ class ConvertAtenToLoopPass(ModulePass):
             )
         for fn in op.ops:
             if isinstance(fn, func.FuncOp) and not fn.is_declaration and _at_aten_level(fn):
-                _lower_function(fn, self.fallback, self.matvec, self.deterministic)
+                _lower_function(
+                    fn, self.fallback, self.matvec, self.deterministic, self.gemm, self.tf32
+                )
 
 
 __all__ = [

@@ -18,6 +18,7 @@ The tiling and the ABI are described in ``loop_to_tt/kernel.py``.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 import sys
@@ -51,6 +52,8 @@ from coil.lowering.loop_to_tt.kernel import (
     launch_config,
 )
 from coil.passinfo import check_options
+from coil.strategy.gemm import GemmShape, parse_gemm_config
+from coil.strategy.gemm import configs as gemm_configs
 from coil.strategy.target import Target, module_target
 
 _KINDS = {
@@ -148,6 +151,23 @@ class ConvertLoopToTtPass(ModulePass):
     read of a buffer evict_first; and a persistent reduction's, where it writes
     one value per row), "stream" (every kernel's last reads evict_first), "off"."""
 
+    tf32: bool = False
+    """f32 gemm templates multiply in TF32, as cuBLAS may (the backend sets it from
+    ``torch.backends.cuda.matmul.allow_tf32``); otherwise ``inputPrecision = ieee``."""
+
+    gemm_autotune: int = 0
+    """Candidate configs per gemm template (0 = off): up to N of
+    ``strategy/gemm.py``'s configs for its shape class, launched from one
+    ``host.autotune`` that the runtime times once per size and GPU (the choice
+    cached on disk, as ``autotune``'s); the backend sets it under
+    ``mode="max-autotune"``."""
+
+    gemm_config: str = ""
+    """Force every gemm template's config: ``"BMxBNxBK"`` with optional
+    ``wWARPS``, ``sSTAGES``, ``gGROUP_M`` (``"64x64x32w4s3g8"``); empty: the
+    heuristic of ``strategy/gemm.py``. With ``autotune=N`` a gemm template gets
+    up to N of the strategy's candidate configs."""
+
     print_plans: bool = False
     """Print each kernel's plan and estimate on stderr (``fx-opt
     --print-kernel-plans``); every ``tt.func`` carries it as ``coil.plan``."""
@@ -169,6 +189,8 @@ class ConvertLoopToTtPass(ModulePass):
             self.outer_reduction,
             self.eviction,
             module_target(op),
+            parse_gemm_config(self.gemm_config) if self.gemm_config else None,
+            self.tf32,
         )
         counter = 0
         for f in list(op.body.block.ops):
@@ -288,6 +310,8 @@ class ConvertLoopToTtPass(ModulePass):
     def _kernels(self, nest: L.LoopOp, name: str, options: Options, kind: str) -> list[Kernel]:
         """The heuristic kernel, then (``autotune``) distinct candidates, named ``_c<k>``."""
         kernel = build_kernel(nest, name, options, kind)
+        if kernel.func.attributes.get("coil.kind") == builtin.StringAttr("gemm"):
+            return self._gemm_candidates(nest, name, options, kernel)
         # No candidates for scans and scatters yet (a scatter's atomics must not rerun).
         if self.autotune <= 1 or isinstance(nest, L.ScanOp | L.ScatterOp):
             return [kernel]
@@ -298,6 +322,32 @@ class ConvertLoopToTtPass(ModulePass):
             if len(kernels) >= self.autotune:
                 break
             k = build_kernel(nest, f"{name}_c{len(kernels)}", candidate, kind)
+            if config_key(k) not in seen:
+                seen.add(config_key(k))
+                kernels.append(k)
+        if len(kernels) > 1:
+            kernel.func.sym_name = builtin.StringAttr(f"{name}_c0")
+        return kernels
+
+    def _gemm_candidates(
+        self, nest: L.LoopOp, name: str, options: Options, kernel: Kernel
+    ) -> list[Kernel]:
+        """The template with the heuristic's config, and under ``gemm-autotune=N``
+        up to N-1 other configs of its shape class (``strategy/gemm.py``)."""
+        n = self.gemm_autotune or (self.autotune if not self.gemm_config else 0)
+        tuned = "tuned at compile time" in kernel.plan  # a config max-autotune measured
+        if n <= 1 or self.gemm_config or tuned or rereads_its_outputs(list(nest.outs), kernel):
+            return [kernel]
+        kernels, seen = [kernel], {config_key(kernel)}
+        for cfg in gemm_configs_for(kernel, options.target):
+            if len(kernels) >= n:
+                break
+            k = build_kernel(
+                nest,
+                f"{name}_c{len(kernels)}",
+                dataclasses.replace(options, gemm_config=cfg),
+                "gemm",
+            )
             if config_key(k) not in seen:
                 seen.add(config_key(k))
                 kernels.append(k)
@@ -321,6 +371,15 @@ class ConvertLoopToTtPass(ModulePass):
         new = launches[0] if len(launches) == 1 else host.AutotuneOp(key, launches)
         new.location = nest.location
         Rewriter.replace_op(nest, new, [])
+
+
+def gemm_configs_for(kernel: Kernel, target: Target) -> list:
+    """The strategy's candidate configs for a built gemm template's shape class."""
+    shape = kernel.func.attributes.get("coil.gemm_shape")
+    if not isinstance(shape, builtin.ArrayAttr):
+        return []
+    m, n, k, batch, in_bytes = (a.value.data for a in shape.data)
+    return gemm_configs(GemmShape(m, n, k, batch, in_bytes, in_bytes), target)
 
 
 def print_plans(module: builtin.ModuleOp, target: Target) -> None:

@@ -271,6 +271,11 @@ class _Group:
     def _wanted(self, op: Operation) -> bool:
         if not isinstance(op, L.PointwiseOp | L.ReductionOp) or op.is_bufferized:
             return False
+        if self.root.is_gemm or (isinstance(op, L.ReductionOp) and op.is_gemm):
+            # A gemm template (loop_to_tt/gemm.py) takes epilogues over its
+            # outputs only: no sibling or chained reductions, no [O ++ I] nests.
+            if not isinstance(op, L.PointwiseOp) or _squeezed(op.ranges.data) != self.outer:
+                return False
         if not self._shape_ok(op) or not self._reads_aligned(op):  # type: ignore[arg-type]
             return False
         o = self.options
@@ -381,7 +386,11 @@ class _Group:
     def build(self) -> None:
         pos = {o: k for k, o in enumerate(self.block.ops)}
         barriers = sorted(pos[b] for b in self.index.barriers if b in pos)
-        prologue = self._prologue(pos, barriers) if self.options.allow_reduction_prologue else None
+        prologue = (
+            self._prologue(pos, barriers)
+            if self.options.allow_reduction_prologue and not self.root.is_gemm
+            else None
+        )
         if prologue is not None:
             self.members.insert(0, prologue)
             self.size += body_size(prologue)

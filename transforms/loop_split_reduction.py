@@ -171,8 +171,8 @@ class LoopSplitReductionPass(ModulePass):
     ) -> SplitPlan | None:
         kind = red.kind.data
         rranges = red.reduction_ranges.data
-        if not rranges or self.split == 1:
-            return None
+        if not rranges or self.split == 1 or red.is_gemm:
+            return None  # a gemm template's K loop is its own (strategy/gemm.py)
         elem = red.body.block.last_op.values[0].type
         if kind in ("argmax", "argmin") and elem == i1:
             return None

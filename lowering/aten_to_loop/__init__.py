@@ -4,6 +4,7 @@ split). Importing this package registers them all in
 
 from coil.lowering.aten_to_loop import (  # noqa: F401
     data_movement,
+    gemm,
     matvec,
     norms,
     pointwise,

@@ -28,7 +28,8 @@ of a sweep, 0.0113), so it stays cuBLAS's.
 Only on CUDA by default (``convert-aten-to-loop{matvec=auto}``): on the CPU
 ATen's GEMV is faster than Triton's interpreter. ``matvec=on`` lowers them on
 any device (the CPU tests run the kernels this way), ``matvec=off`` never.
-Two rows or more stay cuBLAS's: each row would read the whole matrix again.
+Two rows or more stay cuBLAS's: each row would read the whole matrix again
+(or become ``gemm.py``'s template, which registers the ops and tries this first).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from coil.dialects.body_builder import BodyBuilder, CannotLower
 from coil.dialects.symbolic import to_expr
 from coil.lowering.aten_to_loop.common import broadcast_index, result_type, shape_of, tensor_arg
 from coil.lowering.aten_to_loop.pointwise import _normalize
-from coil.lowering.convert_aten_to_loop import Lowerer, register
+from coil.lowering.convert_aten_to_loop import Lowerer
 
 FLOATS = (dtypes.f16, dtypes.bf16, dtypes.f32)
 
@@ -62,7 +63,6 @@ def _is_matvec(lw: Lowerer, op: AtenOp) -> bool:
     return bool(strides) and to_expr(strides[k_dim]) == 1
 
 
-@register("aten.mm.default", "aten.addmm.default")
 def _matvec(lw: Lowerer, op: AtenOp):
     if not _is_matvec(lw, op):
         raise CannotLower("a matrix product (cuBLAS)")

@@ -28,6 +28,7 @@ Launch ABI (brief §1): pointer arguments for the buffers read then written
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -64,8 +65,11 @@ from coil.lowering.loop_to_tt.eviction import EvictionPlan
 from coil.strategy import access as A
 from coil.strategy import plan as P
 from coil.strategy.cost import MARGIN, Estimate, sector_efficiency
+from coil.strategy.gemm import GemmConfig
 from coil.strategy.target import TARGETS, Target
 from coil.transforms.loop_cost import compute_ops, element_bytes, nest_cost
+
+log = logging.getLogger("coil")
 
 XINDEX = symbol("xindex")
 YINDEX = symbol("yindex")
@@ -88,6 +92,8 @@ class Options:
     outer_reduction: bool = True  # outer reductions: wide XBLOCK, short looped RBLOCK
     eviction: str = "auto"  # L2 eviction hints of loads: "auto", "stream", "off" (eviction.py)
     target: Target = TARGETS["cpu-interpreter"]  # what the plans are for (strategy/target.py)
+    gemm_config: GemmConfig | None = None  # a gemm template's config (None: strategy/gemm.py's)
+    tf32: bool = False  # f32 gemm templates multiply in TF32 (as cuBLAS may)
 
 
 @dataclass
@@ -450,7 +456,7 @@ class KernelLowering:
             list(self.buffers) + list(self.seeds),
             list(self.scalars),
             self.options.num_warps or warps,
-            self.options.num_stages or 1,
+            self.options.num_stages or getattr(self, "num_stages", 1),
             self.xblock,
             self.rblock,
             self.persistent,
@@ -1209,6 +1215,15 @@ class KernelLowering:
 
 
 def build_kernel(nest: L.LoopOp, name: str, options: Options, kind: str) -> Kernel:
+    from coil.lowering.loop_to_tt import gemm
+
+    if gemm.find_gemm(nest) is not None:
+        try:
+            return gemm.GemmLowering(nest, name, options, "gemm").build()
+        except gemm.NotATemplate as e:
+            log.warning(
+                "coil: %s: not a gemm template (%s); lowered as a reduction", name, e.args[0]
+            )
     return KernelLowering(nest, name, options, kind).build()
 
 

@@ -1,0 +1,227 @@
+"""Matrix products: whether one runs as coil's Triton template or as ATen's
+(cuBLAS), and the template's configs per shape class.
+
+The template (``lowering/loop_to_tt/gemm.py``) is a ``tl.dot`` loop over K
+with the consumer's pointwise chain applied to the accumulator before the
+one store (Inductor's ``mm`` template with epilogue fusion,
+``torch/_inductor/kernel/mm.py``); an extern product writes its result and a
+second kernel reads it back for the bias, activation or cast. The template
+pays where that round trip (and its launch) costs more than what the
+template loses to cuBLAS's kernels on the product itself.
+
+:func:`choose` is that comparison, on the roofline of ``strategy/cost.py``:
+the product's time is the larger of its flops over the tensor cores' peak
+and its bytes over the DRAM bandwidth; the template's is the same divided
+by :data:`TEMPLATE_EFFICIENCY`; the extern adds the epilogue kernel (its
+result read and the output written, plus a launch). On the CPU interpreter
+the template never pays (Triton's interpreter is far slower than ATen):
+"auto" stays extern there.
+
+:func:`configs` gives the template's candidate tiles (block sizes, warps,
+stages, group-M swizzle) for a shape class, the first being the
+heuristic's choice; ``mode="max-autotune"`` times them
+(``runtime/gemm_autotune.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from coil.strategy.target import Target
+
+GEMM_MODES = ("auto", "triton", "extern")
+"""The backend option ``gemm`` / ``convert-aten-to-loop{gemm=...}``."""
+
+# Dense tensor-core flops per SM per clock (16-bit inputs, f32 accumulation):
+# the data sheets' dense BF16 peaks over SMs x boost clock (H100 SXM: 989.4
+# TFLOPS / (132 x 1.83 GHz) = 4096; A100: 312 TFLOPS / (108 x 1.41 GHz) = 2048).
+# F32 products without TF32 run on the FMA units: 128 FMAs (256 flops) per SM
+# per clock on both.
+TENSOR_FLOPS_PER_SM_CLOCK = {"a100": 2048}
+DEFAULT_TENSOR_FLOPS_PER_SM_CLOCK = 4096
+FMA_FLOPS_PER_SM_CLOCK = 256
+
+TEMPLATE_EFFICIENCY = 0.85
+"""The template's speed on the product relative to cuBLAS. Inductor's own
+max-autotune runs pick the Triton template over cuBLAS on only part of the
+shapes (Inductor's benchmarks, mm heavy models: within 0.8-1.1x), and issue
+38's GPT-2 measurement found max-autotune 1.03x default. Not yet measured
+for coil's template: the GPU run (benchmarks/gemm.py) is to replace it."""
+
+MARGIN = 0.05
+"""The template must win by this fraction of the extern's estimate."""
+
+
+@dataclass(frozen=True)
+class GemmShape:
+    """What the choice and the configs depend on."""
+
+    m: int
+    n: int
+    k: int
+    batch: int = 1
+    in_bytes: int = 2  # bytes per input element
+    out_bytes: int = 2  # bytes per element the epilogue writes
+    tensor_cores: bool = True  # 16-bit inputs, or f32 with TF32
+    epilogue_reads: int = 0  # bytes per output element the epilogue reads besides the product
+
+
+def peak_flops(target: Target, tensor_cores: bool) -> float:
+    per_clock = (
+        TENSOR_FLOPS_PER_SM_CLOCK.get(target.name, DEFAULT_TENSOR_FLOPS_PER_SM_CLOCK)
+        if tensor_cores
+        else FMA_FLOPS_PER_SM_CLOCK
+    )
+    return per_clock * target.num_sms * target.clock_hz
+
+
+def product_seconds(s: GemmShape, target: Target, out_bytes: int) -> float:
+    flops = 2.0 * s.batch * s.m * s.n * s.k
+    nbytes = s.batch * ((s.m * s.k + s.k * s.n) * s.in_bytes + s.m * s.n * out_bytes)
+    return max(flops / peak_flops(target, s.tensor_cores), nbytes / target.dram_bytes_per_s)
+
+
+def extern_seconds(s: GemmShape, target: Target, epilogue: bool) -> float:
+    """cuBLAS's product (written in its output dtype) and, with an epilogue, the
+    pointwise kernel that reads it back."""
+    t = product_seconds(s, target, s.in_bytes) + target.launch_s
+    if epilogue:
+        points = s.batch * s.m * s.n
+        t += points * (s.in_bytes + s.out_bytes + s.epilogue_reads) / target.dram_bytes_per_s
+        t += target.launch_s
+    return t
+
+
+def template_seconds(s: GemmShape, target: Target) -> float:
+    extra = s.batch * s.m * s.n * s.epilogue_reads / target.dram_bytes_per_s
+    return product_seconds(s, target, s.out_bytes) / TEMPLATE_EFFICIENCY + extra + target.launch_s
+
+
+def choose(s: GemmShape, target: Target, epilogue: bool) -> tuple[bool, str]:
+    """(template?, why): the default selection of ``gemm=auto``."""
+    if target.serial:
+        return False, "the CPU interpreter: ATen's product is faster"
+    if not epilogue:
+        return False, "no epilogue to fuse: cuBLAS's product alone"
+    ext, tpl = extern_seconds(s, target, True), template_seconds(s, target)
+    why = f"template {tpl * 1e6:.1f} us against extern + epilogue {ext * 1e6:.1f} us"
+    return tpl < ext * (1 - MARGIN), why
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    """One template config (Inductor's ``GemmConfig``: mm_common/template_heuristics)."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    num_warps: int
+    num_stages: int
+    group_m: int = 8
+
+    def summary(self) -> str:
+        return (
+            f"[BLOCK_M {self.block_m}, BLOCK_N {self.block_n}, BLOCK_K {self.block_k}], "
+            f"{self.num_warps} warps, {self.num_stages} stages, GROUP_M {self.group_m}"
+        )
+
+    def key(self) -> str:
+        """The ``gemm-config`` spelling (:func:`parse_gemm_config` reads it back)."""
+        return (
+            f"{self.block_m}x{self.block_n}x{self.block_k}w{self.num_warps}s{self.num_stages}"
+            f"g{self.group_m}"
+        )
+
+
+# Inductor's mm configs (template_heuristics/triton.py, ``mm_configs`` for
+# CUDA), the ones its heuristic keeps for these shape classes.
+_LARGE = [
+    GemmConfig(128, 128, 64, 8, 3),
+    GemmConfig(128, 256, 64, 8, 3),
+    GemmConfig(128, 128, 32, 4, 4),
+    GemmConfig(64, 128, 64, 4, 4),
+    GemmConfig(128, 64, 64, 4, 4),
+]
+_MEDIUM = [
+    GemmConfig(64, 128, 32, 4, 4),
+    GemmConfig(64, 64, 64, 4, 3),
+    GemmConfig(128, 64, 32, 4, 4),
+    GemmConfig(64, 64, 32, 4, 2),
+]
+_SMALL = [
+    GemmConfig(32, 32, 32, 4, 2),
+    GemmConfig(16, 32, 64, 2, 2),
+    GemmConfig(32, 64, 32, 4, 3),
+    GemmConfig(16, 16, 64, 2, 2),
+]
+
+
+def _fit(c: GemmConfig, s: GemmShape) -> GemmConfig:
+    """Blocks no larger than the (power-of-two rounded) extents, at least 16
+    (``tl.dot``'s minimum)."""
+
+    def clamp(block: int, extent: int) -> int:
+        p = 16
+        while p < extent and p < block:
+            p *= 2
+        return max(16, min(block, p))
+
+    bm, bn, bk = clamp(c.block_m, s.m), clamp(c.block_n, s.n), clamp(c.block_k, s.k)
+    warps = c.num_warps if bm * bn >= 64 * 64 else min(c.num_warps, 4)
+    if bm * bn <= 32 * 32:
+        warps = min(warps, 2)
+    return GemmConfig(bm, bn, bk, warps, c.num_stages, c.group_m)
+
+
+def configs(s: GemmShape, target: Target) -> list[GemmConfig]:
+    """Candidate configs for ``s``, the heuristic's choice first, distinct."""
+    big = max(s.m, s.n)
+    if s.m >= 256 and s.n >= 256:
+        table = _LARGE
+    elif big >= 64 and min(s.m, s.n) >= 32:
+        table = _MEDIUM
+    else:
+        table = _SMALL
+    out: list[GemmConfig] = []
+    for c in table + _MEDIUM + _SMALL:
+        f = _fit(c, s)
+        if f not in out:
+            out.append(f)
+    return out
+
+
+_CONFIG = re.compile(r"^(\d+)x(\d+)x(\d+)(?:w(\d+))?(?:s(\d+))?(?:g(\d+))?$")
+
+
+def parse_gemm_config(text: str) -> GemmConfig:
+    """``"BMxBNxBK[wWARPS][sSTAGES][gGROUP_M]"`` (``convert-loop-to-tt{gemm-config=...}``)."""
+    m = _CONFIG.match(text.strip())
+    if m is None:
+        raise ValueError(
+            f"gemm-config must read BMxBNxBK[wWARPS][sSTAGES][gGROUP_M], e.g. 64x64x32w4s3g8, "
+            f"not {text!r}"
+        )
+    bm, bn, bk = (int(m.group(k)) for k in (1, 2, 3))
+    for name, v in (("BM", bm), ("BN", bn), ("BK", bk)):
+        if v < 16 or v & (v - 1):
+            raise ValueError(f"gemm-config: {name} must be a power of two >= 16, not {v}")
+    warps, stages, group = (
+        int(m.group(k)) if m.group(k) else d for k, d in ((4, 4), (5, 2), (6, 8))
+    )
+    return GemmConfig(bm, bn, bk, warps, stages, group)
+
+
+def heuristic(s: GemmShape, target: Target) -> GemmConfig:
+    return configs(s, target)[0]
+
+
+__all__ = [
+    "GEMM_MODES",
+    "GemmConfig",
+    "GemmShape",
+    "choose",
+    "configs",
+    "heuristic",
+    "parse_gemm_config",
+]

@@ -1,0 +1,130 @@
+"""Compile-time tuning of matrix products (``runtime/gemm_autotune.py``,
+``mode="max-autotune"``): each product measured against cuBLAS gets its
+choice written on the op, the choice reaches the kernel (config and all),
+choices come back from the disk cache without measuring, and the budget
+bounds the measuring. The measurement is injected (a GPU times the real
+candidates; ``cuda_bench`` itself is run once under the interpreter)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import coil
+from coil.backend import lower_product, run_pipeline
+from coil.dialects import buffer as B
+from coil.dialects import host
+from coil.pipeline import PIPELINES
+from coil.runtime import gemm_autotune as GA
+from coil.runtime.codecache import load_module
+from coil.targets.python import emit_python
+from coil.testing import assert_close_to_eager
+
+
+def _fn(x, w, b):
+    return F.gelu(F.linear(x, w, b))
+
+
+def _args():
+    return [torch.randn(9, 24), torch.randn(20, 24) / 24**0.5, torch.randn(20)]
+
+
+def _fake(times):
+    calls = []
+
+    def bench(problem, candidate):
+        calls.append(candidate)
+        return times(candidate)
+
+    return bench, calls
+
+
+def test_template_choice_reaches_the_kernel(tmp_path):
+    args = _args()
+    module = coil.import_module(_fn, args)
+    (p,) = GA.problems(module)
+    assert p.candidates[0] == "extern" and len(p.candidates) > 2
+    assert p.epilogue_s > 0  # the GELU after it: a round trip saved
+    pick = p.candidates[2]
+    bench, calls = _fake(lambda c: 1.0 if c == pick else 2.0)
+    report = GA.tune_module(module, bench=bench, cache_dir=tmp_path, device_name="test")
+    assert report.measured == 1 and calls == list(p.candidates)
+    assert list(report.choices.values()) == [f"triton {pick}"]
+    # The default pipeline (gemm=auto, which keeps cuBLAS on the CPU) follows the choice.
+    run_pipeline(module, PIPELINES["default"])
+    assert not [op for op in module.walk() if isinstance(op, host.ExternOp | B.ExternOp)]
+    source = emit_python(module)
+    assert "(tuned at compile time)" in source and "tl.dot(" in source
+    mod = load_module(source, interpret=True)
+    args = _args()
+    assert_close_to_eager(mod.call([a.clone() for a in args])[0], _fn(*args))
+
+
+def test_extern_wins_and_the_cache_answers(tmp_path):
+    module = coil.import_module(_fn, _args())
+    bench, calls = _fake(lambda c: 0.1 if c == "extern" else 5.0)
+    GA.tune_module(module, bench=bench, cache_dir=tmp_path, device_name="test")
+    (p,) = GA.problems(module)
+    assert p.op.attributes["coil.gemm"].data == "extern"
+    run_pipeline(
+        module,
+        PIPELINES["default"].replace("convert-aten-to-loop,", "convert-aten-to-loop{gemm=auto},"),
+    )
+    assert [op for op in module.walk() if isinstance(op, host.ExternOp | B.ExternOp)]
+    # A new compile of the same product measures nothing.
+    again = coil.import_module(_fn, _args())
+
+    def fail(problem, candidate):
+        raise AssertionError("measured again")
+
+    report = GA.tune_module(again, bench=fail, cache_dir=tmp_path, device_name="test")
+    assert report.cached == 1 and report.measured == 0
+    # Another device's entry is its own.
+    bench, calls = _fake(lambda c: 1.0)
+    other = GA.tune_module(again, bench=bench, cache_dir=tmp_path, device_name="other")
+    assert other.measured == 1 and calls
+
+
+def test_budget_and_templates_only(tmp_path):
+    module = coil.import_module(_fn, _args())
+    bench, calls = _fake(lambda c: 1.0)
+    report = GA.tune_module(module, bench=bench, cache_dir=tmp_path, budget_s=-1.0)
+    assert (
+        report.skipped == 1
+        and not calls
+        and "coil.gemm" not in GA.problems(module)[0].op.attributes
+    )
+    # gemm="triton": configs only, no extern candidate.
+    (p,) = GA.problems(module, allow_extern=False)
+    assert "extern" not in p.candidates
+
+
+def test_choose_counts_the_epilogue():
+    module = coil.import_module(_fn, _args())
+    (p,) = GA.problems(module)
+    cfg = p.candidates[1]
+    saved_ms = p.epilogue_s * 1e3
+    # The template is slower alone but wins once the epilogue's round trip counts.
+    assert GA.choose(p, {"extern": 1.0, cfg: 1.0 + saved_ms / 2}) == f"triton {cfg}"
+    assert GA.choose(p, {"extern": 1.0, cfg: 1.0 + saved_ms * 2}) == "extern"
+
+
+@pytest.mark.slow
+def test_cuda_bench_builds_each_candidate():
+    # The default measurement's modules (cuBLAS's and a template's), run under
+    # the interpreter here: on a GPU the same code is timed by do_bench.
+    module = coil.import_module(_fn, _args())
+    (p,) = GA.problems(module)
+    assert GA.cuda_bench(p, "extern", lower_product) >= 0
+    assert GA.cuda_bench(p, p.candidates[1], lower_product) >= 0
+    tpl = GA.standalone_module(p, p.candidates[1], lower_product)
+    assert "tl.dot(" in emit_python(tpl)
+
+
+def test_backend_budget_option():
+    model = torch.nn.Linear(4, 4)
+    with pytest.raises(Exception, match="option gemm_budget must be seconds"):
+        torch.compile(model, backend="coil", options={"max_autotune": True, "gemm_budget": "x"})(
+            torch.randn(2, 4)
+        )

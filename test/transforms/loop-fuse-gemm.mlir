@@ -1,0 +1,66 @@
+// RUN: fx-opt %s -p 'convert-aten-to-loop{gemm=triton},loop-inline,loop-split-reduction,loop-fuse' --split-input-file | filecheck %s
+
+// A gemm template's epilogue kinds join its group (loop-fuse); its prologue
+// is inlined into its body (loop-inline); nothing else joins it.
+
+// Bias and activation.
+// CHECK-LABEL: func.func @bias_gelu
+// CHECK: loop.fused [8, 32] [64]
+// CHECK: loop.reduction sum [8, 32] [64] template gemm
+// CHECK: loop.pointwise [8, 32]
+// CHECK: loop.load %b[i1]
+// CHECK: math.erf
+// CHECK-NOT: loop.pointwise
+func.func @bias_gelu(%x: !aten.tensor<[8, 64], f32>, %w: !aten.tensor<[32, 64], f32>, %b: !aten.tensor<[32], f32>) -> !aten.tensor<[8, 32], f32> {
+  %t = aten.permute.default(%w, dims = [1, 0]) : !aten.tensor<[64, 32], f32, strides [1, 64]>
+  %0 = aten.addmm.default(%b, %x, %t) : !aten.tensor<[8, 32], f32>
+  %1 = aten.gelu.default(%0) : !aten.tensor<[8, 32], f32>
+  func.return %1 : !aten.tensor<[8, 32], f32>
+}
+
+// -----
+
+// A residual add and a cast to bf16.
+// CHECK-LABEL: func.func @residual_cast
+// CHECK: loop.fused [8, 32] [64] : !loop.tensor<[8, 32], bf16>
+// CHECK: loop.reduction sum [8, 32] [64] template gemm
+// CHECK: loop.pointwise [8, 32] : !loop.tensor<[8, 32], bf16>
+// CHECK: loop.load %r[i0, i1]
+// CHECK: arith.addf
+// CHECK: arith.truncf
+func.func @residual_cast(%x: !aten.tensor<[8, 64], f32>, %w: !aten.tensor<[64, 32], f32>, %r: !aten.tensor<[8, 32], f32>) -> !aten.tensor<[8, 32], bf16> {
+  %0 = aten.mm.default(%x, %w) : !aten.tensor<[8, 32], f32>
+  %1 = aten.add.Tensor(%0, %r) : !aten.tensor<[8, 32], f32>
+  %2 = aten._to_copy.default(%1, dtype = bf16) : !aten.tensor<[8, 32], bf16>
+  func.return %2 : !aten.tensor<[8, 32], bf16>
+}
+
+// -----
+
+// A prologue: the activation's scale and cast are inlined into the product's
+// body (computed per K tile in the kernel), not stored.
+// CHECK-LABEL: func.func @prologue
+// CHECK: loop.reduction sum [8, 32] [64] template gemm
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: loop.load %x[i0, r0]
+// CHECK: arith.mulf
+// CHECK: arith.truncf
+// CHECK: arith.extf
+func.func @prologue(%x: !aten.tensor<[8, 64], f32>, %w: !aten.tensor<[64, 32], bf16>) -> !aten.tensor<[8, 32], bf16> {
+  %s = aten.mul.Scalar(%x, other = 0.5) : !aten.tensor<[8, 64], f32>
+  %c = aten._to_copy.default(%s, dtype = bf16) : !aten.tensor<[8, 64], bf16>
+  %0 = aten.mm.default(%c, %w) : !aten.tensor<[8, 32], bf16>
+  func.return %0 : !aten.tensor<[8, 32], bf16>
+}
+
+// -----
+
+// A sibling reduction over the same ranges stays out of the template's group.
+// CHECK-LABEL: func.func @no_sibling
+// CHECK: loop.reduction sum [8, 32] [64] template gemm
+// CHECK: loop.reduction sum [8, 32] [64] :
+func.func @no_sibling(%x: !aten.tensor<[8, 64], f32>, %w: !aten.tensor<[64, 32], f32>, %y: !aten.tensor<[8, 32, 64], f32>) -> (!aten.tensor<[8, 32], f32>, !aten.tensor<[8, 32], f32>) {
+  %0 = aten.mm.default(%x, %w) : !aten.tensor<[8, 32], f32>
+  %1 = aten.sum.dim_IntList(%y, dim = [2]) : !aten.tensor<[8, 32], f32>
+  func.return %0, %1 : !aten.tensor<[8, 32], f32>, !aten.tensor<[8, 32], f32>
+}
