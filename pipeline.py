@@ -24,6 +24,7 @@ LOOP = (
 )
 BUFFER = "bufferize,buffer-hoist-constants,memory-plan"
 BACKEND = "convert-loop-to-tt,host-combine-launches,convert-buffer-to-host"
+SHARDED_COLLECTIVES = "aten-bucket-collectives{bucket-mb=128},aten-reorder-collectives{prefetch=1}"
 
 PIPELINES: dict[str, str] = {
     # aten: fold no-ops and view chains, decompose composites, clean up, peel
@@ -43,6 +44,12 @@ PIPELINES: dict[str, str] = {
     "loop": f"{ATEN},{LOOP}",
     # The middle end alone: what the reference executor runs pass by pass.
     "buffer": f"{ATEN},{LOOP},{BUFFER}",
+    # Traced sharding (shard_parameters, SimpleFSDP): the default with each
+    # run of all-gathers / reduce-scatters bucketed into one collective and
+    # the next bucket's all-gather prefetched while this one's compute runs.
+    "sharded": (
+        f"{ATEN.replace('aten-reorder-collectives', SHARDED_COLLECTIVES)},{LOOP},{BUFFER},{BACKEND}"
+    ),
 }
 
 
@@ -52,6 +59,7 @@ SUMMARIES: dict[str, str] = {
     "aten-cleanup": "canonicalize, cse, dce",
     "loop": "aten, then lower to loop nests, fuse, simplify index math",
     "buffer": "loop, then bufferize and plan memory (the middle end)",
+    "sharded": "default, collectives bucketed and prefetched one bucket ahead (traced FSDP)",
 }
 """One line per named pipeline (``coil pipeline NAME``), for ``fx-opt --help``."""
 
@@ -193,8 +201,10 @@ OPTION_RULES: dict[str, dict[str, OptionRule]] = {
         "max_body_ops": OptionRule("0 (no limit) or an integer >= 1", lambda v: v >= 0),
     },
     "aten-reorder-collectives": {
-        "max_in_flight": OptionRule("0 (no limit) or an integer >= 1", lambda v: v >= 0)
+        "max_in_flight": OptionRule("0 (no limit) or an integer >= 1", lambda v: v >= 0),
+        "prefetch": OptionRule("0 (no limit) or an integer >= 1", lambda v: v >= 0),
     },
+    "aten-bucket-collectives": {"bucket_mb": int_range(1)},
     "loop-split-reduction": {
         "split": OptionRule("0 (the strategy's), 1 (never) or an integer >= 2", lambda v: v >= 0),
         "num_sms": OptionRule("0 (the target's) or an integer >= 1", lambda v: v >= 0),

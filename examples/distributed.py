@@ -20,7 +20,9 @@ check besides (the losses, the wrapper modules coil wrote, coil's warnings).
   compiled blocks;
 * :func:`traced_sharding` -- FSDP's sharding with the collectives traced
   (:func:`shard_parameters`: parameters as DTensor shards, gathered at each
-  use, as torchtitan's SimpleFSDP) under coil, against uncompiled FSDP2.
+  use, as torchtitan's SimpleFSDP) under coil, against uncompiled FSDP2;
+* :func:`traced_sharding_bucketed` -- the same under coil's ``sharded``
+  pipeline (collectives bucketed, all-gathers prefetched one bucket ahead).
 
 Every process started here, and every process it starts, has
 ``NCCL_NVLS_ENABLE=0`` and ``TORCH_SYMM_MEM_DISABLE_MULTICAST=1`` (:data:`ENV`).
@@ -564,6 +566,31 @@ def traced_sharding(rank: int, world: int, device: str, dump_dir: str) -> dict[s
     }
 
 
+def traced_sharding_bucketed(rank: int, world: int, device: str, dump_dir: str) -> dict[str, Any]:
+    """:func:`traced_sharding` under coil's ``sharded`` pipeline: the
+    all-gathers and the reduce-scatters bucketed (``aten-bucket-collectives``)
+    and the next bucket's all-gather prefetched (``aten-reorder-collectives
+    {prefetch=1}``), against uncompiled FSDP2 step for step."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    from coil.pipeline import PIPELINES
+
+    mesh = init_device_mesh(device, (world,))
+    ref = fully_shard(tiny_gpt(device), mesh=mesh)
+    model = shard_parameters(tiny_gpt(device), mesh)
+    options = coil_options(Path(dump_dir, f"rank{rank}"))
+    options["options"]["pipeline"] = PIPELINES["sharded"]
+    run = torch.compile(model, **options)
+    with coil_warnings() as warned:
+        losses = train_both(ref, model, run, lambda s: batch(s, rank, 64, 8, device), "bucketed")
+    return {
+        "losses": losses,
+        "wrappers": wrappers(Path(dump_dir, f"rank{rank}")),
+        "warnings": warned,
+    }
+
+
 def in_flight_buffer(
     rank: int, world: int, device: str, dump_dir: str, numel: int, hold: bool = True
 ) -> dict[str, Any]:
@@ -606,6 +633,7 @@ PROGRAMS = {
     "data_parallel": data_parallel,
     "fully_shard_blocks": fully_shard_blocks,
     "traced_sharding": traced_sharding,
+    "traced_sharding_bucketed": traced_sharding_bucketed,
 }
 
 
