@@ -74,6 +74,7 @@ from typing import Any
 import torch
 
 from coil.examples.distributed import GPT, Llama, launch, shard_parameters
+from coil.pipeline import SHARDED_COLLECTIVES
 
 MODES = ("eager", "coil-traced", "inductor", "coil", "fsdp-tp", "fsdp-tp-coil")
 """The default modes, in the order they run (the most wanted first: the budget
@@ -85,7 +86,7 @@ CHECK_STEPS = 3
 LOSS_RTOL = 5e-3
 """bf16 autocast: the compiled modes' losses stay within this of eager's."""
 GRAD_RTOL = 3e-2
-TRACED_PIPELINE = "aten-bucket-collectives{bucket-mb=64},aten-reorder-collectives{prefetch=1}"
+TRACED_PIPELINE = SHARDED_COLLECTIVES
 """What replaces ``aten-reorder-collectives`` in coil's pipeline for the traced mode."""
 
 COLUMNS = (
@@ -304,8 +305,16 @@ def run_mode(
     mode: str, name: str, rank: int, world: int, device: str, args: dict[str, Any], ref
 ) -> dict[str, Any]:
     model, loss_fn, dp_rank, dp_size = setup(mode, name, rank, world, device, args)
-    # foreach: one multi-tensor kernel per op over the (DTensor) shards.
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1, foreach=True)
+    # foreach: one multi-tensor kernel per op over the (DTensor) shards, one
+    # parameter group per device mesh (under FSDP2 + TP the tensor-parallel
+    # weights live on the 2-D mesh, the rest on the data-parallel one, and a
+    # multi-tensor op over DTensors takes one mesh).
+    groups: dict[Any, list[torch.nn.Parameter]] = {}
+    for p in model.parameters():
+        groups.setdefault(getattr(p, "device_mesh", None), []).append(p)
+    opt = torch.optim.AdamW(
+        [{"params": ps} for ps in groups.values()], lr=3e-4, weight_decay=0.1, foreach=True
+    )
     warmup, steps, profiled = max(args["warmup"], CHECK_STEPS), args["steps"], 2
     data = batches(name, args, dp_rank, dp_size, world, warmup + steps + profiled, device)
 
@@ -652,11 +661,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seq", type=int, default=0, help="tokens a sequence (0: the model's)")
     parser.add_argument("--batch", type=int, default=2, help="sequences per rank and step")
     parser.add_argument("--warmup", type=int, default=CHECK_STEPS)
-    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=0, help="timed steps (0: 5, smoke: 1)")
     parser.add_argument(
         "--budget", type=float, default=0, help="seconds for the whole run (0: none)"
     )
-    parser.add_argument("--timeout", type=float, default=300, help="seconds a collective may wait")
+    parser.add_argument("--timeout", type=float, default=180, help="seconds a collective may wait")
     parser.add_argument(
         "--traced-pipeline",
         default=TRACED_PIPELINE,
@@ -688,7 +697,7 @@ def main(argv: list[str] | None = None) -> int:
         "seq": opts.seq,
         "batch": opts.batch,
         "warmup": max(opts.warmup, CHECK_STEPS),
-        "steps": opts.steps,
+        "steps": opts.steps or (1 if opts.smoke else 5),
         "traced_pipeline": opts.traced_pipeline,
         "out": opts.out,
         "deadline": start + opts.budget if opts.budget else float("inf"),

@@ -498,26 +498,79 @@ class GatherShards(nn.Module):
     shards, a reduce-scatter, in the backward). With ``param_dtype`` the shard
     is cast before the all-gather (FSDP2's ``MixedPrecisionPolicy.param_dtype``:
     half the bytes on the wire for bf16), with ``reduce_dtype`` the gradient
-    before the reduce-scatter (``reduce_dtype``)."""
+    before the reduce-scatter (``reduce_dtype``). With ``recompute`` the
+    backward gathers the parameter again instead of keeping the forward's
+    (SimpleFSDP's policy: the cast, all-gather and wait are recomputed, so the
+    gathered parameters are not alive between the forward and the backward,
+    as FSDP2 reshards after the forward)."""
 
     def __init__(
-        self, param_dtype: torch.dtype | None = None, reduce_dtype: torch.dtype | None = None
+        self,
+        param_dtype: torch.dtype | None = None,
+        reduce_dtype: torch.dtype | None = None,
+        recompute: bool = False,
     ):
         super().__init__()
         self.param_dtype, self.reduce_dtype = param_dtype, reduce_dtype
+        self.recompute = recompute
 
-    def forward(self, shard: torch.Tensor) -> torch.Tensor:
+    def gather(self, shard: torch.Tensor) -> torch.Tensor:
         from torch.distributed.tensor import Partial, Replicate
 
         if self.param_dtype is None and self.reduce_dtype is None:
             gathered = shard.redistribute(placements=[Replicate()])
-        else:
+        elif _redistribute_casts():
             gathered = shard.redistribute(
                 placements=[Replicate()],
                 forward_dtype=self.param_dtype,
                 backward_dtype=self.reduce_dtype or shard.dtype,
             )
+        else:  # an older torch: the cast as a DTensor op (its gradient reduced in param_dtype)
+            gathered = shard.to(self.param_dtype or shard.dtype).redistribute(
+                placements=[Replicate()]
+            )
         return gathered.to_local(grad_placements=[Partial("avg")])
+
+    def forward(self, shard: torch.Tensor) -> torch.Tensor:
+        if not self.recompute:
+            return self.gather(shard)
+        from torch.utils.checkpoint import checkpoint
+
+        return checkpoint(
+            self.gather,
+            shard,
+            use_reentrant=False,
+            context_fn=_recompute_gathers,
+            preserve_rng_state=False,
+        )
+
+
+def _redistribute_casts() -> bool:
+    """Whether ``DTensor.redistribute`` takes ``forward_dtype``/``backward_dtype``."""
+    import inspect
+
+    from torch.distributed.tensor import DTensor
+
+    return "forward_dtype" in inspect.signature(DTensor.redistribute).parameters
+
+
+def _recompute_gathers():
+    """Selective checkpointing contexts: recompute the all-gathers, their waits
+    and the casts; save everything else (torchtitan's SimpleFSDP ``fsdp_policy``)."""
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+
+    recomputed = {
+        torch.ops._c10d_functional.all_gather_into_tensor.default,
+        torch.ops._c10d_functional.wait_tensor.default,
+        torch.ops.aten._to_copy.default,
+    }
+
+    def policy(ctx, op, *args, **kwargs):
+        if op in recomputed:
+            return CheckpointPolicy.MUST_RECOMPUTE
+        return CheckpointPolicy.MUST_SAVE
+
+    return create_selective_checkpoint_contexts(policy)
 
 
 def shard_parameters(
@@ -525,13 +578,15 @@ def shard_parameters(
     mesh: Any,
     param_dtype: torch.dtype | None = None,
     reduce_dtype: torch.dtype | None = None,
+    recompute: bool = False,
 ) -> nn.Module:
     """Data-parallel sharding that Dynamo traces (torchtitan's SimpleFSDP): every
     parameter becomes a DTensor sharded on dim 0 over ``mesh`` (FSDP2's layout),
     and every use of it gathers it through :class:`GatherShards` (cast to
     ``param_dtype`` before the all-gather, its gradient to ``reduce_dtype``
-    before the reduce-scatter), so the all-gathers and reduce-scatters are ops
-    of the compiled graphs."""
+    before the reduce-scatter; gathered again in the backward with
+    ``recompute``), so the all-gathers and reduce-scatters are ops of the
+    compiled graphs."""
     import torch.nn.utils.parametrize as parametrize
     from torch.distributed.tensor import Shard, distribute_tensor
 
@@ -541,7 +596,7 @@ def shard_parameters(
             if param not in sharded:
                 sharded[param] = nn.Parameter(distribute_tensor(param.data, mesh, [Shard(0)]))
             module.register_parameter(name, sharded[param])
-            gather = GatherShards(param_dtype, reduce_dtype)
+            gather = GatherShards(param_dtype, reduce_dtype, recompute)
             parametrize.register_parametrization(module, name, gather, unsafe=True)
     return model
 
