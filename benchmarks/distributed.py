@@ -23,9 +23,13 @@ Modes (``--modes``):
 * ``coil``: the same with ``backend="coil"`` (FSDP2's collectives run eagerly
   in its hooks in both);
 * ``coil-traced``: ``shard_parameters`` (SimpleFSDP: parameters as DTensor
-  shards gathered at each use), the whole forward and loss compiled by coil,
-  so the all-gathers and reduce-scatters are ops of coil's graphs (bucketed
-  per block and prefetched one bucket ahead by ``--traced-pipeline``);
+  shards gathered at each use, gathered again in the backward as FSDP2
+  does), the whole forward and loss compiled by coil, so the all-gathers and
+  reduce-scatters are ops of coil's graphs (bucketed and prefetched one
+  bucket ahead: ``--traced-pipeline``, default ``coil pipeline sharded``'s);
+* ``coil-traced-keep``: the same, the forward's gathered parameters kept for
+  the backward (no second all-gather; ZeRO-2's memory: the bf16 model stays
+  gathered from the forward to the backward);
 * ``inductor-traced``: the same under Inductor (not in the default list);
 * ``fsdp-tp`` / ``fsdp-tp-coil``: 4 GPUs as 2 x 2, tensor parallel (q/k/v and
   the MLP's input projections by columns, the output projections by rows)
@@ -76,10 +80,11 @@ import torch
 from coil.examples.distributed import GPT, Llama, launch, shard_parameters
 from coil.pipeline import SHARDED_COLLECTIVES
 
-MODES = ("eager", "coil-traced", "inductor", "coil", "fsdp-tp", "fsdp-tp-coil")
+MODES = ("eager", "coil-traced", "inductor", "coil", "fsdp-tp", "fsdp-tp-coil", "coil-traced-keep")
 """The default modes, in the order they run (the most wanted first: the budget
 may cut the list)."""
 ALL_MODES = (*MODES, "inductor-traced")
+TRACED_MODES = ("coil-traced", "coil-traced-keep", "inductor-traced")
 TP_MODES = ("fsdp-tp", "fsdp-tp-coil")
 CHECK_STEPS = 3
 """Steps whose losses (and the first one's gradient norm) are compared with eager's."""
@@ -189,7 +194,7 @@ def tp_plan(model: torch.nn.Module) -> dict[str, Any]:
 
 
 def coil_options(mode: str, args: dict[str, Any]) -> dict[str, Any]:
-    if mode != "coil-traced" or not args["traced_pipeline"]:
+    if not mode.startswith("coil-traced") or not args["traced_pipeline"]:
         return {}
     from coil.pipeline import PIPELINES
 
@@ -233,10 +238,10 @@ def setup(mode: str, name: str, rank: int, world: int, device: str, args: dict[s
                 model.blocks[i] = block
             fully_shard(block, **shard)
         fully_shard(model, **shard)
-    elif mode in ("coil-traced", "inductor-traced"):
+    elif mode in TRACED_MODES:
         mesh = init_device_mesh(device, (world,))
         dtypes = (torch.bfloat16, torch.float32) if amp else (None, None)
-        shard_parameters(model, mesh, *dtypes)
+        shard_parameters(model, mesh, *dtypes, recompute=mode != "coil-traced-keep")
     else:
         raise SystemExit(f"distributed.py: unknown mode '{mode}' ({', '.join(ALL_MODES)})")
 
@@ -244,7 +249,7 @@ def setup(mode: str, name: str, rank: int, world: int, device: str, args: dict[s
         with torch.autocast(device, torch.bfloat16, enabled=amp):
             return lm_loss(model, ids)
 
-    if mode.endswith("-traced"):
+    if mode in TRACED_MODES:
         backend = mode.split("-")[0]
         options = coil_options(mode, args)
         loss_fn = torch.compile(
