@@ -48,8 +48,9 @@ intervals), whether the NCCL kernels ran on streams of their own, and the host
 synchronizations (``cuda*Synchronize``, blocking memcpys) inside the steps.
 
 ``--budget SECONDS`` bounds the whole run: a mode is skipped (a row says so)
-when fewer seconds are left than it is expected to take (the slowest compiled
-mode so far, plus a margin), and a world size when fewer than a minute is left.
+when fewer seconds are left than it is expected to take (30 s uncompiled, 90
+s with compiled blocks, 180 s compiled whole, or what the last mode of its
+kind took), and a world size when fewer than a minute is left.
 Rows are written as they finish, so a run that is stopped still leaves its
 table: ``$OUT/distributed.md`` (markdown) and ``$OUT/distributed.csv``, the
 profiles' traces as ``$OUT/distributed-trace-*.json.gz``.
@@ -80,7 +81,7 @@ import torch
 from coil.examples.distributed import GPT, Llama, launch, shard_parameters
 from coil.pipeline import SHARDED_COLLECTIVES
 
-MODES = ("eager", "coil-traced", "inductor", "coil", "fsdp-tp", "fsdp-tp-coil", "coil-traced-keep")
+MODES = ("eager", "inductor", "coil-traced-keep", "coil-traced", "coil", "fsdp-tp", "fsdp-tp-coil")
 """The default modes, in the order they run (the most wanted first: the budget
 may cut the list)."""
 ALL_MODES = (*MODES, "inductor-traced")
@@ -502,7 +503,9 @@ def bench(rank: int, world: int, device: str, args: dict[str, Any]) -> list[dict
 
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
     rows: list[dict[str, Any]] = []
-    expected = {"eager": 15.0}  # seconds a mode is expected to take, refined as modes finish
+    # Seconds a mode is expected to take, by kind (uncompiled, blocks compiled,
+    # the whole model compiled), refined as modes of the kind finish.
+    expected = {"eager": 30.0, "blocks": 90.0, "traced": 180.0}
     for name in args["models"]:
         ref = None
         for mode in args["modes"]:
@@ -510,8 +513,9 @@ def bench(rank: int, world: int, device: str, args: dict[str, Any]) -> list[dict
             if mode in TP_MODES and world != 4:
                 continue
             left = args["deadline"] - time.time()
-            need = expected.get(mode, max([60.0, *expected.values()]))
-            go = torch.tensor([1.0 if left > need * 1.2 else 0.0], device=device)
+            kind = kind_of(mode)
+            need = expected[kind]
+            go = torch.tensor([1.0 if left > need else 0.0], device=device)
             dist.broadcast(go, 0)  # every rank skips the same modes
             if not go.item():
                 row.update(
@@ -526,7 +530,7 @@ def bench(rank: int, world: int, device: str, args: dict[str, Any]) -> list[dict
                     message = " ".join(str(e).split())[:160]
                     row.update(status="failed", note=f"{type(e).__name__}: {message}")
                 took = time.time() - start
-                expected[mode] = took
+                expected[kind] = max(took, expected[kind] if row["status"] != "ok" else 0.0)
                 if mode == "eager" and row["status"] == "ok":
                     ref = {"losses": row["losses"], "norm": row["norm"]}
             gc.collect()  # the mode's model and optimizer are gone: free their memory
@@ -538,6 +542,12 @@ def bench(rank: int, world: int, device: str, args: dict[str, Any]) -> list[dict
                 print(f"[{world} ranks] {name} {mode}: {brief(row)}", flush=True)
                 record(row, args)
     return rows
+
+
+def kind_of(mode: str) -> str:
+    if mode in TRACED_MODES:
+        return "traced"
+    return "eager" if mode in ("eager", "fsdp-tp") else "blocks"
 
 
 def brief(row: dict[str, Any]) -> str:
