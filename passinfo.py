@@ -233,8 +233,10 @@ OPTION_RULES: dict[str, dict[str, OptionRule]] = {
         "max_body_ops": OptionRule("0 (no limit) or an integer >= 1", lambda v: v >= 0),
     },
     "aten-reorder-collectives": {
-        "max_in_flight": OptionRule("0 (no limit) or an integer >= 1", lambda v: v >= 0)
+        "max_in_flight": OptionRule("0 (no limit) or an integer >= 1", lambda v: v >= 0),
+        "prefetch": OptionRule("0 (no limit) or an integer >= 1", lambda v: v >= 0),
     },
+    "aten-bucket-collectives": {"bucket_mb": int_range(1)},
     "loop-split-reduction": {
         "split": OptionRule("0 (the strategy's), 1 (never) or an integer >= 2", lambda v: v >= 0),
         "num_sms": OptionRule("0 (the target's) or an integer >= 1", lambda v: v >= 0),

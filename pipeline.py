@@ -28,9 +28,13 @@ ATEN = (
     f"canonicalize,aten-fuse-attention,aten-decompose,{ATEN_CLEANUP},"
     "aten-peel-conv-bias,aten-fuse-matvec,aten-channels-last,aten-reorder-collectives"
 )
-LOOP = "convert-aten-to-loop,loop-inline,loop-matvec-prologue,cse,loop-split-reduction,loop-fuse,loop-simplify-indexing,cse,dce"
+LOOP = (
+    "convert-aten-to-loop,loop-inline,loop-matvec-prologue,cse,loop-split-reduction,"
+    "loop-fuse,loop-simplify-indexing,cse,dce"
+)
 BUFFER = "bufferize,buffer-hoist-constants,memory-plan"
 BACKEND = "convert-loop-to-tt,host-combine-launches,convert-buffer-to-host"
+SHARDED_COLLECTIVES = "aten-bucket-collectives{bucket-mb=128},aten-reorder-collectives{prefetch=1}"
 
 PIPELINES: dict[str, str] = {
     # aten: fold no-ops and view chains, decompose composites, clean up, peel
@@ -50,6 +54,12 @@ PIPELINES: dict[str, str] = {
     "loop": f"{ATEN},{LOOP}",
     # The middle end alone: what the reference executor runs pass by pass.
     "buffer": f"{ATEN},{LOOP},{BUFFER}",
+    # Traced sharding (shard_parameters, SimpleFSDP): the default with each
+    # run of all-gathers / reduce-scatters bucketed into one collective and
+    # the next bucket's all-gather prefetched while this one's compute runs.
+    "sharded": (
+        f"{ATEN.replace('aten-reorder-collectives', SHARDED_COLLECTIVES)},{LOOP},{BUFFER},{BACKEND}"
+    ),
 }
 
 
@@ -59,6 +69,7 @@ SUMMARIES: dict[str, str] = {
     "aten-cleanup": "canonicalize, cse, dce",
     "loop": "aten, then lower to loop nests, fuse, simplify index math",
     "buffer": "loop, then bufferize and plan memory (the middle end)",
+    "sharded": "default, collectives bucketed and prefetched one bucket ahead (traced FSDP)",
 }
 """One line per named pipeline (``coil pipeline NAME``), for ``fx-opt --help``."""
 

@@ -61,9 +61,14 @@
 #   SIDE_GPU=3  DYNAMIC and SHAPE_SWEEP run on that GPU alone, in the background,
 #            beside the other steps (MODEL_SWEEP="--gpus 3 ..." on GPUs 0-2);
 #            SIDE_GPU="2 3" runs DYNAMIC on GPU 2 and SHAPE_SWEEP on GPU 3 at once;
-#   DIST=1   (2 GPUs) the distributed tests marked `gpu` (NCCL) and
-#            benchmarks/distributed.py (FSDP2, GPT-2 small: eager, Inductor,
-#            coil); DIST=tests or DIST=bench runs one of the two.
+#   DIST=1   the distributed tests marked `gpu` (NCCL, 2 GPUs) and
+#            benchmarks/distributed.py (4 then 2 GPUs: Llama-1B-shaped and
+#            GPT-2 medium; eager FSDP2, Inductor, coil over FSDP2 blocks, coil
+#            with traced sharding, FSDP2 + tensor parallel 2x2; its --budget is
+#            what is left of DEADLINE less 20 s, rows past it listed as skipped;
+#            $OUT/distributed.md, distributed.csv, distributed-trace-*.json.gz);
+#            DIST=tests or DIST=bench runs one of the two; DIST_ARGS adds
+#            options, e.g. DIST_ARGS="--worlds 4 --models llama1b --layers 8".
 # Full logs under $OUT, a summary last. From the repo root on the device:
 #   TESTS=1 BENCH=1 MODELS="gpt2 bert" bash benchmarks/gpu.sh
 # DEADLINE (seconds from the start, default 560; a lent machine's call is cut
@@ -269,7 +274,10 @@ if [ "${DIST:-0}" = 1 ] || [ "${DIST:-0}" = tests ]; then
   status=$(( status | PIPESTATUS[0] ))
 fi
 if [ "${DIST:-0}" = 1 ] || [ "${DIST:-0}" = bench ]; then
-  budget python3 benchmarks/distributed.py 2>&1 | tee "$OUT/distributed.log"
+  left=$(( DEADLINE - (SECONDS - START) - 20 ))
+  # shellcheck disable=SC2086
+  budget python3 benchmarks/distributed.py --budget "$left" --out "$OUT" ${DIST_ARGS:-} 2>&1 \
+    | tee "$OUT/distributed.log"
   status=$(( status | PIPESTATUS[0] ))
 fi
 if [ -n "${BEFORE:-}" ] && [ -f .whl/coil_before.tar ]; then

@@ -20,7 +20,9 @@ check besides (the losses, the wrapper modules coil wrote, coil's warnings).
   compiled blocks;
 * :func:`traced_sharding` -- FSDP's sharding with the collectives traced
   (:func:`shard_parameters`: parameters as DTensor shards, gathered at each
-  use, as torchtitan's SimpleFSDP) under coil, against uncompiled FSDP2.
+  use, as torchtitan's SimpleFSDP) under coil, against uncompiled FSDP2;
+* :func:`traced_sharding_bucketed` -- the same under coil's ``sharded``
+  pipeline (collectives bucketed, all-gathers prefetched one bucket ahead).
 
 Every process started here, and every process it starts, has
 ``NCCL_NVLS_ENABLE=0`` and ``TORCH_SYMM_MEM_DISABLE_MULTICAST=1`` (:data:`ENV`).
@@ -56,18 +58,25 @@ STEPS = 3
 # --------------------------------------------------------------------------
 
 
-def launch(program: Callable[..., Any], world_size: int, *args: Any, device: str = "cpu") -> list:
+def launch(
+    program: Callable[..., Any],
+    world_size: int,
+    *args: Any,
+    device: str = "cpu",
+    timeout_s: float | None = None,
+) -> list:
     """Run ``program(rank, world_size, device, *args)`` on ``world_size`` new
     processes in one process group (gloo on the CPU, NCCL for ``device="cuda"``,
     one GPU per rank); returns each rank's result. A failure on any rank raises
-    with that rank's traceback."""
+    with that rank's traceback. ``timeout_s`` bounds how long a collective
+    waits for the other ranks (torch's default: 10 minutes)."""
     import torch.multiprocessing as mp
 
     os.environ.update(ENV)  # inherited by the processes started here
     with tempfile.TemporaryDirectory() as out:
         mp.start_processes(
             _worker,
-            args=(world_size, _free_port(), device, out, program, args),
+            args=(world_size, _free_port(), device, out, program, args, timeout_s),
             nprocs=world_size,
             start_method="spawn",
         )
@@ -80,15 +89,22 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _worker(rank, world_size, port, device, out, program, args) -> None:
+def _worker(rank, world_size, port, device, out, program, args, timeout_s=None) -> None:
+    import datetime
+
     os.environ.update(ENV, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    wait = {} if timeout_s is None else {"timeout": datetime.timedelta(seconds=timeout_s)}
     if device == "cuda":
         torch.cuda.set_device(rank)
         dist.init_process_group(
-            "nccl", rank=rank, world_size=world_size, device_id=torch.device("cuda", rank)
+            "nccl",
+            rank=rank,
+            world_size=world_size,
+            device_id=torch.device("cuda", rank),
+            **wait,
         )
     else:
-        dist.init_process_group("gloo", rank=rank, world_size=world_size)
+        dist.init_process_group("gloo", rank=rank, world_size=world_size, **wait)
     try:
         result = program(rank, world_size, device, *args)
         torch.save(result, Path(out, f"rank{rank}.pt"))
@@ -153,6 +169,102 @@ class GPT(nn.Module):
         for block in self.blocks:
             x = block(x)
         return self.head(self.ln_f(x))
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * h.to(x.dtype)
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotary position embedding (the halves convention of HF Llama)."""
+    a, b = x.chunk(2, dim=-1)
+    return x * cos + torch.cat((-b, a), dim=-1) * sin
+
+
+class LlamaBlock(nn.Module):
+    """A Llama decoder layer (HF ``LlamaDecoderLayer``'s computation and
+    parameter names): RMSNorm, grouped-query attention with rotary embeddings,
+    RMSNorm, a SwiGLU MLP. Heads are found from the widths, so a
+    tensor-parallel plan can split q/k/v and gate/up by columns."""
+
+    def __init__(self, config: Any):
+        super().__init__()
+        dim, heads = config.hidden_size, config.num_attention_heads
+        kv = config.num_key_value_heads
+        self.head_dim = getattr(config, "head_dim", None) or dim // heads
+        self.groups = heads // kv
+        self.input_layernorm = RMSNorm(dim, config.rms_norm_eps)
+        self.q_proj = nn.Linear(dim, heads * self.head_dim, bias=False)
+        self.k_proj = nn.Linear(dim, kv * self.head_dim, bias=False)
+        self.v_proj = nn.Linear(dim, kv * self.head_dim, bias=False)
+        self.o_proj = nn.Linear(heads * self.head_dim, dim, bias=False)
+        self.post_attention_layernorm = RMSNorm(dim, config.rms_norm_eps)
+        self.gate_proj = nn.Linear(dim, config.intermediate_size, bias=False)
+        self.up_proj = nn.Linear(dim, config.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(config.intermediate_size, dim, bias=False)
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        b, t, _ = x.shape
+        h = self.input_layernorm(x)
+        q, k, v = (
+            w(h).view(b, t, -1, self.head_dim).transpose(1, 2)
+            for w in (self.q_proj, self.k_proj, self.v_proj)
+        )
+        cos, sin = cos.to(q.dtype), sin.to(q.dtype)
+        q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+        if self.groups > 1:  # every key/value head serves `groups` query heads
+            k, v = (y.repeat_interleave(self.groups, dim=1) for y in (k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.o_proj(y.transpose(1, 2).reshape(b, t, -1))
+        h = self.post_attention_layernorm(x)
+        return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
+
+
+class Llama(nn.Module):
+    """A Llama causal LM from a ``transformers.LlamaConfig`` (the computation of
+    HF ``LlamaForCausalLM`` without its cache and mask machinery, so that one
+    graph traces on any transformers version): embeddings, :class:`LlamaBlock`
+    s as ``blocks``, a final RMSNorm and the output projection (tied to the
+    embedding when the config says so). Llama 3.2 1B is ``vocab_size=128256,
+    hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+    num_attention_heads=32, num_key_value_heads=8, tie_word_embeddings=True``."""
+
+    def __init__(self, config: Any, seq: int):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.blocks = nn.ModuleList(LlamaBlock(config) for _ in range(config.num_hidden_layers))
+        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        if config.tie_word_embeddings:
+            self.lm_head.weight = self.embed_tokens.weight
+        theta = getattr(config, "rope_theta", None) or (
+            getattr(config, "rope_parameters", None) or {}
+        ).get("rope_theta", 10000.0)
+        head_dim = self.blocks[0].head_dim
+        inv = 1.0 / theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
+        angles = torch.outer(torch.arange(seq, dtype=torch.float32), inv)
+        angles = torch.cat((angles, angles), dim=-1)
+        self.register_buffer("cos", angles.cos(), persistent=False)
+        self.register_buffer("sin", angles.sin(), persistent=False)
+        for m in self.modules():  # HF's initialization
+            if isinstance(m, nn.Linear | nn.Embedding):
+                nn.init.normal_(m.weight, std=getattr(config, "initializer_range", 0.02))
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        t = ids.shape[1]
+        x = self.embed_tokens(ids)
+        cos, sin = self.cos[:t], self.sin[:t]
+        for block in self.blocks:
+            x = block(x, cos, sin)
+        return self.lm_head(self.norm(x))
 
 
 def lm_loss(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
@@ -383,21 +495,98 @@ def fully_shard_blocks(rank: int, world: int, device: str, dump_dir: str) -> dic
 class GatherShards(nn.Module):
     """A parametrization: the whole parameter from its shards (an all-gather in
     the forward; its gradient averaged over the ranks and scattered back to the
-    shards, a reduce-scatter, in the backward)."""
+    shards, a reduce-scatter, in the backward). With ``param_dtype`` the shard
+    is cast before the all-gather (FSDP2's ``MixedPrecisionPolicy.param_dtype``:
+    half the bytes on the wire for bf16), with ``reduce_dtype`` the gradient
+    before the reduce-scatter (``reduce_dtype``). With ``recompute`` the
+    backward gathers the parameter again instead of keeping the forward's
+    (SimpleFSDP's policy: the cast, all-gather and wait are recomputed, so the
+    gathered parameters are not alive between the forward and the backward,
+    as FSDP2 reshards after the forward)."""
 
-    def forward(self, shard: torch.Tensor) -> torch.Tensor:
+    def __init__(
+        self,
+        param_dtype: torch.dtype | None = None,
+        reduce_dtype: torch.dtype | None = None,
+        recompute: bool = False,
+    ):
+        super().__init__()
+        self.param_dtype, self.reduce_dtype = param_dtype, reduce_dtype
+        self.recompute = recompute
+
+    def gather(self, shard: torch.Tensor) -> torch.Tensor:
         from torch.distributed.tensor import Partial, Replicate
 
-        return shard.redistribute(placements=[Replicate()]).to_local(
-            grad_placements=[Partial("avg")]
+        if self.param_dtype is None and self.reduce_dtype is None:
+            gathered = shard.redistribute(placements=[Replicate()])
+        elif _redistribute_casts():
+            gathered = shard.redistribute(
+                placements=[Replicate()],
+                forward_dtype=self.param_dtype,
+                backward_dtype=self.reduce_dtype or shard.dtype,
+            )
+        else:  # an older torch: the cast as a DTensor op (its gradient reduced in param_dtype)
+            gathered = shard.to(self.param_dtype or shard.dtype).redistribute(
+                placements=[Replicate()]
+            )
+        return gathered.to_local(grad_placements=[Partial("avg")])
+
+    def forward(self, shard: torch.Tensor) -> torch.Tensor:
+        if not self.recompute:
+            return self.gather(shard)
+        from torch.utils.checkpoint import checkpoint
+
+        return checkpoint(
+            self.gather,
+            shard,
+            use_reentrant=False,
+            context_fn=_recompute_gathers,
+            preserve_rng_state=False,
         )
 
 
-def shard_parameters(model: nn.Module, mesh: Any) -> nn.Module:
+def _redistribute_casts() -> bool:
+    """Whether ``DTensor.redistribute`` takes ``forward_dtype``/``backward_dtype``."""
+    import inspect
+
+    from torch.distributed.tensor import DTensor
+
+    return "forward_dtype" in inspect.signature(DTensor.redistribute).parameters
+
+
+def _recompute_gathers():
+    """Selective checkpointing contexts: recompute the all-gathers, their waits
+    and the casts; save everything else (torchtitan's SimpleFSDP ``fsdp_policy``)."""
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+
+    recomputed = {
+        torch.ops._c10d_functional.all_gather_into_tensor.default,
+        torch.ops._c10d_functional.wait_tensor.default,
+        torch.ops.aten._to_copy.default,
+    }
+
+    def policy(ctx, op, *args, **kwargs):
+        if op in recomputed:
+            return CheckpointPolicy.MUST_RECOMPUTE
+        return CheckpointPolicy.MUST_SAVE
+
+    return create_selective_checkpoint_contexts(policy)
+
+
+def shard_parameters(
+    model: nn.Module,
+    mesh: Any,
+    param_dtype: torch.dtype | None = None,
+    reduce_dtype: torch.dtype | None = None,
+    recompute: bool = False,
+) -> nn.Module:
     """Data-parallel sharding that Dynamo traces (torchtitan's SimpleFSDP): every
     parameter becomes a DTensor sharded on dim 0 over ``mesh`` (FSDP2's layout),
-    and every use of it gathers it through :class:`GatherShards`, so the
-    all-gathers and reduce-scatters are ops of the compiled graphs."""
+    and every use of it gathers it through :class:`GatherShards` (cast to
+    ``param_dtype`` before the all-gather, its gradient to ``reduce_dtype``
+    before the reduce-scatter; gathered again in the backward with
+    ``recompute``), so the all-gathers and reduce-scatters are ops of the
+    compiled graphs."""
     import torch.nn.utils.parametrize as parametrize
     from torch.distributed.tensor import Shard, distribute_tensor
 
@@ -407,7 +596,8 @@ def shard_parameters(model: nn.Module, mesh: Any) -> nn.Module:
             if param not in sharded:
                 sharded[param] = nn.Parameter(distribute_tensor(param.data, mesh, [Shard(0)]))
             module.register_parameter(name, sharded[param])
-            parametrize.register_parametrization(module, name, GatherShards(), unsafe=True)
+            gather = GatherShards(param_dtype, reduce_dtype, recompute)
+            parametrize.register_parametrization(module, name, gather, unsafe=True)
     return model
 
 
@@ -424,6 +614,31 @@ def traced_sharding(rank: int, world: int, device: str, dump_dir: str) -> dict[s
     run = torch.compile(model, **coil_options(Path(dump_dir, f"rank{rank}")))
     with coil_warnings() as warned:
         losses = train_both(ref, model, run, lambda s: batch(s, rank, 64, 8, device), "sharded")
+    return {
+        "losses": losses,
+        "wrappers": wrappers(Path(dump_dir, f"rank{rank}")),
+        "warnings": warned,
+    }
+
+
+def traced_sharding_bucketed(rank: int, world: int, device: str, dump_dir: str) -> dict[str, Any]:
+    """:func:`traced_sharding` under coil's ``sharded`` pipeline: the
+    all-gathers and the reduce-scatters bucketed (``aten-bucket-collectives``)
+    and the next bucket's all-gather prefetched (``aten-reorder-collectives
+    {prefetch=1}``), against uncompiled FSDP2 step for step."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    from coil.pipeline import PIPELINES
+
+    mesh = init_device_mesh(device, (world,))
+    ref = fully_shard(tiny_gpt(device), mesh=mesh)
+    model = shard_parameters(tiny_gpt(device), mesh)
+    options = coil_options(Path(dump_dir, f"rank{rank}"))
+    options["options"]["pipeline"] = PIPELINES["sharded"]
+    run = torch.compile(model, **options)
+    with coil_warnings() as warned:
+        losses = train_both(ref, model, run, lambda s: batch(s, rank, 64, 8, device), "bucketed")
     return {
         "losses": losses,
         "wrappers": wrappers(Path(dump_dir, f"rank{rank}")),
@@ -473,6 +688,7 @@ PROGRAMS = {
     "data_parallel": data_parallel,
     "fully_shard_blocks": fully_shard_blocks,
     "traced_sharding": traced_sharding,
+    "traced_sharding_bucketed": traced_sharding_bucketed,
 }
 
 

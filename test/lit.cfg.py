@@ -48,6 +48,7 @@ config.substitutions.append(("%default_pipeline", PIPELINES["default"]))
 config.substitutions.append(("%aten_pipeline", PIPELINES["aten"]))
 config.substitutions.append(("%buffer_pipeline", PIPELINES["buffer"]))
 config.substitutions.append(("%loop_pipeline", PIPELINES["loop"]))
+config.substitutions.append(("%sharded_pipeline", PIPELINES["sharded"]))
 
 if shutil.which("filecheck", path=config.environment["PATH"]) is None:
     lit_config.fatal("filecheck not found: pip install the test extra ('.[test]')")

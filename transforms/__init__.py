@@ -22,6 +22,7 @@ SUMMARIES: dict[str, str] = {
     "memory-plan": "free buffers at their last use, reuse dead ones, record the peak",
     "buffer-hoist-constants": "compute parameter-only work once per parameter version",
     "aten-reorder-collectives": "issue collectives early and wait late, so they overlap compute",
+    "aten-bucket-collectives": "all-gathers (reduce-scatters) of one group as one, flat buffer",
     "loop-cost-report": "print each top-level nest's bytes read/written, loads and ops (stderr)",
     "host-combine-launches": "run consecutive independent elementwise kernels as one launch",
 }
@@ -41,6 +42,9 @@ PASSES: dict[str, str] = {
     "memory-plan": "coil.transforms.memory_plan:MemoryPlanPass",
     "aten-reorder-collectives": (
         "coil.transforms.aten_reorder_collectives:AtenReorderCollectivesPass"
+    ),
+    "aten-bucket-collectives": (
+        "coil.transforms.aten_bucket_collectives:AtenBucketCollectivesPass"
     ),
     "aten-channels-last": "coil.transforms.aten_channels_last:AtenChannelsLastPass",
     "aten-peel-conv-bias": "coil.transforms.aten_peel_conv_bias:AtenPeelConvBiasPass",

@@ -14,7 +14,11 @@ Traced graphs wait right after each collective (as eager code does); after
 this pass the compute that does not need a collective's result runs while
 the collective is in flight. ``max-in-flight=N`` (0: no limit) waits for the
 oldest collective before an (N+1)-th one starts, bounding the memory that
-collectives hold.
+collectives hold. ``prefetch=N`` (0: none) starts the n-th collective whose
+result the function reads only after the (n-N)-th one's waits: raised alone,
+every parameter all-gather of a traced forward starts at the top (the whole
+model gathered at once); with ``prefetch=1`` each starts while the previous
+one's consumers compute (FSDP's forward prefetch).
 
 Input: aten-level functions. Output: the same ops, reordered. Guarantees: every
 op still follows the ops it uses; the collectives keep their relative order
@@ -66,8 +70,31 @@ def side_effect(op: Operation) -> str | None:
     return "random" if torch.Tag.nondeterministic_seeded in overload.tags else None
 
 
+VIEWS = frozenset(
+    {
+        "aten.view.default",
+        "aten._unsafe_view.default",
+        "aten.reshape.default",
+        "aten.slice.Tensor",
+        "aten.select.int",
+        "aten.permute.default",
+        "aten.t.default",
+        "aten.transpose.int",
+        "aten.expand.default",
+        "aten.unsqueeze.default",
+        "aten.squeeze.dim",
+        "aten.alias.default",
+    }
+)
+"""Ops that only view their input: a wait's result read through them is not yet used."""
+
+
 def schedule(
-    ops: list[Operation], raise_collectives: bool, sink_waits: bool, max_in_flight: int
+    ops: list[Operation],
+    raise_collectives: bool,
+    sink_waits: bool,
+    max_in_flight: int,
+    prefetch: int = 0,
 ) -> list[Operation]:
     """The new order of ``ops`` (a block's ops, its terminator excluded)."""
     index = {op: k for k, op in enumerate(ops)}
@@ -107,10 +134,22 @@ def schedule(
         for j in p:
             users[j].append(k)
     waited_by = {c: {u for u in users[c] if u in waits} for c in collectives}
+    # prefetch=N, among the collectives whose results the function reads (not
+    # only returns: gradients' reduce-scatters are never held back): the n-th
+    # starts only once the (n-N)-th one's waits have run.
+    gate: dict[int, set[int]] = {}
+    if prefetch:
+        read = [c for c in collectives if _read(c, waited_by, users, waits, ops)]
+        for n in range(prefetch, len(read)):
+            gate[read[n]] = waited_by[read[n - prefetch]]
     ready = [(rank[k], last[k], k) for k in range(len(ops)) if not missing[k]]
     heapq.heapify(ready)
     order: list[int] = []
     in_flight: list[int] = []  # collectives issued and not yet waited for, oldest first
+    held: list[int] = []  # ready collectives whose prefetch gate is still closed
+
+    def closed(k: int) -> bool:
+        return any(missing[w] >= 0 for w in gate.get(k, ()))
 
     def run(k: int) -> None:
         order.append(k)
@@ -123,10 +162,19 @@ def schedule(
             in_flight.append(k)
         in_flight[:] = [c for c in in_flight if any(missing[w] >= 0 for w in waited_by[c])]
 
-    while ready:
-        k = heapq.heappop(ready)[2]
-        if missing[k] < 0:
-            continue  # run early, as a wait the in-flight limit called for
+    while ready or held:
+        for h in [h for h in held if not closed(h)]:
+            held.remove(h)
+            heapq.heappush(ready, (rank[h], last[h], h))
+        if not ready:  # only gated collectives are left: the oldest goes
+            k = held.pop(0)
+        else:
+            k = heapq.heappop(ready)[2]
+            if missing[k] < 0:
+                continue  # run early, as a wait the in-flight limit called for
+            if closed(k):
+                held.append(k)
+                continue
         if k in waited_by and max_in_flight and len(in_flight) >= max_in_flight:
             # A wait needs only its collective (and the barrier before both).
             for w in sorted(waited_by[in_flight[0]]):
@@ -137,14 +185,32 @@ def schedule(
     return [ops[k] for k in order]
 
 
+def _read(
+    c: int, waited_by: dict[int, set[int]], users: list[list[int]], waits: set[int], ops
+) -> bool:
+    """Whether an op of the function reads collective ``c``'s result (past its
+    waits and views)."""
+    stack = list(waited_by[c])
+    seen = set(stack)
+    while stack:
+        for u in users[stack.pop()]:
+            if u in seen:
+                continue
+            seen.add(u)
+            if u not in waits and ops[u].name not in VIEWS:
+                return True
+            stack.append(u)
+    return False
+
+
 def _reorder(
-    fn: func.FuncOp, raise_collectives: bool, sink_waits: bool, max_in_flight: int
+    fn: func.FuncOp, raise_collectives: bool, sink_waits: bool, max_in_flight: int, prefetch: int
 ) -> None:
     block = fn.body.block
     ops = list(block.ops)[:-1]  # the terminator stays last
     if not any(is_collective_call(op) for op in ops):
         return
-    new = schedule(ops, raise_collectives, sink_waits, max_in_flight)
+    new = schedule(ops, raise_collectives, sink_waits, max_in_flight, prefetch)
     term = block.last_op
     for op in new:
         op.detach()
@@ -166,13 +232,22 @@ class AtenReorderCollectivesPass(ModulePass):
     max_in_flight: int = 0
     """At most this many collectives in flight at once (0: no limit)."""
 
+    prefetch: int = 0
+    """Of the collectives whose results the function reads, the n-th starts
+    only after the (n-prefetch)-th one's waits (0: as early as the data
+    allows). With bucketed all-gathers, ``prefetch=1`` is FSDP's: the next
+    bucket's all-gather overlaps this bucket's compute, and about two gathered
+    buckets are alive at once."""
+
     def __post_init__(self) -> None:
         check_options(self)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in op.ops:
             if isinstance(fn, func.FuncOp) and not fn.is_declaration:
-                _reorder(fn, self.raise_collectives, self.sink_waits, self.max_in_flight)
+                _reorder(
+                    fn, self.raise_collectives, self.sink_waits, self.max_in_flight, self.prefetch
+                )
 
 
 __all__ = ["AtenReorderCollectivesPass", "schedule"]

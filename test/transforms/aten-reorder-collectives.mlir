@@ -3,6 +3,7 @@
 // RUN: fx-opt %s -p 'aten-reorder-collectives{raise-collectives=false}' --split-input-file | filecheck %s --check-prefix=SINK
 // RUN: fx-opt %s -p 'aten-reorder-collectives{max-in-flight=1}' --split-input-file | filecheck %s --check-prefix=ONE
 // RUN: not fx-opt %s -p 'aten-reorder-collectives{max-in-flight=-1}' 2>&1 | filecheck %s --check-prefix=OPTION
+// RUN: fx-opt %s -p 'aten-reorder-collectives{prefetch=1}' --split-input-file | filecheck %s --check-prefix=PREFETCH
 
 // OPTION: aten-reorder-collectives: option 'max-in-flight' must be 0 (no limit) or an integer >= 1; got -1
 
@@ -171,4 +172,44 @@ func.func @none(%x: !aten.tensor<[4], f32>) -> (!aten.tensor<[4], f32>, !aten.te
   %a = aten.sin.default(%x) : !aten.tensor<[4], f32>
   %b = aten.cos.default(%x) : !aten.tensor<[4], f32>
   func.return %b, %a : !aten.tensor<[4], f32>, !aten.tensor<[4], f32>
+}
+
+// -----
+
+// prefetch=1 (FSDP's forward prefetch, bounded memory): raised alone, all
+// three all-gathers start at the top and every parameter is gathered at
+// once; with prefetch=1 the next all-gather starts right after the previous
+// one's wait, so it overlaps that one's compute (%g2 with %h1, %g3 with %h2).
+// The reduce-scatter, whose result only leaves the function, is never held
+// back: it starts as soon as %h1 exists.
+// CHECK-LABEL: func.func @prefetch
+// CHECK-NEXT:    %g1 = _c10d_functional.all_gather_into_tensor.default
+// CHECK-NEXT:    %g2 = _c10d_functional.all_gather_into_tensor.default
+// CHECK-NEXT:    %g3 = _c10d_functional.all_gather_into_tensor.default
+// CHECK-NEXT:    %a1 = _c10d_functional.wait_tensor.default(%g1)
+// PREFETCH-LABEL: func.func @prefetch
+// PREFETCH-NEXT:    %g1 = _c10d_functional.all_gather_into_tensor.default
+// PREFETCH-NEXT:    %a1 = _c10d_functional.wait_tensor.default(%g1)
+// PREFETCH-NEXT:    %g2 = _c10d_functional.all_gather_into_tensor.default
+// PREFETCH-NEXT:    %h1 = aten.mm.default(%x, %a1)
+// PREFETCH-NEXT:    %r = _c10d_functional.reduce_scatter_tensor.default(%h1
+// PREFETCH-NEXT:    %a2 = _c10d_functional.wait_tensor.default(%g2)
+// PREFETCH-NEXT:    %g3 = _c10d_functional.all_gather_into_tensor.default
+// PREFETCH-NEXT:    %h2 = aten.mm.default(%h1, %a2)
+// PREFETCH-NEXT:    %a3 = _c10d_functional.wait_tensor.default(%g3)
+// PREFETCH-NEXT:    %h3 = aten.mm.default(%h2, %a3)
+func.func @prefetch(%w1: !aten.tensor<[2, 4], f32>, %w2: !aten.tensor<[2, 4], f32>, %w3: !aten.tensor<[2, 4], f32>, %x: !aten.tensor<[4, 4], f32>) -> !aten.tensor<[4, 4], f32> {
+  %g1 = _c10d_functional.all_gather_into_tensor.default(%w1, group_size = 2, group_name = "0") : !aten.tensor<[4, 4], f32>
+  %a1 = _c10d_functional.wait_tensor.default(%g1) : !aten.tensor<[4, 4], f32>
+  %h1 = aten.mm.default(%x, %a1) : !aten.tensor<[4, 4], f32>
+  %g2 = _c10d_functional.all_gather_into_tensor.default(%w2, group_size = 2, group_name = "0") : !aten.tensor<[4, 4], f32>
+  %a2 = _c10d_functional.wait_tensor.default(%g2) : !aten.tensor<[4, 4], f32>
+  %h2 = aten.mm.default(%h1, %a2) : !aten.tensor<[4, 4], f32>
+  %g3 = _c10d_functional.all_gather_into_tensor.default(%w3, group_size = 2, group_name = "0") : !aten.tensor<[4, 4], f32>
+  %a3 = _c10d_functional.wait_tensor.default(%g3) : !aten.tensor<[4, 4], f32>
+  %h3 = aten.mm.default(%h2, %a3) : !aten.tensor<[4, 4], f32>
+  %r = _c10d_functional.reduce_scatter_tensor.default(%h1, reduce_op = "sum", group_size = 2, group_name = "0") : !aten.tensor<[2, 4], f32>
+  %rw = _c10d_functional.wait_tensor.default(%r) : !aten.tensor<[2, 4], f32>
+  %o = aten.mul.Tensor(%h3, %h3) : !aten.tensor<[4, 4], f32>
+  func.return %o : !aten.tensor<[4, 4], f32>
 }
