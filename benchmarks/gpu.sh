@@ -71,6 +71,7 @@
 #            options, e.g. DIST_ARGS="--worlds 4 --models llama1b --layers 8".
 # Full logs under $OUT, a summary last. From the repo root on the device:
 #   TESTS=1 BENCH=1 MODELS="gpt2 bert" bash benchmarks/gpu.sh
+# SKIP_INSTALL=1 skips the install (another gpu.sh of the same call did it).
 # DEADLINE (seconds from the start, default 560; a lent machine's call is cut
 # at 600) bounds every step: a step still running then is stopped (exit 124,
 # its log so far kept), later steps are skipped, and the summary still prints.
@@ -99,12 +100,16 @@ export PYTHONFAULTHANDLER=1
 export PYTHONPYCACHEPREFIX=/tmp/pycache
 # No NVLink multicast, in this process and every one it starts.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \
-  $(ls .whl/*.whl | grep -v timm) || exit 1
-# --upgrade: a warm machine keeps /tmp/site, and pip skips a package already there.
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --upgrade --target /tmp/site . || exit 1
-python3 -c "import timm" 2>/dev/null \
-  || python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/timm-*.whl
+# SKIP_INSTALL=1: an earlier gpu.sh of this call installed (several run at once
+# on a multi-GPU machine, one per GPU: one install, no two writing /tmp/site).
+if [ "${SKIP_INSTALL:-0}" != 1 ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \
+    $(ls .whl/*.whl | grep -v timm) || exit 1
+  # --upgrade: a warm machine keeps /tmp/site, and pip skips a package already there.
+  python3 -m pip install -q --no-index --no-deps --no-build-isolation --upgrade --target /tmp/site . || exit 1
+  python3 -c "import timm" 2>/dev/null \
+    || python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/timm-*.whl
+fi
 export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
 # Fill the bytecode cache before anything is timed: otherwise the first
 # process (say compile_time.py's first cold row) pays for it alone.
