@@ -247,3 +247,17 @@ def test_other_convolutions_stay_cudnn():
         assert len(externs) == 1
     _, _, externs, _ = _compile(lambda x, w: F.conv2d(x, w), [x, _rand(3, 4, 3, 3)])
     assert len(externs) == 1
+
+
+@pytest.mark.parametrize("n,k", [(2304, 768), (768, 768), (3072, 768), (768, 3072)])
+def test_auto_keeps_cublas_for_gpt2_products_on_a_gpu(n, k):
+    # The template ran at about a fifth of cuBLAS's rate on the GPU
+    # (strategy/gemm.py TEMPLATE_EFFICIENCY): GPT-2's block products (bf16,
+    # 8 x 512 rows, a bias or a GELU after) stay with cuBLAS under gemm=auto.
+    from coil.strategy import gemm as G
+    from coil.strategy.target import TARGETS
+
+    shape = G.GemmShape(m=4096, n=n, k=k, epilogue_reads=2)
+    for target in ("h100", "h200"):
+        chosen, why = G.choose(shape, TARGETS[target], epilogue=True)
+        assert not chosen, why
