@@ -292,7 +292,25 @@ def cuda_plan(
 
     with torch.no_grad():
         program = torch.export.export(model, tuple(inputs), strict=False)
-    program = program.run_decompositions(decomposition_table())
+    # AOTAutograd (the backend) runs every CompositeImplicitAutograd op's own
+    # decomposition while tracing; export keeps those ops unless the table
+    # names them (F.interpolate's upsample_bilinear2d.vec stayed an ATen call
+    # here and was four gathers and three lerps in the backend's graph).
+    from torch._decomp import decomposition_table as torch_table
+
+    table = dict(decomposition_table())
+    for node in program.graph.nodes:
+        op = node.target
+        if (
+            isinstance(op, torch._ops.OpOverload)
+            and op not in table
+            and op in torch_table
+            and torch._C._dispatch_has_kernel_for_dispatch_key(
+                op.name(), "CompositeImplicitAutograd"
+            )
+        ):
+            table[op] = torch_table[op]
+    program = program.run_decompositions(table)
     specs = program.graph_signature.input_specs
     static = [k for k, spec in enumerate(specs) if spec.kind != InputKind.USER_INPUT]
     module = on_device(import_graph(program.graph_module, static_inputs=static))

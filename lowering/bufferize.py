@@ -63,7 +63,7 @@ from coil.lowering import gemm_alignment
 from coil.transforms.aten_channels_last import channels_last_strides, is_channels_last
 from coil.transforms.buffer_hoist_constants import ConstantValues
 from coil.transforms.extern_effects import extern_mutated_operands, storage_roots
-from coil.transforms.loop_layout import LayoutRules, writable
+from coil.transforms.loop_layout import LayoutRules, strides_through_view, writable
 from coil.transforms.loop_utils import copy_nest, identity_copy_source
 
 CHANNELS_LAST_FOLLOWING = frozenset(
@@ -198,6 +198,26 @@ class _Bufferizer:
                 if not operand.uses:
                     Rewriter.erase_op(copy)
 
+    def row_major_ffma_operands(self) -> None:
+        """The viewed operands of FFMA products are declared row-major where
+        the nest computing them can store them so (its own layout rules leave
+        it free: not returned, not wanted otherwise by another call), so the
+        change never costs a copy (``gemm_alignment.ffma_row_major_operands``)."""
+        for op in self.block.ops:
+            if not isinstance(op, B.ExternOp):
+                continue
+            for k in gemm_alignment.ffma_row_major_operands(op, self.tf32):
+                view = op.args[k].owner
+                traced = op.body.block.args[k].type
+                gemm_alignment.declare_row_major(op, k)
+                want = op.body.block.args[k].type
+                stored = self.layouts.result_layout(view.source)
+                exact = strides_through_view(
+                    view.source.type.shape, view.index.data, want.shape, want.strides
+                )
+                if stored is None or exact is None or [to_expr(s) for s in stored] != exact:
+                    Rewriter.replace_value_with_new_type(op.body.block.args[k], traced)
+
     def alloc(
         self,
         shape: Sequence[SymInt],
@@ -216,6 +236,7 @@ class _Bufferizer:
     def run(self) -> None:
         self.forward_copies_into_externs()
         self.scatters_into_inputs()
+        self.row_major_ffma_operands()
         for op in list(self.block.ops):
             if isinstance(op, L.LoopOp) and op.res:
                 self.nest(op)

@@ -36,6 +36,7 @@ from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from coil.dialects import buffer as B
+from coil.dialects import loop as L
 from coil.dialects.aten import TensorType, op_class_named
 from coil.dialects.symbolic import contiguous_strides, to_expr
 from coil.transforms.loop_cost import element_bytes, estimate
@@ -219,3 +220,62 @@ def _swap_last(strides) -> list:
     out = list(strides)
     out[-2], out[-1] = out[-1], out[-2]
     return out
+
+
+# The matrix operands of each product by schema name.
+MATRICES = {
+    "aten.mm.default": ("self", "mat2"),
+    "aten.bmm.default": ("self", "mat2"),
+    "aten.addmm.default": ("mat1", "mat2"),
+    "aten.baddbmm.default": ("batch1", "batch2"),
+}
+
+
+def ffma_row_major_operands(op: B.ExternOp, tf32: bool = False) -> list[int]:
+    """Positions of ``op``'s operands (a product at the loop level) to hand
+    cuBLAS row-major, as Inductor does: where a matrix operand is computed by a
+    loop nest and reaches the product through a ``loop.view`` (a transpose,
+    a batch reshape), Inductor's ``mm_args`` realizes the view into a fresh
+    buffer in the operand's own row-major order, and the nest writes it so.
+    coil kept eager's strides instead (a transposed view of the nest's
+    row-major result), so cuBLAS ran its ``tn`` kernel where Inductor's
+    operands got ``nn``. Only CUDA f32 products without TF32, which run FFMA
+    kernels: there ``nn`` was the faster one (H200, GPT-J's and CodeGen's f32
+    attention scores, 96 x [512, 64] @ [64, 512] x 12 layers: cuBLAS
+    ``sm80_xmma_gemm_f32f32 tn`` 1.403 and 1.627 ms a call against
+    ``cutlass simt sgemm nn`` 1.200 and 1.203 ms for Inductor; one pair of
+    models, so the rule is kept to the kernels it was measured on). The
+    caller re-declares those operands row-major; ``loop_layout`` then stores
+    the nest so that the view is (bufferize copies only where it cannot)."""
+    inner = [o for o in op.body.block.ops if not isinstance(o, B.YieldOp)]
+    if len(inner) != 1 or inner[0].name not in MATRICES or tf32:
+        return []
+    aten = inner[0]
+    t = aten.results[0].type
+    if not isinstance(t, TensorType) or not t.device_attr.data.startswith("cuda"):
+        return []
+    if str(t.element_type) != "f32":
+        return []
+    groups = aten.operand_groups()
+    out = []
+    for name in MATRICES[aten.name]:
+        (arg,) = groups[name]
+        if not isinstance(arg, BlockArgument) or arg.owner is not op.body.block:
+            continue
+        want = arg.type
+        if not isinstance(want, TensorType) or want.is_contiguous():
+            continue
+        view = op.args[arg.index].owner
+        if isinstance(view, L.ViewOp) and isinstance(view.source.owner, L.LoopOp):
+            out.append(arg.index)
+    return out
+
+
+def declare_row_major(op: B.ExternOp, k: int) -> None:
+    """Re-declare ``op``'s region argument ``k`` row-major (see
+    :func:`ffma_row_major_operands`)."""
+    arg = op.body.block.args[k]
+    t = arg.type
+    shape = list(t.shape_attr.data)
+    row_major = TensorType(shape, t.element_type, None, t.device_attr.data)
+    Rewriter.replace_value_with_new_type(arg, row_major)

@@ -37,6 +37,7 @@ from xdsl.dialects import arith, builtin
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.transforms.common_subexpression_elimination import cse
 
 from coil.dialects import buffer as B
 from coil.dialects import loop as L
@@ -69,6 +70,11 @@ _TRAPPING = (
     arith.CeilDivSIOp,
     arith.CeilDivUIOp,
 )
+
+
+_MAX_ROUNDS = 4
+"""Rounds of producer decisions at most (each after the first only revisits what
+the one before merged; two suffice for torch's decompositions seen so far)."""
 
 
 def _indirect_symbols(expr: sympy.Expr) -> set[sympy.Symbol]:
@@ -248,9 +254,18 @@ class _Inliner:
                     self._inline_view(op)
         # Then producers first: when a producer is decided, its body already holds
         # the producers inlined into it, so its cost is the total recomputed.
-        for op in list(self.block.ops):
-            if isinstance(op, L.PointwiseOp) and op.res and op.parent_block() is self.block:
-                self._inline_pointwise(op)
+        # Repeated while a round inlines something: a producer read by two nests
+        # that one of them then absorbs (a bilinear upsample's decomposition:
+        # the top row's lerp is read by the bottom-minus-top difference and by
+        # the final lerp, which absorbs the difference) is read by one nest in
+        # the next round, at one index, so nothing is recomputed by inlining it.
+        for _ in range(_MAX_ROUNDS):
+            inlined = False
+            for op in list(self.block.ops):
+                if isinstance(op, L.PointwiseOp) and op.res and op.parent_block() is self.block:
+                    inlined |= self._inline_pointwise(op)
+            if not inlined:
+                break
 
     # ---- views ----
 
@@ -298,24 +313,35 @@ class _Inliner:
 
     # ---- pointwise producers ----
 
-    def _inline_pointwise(self, producer: L.PointwiseOp) -> None:
+    def _inline_pointwise(self, producer: L.PointwiseOp) -> bool:
+        """Inline ``producer`` into its readers where that pays; whether it did."""
         body = producer.body.block
         if any(op.regions for op in body.ops):
-            return
+            return False
         loads = _dedupe_loads(_body_loads_of(producer.res[0]))
         if not loads or len(loads) != len(list(producer.res[0].uses)):
-            return  # unread, or stored anyway: readers load it
+            return False  # unread, or stored anyway: readers load it
         if not self._pays(producer, loads):
-            return
+            return False
         if _widened_for_many(loads) and not self._cheap(producer):
-            return
+            return False
         if _epilogue_broadcast_into_reduction(producer, loads):
-            return
+            return False
         if not all(self._can_inline(producer, load) for load in loads):
-            return
+            return False
+        readers = {ancestor_in(load, self.block) for load in loads}
         for load in loads:
             self._inline(producer, load)
         Rewriter.erase_op(producer)
+        # The clones repeat what the reader already computes (the same index
+        # math of two gathers of one input, a producer's own producer inlined
+        # twice): merged, so the costs and sizes later decisions read are those
+        # of the kernel that will be compiled (Inductor counts its inner_fn
+        # through a CSE, ``OpCounterCSE``).
+        for reader in readers:
+            if reader is not None:
+                cse(reader)
+        return True
 
     def _cheap(self, producer: L.PointwiseOp) -> bool:
         """Whether ``producer`` is cheap enough to recompute wherever it is read."""

@@ -16,6 +16,10 @@ A nest's result is stored, first rule that applies:
   upsample's window over one, where the reads are not at the nest's own point;
 * where a permutation of it is returned or read by an extern call, the strides
   that give that view the wanted layout;
+* where a matrix product reads a view of it (a transpose and a batch reshape)
+  declared row-major (``bufferize`` declares the operands of FFMA products so,
+  ``gemm_alignment.ffma_row_major_operands``), the strides that make the view
+  row-major, as Inductor realizes a product's viewed operand;
 * row-major.
 
 Graph inputs and extern results are buffers whose layouts are given.
@@ -123,6 +127,31 @@ class LayoutRules:
             strides = [want[syms.index(e)] for e in index]
             if writable(value.type.shape, strides):
                 return strides
+        return self.product_operand_layout(value)
+
+    def product_operand_layout(self, value: SSAValue) -> Sequence[SymInt] | None:
+        """Strides under which a view of ``value`` that a matrix product reads
+        is row-major, where the product's region declares that operand
+        row-major and the view is not so over a row-major ``value`` (a batch
+        reshape of a transpose: ``bufferize`` re-declares the operands of FFMA
+        products so, see ``gemm_alignment.ffma_row_major_operands``), as
+        Inductor realizes a product's viewed operand in its own order."""
+        for use in value.uses:
+            view = use.operation
+            if not isinstance(view, L.ViewOp) or view.source is not value:
+                continue
+            for read in view.result.uses:
+                ext = read.operation
+                if not isinstance(ext, B.ExternOp) or not _is_product(ext):
+                    continue
+                want = ext.body.block.args[read.index].type
+                if not isinstance(want, TensorType) or not want.is_contiguous():
+                    continue
+                strides = strides_through_view(
+                    value.type.shape, view.index.data, view.result.type.shape, want.strides
+                )
+                if strides is not None and writable(value.type.shape, strides):
+                    return strides
         return None
 
     # -- the rules --------------------------------------------------------------
@@ -202,6 +231,59 @@ class LayoutRules:
         if channels > width:
             return nhwc
         return None
+
+
+_PRODUCTS = ("aten.mm.default", "aten.bmm.default", "aten.addmm.default", "aten.baddbmm.default")
+
+
+def _is_product(ext: B.ExternOp) -> bool:
+    inner = [o for o in ext.body.block.ops if not isinstance(o, B.YieldOp)]
+    return len(inner) == 1 and inner[0].name in _PRODUCTS
+
+
+def strides_through_view(
+    source_shape: Sequence[SymInt],
+    index: Sequence[sympy.Expr],
+    view_shape: Sequence[SymInt],
+    want: Sequence[SymInt],
+) -> list[SymInt] | None:
+    """Strides for a source of ``source_shape`` under which the view reading
+    ``source[index(v)]`` at each view point ``v`` has strides ``want``, or None
+    where there are none (static shapes only). Each source index must depend
+    on one view index (a permutation, a reshape: ``i0 floordiv 4``,
+    ``i0 mod 4``); the address a view index contributes is then checked over
+    its whole range, so the strides are exact, not guessed."""
+    sizes = [to_expr(n) for n in view_shape]
+    source = [to_expr(n) for n in source_shape]
+    wanted = [to_expr(w) for w in want]
+    if not all(n.is_Integer for n in sizes + source + wanted):
+        return None
+    syms = L.index_symbols(len(view_shape))
+    exprs = [sympy.sympify(e) for e in index]
+    owner: list[int | None] = []
+    for e, n in zip(exprs, source):
+        used = [q for q, s in enumerate(syms) if s in e.free_symbols]
+        if len(used) > 1 or (not used and (e != 0 or n != 1)):
+            return None
+        owner.append(used[0] if used else None)
+    strides: list[SymInt] = []
+    for e, q in zip(exprs, owner):
+        if q is None:
+            strides.append(1)
+            continue
+        # the first value of view index q at which source index k is 1
+        step = next((v for v in range(1, int(sizes[q])) if e.xreplace({syms[q]: v}) == 1), None)
+        if step is None:
+            strides.append(1)  # source dim of size 1
+            continue
+        strides.append(int(wanted[q]) * step)
+    for q, sym in enumerate(syms):
+        mine = [k for k, o in enumerate(owner) if o == q]
+        for v in range(int(sizes[q])):
+            got = sum(int(strides[k]) * int(exprs[k].xreplace({sym: v})) for k in mine)
+            if got != int(wanted[q]) * v:
+                return None
+    return strides
 
 
 def _extern_result_strides(value: SSAValue) -> tuple | None:

@@ -740,6 +740,40 @@ func.func @scatter_into_mutated_input(%cache: !buffer.buffer<[2, 8, 4], f32>, %p
   }
   loop.copy %copy, %cache : !loop.tensor<[2, 8, 4], f32>, !buffer.buffer<[2, 8, 4], f32>
   func.return %sum : !loop.tensor<[2, 4], f32>
+
+// -----
+
+// An f32 CUDA product without TF32 runs cuBLAS's FFMA kernels, where a
+// row-major right operand (`nn`) was faster than eager's transposed view of
+// the keys (`tn`): the cast of the keys, which reaches the product through a
+// transpose and a batch reshape, is stored so that the view is row-major, as
+// Inductor realizes a product's viewed operand; no copy is made. With TF32
+// the traced transposed layout stays.
+
+// NOTF32-LABEL: func.func @ffma_operand_row_major
+// NOTF32-NEXT: %[[K:.*]] = buffer.alloc : !buffer.buffer<[2, 3, 8, 4], f32, strides [96, 32, 1, 8], device "cuda:0">
+// NOTF32-NEXT: loop.pointwise [2, 3, 8, 4] outs(%[[K]]
+// NOTF32: %[[KT:.*]] = buffer.view %[[K]] : {{.*}} -> !buffer.buffer<[6, 4, 8], f32, device "cuda:0">
+// NOTF32-NOT: loop.pointwise
+// NOTF32: buffer.extern "aten.bmm.default" (%q, %[[KT]])
+// NOTF32-NEXT: ^bb0(%{{.*}}: !aten.tensor<[6, 8, 4], f32, device "cuda:0">, %{{.*}}: !aten.tensor<[6, 4, 8], f32, device "cuda:0">):
+// CHECK-LABEL: func.func @ffma_operand_row_major
+// CHECK-NEXT: %[[K:.*]] = buffer.alloc : !buffer.buffer<[2, 3, 8, 4], f32, device "cuda:0">
+// CHECK: buffer.view %[[K]] : {{.*}} -> !buffer.buffer<[6, 4, 8], f32, strides [32, 1, 4], device "cuda:0">
+func.func @ffma_operand_row_major(%q: !buffer.buffer<[6, 8, 4], f32, device "cuda:0">, %k: !buffer.buffer<[2, 3, 8, 4], bf16, device "cuda:0">) -> !loop.tensor<[6, 8, 8], f32> {
+  %kf = loop.pointwise [2, 3, 8, 4] : !loop.tensor<[2, 3, 8, 4], f32> {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    %0 = loop.load %k[i0, i1, i2, i3] : !buffer.buffer<[2, 3, 8, 4], bf16, device "cuda:0">
+    %1 = arith.extf %0 : bf16 to f32
+    loop.yield %1 : f32
+  }
+  %kt = loop.view %kf[i0 floordiv 3, i0 mod 3, i2, i1] : !loop.tensor<[2, 3, 8, 4], f32> -> !loop.tensor<[6, 4, 8], f32>
+  %s = buffer.extern "aten.bmm.default" (%q, %kt) : (!buffer.buffer<[6, 8, 4], f32, device "cuda:0">, !loop.tensor<[6, 4, 8], f32>) -> (!loop.tensor<[6, 8, 8], f32>) {
+  ^bb0(%a: !aten.tensor<[6, 8, 4], f32, device "cuda:0">, %b: !aten.tensor<[6, 4, 8], f32, strides [32, 1, 4], device "cuda:0">):
+    %0 = aten.bmm.default(%a, %b) : !aten.tensor<[6, 8, 8], f32, device "cuda:0">
+    buffer.yield %0 : !aten.tensor<[6, 8, 8], f32, device "cuda:0">
+  }
+  func.return %s : !loop.tensor<[6, 8, 8], f32>
 }
 
 // -----
@@ -788,4 +822,29 @@ func.func @scatter_into_input_returned(%cache: !buffer.buffer<[8], f32>, %pos: !
   }
   loop.copy %new, %cache : !loop.tensor<[8], f32>, !buffer.buffer<[8], f32>
   func.return %new : !loop.tensor<[8], f32>
+
+// -----
+
+// The same keys also returned: stored in eager's layout, so the product keeps
+// the traced transposed operand (declaring it row-major would cost a copy).
+
+// NOTF32-LABEL: func.func @ffma_operand_returned
+// NOTF32-NEXT: %[[K:.*]] = buffer.alloc : !buffer.buffer<[2, 3, 8, 4], f32, device "cuda:0">
+// NOTF32: buffer.view %[[K]] : {{.*}} -> !buffer.buffer<[6, 4, 8], f32, strides [32, 1, 4], device "cuda:0">
+// NOTF32-NOT: loop.pointwise
+// NOTF32: buffer.extern "aten.bmm.default"
+func.func @ffma_operand_returned(%q: !buffer.buffer<[6, 8, 4], f32, device "cuda:0">, %k: !buffer.buffer<[2, 3, 8, 4], bf16, device "cuda:0">) -> (!loop.tensor<[6, 8, 8], f32>, !loop.tensor<[2, 3, 8, 4], f32>) attributes {coil.result_types = [!aten.tensor<[6, 8, 8], f32, device "cuda:0">, !aten.tensor<[2, 3, 8, 4], f32, device "cuda:0">]} {
+  %kf = loop.pointwise [2, 3, 8, 4] : !loop.tensor<[2, 3, 8, 4], f32> {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    %0 = loop.load %k[i0, i1, i2, i3] : !buffer.buffer<[2, 3, 8, 4], bf16, device "cuda:0">
+    %1 = arith.extf %0 : bf16 to f32
+    loop.yield %1 : f32
+  }
+  %kt = loop.view %kf[i0 floordiv 3, i0 mod 3, i2, i1] : !loop.tensor<[2, 3, 8, 4], f32> -> !loop.tensor<[6, 4, 8], f32>
+  %s = buffer.extern "aten.bmm.default" (%q, %kt) : (!buffer.buffer<[6, 8, 4], f32, device "cuda:0">, !loop.tensor<[6, 4, 8], f32>) -> (!loop.tensor<[6, 8, 8], f32>) {
+  ^bb0(%a: !aten.tensor<[6, 8, 4], f32, device "cuda:0">, %b: !aten.tensor<[6, 4, 8], f32, strides [32, 1, 4], device "cuda:0">):
+    %0 = aten.bmm.default(%a, %b) : !aten.tensor<[6, 8, 8], f32, device "cuda:0">
+    buffer.yield %0 : !aten.tensor<[6, 8, 8], f32, device "cuda:0">
+  }
+  func.return %s, %kf : !loop.tensor<[6, 8, 8], f32>, !loop.tensor<[2, 3, 8, 4], f32>
 }
