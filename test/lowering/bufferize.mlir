@@ -740,6 +740,7 @@ func.func @scatter_into_mutated_input(%cache: !buffer.buffer<[2, 8, 4], f32>, %p
   }
   loop.copy %copy, %cache : !loop.tensor<[2, 8, 4], f32>, !buffer.buffer<[2, 8, 4], f32>
   func.return %sum : !loop.tensor<[2, 4], f32>
+}
 
 // -----
 
@@ -822,6 +823,7 @@ func.func @scatter_into_input_returned(%cache: !buffer.buffer<[8], f32>, %pos: !
   }
   loop.copy %new, %cache : !loop.tensor<[8], f32>, !buffer.buffer<[8], f32>
   func.return %new : !loop.tensor<[8], f32>
+}
 
 // -----
 
