@@ -43,6 +43,10 @@ PIPELINES: dict[str, str] = {
     "loop": f"{ATEN},{LOOP}",
     # The middle end alone: what the reference executor runs pass by pass.
     "buffer": f"{ATEN},{LOOP},{BUFFER}",
+    # What the backend runs for graphs on the CPU (options cpu_kernels='cpp', the
+    # default): the nests become C++ kernels (cpu.func), any the C++ printer
+    # cannot write stay Triton kernels.
+    "cpu": f"{ATEN},{LOOP},{BUFFER},convert-loop-to-cpp,{BACKEND}",
 }
 
 
@@ -52,6 +56,7 @@ SUMMARIES: dict[str, str] = {
     "aten-cleanup": "canonicalize, cse, dce",
     "loop": "aten, then lower to loop nests, fuse, simplify index math",
     "buffer": "loop, then bufferize and plan memory (the middle end)",
+    "cpu": "default, with CPU nests as C++ kernels (cpu.func) before convert-loop-to-tt",
 }
 """One line per named pipeline (``coil pipeline NAME``), for ``fx-opt --help``."""
 
