@@ -11,7 +11,7 @@ symbols it names ``index`` arguments with ``coil.symbol``), and in the nest's
 place ``host.launch @coil_cpp_... grid [1, 1, 1] (buffers) scalars [sizes]``.
 Kernels with identical bodies are emitted once, as ``convert-loop-to-tt`` does.
 
-A nest the C++ printer (``targets/cpp_kernels.py``) cannot write -- a scan, a
+A nest the C++ printer (``loop_to_cpp/source.py``) cannot write -- a scan, a
 scatter, random numbers, a member read at another point -- is left in place
 for ``convert-loop-to-tt`` (Triton's interpreter runs it) and named once on
 stderr as a warning. ``-t cpp-kernels`` prints the kernels.
@@ -107,6 +107,11 @@ class ConvertLoopToCppPass(ModulePass):
                 elif isinstance(nest, _NESTS) and nest.outs:
                     if self._lower(nest, f, counter, nest):
                         counter += 1
+                elif isinstance(nest, L.ScanOp | L.ScatterOp) and all(
+                    isinstance(o.type, BufferType) and o.type.device_attr.data == "cpu"
+                    for o in nest.outs
+                ):
+                    _fallback(nest, f, f"{nest.name} yet")
         if self.dedupe:
             _dedupe(op)
 
@@ -126,7 +131,7 @@ class ConvertLoopToCppPass(ModulePass):
     def _lower(
         self, nest: L.LoopOp, f: func.FuncOp, counter: int, where: Operation, prefix: str = ""
     ) -> bool:
-        from coil.targets.cpp_kernels import CppUnsupported, emit_kernel
+        from coil.lowering.loop_to_cpp.source import CppUnsupported, emit_kernel
 
         values = _external(nest)
         buffers = [v for v in values if isinstance(v.type, BufferType)]
@@ -152,7 +157,8 @@ class ConvertLoopToCppPass(ModulePass):
         body = nest.clone(value_mapper=mapping)
         block.add_ops([body, cpu.ReturnOp()])
         kernel = cpu.FuncOp(name, types, [], Region(block), arg_attrs=ArrayAttr(attrs))
-        kernel.attributes["coil.source_lines"] = _lines(nest)
+        if (lines := _lines(nest)).data:
+            kernel.attributes["coil.source_lines"] = lines
         try:
             emit_kernel(kernel)
         except CppUnsupported as e:
@@ -184,13 +190,19 @@ def _fallback(nest: Operation, f: func.FuncOp, why: str) -> None:
 _COUNTER = re.compile(r"_\d+$")
 
 
+_SSA_NAME = re.compile(r"%[A-Za-z_$.][\w$.]*|%\d+")
+
+
 def _body_key(kernel: cpu.FuncOp) -> str:
+    """A kernel's code without its name, attributes and SSA names."""
     out = io.StringIO()
     printer = Printer(stream=out)
     printer.print_attribute(kernel.function_type)
-    printer.print_attribute(kernel.arg_attrs)
+    if kernel.arg_attrs is not None:
+        printer.print_attribute(kernel.arg_attrs)
     printer.print_region(kernel.body)
-    return out.getvalue()
+    names: dict[str, str] = {}
+    return _SSA_NAME.sub(lambda m: names.setdefault(m.group(), f"%v{len(names)}"), out.getvalue())
 
 
 def _dedupe(module: builtin.ModuleOp) -> None:
