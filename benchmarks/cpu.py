@@ -7,7 +7,8 @@ Rows: the MLP of issue 40 (``Linear(512, 2048), GELU, Linear(2048, 512),
 LayerNorm(512)``, batch 64), a LayerNorm and a softmax over ``[256, 1024]``,
 an attention block written by hand (B 4, 8 heads, L 128, E 64), a small
 transformer encoder (2 layers, d 256, 4 heads, ff 1024, batch 8 x 64 tokens)
-and torchvision's ResNet-18 at batch 1 and 16 (224x224), each in float32 and
+and ResNet-18 (torchvision's layers, written out here) at batch 1 and 16
+(224x224), each in float32 and
 bfloat16, inference (``torch.no_grad``). Each backend's output is checked
 against eager first; then each is timed in turns (warm-up, then the median of
 ``--rounds`` rounds of ``--iters`` calls, the backends interleaved so a load
@@ -45,6 +46,49 @@ class Attention(nn.Module):
         return self.out((w @ v).transpose(1, 2).reshape(b, n, e))
 
 
+class BasicBlock(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
+            )
+
+    def forward(self, x):
+        out = torch.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return torch.relu(out + (x if self.down is None else self.down(x)))
+
+
+class ResNet18(nn.Module):
+    """torchvision's resnet18 (same layers and shapes), written here: the
+    installed torchvision wheel does not load against this torch build."""
+
+    def __init__(self, classes: int = 1000):
+        super().__init__()
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, 64, 7, 2, 3, bias=False),
+            nn.BatchNorm2d(64),
+            nn.ReLU(),
+            nn.MaxPool2d(3, 2, 1),
+        )
+        layers, cin = [], 64
+        for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+            layers += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)]
+            cin = cout
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(512, classes)
+
+    def forward(self, x):
+        x = self.layers(self.stem(x))
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
 def rows() -> dict[str, Callable[[torch.dtype], tuple[nn.Module, list[torch.Tensor]]]]:
     def mlp(dtype):
         m = nn.Sequential(nn.Linear(512, 2048), nn.GELU(), nn.Linear(2048, 512), nn.LayerNorm(512))
@@ -66,10 +110,7 @@ def rows() -> dict[str, Callable[[torch.dtype], tuple[nn.Module, list[torch.Tens
 
     def resnet(batch):
         def make(dtype):
-            import torchvision
-
-            m = torchvision.models.resnet18()
-            return m.to(dtype), [torch.randn(batch, 3, 224, 224, dtype=dtype)]
+            return ResNet18().to(dtype), [torch.randn(batch, 3, 224, 224, dtype=dtype)]
 
         return make
 

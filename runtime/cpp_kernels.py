@@ -20,6 +20,7 @@ import ctypes
 import functools
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import tempfile
@@ -41,6 +42,11 @@ BASE_FLAGS = (
     "-fno-math-errno",
     "-fno-trapping-math",
     "-w",
+) + (
+    # Some x86 tunings (-march=native on Zen 1) prefer 128-bit vectors; glibc's
+    # 8-wide AVX2 exp/erf/tanh were 1.3x faster than the 4-wide ones on a
+    # 256x1024 softmax here.
+    ("-mprefer-vector-width=256",) if platform.machine() in ("x86_64", "AMD64") else ()
 )
 
 _lock = threading.Lock()
@@ -122,8 +128,6 @@ def _cpu_features() -> str:
                 return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    import platform
-
     return platform.machine() + platform.processor()
 
 
