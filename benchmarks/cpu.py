@@ -6,7 +6,8 @@
 Rows: the MLP of issue 40 (``Linear(512, 2048), GELU, Linear(2048, 512),
 LayerNorm(512)``, batch 64), a LayerNorm and a softmax over ``[256, 1024]``,
 an attention block written by hand (B 4, 8 heads, L 128, E 64), a small
-transformer encoder (2 layers, d 256, 4 heads, ff 1024, batch 8 x 64 tokens)
+pre-norm transformer encoder (2 layers, d 256, 4 heads, ff 1024, batch 8 x 64
+tokens)
 and ResNet-18 (torchvision's layers, written out here) at batch 1 and 16
 (224x224), each in float32 and
 bfloat16, inference (``torch.no_grad``). Each backend's output is checked
@@ -89,6 +90,28 @@ class ResNet18(nn.Module):
         return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
 
 
+class EncoderLayer(nn.Module):
+    """A pre-norm transformer encoder layer (SDPA attention, GELU MLP): what
+    nn.TransformerEncoderLayer computes, without its fused inference fast path
+    (one opaque ATen op, the same call in every backend)."""
+
+    def __init__(self, d: int = 256, heads: int = 4, ff: int = 1024):
+        super().__init__()
+        self.heads = heads
+        self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.ff = nn.Sequential(nn.Linear(d, ff), nn.GELU(), nn.Linear(ff, d))
+
+    def forward(self, x):
+        b, n, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(b, n, 3, self.heads, d // self.heads).unbind(2)
+        a = nn.functional.scaled_dot_product_attention(
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        )
+        x = x + self.proj(a.transpose(1, 2).reshape(b, n, d))
+        return x + self.ff(self.norm2(x))
+
+
 def rows() -> dict[str, Callable[[torch.dtype], tuple[nn.Module, list[torch.Tensor]]]]:
     def mlp(dtype):
         m = nn.Sequential(nn.Linear(512, 2048), nn.GELU(), nn.Linear(2048, 512), nn.LayerNorm(512))
@@ -104,8 +127,7 @@ def rows() -> dict[str, Callable[[torch.dtype], tuple[nn.Module, list[torch.Tens
         return Attention().to(dtype), [torch.randn(4, 128, 512, dtype=dtype)]
 
     def encoder(dtype):
-        layer = nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0, batch_first=True)
-        m = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        m = nn.Sequential(EncoderLayer(), EncoderLayer())
         return m.to(dtype), [torch.randn(8, 64, 256, dtype=dtype)]
 
     def resnet(batch):

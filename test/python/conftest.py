@@ -58,6 +58,19 @@ TRITON_FILES = {
 }
 
 
+def _no_compiler() -> bool:
+    from coil.runtime.cpp_kernels import find_compiler
+
+    return find_compiler() is None
+
+
+# Without a C++ compiler (or with COIL_CXX=none) the backend runs CPU graphs as
+# ATen ops; the suite then runs the kernels under Triton's interpreter instead,
+# so they stay tested (test_cpu_kernels.py tests the no-compiler path itself).
+if _no_compiler():
+    os.environ.setdefault("COIL_CPU_KERNELS", "triton")
+
+
 @pytest.fixture(autouse=True)
 def _cpu_kernel_kind(request, monkeypatch):
     if request.node.get_closest_marker("triton_kernels") is not None:
