@@ -370,6 +370,7 @@ class KernelPrinter:
         self.member_values: dict[SSAValue, list[str]] = {}
         # Row members (pointwise over ranges ++ reduction ranges): inlined where read.
         self.row_members: dict[SSAValue, L.PointwiseOp] = {}
+        self.row_stored: dict[SSAValue, SSAValue] = {}  # stored row members -> their out
 
     # ---- text ------------------------------------------------------------------
 
@@ -511,6 +512,7 @@ class KernelPrinter:
             pass  # a 0-d nest: one point
         self.member_values = {}
         self.row_members = {}
+        self.row_stored = {}
         self.n_outer = n
         for member in members:
             if isinstance(member, L.ReductionOp):
@@ -569,6 +571,10 @@ class KernelPrinter:
         outs = yields.get(target, []) + yields.get(member, [])
         if not outs:
             return  # read by later members only: inlined there
+        # Stored: later members read the stored row (it may overwrite, in place,
+        # a buffer the member itself reads: recomputing it would read its own
+        # results).
+        self.row_stored[target] = outs[0]
         renv = dict(env)
         for k in range(len(inner)):
             renv[rsyms[k]] = f"r{k}"
@@ -873,6 +879,21 @@ class KernelPrinter:
             self._check_point(op, env, len(op.index.data))
             values = self.member_values[src]
             local[op.result] = values[0]
+            return
+        if src in self.row_stored:
+            self._check_point(op, env, len(op.index.data))
+            out = self.row_stored[src]
+            n = self.n_outer
+            names = [f"i{k}" for k in range(n)] + [f"r{j}" for j in range(len(op.index.data) - n)]
+            addr = " + ".join(
+                f"{v} * {cexpr(st, env)}" for v, st in zip(names, out.type.strides_attr.data)
+            )
+            ptr = self.names[out]
+            if _key(out.type.element_type) == "bf16":
+                read = f"bf16_load({ptr}[{addr or 0}])"
+            else:
+                read = f"{value_type(op.result.type)}({ptr}[{addr or 0}])"
+            self.define(op, read, local)
             return
         if src in self.row_members:
             member = self.row_members[src]

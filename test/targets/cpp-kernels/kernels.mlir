@@ -112,3 +112,32 @@ func.func @embedding(%idx: !buffer.buffer<[5], i64>, %w: !buffer.buffer<[10, 8],
   }
   func.return %e : !buffer.buffer<[5, 8], f32>
 }
+
+// A group whose row member is stored (here in place over the buffer it reads,
+// as memory-plan makes it): the reduction after it reads the stored row, never
+// recomputes it from the overwritten input.
+
+// CHECK-LABEL: extern "C" int coil_cpp_x_sum_c_s_5(float* buf0, float* buf1) {
+// CHECK:         buf0[i0 * 16L + r0 * 1L] = float(
+// CHECK:         #pragma omp simd reduction(+:[[ACC:acc[0-9]+]])
+// CHECK-NEXT:    for (int64_t r0 = 0; r0 < 16L; ++r0) {
+// CHECK-NEXT:      const float [[V:v[0-9]+]] = float(buf0[i0 * 16L + r0 * 1L]);
+// CHECK-NEXT:      [[ACC]] += [[V]];
+func.func @stored_row(%c: !buffer.buffer<[4, 16], f32>) -> (!buffer.buffer<[4, 16], f32>, !buffer.buffer<[4], f32>) {
+  %s = buffer.alloc : !buffer.buffer<[4], f32>
+  loop.fused [4] [16] outs(%c, %s : !buffer.buffer<[4, 16], f32>, !buffer.buffer<[4], f32>) {
+    %x = loop.pointwise [4, 16] : !loop.tensor<[4, 16], f32> {
+    ^bb0(%i0: index, %i1: index):
+      %0 = loop.load %c[i0, i1] : !buffer.buffer<[4, 16], f32>
+      %1 = arith.mulf %0, %0 : f32
+      loop.yield %1 : f32
+    }
+    %sum = loop.reduction sum [4] [16] : !loop.tensor<[4], f32> {
+    ^bb0(%i0: index, %r0: index):
+      %2 = loop.load %x[i0, r0] : !loop.tensor<[4, 16], f32>
+      loop.yield %2 : f32
+    }
+    loop.yield %x, %sum : !loop.tensor<[4, 16], f32>, !loop.tensor<[4], f32>
+  }
+  func.return %c, %s : !buffer.buffer<[4, 16], f32>, !buffer.buffer<[4], f32>
+}
