@@ -69,11 +69,13 @@ func.func @stats(%x: !buffer.buffer<[16, 300], bf16>) -> (!buffer.buffer<[16], f
   func.return %mean, %m2, %n, %r : !buffer.buffer<[16], f32>, !buffer.buffer<[16], f32>, !buffer.buffer<[16], f32>, !buffer.buffer<[16], bf16>
 }
 
-// Reductions: max keeps NaN (a vectorized max plus an "any NaN" flag), argmax
+// Reductions: max keeps NaN (a vectorized std::max plus an "any NaN" flag), argmax
 // is the first index of the largest (NaN largest), sequential.
 
 // CHECK-LABEL: extern "C" int coil_cpp_m_2(
-// CHECK:         #pragma omp simd reduction(max:[[ACC:acc[0-9]+]]) reduction(||:[[NAN:nan[0-9]+]])
+// CHECK:         #pragma omp simd reduction(max:[[ACC:acc[0-9]+]]) reduction(|:[[NAN:nan[0-9]+]])
+// CHECK:         [[ACC]] = std::max([[ACC]], [[V:v[0-9]+]]);
+// CHECK-NEXT:    [[NAN]] |= ([[V]] != [[V]]);
 // CHECK:         if ([[NAN]]) [[ACC]] = std::numeric_limits<float>::quiet_NaN();
 // CHECK-LABEL: extern "C" int coil_cpp_am_3(
 // CHECK:         if ([[FIRST:first[0-9]+]] || [[V:v[0-9]+]] > [[A:acc[0-9]+]] || ([[V]] != [[V]] && [[A]] == [[A]])) {
