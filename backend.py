@@ -218,6 +218,12 @@ class _Dump:
 
     def code(self, module: ModuleOp, wrapper: str, pipeline: str) -> None:
         (self.path / "kernels.py").write_text(emit_triton(module))
+        from coil.dialects import cpu
+
+        if any(isinstance(op, cpu.FuncOp) for op in module.ops):
+            from coil.targets.cpp_kernels import emit_cpp_kernels
+
+            (self.path / "kernels.cpp").write_text(emit_cpp_kernels(module))
         (self.path / "costs.txt").write_text(kernel_costs(module))
         (self.path / "wrapper.py").write_text(wrapper)
         repro = self.path / "repro.sh"
