@@ -108,11 +108,35 @@ OPTIONS = {
     "gemm_budget": "seconds mode='max-autotune' may spend per graph timing its matrix "
     "products against cuBLAS (default 60; runtime/gemm_autotune.py); products left when it "
     "runs out keep gemm='auto''s estimate",
+    "cpu_kernels": "how kernels over CPU tensors run: 'cpp' (default: C++/OpenMP kernels "
+    "built with the system compiler, runtime/cpp_kernels.py; without a compiler, the "
+    "graph runs as ATen ops after one warning) or 'triton' (Triton's interpreter, the "
+    "reference for the Triton kernels); COIL_CPU_KERNELS sets the default",
     "target": "the device kernels are planned for: 'auto' (default: the GPU's properties "
     "as read, or 'cpu-interpreter' for graphs on the CPU) or a named description "
     "('h100', 'h200', 'a100', 'cpu-interpreter'; strategy/target.py)",
 }
 WRAPPERS = ("python", "cpp")
+
+
+def with_cpu_kernels(pipeline: str) -> str:
+    """``pipeline`` with ``convert-loop-to-cpp`` before ``convert-loop-to-tt``: the
+    nests over CPU buffers become C++ kernels, the rest stay Triton's."""
+    if re.search(r"(?<![\w-])convert-loop-to-cpp(?![\w-])", pipeline):
+        return pipeline
+    return re.sub(
+        r"(?<![\w-])convert-loop-to-tt(?![\w-])", "convert-loop-to-cpp,convert-loop-to-tt", pipeline
+    )
+
+
+def _cpu_graph(gm: torch.fx.GraphModule, inputs: Sequence[Any]) -> bool:
+    """Whether every tensor the graph takes or makes lives on the CPU."""
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+    for node in gm.graph.nodes:
+        val = node.meta.get("val")
+        if isinstance(val, torch.Tensor):
+            tensors.append(val)
+    return all(t.device.type == "cpu" for t in tensors)
 
 
 def run_pipeline(
@@ -227,6 +251,12 @@ class _Dump:
 
     def code(self, module: ModuleOp, wrapper: str, pipeline: str) -> None:
         (self.path / "kernels.py").write_text(emit_triton(module))
+        from coil.dialects import cpu
+
+        if any(isinstance(op, cpu.FuncOp) for op in module.ops):
+            from coil.targets.cpp_kernels import emit_cpp_kernels
+
+            (self.path / "kernels.cpp").write_text(emit_cpp_kernels(module))
         (self.path / "costs.txt").write_text(kernel_costs(module))
         (self.path / "wrapper.py").write_text(wrapper)
         repro = self.path / "repro.sh"
@@ -733,6 +763,8 @@ def coil(
     if target != "auto" and target not in TARGETS:
         known = ", ".join(["auto", *TARGETS])
         raise ValueError(f"coil: option target must be one of {known}, not {target!r}")
+    # Resolved here, so the setting (option or COIL_CPU_KERNELS) is in the cache keys.
+    cpu_kernels = options["cpu_kernels"] = config.cpu_kernels(options.get("cpu_kernels"))
 
     def compiler(kind: str, inference: bool = False) -> Callable[..., Callable[..., Any]]:
         # An inference graph's results are all user-visible: a padded GEMM's
@@ -746,10 +778,22 @@ def coil(
         def compile_one(graph: torch.fx.GraphModule, inputs: list[Any]) -> Callable[..., Any]:
             # The backward's saved activations change every step: none is static.
             static = _static_input_indices(not inference) if kind == "forward" else ()
+            this_pipeline = graph_pipeline
+            if cpu_kernels == "cpp" and wrapper == "python" and _cpu_graph(graph, inputs):
+                from coil.runtime.cpp_kernels import find_compiler, say_once
+
+                if find_compiler() is None:
+                    say_once(
+                        "coil: no C++ compiler found (COIL_CXX, CXX, g++, clang++, c++) for "
+                        "CPU kernels: CPU graphs run as ATen ops (eager PyTorch); install "
+                        "g++ or pass options={'cpu_kernels': 'triton'} for Triton's interpreter"
+                    )
+                    return graph
+                this_pipeline = with_cpu_kernels(graph_pipeline)
             run = compile_graph(
                 graph,
                 inputs,
-                pipeline=graph_pipeline,
+                pipeline=this_pipeline,
                 dump_dir=dump_dir,
                 cache=options.get("cache"),
                 options=options,

@@ -28,6 +28,13 @@ change the environment after ``import coil`` and be heard.
 * ``COIL_TRACEBACK=1`` -- ``fx-opt`` and ``coil`` print the Python traceback
   of an internal error after their one-line message (which they print alone
   otherwise).
+* ``COIL_CPU_KERNELS`` -- how kernels over CPU tensors run when the backend's
+  ``cpu_kernels`` option names none: ``cpp`` (the default: C++ kernels built
+  with the system compiler, ``runtime/cpp_kernels.py``) or ``triton`` (Triton's
+  interpreter, the reference for the Triton kernels).
+* ``COIL_CXX`` -- the C++ compiler for CPU kernels (default: ``$CXX``, then
+  ``g++``, ``clang++``, ``c++`` on ``PATH``); ``none`` hides every compiler
+  (the fallback path: CPU graphs run as ATen ops).
 * ``COIL_LIBCUDA_PATH`` -- read by the C++ wrapper's runtime
   (``runtime/cpp/coil_runtime.h``), not by Python: the CUDA driver library it
   opens instead of ``libcuda.so.1``.
@@ -111,6 +118,24 @@ def progress_after(option: bool | float | None = None) -> float | None:
 FALLBACKS = ("eager", "extern", "error")
 """The fallback policies, most lenient first (``coil.backend.OPTIONS`` says what
 each allows)."""
+
+
+CPU_KERNELS = ("cpp", "triton")
+
+
+def cpu_kernels(option: str | None = None) -> str:
+    """How CPU kernels run: the backend option, else ``COIL_CPU_KERNELS``, else cpp."""
+    value = option or os.environ.get("COIL_CPU_KERNELS") or "cpp"
+    if value not in CPU_KERNELS:
+        raise ValueError(
+            f"coil: cpu_kernels must be one of {', '.join(map(repr, CPU_KERNELS))}, not {value!r}"
+        )
+    return value
+
+
+def cxx() -> str | None:
+    """``COIL_CXX`` as given (``None`` when unset)."""
+    return os.environ.get("COIL_CXX") or None
 
 
 def fallback() -> str:

@@ -60,6 +60,10 @@ PIPELINES: dict[str, str] = {
     "sharded": (
         f"{ATEN.replace('aten-reorder-collectives', SHARDED_COLLECTIVES)},{LOOP},{BUFFER},{BACKEND}"
     ),
+    # What the backend runs for graphs on the CPU (options cpu_kernels='cpp', the
+    # default): the nests become C++ kernels (cpu.func), any the C++ printer
+    # cannot write stay Triton kernels.
+    "cpu": f"{ATEN},{LOOP},{BUFFER},convert-loop-to-cpp,{BACKEND}",
 }
 
 
@@ -70,6 +74,7 @@ SUMMARIES: dict[str, str] = {
     "loop": "aten, then lower to loop nests, fuse, simplify index math",
     "buffer": "loop, then bufferize and plan memory (the middle end)",
     "sharded": "default, collectives bucketed and prefetched one bucket ahead (traced FSDP)",
+    "cpu": "default, with CPU nests as C++ kernels (cpu.func) before convert-loop-to-tt",
 }
 """One line per named pipeline (``coil pipeline NAME``), for ``fx-opt --help``."""
 

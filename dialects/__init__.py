@@ -57,9 +57,15 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Host
 
+    def cpu() -> Dialect:
+        from coil.dialects.cpu import Cpu
+
+        return Cpu
+
     return {
         "tt": tt,
         "host": host,
+        "cpu": cpu,
         "arith": arith,
         "aten": aten,
         "prims": prims,

@@ -11,6 +11,7 @@ SUMMARIES: dict[str, str] = {
     "convert-aten-to-loop": "aten ops -> loop nests and index-map views; the rest ATen externs",
     "bufferize": "give what must exist in memory a buffer; nests write outs(...)",
     "convert-loop-to-tt": "each bufferized nest -> one Triton kernel (tt.func) and its launch",
+    "convert-loop-to-cpp": "each bufferized CPU nest -> one C++ kernel (cpu.func) and its launch",
     "convert-buffer-to-host": "the rest of each function -> the host wrapper (host.func)",
 }
 """One line per pass, for ``fx-opt --help`` (which must not import the passes)."""
@@ -20,6 +21,7 @@ PASSES: dict[str, str] = {
     "convert-aten-to-loop": "coil.lowering.convert_aten_to_loop:ConvertAtenToLoopPass",
     "bufferize": "coil.lowering.bufferize:BufferizePass",
     "convert-loop-to-tt": "coil.lowering.convert_loop_to_tt:ConvertLoopToTtPass",
+    "convert-loop-to-cpp": "coil.lowering.convert_loop_to_cpp:ConvertLoopToCppPass",
     "convert-buffer-to-host": "coil.lowering.convert_buffer_to_host:ConvertBufferToHostPass",
 }
 """Each registered pass's class as ``"module:Class"`` (imported only when used;

@@ -9,6 +9,7 @@ SUMMARIES: dict[str, str] = {
     "triton": "the module's tt.func kernels as one Triton (@triton.jit) source file",
     "python": "one importable Python module: call(args) launching the kernels",
     "cpp": "a C++ wrapper launching the compiled kernels through the CUDA driver",
+    "cpp-kernels": "the module's cpu.func kernels as one C++ (OpenMP) source file",
 }
 """One line per target, for ``fx-opt --help``."""
 
@@ -29,4 +30,9 @@ def get_all_targets() -> dict[str, Callable[[], type[Target]]]:
 
         return CppTarget
 
-    return {"triton": triton, "python": python, "cpp": cpp}
+    def cpp_kernels() -> type[Target]:
+        from coil.targets.cpp_kernels import CppKernelsTarget
+
+        return CppKernelsTarget
+
+    return {"triton": triton, "python": python, "cpp": cpp, "cpp-kernels": cpp_kernels}

@@ -62,7 +62,7 @@ from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.target import Target
 
-from coil.dialects import dtypes, tt
+from coil.dialects import cpu, dtypes, tt
 from coil.dialects import host as H
 from coil.dialects.aten import (
     AtenOp,
@@ -86,6 +86,7 @@ WRAPPER_IMPORT = (
 CONSTANTS_IMPORT = "from coil.runtime.wrapper import ConstantCache"
 LAUNCH_IMPORT = "from coil.runtime.launch import Launcher, raw_stream"
 AUTOTUNE_IMPORT = "from coil.runtime.autotune import autotune"
+CPP_IMPORT = "from coil.runtime.cpp_kernels import kernel_index_error, load_cpp_kernels"
 
 # Names generated code uses itself: never a value's name.
 _RESERVED = {
@@ -109,6 +110,10 @@ _RESERVED = {
     "constants",
     "_constants",
     "ConstantCache",
+    "kernel_index_error",
+    "load_cpp_kernels",
+    "_cpp",
+    "_CPP_SOURCE",
     "max",
     "min",
     "int",
@@ -246,8 +251,14 @@ class HostPrinter:
         self.written: dict[SSAValue, SSAValue] = {}
         # Kernel name -> the user lines it came from (its coil.source_lines).
         self.kernel_lines: dict[str, list[str]] = {}
+        # C++ kernels (cpu.func): name -> (argument count, whether it checks indices).
+        self.cpp_kernels: dict[str, tuple[int, bool]] = {}
         for op in module.ops:
-            if isinstance(op, tt.FuncOp):
+            if isinstance(op, cpu.FuncOp):
+                from coil.targets.cpp_kernels import kernel_checks_bounds
+
+                self.cpp_kernels[op.sym_name.data] = (len(op.args), kernel_checks_bounds(op))
+            if isinstance(op, tt.FuncOp | cpu.FuncOp):
                 self.used.add(op.sym_name.data)
                 lines = op.attributes.get("coil.source_lines")
                 if isinstance(lines, ArrayAttr):
@@ -391,6 +402,17 @@ class HostPrinter:
         if self.launchers:
             head.append(LAUNCH_IMPORT)
         body = "\n".join(prelude + self.lines)
+        if self.cpp_kernels:
+            from coil.targets.cpp_kernels import emit_cpp_kernels
+
+            head.append(CPP_IMPORT)
+            source = emit_cpp_kernels(self.module)
+            self.module_lines[:0] = [
+                f'_CPP_SOURCE = r"""\n{source}"""',
+                "# The CPU kernels: one library per graph, compiled once (runtime/cpp_kernels.py).",
+                "_cpp = load_cpp_kernels(_CPP_SOURCE)",
+                *(f'{k} = _cpp.kernel("{k}", {n})' for k, (n, _) in self.cpp_kernels.items()),
+            ]
         state = "\n".join([self.launcher_definitions(), *self.module_lines]).strip()
         parts = ["\n".join(head), kernels.strip(), state, body]
         if kernels.strip() and not self.on_gpu():
@@ -618,7 +640,23 @@ class HostPrinter:
 
     @print_op.register
     def _(self, op: H.LaunchOp) -> None:
+        if op.kernel_name in self.cpp_kernels:
+            self.emit(self.cpp_call(op))
+            return
         self.emit(self.launcher_call(op))
+
+    def cpp_call(self, op: H.LaunchOp) -> str:
+        """``coil_cpp_k(buf.data_ptr(), ..., s0)``: a C++ kernel through ctypes."""
+        args = [
+            f"{self.name(a)}.data_ptr()" if isinstance(a.type, BufferType) else self.name(a)
+            for a in op.args
+        ] + [self.expr(s) for s in op.scalars.data]
+        lines = self.kernel_lines.get(op.kernel_name) or [source_line(op.location)]
+        self.emit_source([t for t in lines if t is not None])
+        call = f"{op.kernel_name}({', '.join(args)})"
+        if self.cpp_kernels[op.kernel_name][1]:
+            return f'if {call}:\n        kernel_index_error("{op.kernel_name}")'
+        return call
 
     def launch_args(self, op: H.LaunchOp) -> tuple[list[str], str]:
         """The launch's argument expressions, and the device it runs on."""
@@ -1056,7 +1094,7 @@ def host_functions(module: ModuleOp) -> tuple[H.FuncOp, H.FuncOp | None]:
     for op in module.ops:
         if isinstance(op, H.FuncOp):
             fns.append(op)
-        elif not isinstance(op, tt.FuncOp):
+        elif not isinstance(op, tt.FuncOp | cpu.FuncOp):
             hint = (
                 " -- run convert-loop-to-tt and convert-buffer-to-host first"
                 if op.name == "func.func"

@@ -1,5 +1,6 @@
 """Shared fixtures: deterministic seeds, quiet warnings, a fresh cache directory,
-the GPU marker, and ``poisoned`` (outputs that start as NaN)."""
+the GPU marker, the CPU kernel kind per test, and ``poisoned`` (outputs that
+start as NaN)."""
 
 import os
 import tempfile
@@ -25,7 +26,62 @@ def _seed_and_reset():
     torch._dynamo.reset()
 
 
+# Tests of Triton specifics (kernel source, launchers, tiles, autotuning, the
+# interpreter, kernel names in wrappers and dumps) run the CPU kernels under
+# Triton's interpreter, as on a GPU machine; every other end-to-end test runs
+# the default for CPU tensors, the C++ kernels (convert-loop-to-cpp), which is
+# also faster. `COIL_CPU_KERNELS=triton pytest ...` runs any of them with the
+# interpreter; `@pytest.mark.triton_kernels` marks a single test.
+TRITON_FILES = {
+    "test_aotcache.py",
+    "test_autotune.py",
+    "test_backend.py",
+    "test_backend_edge_cases.py",
+    "test_cli_and_backend.py",
+    "test_codecache.py",
+    "test_cpp_target.py",
+    "test_debug_tools.py",
+    "test_graphcache.py",
+    "test_launch.py",
+    "test_loop_to_tt.py",
+    "test_matvec.py",
+    "test_online_softmax.py",
+    "test_provenance.py",
+    "test_python_target.py",
+    "test_readme.py",
+    "test_split_finish.py",
+    "test_split_reduction.py",
+    "test_tile2d.py",
+    "test_timing.py",
+    "test_triton_target.py",
+    "test_tt_math.py",
+}
+
+
+def _no_compiler() -> bool:
+    from coil.runtime.cpp_kernels import find_compiler
+
+    return find_compiler() is None
+
+
+# Without a C++ compiler (or with COIL_CXX=none) the backend runs CPU graphs as
+# ATen ops; the suite then runs the kernels under Triton's interpreter instead,
+# so they stay tested (test_cpu_kernels.py tests the no-compiler path itself).
+if _no_compiler():
+    os.environ.setdefault("COIL_CPU_KERNELS", "triton")
+
+
+@pytest.fixture(autouse=True)
+def _cpu_kernel_kind(request, monkeypatch):
+    if request.node.get_closest_marker("triton_kernels") is not None:
+        monkeypatch.setenv("COIL_CPU_KERNELS", "triton")
+    yield
+
+
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in TRITON_FILES:
+            item.add_marker(pytest.mark.triton_kernels)
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU")

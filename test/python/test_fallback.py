@@ -58,7 +58,8 @@ def test_custom_op_calls_its_implementation(tmp_path, policy):
     coil's kernels."""
     source = _wrapper_source(tmp_path, _with_custom_op, torch.randn(4, 8), fallback=policy)
     assert "torch.ops.coil_test.fallback_twice.default(" in source
-    assert "@triton.jit" in source  # softmax and + 1 are still coil's kernels
+    # softmax and + 1 are still coil's kernels (C++ ones on the CPU, or Triton's)
+    assert "@triton.jit" in source or "load_cpp_kernels" in source
 
 
 def test_op_the_aten_dialect_does_not_know_is_an_extern(tmp_path):

@@ -1,0 +1,230 @@
+"""convert-loop-to-cpp: each bufferized loop nest on the CPU becomes a C++ kernel.
+
+Input: ``func.func``s at the buffer level (after ``bufferize``/``memory-plan``),
+as ``convert-loop-to-tt`` takes them; it runs right before that pass, so the
+kernels are the same fused nests the GPU path gets. Output: for each top-level
+``loop.pointwise``/``loop.reduction``/``loop.fused`` with ``outs`` (and each
+``loop.copy``, as the pointwise nest it is) whose buffers are all on the CPU,
+one ``cpu.func @coil_cpp_<hints>_<n>`` before its function, holding the nest
+moved in unchanged (its buffers become the function's arguments, the size
+symbols it names ``index`` arguments with ``coil.symbol``), and in the nest's
+place ``host.launch @coil_cpp_... grid [1, 1, 1] (buffers) scalars [sizes]``.
+Kernels with identical bodies are emitted once, as ``convert-loop-to-tt`` does.
+
+A nest the C++ printer (``loop_to_cpp/source.py``) cannot write -- a scan, a
+scatter, random numbers, a member read at another point -- is left in place
+for ``convert-loop-to-tt`` (Triton's interpreter runs it) and named once on
+stderr as a warning. ``-t cpp-kernels`` prints the kernels.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import warnings
+from dataclasses import dataclass
+
+import sympy
+from xdsl.context import Context
+from xdsl.dialects import builtin, func
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IndexType
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.printer import Printer
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from coil.dialects import cpu, host
+from coil.dialects import loop as L
+from coil.dialects.buffer import BufferType
+from coil.dialects.symbolic import ExprAttr, is_index_symbol
+from coil.lowering.convert_loop_to_tt import _copy_as_pointwise
+from coil.lowering.loop_to_tt.kernel import kernel_name
+
+_NESTS = (L.PointwiseOp, L.ReductionOp, L.FusedOp)
+
+
+def _symbols(nest: Operation, buffers: list[SSAValue]) -> set[sympy.Symbol]:
+    """The size symbols ``nest`` names: in ranges, index expressions, layouts."""
+    found: set[sympy.Symbol] = set()
+
+    def add(exprs) -> None:
+        for e in exprs:
+            found.update(s for s in sympy.sympify(e).free_symbols if not is_index_symbol(s))
+
+    for op in nest.walk():
+        for name in ("ranges", "reduction_ranges", "index", "expr"):
+            attr = op.properties.get(name)
+            if attr is not None and hasattr(attr, "data") and isinstance(attr.data, tuple):
+                try:
+                    add(attr.data)
+                except (TypeError, sympy.SympifyError):
+                    pass
+    for b in buffers:
+        t = b.type
+        add(t.shape_attr.data)
+        add(t.strides_attr.data)
+    return found
+
+
+def _external(nest: Operation) -> list[SSAValue]:
+    """Values the nest uses that are defined outside it, in order of first use."""
+    inside: set[SSAValue] = set()
+    for op in nest.walk():
+        inside.update(op.results)
+        for region in op.regions:
+            for block in region.blocks:
+                inside.update(block.args)
+    seen: dict[SSAValue, None] = {}
+    for op in nest.walk():
+        for v in op.operands:
+            if v not in inside:
+                seen.setdefault(v)
+    return list(seen)
+
+
+@dataclass(frozen=True)
+class ConvertLoopToCppPass(ModulePass):
+    """Lower every top-level bufferized nest over CPU buffers to a ``cpu.func`` +
+    ``host.launch``; nests the C++ printer cannot write stay for convert-loop-to-tt.
+
+    ``dedupe`` (default true) emits kernels with identical bodies once.
+    """
+
+    name = "convert-loop-to-cpp"
+
+    dedupe: bool = True
+    """Emit kernels with identical bodies once (launched from each place)."""
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        counter = 0
+        for f in list(op.body.block.ops):
+            if not isinstance(f, func.FuncOp) or not f.body.blocks:
+                continue
+            for nest in list(f.body.block.ops):
+                if isinstance(nest, L.CopyOp):
+                    if self._lower_copy(nest, f, counter):
+                        counter += 1
+                elif isinstance(nest, _NESTS) and nest.outs:
+                    if self._lower(nest, f, counter, nest):
+                        counter += 1
+                elif isinstance(nest, L.ScanOp | L.ScatterOp) and all(
+                    isinstance(o.type, BufferType) and o.type.device_attr.data == "cpu"
+                    for o in nest.outs
+                ):
+                    _fallback(nest, f, f"{nest.name} yet")
+        if self.dedupe:
+            _dedupe(op)
+
+    def _lower_copy(self, op: L.CopyOp, f: func.FuncOp, counter: int) -> bool:
+        if not all(isinstance(v.type, BufferType) for v in (op.value, op.dest)):
+            return False
+        nest = _copy_as_pointwise(op)
+        Rewriter.insert_op(nest, InsertPoint.before(op))
+        if self._lower(nest, f, counter, op, prefix="copy_"):
+            op.detach()
+            op.erase()
+            return True
+        nest.detach()
+        nest.erase()
+        return False
+
+    def _lower(
+        self, nest: L.LoopOp, f: func.FuncOp, counter: int, where: Operation, prefix: str = ""
+    ) -> bool:
+        from coil.lowering.loop_to_cpp.source import CppUnsupported, emit_kernel
+
+        values = _external(nest)
+        buffers = [v for v in values if isinstance(v.type, BufferType)]
+        if len(buffers) != len(values):
+            other = next(v for v in values if not isinstance(v.type, BufferType))
+            _fallback(nest, f, f"it reads {other.type} from outside the nest")
+            return False
+        if any(b.type.device_attr.data != "cpu" for b in buffers):
+            return False  # a GPU nest: Triton's
+        symbols = sorted(_symbols(nest, buffers), key=lambda s: s.name)
+        name = kernel_name(nest, counter, prefix="cpp_" + prefix)
+        types = [b.type for b in buffers] + [IndexType()] * len(symbols)
+        block = Block(arg_types=types)
+        attrs = [DictionaryAttr({}) for _ in buffers] + [
+            DictionaryAttr({"coil.symbol": ExprAttr(s)}) for s in symbols
+        ]
+        for arg, s in zip(block.args[len(buffers) :], symbols):
+            arg.name_hint = s.name
+        for arg, b in zip(block.args, buffers):
+            if b.name_hint:
+                arg.name_hint = b.name_hint
+        mapping = dict(zip(buffers, block.args))
+        body = nest.clone(value_mapper=mapping)
+        block.add_ops([body, cpu.ReturnOp()])
+        kernel = cpu.FuncOp(name, types, [], Region(block), arg_attrs=ArrayAttr(attrs))
+        if (lines := _lines(nest)).data:
+            kernel.attributes["coil.source_lines"] = lines
+        try:
+            emit_kernel(kernel)
+        except CppUnsupported as e:
+            _fallback(nest, f, str(e))
+            kernel.erase()
+            return False
+        Rewriter.insert_op(kernel, InsertPoint.before(f))
+        launch = host.LaunchOp(name, [1, 1, 1], buffers, symbols)
+        launch.location = where.location
+        Rewriter.replace_op(nest, launch, [])
+        return True
+
+
+def _lines(nest: Operation) -> ArrayAttr:
+    from coil.lowering.loop_to_tt.kernel import _source_lines
+
+    return ArrayAttr([builtin.StringAttr(t) for t in _source_lines(nest)])
+
+
+def _fallback(nest: Operation, f: func.FuncOp, why: str) -> None:
+    """Say (once per reason) that a nest runs under Triton's interpreter instead."""
+    warnings.warn(
+        f"coil: convert-loop-to-cpp: a {nest.name} in @{f.sym_name.data} stays a Triton "
+        f"kernel (run by Triton's interpreter): the C++ kernels have no {why}",
+        stacklevel=2,
+    )
+
+
+_COUNTER = re.compile(r"_\d+$")
+
+
+_SSA_NAME = re.compile(r"%[A-Za-z_$.][\w$.]*|%\d+")
+
+
+def _body_key(kernel: cpu.FuncOp) -> str:
+    """A kernel's code without its name, attributes and SSA names."""
+    out = io.StringIO()
+    printer = Printer(stream=out)
+    printer.print_attribute(kernel.function_type)
+    if kernel.arg_attrs is not None:
+        printer.print_attribute(kernel.arg_attrs)
+    printer.print_region(kernel.body)
+    names: dict[str, str] = {}
+    return _SSA_NAME.sub(lambda m: names.setdefault(m.group(), f"%v{len(names)}"), out.getvalue())
+
+
+def _dedupe(module: builtin.ModuleOp) -> None:
+    """Merge kernels with identical bodies; number them in order of definition."""
+    kernels = [op for op in module.ops if isinstance(op, cpu.FuncOp)]
+    first: dict[str, cpu.FuncOp] = {}
+    rename: dict[str, str] = {}
+    kept: list[cpu.FuncOp] = []
+    for kernel in kernels:
+        twin = first.setdefault(_body_key(kernel), kernel)
+        if twin is kernel:
+            kept.append(kernel)
+        else:
+            rename[kernel.sym_name.data] = twin.sym_name.data
+            kernel.detach()
+            kernel.erase()
+    for k, kernel in enumerate(kept):
+        old = kernel.sym_name.data
+        new = f"{_COUNTER.sub('', old)}_{k}"
+        rename.update({o: new for o, n in rename.items() if n == old})
+        rename[old] = new
+        kernel.sym_name = builtin.StringAttr(new)
+    for op in module.walk():
+        if isinstance(op, host.LaunchOp) and op.kernel_name in rename:
+            op.kernel = builtin.SymbolRefAttr(rename[op.kernel_name])

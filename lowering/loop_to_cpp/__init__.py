@@ -1,0 +1,1 @@
+"""convert-loop-to-cpp's C++ printer (``source.py``), shared with ``-t cpp-kernels``."""

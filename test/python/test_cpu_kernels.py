@@ -1,0 +1,167 @@
+"""C++ CPU kernels (convert-loop-to-cpp, -t cpp-kernels, runtime/cpp_kernels.py)
+end to end: against eager on fresh signed inputs, outputs poisoned first; the
+selection (options cpu_kernels, COIL_CPU_KERNELS), the no-compiler fallback
+(COIL_CXX=none: ATen after one warning), an index out of range, the library
+cache."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from coil.runtime import cpp_kernels
+from coil.testing import assert_close_to_eager
+
+needs_compiler = pytest.mark.skipif(
+    cpp_kernels.find_compiler() is None or os.environ.get("COIL_CPU_KERNELS") == "triton",
+    reason="needs a C++ compiler (g++/clang++) and the C++ kernels selected",
+)
+
+
+def _compile(fn, options=None):
+    return torch.compile(fn, backend="coil", options=options or {}, dynamic=False)
+
+
+def _mlp_block(x, w1, b1, w2, b2, g, b):
+    h = F.gelu(F.linear(x, w1, b1))
+    return F.layer_norm(F.linear(h, w2, b2), (x.shape[-1],), g, b)
+
+
+CASES = {
+    "softmax": (lambda x: torch.softmax(x, -1), [(6, 50)]),
+    "log_softmax_dim0": (lambda x: torch.log_softmax(x, 0), [(7, 9)]),
+    "layer_norm": (lambda x: F.layer_norm(x, (33,)), [(5, 33)]),
+    "var_mean": (lambda x: torch.var_mean(x, dim=1), [(4, 70)]),
+    "argmax_amin": (lambda x: (x.argmax(1), x.amin(0)), [(8, 11)]),
+    "sum_all": (lambda x: x.sum(), [(3, 1000)]),
+    "transpose_add": (lambda x, y: x.t() + y, [(16, 12), (12, 16)]),
+    "broadcast_where": (lambda x, y: torch.where(x > 0, x, y.exp()), [(4, 1, 6), (5, 6)]),
+    "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh") * 2, [(3, 40)]),
+    "mlp_block": (_mlp_block, [(8, 32), (64, 32), (64,), (32, 64), (32,), (32,), (32,)]),
+    "cat_pad": (lambda x, y: F.pad(torch.cat([x, y], 1), (1, 2)), [(3, 4), (3, 5)]),
+}
+
+
+@needs_compiler
+@pytest.mark.parametrize("name", list(CASES))
+def test_against_eager(name, poisoned):
+    fn, shapes = CASES[name]
+    inputs = [torch.randn(s) for s in shapes]
+    expected = fn(*inputs)
+    assert_close_to_eager(_compile(fn)(*inputs), expected)
+    assert poisoned, "the wrapper's allocations were not poisoned"
+
+
+@needs_compiler
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_reduced_precision_computes_in_f32(dtype):
+    """bf16/f16 are stored as such and computed in f32, rounded once per store."""
+
+    def fn(x, w):
+        return F.layer_norm(x, (x.shape[-1],)) * w + torch.softmax(x, -1)
+
+    x, w = torch.randn(6, 40, dtype=dtype), torch.randn(40, dtype=dtype)
+    assert_close_to_eager(_compile(fn)(x, w), fn(x, w))
+
+
+@needs_compiler
+def test_integers_and_bools():
+    def fn(a, b):
+        return (a // 3 + b * 2) % 7, (a > b).all(1), (a - b).abs().max()
+
+    a = torch.randint(-50, 50, (5, 9))
+    b = torch.randint(-50, 50, (5, 9))
+    assert_close_to_eager(_compile(fn)(a, b), fn(a, b))
+
+
+@needs_compiler
+def test_embedding_index_out_of_range_raises():
+    w = torch.randn(10, 4)
+
+    def fn(i):
+        return F.embedding(i, w) * 2
+
+    compiled = _compile(fn)
+    good = torch.tensor([0, 9, 3])
+    assert_close_to_eager(compiled(good), fn(good))
+    with pytest.raises(IndexError):
+        compiled(torch.tensor([0, 10, 3]))
+
+
+@needs_compiler
+def test_cpp_kernels_are_what_runs(tmp_path):
+    """The default for CPU tensors: the wrapper calls C++ kernels, no Triton
+    kernel is left (and cpu_kernels='triton' keeps the interpreter's)."""
+    x = torch.randn(4, 30)
+    options = {"dump_dir": str(tmp_path / "c")}
+    torch.compile(lambda x: torch.softmax(x, -1) * 2, backend="coil", options=options)(x)
+    (wrapper,) = (tmp_path / "c").glob("*/wrapper.py")
+    text = wrapper.read_text()
+    assert "load_cpp_kernels" in text and "@triton.jit" not in text
+    torch._dynamo.reset()
+    options = {"dump_dir": str(tmp_path / "t"), "cpu_kernels": "triton"}
+    torch.compile(lambda x: torch.softmax(x, -1) * 2, backend="coil", options=options)(x)
+    (wrapper,) = (tmp_path / "t").glob("*/wrapper.py")
+    text = wrapper.read_text()
+    assert "load_cpp_kernels" not in text and "@triton.jit" in text
+
+
+@needs_compiler
+def test_scan_falls_back_to_triton_with_a_warning():
+    def fn(x):
+        return torch.cumsum(x, 1) + 1
+
+    x = torch.randn(3, 20)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = _compile(fn)(x)
+    assert_close_to_eager(out, fn(x))
+    assert any("loop.scan" in str(w.message) for w in caught)
+
+
+def test_no_compiler_runs_aten_after_one_warning(monkeypatch):
+    """The fallback path (CI runs it with the compiler hidden too)."""
+    monkeypatch.setenv("COIL_CXX", "none")
+    monkeypatch.setenv("COIL_CPU_KERNELS", "cpp")
+    cpp_kernels.find_compiler.cache_clear()
+    monkeypatch.setattr(cpp_kernels, "_said", set())
+    try:
+        x = torch.randn(5, 7)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = _compile(lambda x: torch.softmax(x, -1))(x)
+            torch._dynamo.reset()
+            _compile(lambda x: x.exp() + 1)(x)
+        assert_close_to_eager(out, torch.softmax(x, -1))
+        said = [w for w in caught if "no C++ compiler" in str(w.message)]
+        assert len(said) == 1
+    finally:
+        monkeypatch.undo()
+        cpp_kernels.find_compiler.cache_clear()
+
+
+@needs_compiler
+def test_library_cache_key_and_reuse(tmp_path, monkeypatch):
+    """One library per source; the key changes with the source and the flags."""
+    monkeypatch.setenv("COIL_CACHE_DIR", str(tmp_path))
+    source = '#include <cstdint>\nextern "C" int coil_cpp_k_0(int64_t a) { return a == 7; }\n'
+    lib = cpp_kernels.load_cpp_kernels(source)
+    assert lib.kernel("coil_cpp_k_0", 1)(7) == 1
+    assert list(tmp_path.glob("cpp/*/*.so"))
+    compiler = cpp_kernels.find_compiler()
+    key = cpp_kernels.library_key(source, compiler)
+    assert key != cpp_kernels.library_key(source + "\n", compiler)
+    other = cpp_kernels.Compiler(compiler.path, compiler.version, not compiler.openmp)
+    assert key != cpp_kernels.library_key(source, other)
+    assert cpp_kernels.load_cpp_kernels(source) is lib
+
+
+def test_unknown_cpu_kernels_option():
+    with pytest.raises(Exception, match="cpu_kernels must be one of"):
+        torch.compile(lambda x: x + 1, backend="coil", options={"cpu_kernels": "fast"})(
+            torch.randn(2)
+        )
