@@ -97,9 +97,9 @@ OPTIONS = {
     "(-t cpp) that launches the kernels through the CUDA driver; for graphs on the CPU, "
     "or without a C++ compiler, the Python wrapper runs instead, with one warning",
     "gemm": "how matrix products (mm, addmm, bmm, baddbmm: Linear layers, matmul) run: "
-    "'auto' (default: a Triton tl.dot template with the consumer's pointwise chain fused "
-    "where strategy/gemm.py estimates that beats cuBLAS plus that chain's kernel; never "
-    "on the CPU interpreter), 'triton' (the template wherever it applies) or 'extern' "
+    "'auto' (default: cuBLAS, unless mode='max-autotune' measured a Triton tl.dot template "
+    "with the consumer's pointwise chain fused faster for that product; strategy/gemm.py's "
+    "estimate is logged, not acted on), 'triton' (the template wherever it applies) or 'extern' "
     "(always cuBLAS); mode='max-autotune' also times the template's candidate configs "
     "at compile time (lowering/aten_to_loop/gemm.py)",
     "max_autotune": "True: what mode='max-autotune' does, for use with other options "

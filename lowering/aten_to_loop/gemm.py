@@ -17,9 +17,9 @@ emits the group as one Triton kernel with ``tl.dot`` over K
 Which products (``convert-aten-to-loop{gemm=...}``, the backend option
 ``gemm``): ``extern`` keeps every one an ATen call (cuBLAS), ``triton`` makes
 every one that the template takes a template (floating dtypes f16, bf16,
-f32), ``auto`` (the default) asks ``strategy/gemm.py``: only on a GPU, only
-where the product's result feeds a pointwise consumer, and only where the
-estimate says the fused kernel beats cuBLAS plus that consumer's kernel.
+f32), ``auto`` (the default) takes ``mode="max-autotune"``'s measured choice
+where there is one and otherwise asks ``strategy/gemm.py``, which keeps cuBLAS
+until its estimate is trusted (``ESTIMATE_CHOOSES``).
 Matrix-vector products stay ``matvec.py``'s reductions (tried first).
 """
 

@@ -249,15 +249,20 @@ def test_other_convolutions_stay_cudnn():
     assert len(externs) == 1
 
 
-@pytest.mark.parametrize("n,k", [(2304, 768), (768, 768), (3072, 768), (768, 3072)])
-def test_auto_keeps_cublas_for_gpt2_products_on_a_gpu(n, k):
+@pytest.mark.parametrize(
+    "m,n,k",
+    [(4096, 2304, 768), (4096, 768, 768), (4096, 3072, 768), (4096, 768, 3072), (16, 1003, 64)],
+)
+def test_auto_keeps_cublas_on_a_gpu(m, n, k):
     # The template ran at about a fifth of cuBLAS's rate on the GPU
     # (strategy/gemm.py TEMPLATE_EFFICIENCY): GPT-2's block products (bf16,
-    # 8 x 512 rows, a bias or a GELU after) stay with cuBLAS under gemm=auto.
+    # 8 x 512 rows, a bias or a GELU after) stay with cuBLAS under gemm=auto,
+    # and so does a tiny product, where the estimate alone would take the
+    # template to save a launch (ESTIMATE_CHOOSES: no run has measured it).
     from coil.strategy import gemm as G
     from coil.strategy.target import TARGETS
 
-    shape = G.GemmShape(m=4096, n=n, k=k, epilogue_reads=2)
+    shape = G.GemmShape(m=m, n=n, k=k, epilogue_reads=2)
     for target in ("h100", "h200"):
         chosen, why = G.choose(shape, TARGETS[target], epilogue=True)
         assert not chosen, why
