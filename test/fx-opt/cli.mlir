@@ -46,6 +46,7 @@
 // HELP-NEXT: triton
 // HELP-NEXT: python
 // HELP-NEXT: cpp
+// HELP-NEXT: cpp-kernels {{ +}}the module's cpu.func kernels
 // HELP-EMPTY:
 // HELP-NEXT: pipelines (-p "$(coil pipeline NAME)"):
 // HELP-NEXT: default {{ +}}what the torch.compile backend runs
