@@ -28,14 +28,13 @@ from __future__ import annotations
 import logging
 
 import sympy
-from torch.utils._sympy.functions import FloorDiv, PythonMod
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Operation, SSAValue
 
 from coil.dialects import dtypes
 from coil.dialects.aten import AtenOp
 from coil.dialects.body_builder import BodyBuilder, CannotLower
-from coil.dialects.symbolic import index_symbols, to_expr
+from coil.dialects.symbolic import index_symbols, to_expr, torch_sympy
 from coil.lowering.aten_to_loop.common import broadcast_index, result_type, shape_of, tensor_arg
 from coil.lowering.aten_to_loop.matvec import _is_matvec, _matvec
 from coil.lowering.aten_to_loop.pointwise import _normalize
@@ -198,11 +197,14 @@ def _gemm(lw: Lowerer, op: AtenOp):
 
 
 def _unflatten(flat: sympy.Expr, sizes: list[sympy.Expr]) -> list[sympy.Expr]:
+    # torch's FloorDiv and PythonMod, imported here only (fx-opt keeps torch out
+    # of loop-level pipelines that need none: test/fx-opt/startup.mlir).
+    fns = torch_sympy()
     out = []
     for k in range(len(sizes)):
         stride = sympy.Mul(*sizes[k + 1 :])
-        e = FloorDiv(flat, stride) if stride != 1 else flat
-        out.append(PythonMod(e, sizes[k]) if k else e)
+        e = fns.FloorDiv(flat, stride) if stride != 1 else flat
+        out.append(fns.PythonMod(e, sizes[k]) if k else e)
     return out
 
 
