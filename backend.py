@@ -108,10 +108,10 @@ OPTIONS = {
     "gemm_budget": "seconds mode='max-autotune' may spend per graph timing its matrix "
     "products against cuBLAS (default 60; runtime/gemm_autotune.py); products left when it "
     "runs out keep gemm='auto''s estimate",
-    "cpu_kernels": "how kernels over CPU tensors run: 'cpp' (default: C++/OpenMP kernels "
-    "built with the system compiler, runtime/cpp_kernels.py; without a compiler, the "
-    "graph runs as ATen ops after one warning) or 'triton' (Triton's interpreter, the "
-    "reference for the Triton kernels); COIL_CPU_KERNELS sets the default",
+    "cpu_kernels": "how kernels over CPU tensors run: 'triton' (default: Triton's "
+    "interpreter, the reference for the Triton kernels) or 'cpp' (opt-in: C++/OpenMP "
+    "kernels built with the system compiler, runtime/cpp_kernels.py; without a compiler, "
+    "the graph runs as ATen ops after one warning); COIL_CPU_KERNELS sets the default",
     "target": "the device kernels are planned for: 'auto' (default: the GPU's properties "
     "as read, or 'cpu-interpreter' for graphs on the CPU) or a named description "
     "('h100', 'h200', 'a100', 'cpu-interpreter'; strategy/target.py)",

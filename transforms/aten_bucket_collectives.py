@@ -59,6 +59,8 @@ from coil.dialects.aten_ops import (
 )
 from coil.dialects.c10d import is_collective_call
 from coil.dialects.dtypes import itemsize
+from coil.intmath import numel
+from coil.passinfo import check_options
 from coil.transforms.aten_reorder_collectives import schedule, side_effect
 
 GATHER = _C10dFunctionalAllGatherIntoTensorOp
@@ -72,13 +74,6 @@ class Bucket:
     first: int  # program position of the first member
     members: list[Operation] = field(default_factory=list)
     nbytes: int = 0
-
-
-def _numel(t: TensorType) -> int:
-    n = 1
-    for d in t.shape:
-        n *= int(d)
-    return n
 
 
 def _member(op: Operation) -> tuple[tuple, int] | None:
@@ -99,7 +94,7 @@ def _member(op: Operation) -> tuple[tuple, int] | None:
         return None
     reduce = op.arg("reduce_op") if isinstance(op, SCATTER) else None
     key = (op.name, op.arg("group_name"), size, reduce, x.element_type, x.device_attr)
-    return key, _numel(y) * itemsize(y.element_type)
+    return key, int(numel(y.shape)) * itemsize(y.element_type)
 
 
 def _plan(ops: list[Operation], cap: int) -> list[Bucket]:
@@ -167,7 +162,7 @@ def _rewrite(bucket: Bucket) -> list[Operation]:
     for op in members:
         t = op.input.type
         assert isinstance(t, TensorType)
-        n = _numel(t)
+        n = int(numel(t.shape))
         if gather:
             sizes.append(n)
             flat = _view(op.input, [n])
@@ -281,8 +276,6 @@ class AtenBucketCollectivesPass(ModulePass):
     """A bucket's result stops short of this many megabytes (2**20 bytes)."""
 
     def __post_init__(self) -> None:
-        from coil.pipeline import check_options
-
         check_options(self)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

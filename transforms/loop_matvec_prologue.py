@@ -127,7 +127,7 @@ class LoopMatvecProloguePass(ModulePass):
     """The most ops the normalization (its pointwise part and its reductions)
     may hold to be recomputed in each product."""
 
-    max_read_bytes: int = 4 << 20
+    max_read_bytes: int = 4194304  # 4 MiB
     """The most bytes the product may read (its matrix) to take the prologue.
     Every program of the product reads the row again for its statistics, a
     read per matrix row it owns at the kernel plan's 1-4 rows a program: from

@@ -318,7 +318,9 @@ def test_fx_opt_error_messages_say_each_thing_once(tmp_path):
 def test_fx_opt_targets_are_coils():
     proc = _run(_script("fx-opt"), "-t", "wgsl", check=False)
     assert proc.returncode == 2  # argparse's usage error
-    assert "invalid choice: 'wgsl' (choose from mlir, triton, python, cpp)" in proc.stderr
+    assert (
+        "invalid choice: 'wgsl' (choose from mlir, triton, python, cpp, cpp-kernels)" in proc.stderr
+    )
 
 
 def test_help_lists_every_pass_option_with_type_and_default():
