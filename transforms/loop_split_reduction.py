@@ -349,6 +349,10 @@ def _shift_of_max(rhs: SSAValue) -> tuple[list[L.LoadOp], bool] | None:
     other = absf.operands[0].owner
     if other.source is not load.source:
         return None
+    if other is load:
+        # One load of M read by both (CSE after loop-inline put g(M) into the
+        # sum's body, and merged its two loads).
+        return [load], True
     return [load, other], True
 
 
@@ -559,6 +563,9 @@ class _Splitter:
         block, b, v, _ = self._stage1_body("sum")
         sub = self.value.owner.operands[0].owner  # exp(a - g(M)), before any chunk mask
         loads, _ = _shift_of_max(sub.rhs)
+        # Each load of M is read once, or twice where one load serves both
+        # reads of logsumexp's guard.
+        uses = 2 if masked_inf and len(loads) == 1 else 1
         at = loads[0].index.data
         # M read at this sum's own output: its unit dimensions at 0, the others
         # the sum's non-unit output indices in order.
@@ -568,7 +575,7 @@ class _Splitter:
             or any(e != 0 for e, size in zip(at, m_shape) if size == 1)
             or [e for e, size in zip(at, m_shape) if size != 1] != wanted
             or any(o.index.data != at or o.indirect or o.mask is not None for o in loads)
-            or any(o.result.uses.get_length() != 1 for o in loads)
+            or any(o.result.uses.get_length() != uses for o in loads)
             or not _same_tree(sub.lhs, top.value, *self._renamings(at, m_shape))
         ):
             block.erase()

@@ -345,3 +345,38 @@ func.func @logsumexp_denominator(%x: !buffer.buffer<[8192, 512], f32>) -> !loop.
   }
   func.return %s : !loop.tensor<[512], f32>
 }
+
+// -----
+
+// The same denominator with one load of M read by both sides of the guard (as
+// CSE leaves it after loop-inline puts the guard into the sum): split online
+// too, the chunk's max replacing that load.
+// CHECK-LABEL: func.func @logsumexp_denominator_one_load
+// CHECK:      %[[MP:.*]] = loop.reduction max [128, 1, 512] [64]
+// CHECK:      %[[M:.*]] = loop.reduction max [1, 512] [128]
+// CHECK:      loop.reduction sum [128, 512] [64]
+// CHECK:        %[[CM:.*]] = loop.load %[[MP]][i0, 0, i1]
+// CHECK:        math.absf %[[CM]]
+// CHECK-NOT:    loop.load %[[M]][0, i1]
+// CHECK:      loop.reduction sum [512] [128]
+func.func @logsumexp_denominator_one_load(%x: !buffer.buffer<[8192, 512], f32>) -> !loop.tensor<[512], f32> {
+  %m = loop.reduction max [1, 512] [8192] : !loop.tensor<[1, 512], f32> {
+  ^bb0(%i0: index, %i1: index, %r0: index):
+    %0 = loop.load %x[r0, i1] : !buffer.buffer<[8192, 512], f32>
+    loop.yield %0 : f32
+  }
+  %s = loop.reduction sum [512] [8192] : !loop.tensor<[512], f32> {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %x[r0, i0] : !buffer.buffer<[8192, 512], f32>
+    %1 = loop.load %m[0, i0] : !loop.tensor<[1, 512], f32>
+    %2 = math.absf %1 : f32
+    %3 = arith.constant 0x7f800000 : f32
+    %4 = arith.cmpf oeq, %2, %3 : f32
+    %5 = arith.constant 0.000000e+00 : f32
+    %6 = arith.select %4, %5, %1 : f32
+    %7 = arith.subf %0, %6 : f32
+    %8 = math.exp %7 : f32
+    loop.yield %8 : f32
+  }
+  func.return %s : !loop.tensor<[512], f32>
+}
