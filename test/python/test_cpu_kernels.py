@@ -22,6 +22,14 @@ needs_compiler = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(autouse=True)
+def _cpp_by_default(monkeypatch):
+    """The C++ kernels are opt-in (the default is Triton's interpreter): this
+    file's graphs select them through COIL_CPU_KERNELS, as a user would."""
+    if os.environ.get("COIL_CPU_KERNELS") != "triton":
+        monkeypatch.setenv("COIL_CPU_KERNELS", "cpp")
+
+
 def _compile(fn, options=None):
     return torch.compile(fn, backend="coil", options=options or {}, dynamic=False)
 
@@ -94,8 +102,9 @@ def test_embedding_index_out_of_range_raises():
 
 @needs_compiler
 def test_cpp_kernels_are_what_runs(tmp_path):
-    """The default for CPU tensors: the wrapper calls C++ kernels, no Triton
-    kernel is left (and cpu_kernels='triton' keeps the interpreter's)."""
+    """With the C++ kernels selected (COIL_CPU_KERNELS=cpp, this file's fixture)
+    the wrapper calls C++ kernels, no Triton kernel is left (and the option
+    cpu_kernels='triton' keeps the interpreter's)."""
     x = torch.randn(4, 30)
     options = {"dump_dir": str(tmp_path / "c")}
     torch.compile(lambda x: torch.softmax(x, -1) * 2, backend="coil", options=options)(x)
