@@ -164,7 +164,8 @@ def run_row(name: str, make, dtype: torch.dtype, iters: int, rounds: int) -> dic
     fns = {
         "eager": model,
         "inductor": torch.compile(model, backend="inductor"),
-        "coil": torch.compile(model, backend="coil"),
+        # The C++ kernels (opt-in: the default for CPU graphs is Triton's interpreter).
+        "coil": torch.compile(model, backend="coil", options={"cpu_kernels": "cpp"}),
     }
     out: dict[str, Any] = {"row": name, "dtype": str(dtype).removeprefix("torch.")}
     with torch.no_grad():
