@@ -37,7 +37,7 @@ from coil.dialects import cpu, host
 from coil.dialects import loop as L
 from coil.dialects.buffer import BufferType
 from coil.dialects.symbolic import ExprAttr, is_index_symbol
-from coil.lowering.convert_loop_to_tt import _copy_as_pointwise
+from coil.lowering.convert_loop_to_tt import _copy_as_pointwise, dedupe_kernels
 from coil.lowering.loop_to_tt.kernel import kernel_name
 
 _NESTS = (L.PointwiseOp, L.ReductionOp, L.FusedOp)
@@ -187,9 +187,6 @@ def _fallback(nest: Operation, f: func.FuncOp, why: str) -> None:
     )
 
 
-_COUNTER = re.compile(r"_\d+$")
-
-
 _SSA_NAME = re.compile(r"%[A-Za-z_$.][\w$.]*|%\d+")
 
 
@@ -208,23 +205,4 @@ def _body_key(kernel: cpu.FuncOp) -> str:
 def _dedupe(module: builtin.ModuleOp) -> None:
     """Merge kernels with identical bodies; number them in order of definition."""
     kernels = [op for op in module.ops if isinstance(op, cpu.FuncOp)]
-    first: dict[str, cpu.FuncOp] = {}
-    rename: dict[str, str] = {}
-    kept: list[cpu.FuncOp] = []
-    for kernel in kernels:
-        twin = first.setdefault(_body_key(kernel), kernel)
-        if twin is kernel:
-            kept.append(kernel)
-        else:
-            rename[kernel.sym_name.data] = twin.sym_name.data
-            kernel.detach()
-            kernel.erase()
-    for k, kernel in enumerate(kept):
-        old = kernel.sym_name.data
-        new = f"{_COUNTER.sub('', old)}_{k}"
-        rename.update({o: new for o, n in rename.items() if n == old})
-        rename[old] = new
-        kernel.sym_name = builtin.StringAttr(new)
-    for op in module.walk():
-        if isinstance(op, host.LaunchOp) and op.kernel_name in rename:
-            op.kernel = builtin.SymbolRefAttr(rename[op.kernel_name])
+    dedupe_kernels(module, kernels, _body_key)

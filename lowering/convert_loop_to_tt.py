@@ -22,6 +22,7 @@ import dataclasses
 import io
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import sympy
@@ -407,21 +408,34 @@ def _body_key(kernel: tt.FuncOp) -> str:
 def _dedupe_kernels(module: builtin.ModuleOp) -> None:
     """Merge kernels with identical bodies into the first, and renumber the
     kernels ``coil_<what>_<k>`` in order of first definition."""
-    kernels = [op for op in module.ops if isinstance(op, tt.FuncOp)]
     tuned = {
         launch.kernel_name
         for op in module.walk()
         if isinstance(op, host.AutotuneOp)
         for launch in op.launches
     }
-    first: dict[str, tt.FuncOp] = {}
+    kernels = [op for op in module.ops if isinstance(op, tt.FuncOp)]
+    dedupe_kernels(module, kernels, _body_key, keep=tuned)
+
+
+def dedupe_kernels(
+    module: builtin.ModuleOp,
+    kernels: list[Operation],
+    body_key: Callable[[Operation], str],
+    keep: set[str] = frozenset(),
+) -> None:
+    """Merge ``kernels`` whose ``body_key`` is equal into the first, renumber
+    them ``<what>_<k>`` in order of first definition and relaunch the host's
+    launches; kernels named in ``keep`` (an autotuned launch's candidates)
+    stay as they are. The tt and the C++ kernels (convert_loop_to_cpp) share it."""
+    first: dict[str, Operation] = {}
     rename: dict[str, str] = {}
-    kept: list[tt.FuncOp] = []
+    kept: list[Operation] = []
     for kernel in kernels:
         name = kernel.sym_name.data
-        if name in tuned:  # candidates of one autotuned launch stay distinct
+        if name in keep:
             continue
-        twin = first.setdefault(_body_key(kernel), kernel)
+        twin = first.setdefault(body_key(kernel), kernel)
         if twin is kernel:
             kept.append(kernel)
         else:
