@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import sympy
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr
@@ -37,7 +38,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from coil.dialects import buffer as B
 from coil.dialects import loop as L
 from coil.dialects.aten import TensorType
-from coil.dialects.symbolic import SymInt, contiguous_strides, to_expr
+from coil.dialects.symbolic import SymInt, contiguous_strides, eval_over_range, to_expr
 from coil.strategy.access import element_bytes, linear_strides
 from coil.transforms.aten_channels_last import channels_last_strides
 from coil.transforms.extern_effects import extern_mutated_operands
@@ -266,23 +267,33 @@ def strides_through_view(
         if len(used) > 1 or (not used and (e != 0 or n != 1)):
             return None
         owner.append(used[0] if used else None)
-    strides: list[SymInt] = []
+    # Each source index over its view index's whole range, at once (exact
+    # integers; a sympy substitution per point cost seconds per view).
+    values = {q: np.arange(int(sizes[q]), dtype=np.int64) for q in set(owner) if q is not None}
+    points: list = []
     for e, q in zip(exprs, owner):
+        points.append(None if q is None else eval_over_range(e, syms[q], values[q]))
+        if q is not None and points[-1] is None:
+            return None  # an index form the evaluator does not know: no strides
+    strides: list[SymInt] = []
+    for p, q in zip(points, owner):
         if q is None:
             strides.append(1)
             continue
         # the first value of view index q at which source index k is 1
-        step = next((v for v in range(1, int(sizes[q])) if e.xreplace({syms[q]: v}) == 1), None)
-        if step is None:
+        ones = np.nonzero(p[1:] == 1)[0]
+        if len(ones) == 0:
             strides.append(1)  # source dim of size 1
             continue
-        strides.append(int(wanted[q]) * step)
-    for q, sym in enumerate(syms):
-        mine = [k for k, o in enumerate(owner) if o == q]
-        for v in range(int(sizes[q])):
-            got = sum(int(strides[k]) * int(exprs[k].xreplace({sym: v})) for k in mine)
-            if got != int(wanted[q]) * v:
+        strides.append(int(wanted[q]) * (int(ones[0]) + 1))
+    for q in range(len(syms)):
+        if q not in values:  # a view index no source index reads (a broadcast)
+            if sizes[q] != 1 and wanted[q] != 0:
                 return None
+            continue
+        got = sum(int(strides[k]) * points[k] for k, o in enumerate(owner) if o == q)
+        if not np.array_equal(got, int(wanted[q]) * values[q]):
+            return None
     return strides
 
 
