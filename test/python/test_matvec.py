@@ -95,8 +95,10 @@ def _check(name, dtype, device, calls, **sizes):
     mod, launches, externs = _compile(fn, args, MATVEC_ON if device == "cpu" else DEFAULT)
     # One kernel per product, its bias and activation fused in; no cuBLAS call.
     # (At the large sizes mlp3's last layer, 24 outputs of 4099 products each,
-    # is a split reduction: its two stages are one more launch.)
-    assert launches == (3 if name == "mlp3" else 1) + (name == "mlp3" and "k" in sizes)
+    # may be a split reduction, two stages, one more launch: whether is the
+    # kernel strategy's estimate for the device.)
+    want = 3 if name == "mlp3" else 1
+    assert launches in ((want, want + 1) if name == "mlp3" and "k" in sizes else (want,))
     assert not externs
     for _ in range(calls):
         fn, args = _inputs(name, dtype, device, **sizes)

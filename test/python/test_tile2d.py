@@ -159,9 +159,11 @@ def test_large_transpose_takes_64x64_tiles(tmp_path, poisoned):
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_large_tiles_on_cuda(dtype, tmp_path):
-    """The 64 x 64 tiles compiled for the GPU (Triton moves each tile between
-    the loads' and the store's layouts through shared memory): transposes and
-    permutes of 2**20 points and more at odd sizes, against eager."""
+    """2-D tiles compiled for the GPU (Triton moves each tile between the
+    loads' and the store's layouts through shared memory): transposes and
+    permutes of 2**20 points and more at odd sizes, against eager. Their size
+    (32 or 64 a side) is the kernel strategy's estimate, no longer a rule; the
+    first shape sweep measured the two within 1 % on a 2048 x 4096 transpose."""
 
     def transpose(x, y):
         return (x.t() + y).relu().t().contiguous()
@@ -185,7 +187,7 @@ def test_large_tiles_on_cuda(dtype, tmp_path):
         assert got.stride() == want.stride()
         torch.testing.assert_close(got, want, **tolerances(dtype))
         kernels = "\n".join(p.read_text() for p in (tmp_path / str(k)).glob("graph_*/kernels.py"))
-        assert "tl.arange(0, 64)" in kernels
+        assert "# plan: pointwise 2-D [YBLOCK" in kernels
 
 
 def test_transpose_off_is_1d(tmp_path, poisoned):
