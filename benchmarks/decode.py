@@ -14,7 +14,9 @@ and batch size, in one process and from the same prompt:
   ``eager``; ``inductor-ro`` and ``coil-ro``, ``mode="reduce-overhead"`` (CUDA
   graphs; both ``fullgraph=True``); ``coil-ro-base``, coil-ro with the
   default pipeline less the decode rewrites (``aten-fuse-matvec``,
-  ``loop-matvec-prologue``), for before/after on one machine; and without
+  ``loop-matvec-prologue``), for before/after on one machine;
+  ``coil-ro-prologue``, coil-ro with every matrix-vector product taking its
+  norm prologue (``loop-matvec-prologue{max-read-bytes=0}``); and without
   CUDA graphs (``--no-graphs`` adds them): ``coil`` (Python wrapper),
   ``coil-cpp`` (the C++ wrapper: launches through the CUDA driver) and
   ``inductor``;
@@ -59,6 +61,7 @@ import inspect
 import logging
 import math
 import os
+import re
 import sys
 import time
 import traceback
@@ -455,6 +458,8 @@ VARIANTS = {
     "coil-cpp": ("coil", {"options": {"wrapper": "cpp"}}),  # the C++ wrapper's launches
     # the default pipeline less the decode rewrites (before/after on one machine)
     "coil-ro-base": ("coil", {"mode": "reduce-overhead", "base": True}),
+    # every matrix-vector product takes its norm prologue (no max-read-bytes)
+    "coil-ro-prologue": ("coil", {"mode": "reduce-overhead", "prologue_bytes": 0}),
     "inductor": ("inductor", {}),
 }
 
@@ -526,6 +531,12 @@ def run_variant(
             if kw.pop("base", False):
                 options["pipeline"] = without_decode_passes(
                     options.get("pipeline", PIPELINES["default"])
+                )
+            if (limit := kw.pop("prologue_bytes", None)) is not None:
+                options["pipeline"] = re.sub(
+                    r"loop-matvec-prologue(\{[^}]*\})?",
+                    f"loop-matvec-prologue{{max-read-bytes={limit}}}",
+                    options.get("pipeline", PIPELINES["default"]),
                 )
             if kw.pop("mode", None) == "reduce-overhead":
                 options["cudagraphs"] = True
@@ -646,6 +657,9 @@ def speedups(rows: list[Row]) -> str:
         base = by.get((m, b, v + "-base"))
         if base and r.ms == r.ms and base.ms == base.ms:
             out.append(f"- {m} batch {b}, {v}: {base.ms / r.ms:.2f}x without the decode passes")
+        wide = by.get((m, b, v + "-prologue"))
+        if wide and r.ms == r.ms and wide.ms == wide.ms:
+            out.append(f"- {m} batch {b}, {v}: {wide.ms / r.ms:.2f}x every norm as a prologue")
     return "\n".join(out)
 
 

@@ -1,7 +1,8 @@
 """One-query attention over grouped key/value heads attends the unrepeated
 heads (frontend/decode_attention.py): transformers' Llama decoding from its
 StaticCache (``repeat_kv``) matches eager over several steps, with no copy of
-the cache. gpt-fast's ``repeat_interleave`` spelling runs in test_decode.py."""
+the cache, and the token's key is rotated in the kernel that writes it into
+the cache (loop-inline). gpt-fast's ``repeat_interleave`` spelling runs in test_decode.py."""
 
 from __future__ import annotations
 
@@ -51,5 +52,11 @@ def test_llama_static_cache_decode_attends_unrepeated_heads(tmp_path):
         for line in imported.read_text().splitlines()
         if "aten.operator" in line and "dot_product" in line
     ]
+    # The rotated key (and the value) of the token go straight into the cache:
+    # the rotary embedding is computed in the kernel that writes the cache slot,
+    # no [B, G, 1, D] buffer holds them (the queries' [1, 4, 1, 16] one stays).
+    (wrapper,) = tmp_path.glob("*/wrapper.py")
+    source = wrapper.read_text()
+    assert "(1, 4, 1, 16)" in source and "(1, 2, 1, 16)" not in source
     # 4 query heads over 2 key/value heads: [B, G, R, D] queries, one per layer
     assert len(sdpa) == 2 and all("!aten.tensor<[1, 2, 2, 16], f32>" in line for line in sdpa)
