@@ -18,6 +18,7 @@ import torch.fx
 from torch._dynamo.backends.common import aot_autograd
 
 from coil.frontend.attention import contiguous_attention_masks
+from coil.frontend.decode_attention import pack_grouped_queries
 from coil.frontend.decompositions import LazyTable
 from coil.runtime.compiled import boxed
 
@@ -93,6 +94,7 @@ def aot_backend(
 
     def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
         contiguous_attention_masks(gm)  # before tracing picks the attention kernel
+        pack_grouped_queries(gm)  # one query over repeated key/value heads
         # AOTAutograd's own test for a graph that gets a backward.
         training = torch.is_grad_enabled() and any(
             isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs

@@ -29,6 +29,18 @@ recorded graph with static input buffers:
   needed (cudagraph trees instead return results uncopied and make a stale one
   raise when read).
 
+Each call runs the graph once. The call that records runs it on a side stream
+(the warm-up that lazy initialization needs), captures it (which executes
+nothing) and returns the warm-up's results; replays start with the next call.
+Replaying after the warm-up would run it twice, and a graph that updates an
+input in place by what it reads (a KV cache's fill counter, ``n.add_(1)``;
+BatchNorm's running statistics) would count twice: transformers'
+``StaticCache`` then put the first decoded token's keys at two positions and
+let its query attend to both (first-step logits 6.5e-2 from eager's on an
+H200), and every later token wrote one slot past the one it attended to.
+Cudagraph trees likewise run a graph once per call (a warm-up call, then a
+recording call that replays once after capturing).
+
 It falls back to the plain call, logging the reason once per graph, where a
 graph cannot be recorded: the graph draws random numbers on the host (a replay
 would repeat them), an input is a CPU tensor, more than ``MAX_GRAPHS`` input
@@ -63,6 +75,10 @@ class _Recording:
     # Outputs in memory a replay rewrites: (position in leaves, tensor, its
     # storage's use count when only the runner held it).
     pooled: list[tuple[int, torch.Tensor, int]]
+    # ``(results,)`` of the warm-up run, which the recording call returns (then
+    # None): capturing executes nothing, and replaying after the warm-up would
+    # run the graph twice in one call.
+    first: tuple[Any] | None = None
 
     copied_into: list[torch.Tensor] = field(init=False)  # the graph's buffers of ``copied``
 
@@ -143,6 +159,11 @@ class CudaGraphRunner:
             recording = self.recordings.get(key, _MISSING)
             if recording is _MISSING:
                 recording = self._record(args, key)
+                if recording is not None and recording.first is not None:
+                    # This call's results are the warm-up's: the graph ran once.
+                    self.last[sizes] = recording
+                    (first,), recording.first = recording.first, None
+                    return first
             if recording is None:
                 return self.run(*args)
             self.last[sizes] = recording
@@ -206,7 +227,7 @@ class CudaGraphRunner:
             side = torch.cuda.Stream(device)
             side.wait_stream(torch.cuda.current_stream(device))
             with torch.cuda.stream(side):
-                self.run(*inputs)
+                first = self.run(*inputs)
             torch.cuda.current_stream(device).wait_stream(side)
             if self.pool is None:
                 self.pool = torch.cuda.graph_pool_handle()
@@ -230,6 +251,8 @@ class CudaGraphRunner:
             if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in fixed
         ]
         recording = _Recording(graph, inputs, copied, static, pointers, leaves, spec, pooled)
+        own = {inputs[k].untyped_storage().data_ptr() for k in copied}
+        recording.first = (_detached(first, own),)
         self.recordings[key] = recording
         return recording
 
@@ -247,3 +270,17 @@ class CudaGraphRunner:
 
 
 _MISSING: Any = object()
+
+
+def _detached(outputs: Any, buffers: set[int]) -> Any:
+    """The warm-up run's ``outputs`` as the recording call returns them: a result
+    in one of the graph's own input ``buffers`` (storage addresses), which the
+    next replay's input copy rewrites, is copied."""
+    leaves, spec = pytree.tree_flatten(outputs)
+    leaves = [
+        t.clone()
+        if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() in buffers
+        else t
+        for t in leaves
+    ]
+    return pytree.tree_unflatten(leaves, spec)
