@@ -68,6 +68,29 @@ MARGIN = 0.05
 """The template must win by this fraction of the extern's estimate."""
 
 
+PROLOGUE_MAX_OPS = 4
+"""Arithmetic ops a producer of a template's operand may have and still be
+computed in the K loop (``loop-inline``), the *prologue*. The template
+computes each operand tile once per output tile along the other side
+(``N / BLOCK_N`` times for A), in registers between the asynchronous copy
+and the tensor-core op, so per element the prologue's ops are repeated that
+often while the product does ``2 * BLOCK_N`` flops at 16-32x the FMA units'
+rate: a cast, a scale, a dequantizing multiply-add (<= 4 ops) hide under the
+product; GPT-2's tanh GELU (11 ops and a tanh, per element 6 times at N = 768)
+made the next Linear's kernel compute-bound on its prologue. Inductor allows a
+prologue only when it reads no more bytes than it writes and needs no f32
+upcast in a 16-bit template (``check_prologue_fusion_heuristics_fusable``),
+and benchmarks it; the stored activation is instead the previous product's
+epilogue."""
+
+
+def cheap_prologue(compute_ops: int, math_ops: int) -> bool:
+    """Whether a producer of ``compute_ops`` arithmetic ops (``math_ops`` of them
+    transcendental: ``math.tanh``, ``math.erf``, ``math.exp``) may be computed
+    in a template's K loop rather than stored (:data:`PROLOGUE_MAX_OPS`)."""
+    return math_ops == 0 and compute_ops <= PROLOGUE_MAX_OPS
+
+
 @dataclass(frozen=True)
 class GemmShape:
     """What the choice and the configs depend on."""
@@ -236,6 +259,8 @@ def heuristic(s: GemmShape, target: Target) -> GemmConfig:
 
 __all__ = [
     "GEMM_MODES",
+    "PROLOGUE_MAX_OPS",
+    "cheap_prologue",
     "GemmConfig",
     "GemmShape",
     "choose",
