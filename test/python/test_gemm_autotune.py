@@ -122,6 +122,22 @@ def test_cuda_bench_builds_each_candidate():
     assert "tl.dot(" in emit_python(tpl)
 
 
+@pytest.mark.slow
+def test_cuda_bench_prepares_all_candidates():
+    # CudaBench lowers and loads every candidate of a product in prepare (on a
+    # GPU their kernels then compile in parallel threads), times each from
+    # what prepare built, and release drops the product's modules.
+    module = coil.import_module(_fn, _args())
+    (p,) = GA.problems(module)
+    p = GA.Problem(p.op, p.name, p.operands, p.device, p.candidates[:2], p.epilogue_s)
+    bench = GA.CudaBench(lower_product)
+    bench.prepare(p)
+    assert {c for _, c in bench._modules} == set(p.candidates)
+    assert all(bench(p, c) >= 0 for c in p.candidates)
+    bench.release(p)
+    assert not bench._modules
+
+
 def test_backend_budget_option():
     model = torch.nn.Linear(4, 4)
     with pytest.raises(Exception, match="option gemm_budget must be seconds"):
