@@ -176,9 +176,19 @@ class GemmConfig:
 
 
 # Inductor's mm configs (template_heuristics/triton.py, ``mm_configs`` for
-# CUDA), the ones its heuristic keeps for these shape classes.
+# CUDA, whose tuples are (BM, BN, BK, stages, warps); these are (BM, BN, BK,
+# warps, stages)), the ones its heuristic keeps for these shape classes, the
+# default first. For large 16-bit products on Hopper: the 128 x 256 tile in 4
+# stages ("wins on Hopper-class matmul" there), 256 x 128, deeper pipelines
+# (5 stages) and BK 128, as its max-autotune list and persistent list hold;
+# :func:`configs` drops what would not fit the target's shared memory.
 _LARGE = [
     GemmConfig(128, 128, 64, 8, 3),
+    GemmConfig(128, 256, 64, 8, 4),
+    GemmConfig(128, 128, 64, 4, 3),
+    GemmConfig(128, 128, 64, 8, 5),
+    GemmConfig(256, 128, 64, 8, 4),
+    GemmConfig(128, 128, 128, 8, 3),
     GemmConfig(128, 256, 64, 8, 3),
     GemmConfig(128, 128, 32, 4, 4),
     GemmConfig(64, 128, 64, 4, 4),
@@ -196,6 +206,22 @@ _SMALL = [
     GemmConfig(32, 64, 32, 4, 3),
     GemmConfig(16, 16, 64, 2, 2),
 ]
+
+
+def smem_bytes(c: GemmConfig, in_bytes: int) -> int:
+    """Shared memory the pipelined K loop holds: each stage's A and B tiles."""
+    return (c.block_m * c.block_k + c.block_k * c.block_n) * in_bytes * c.num_stages
+
+
+def _fit_smem(c: GemmConfig, in_bytes: int, target: Target) -> GemmConfig | None:
+    """``c`` with fewer stages (not under 2) where its tiles would not fit the
+    target's shared memory per block (Triton fails such a compile: out of
+    resources), or None."""
+    while smem_bytes(c, in_bytes) > target.smem_per_block:
+        if c.num_stages <= 2:
+            return None
+        c = GemmConfig(c.block_m, c.block_n, c.block_k, c.num_warps, c.num_stages - 1, c.group_m)
+    return c
 
 
 def _fit(c: GemmConfig, s: GemmShape) -> GemmConfig:
@@ -226,8 +252,8 @@ def configs(s: GemmShape, target: Target) -> list[GemmConfig]:
         table = _SMALL
     out: list[GemmConfig] = []
     for c in table + _MEDIUM + _SMALL:
-        f = _fit(c, s)
-        if f not in out:
+        f = _fit_smem(_fit(c, s), s.in_bytes, target)
+        if f is not None and f not in out:
             out.append(f)
     return out
 
@@ -267,4 +293,5 @@ __all__ = [
     "configs",
     "heuristic",
     "parse_gemm_config",
+    "smem_bytes",
 ]

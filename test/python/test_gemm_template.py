@@ -266,3 +266,25 @@ def test_auto_keeps_cublas_on_a_gpu(m, n, k):
     for target in ("h100", "h200"):
         chosen, why = G.choose(shape, TARGETS[target], epilogue=True)
         assert not chosen, why
+
+
+def test_configs_fit_shared_memory():
+    # Every candidate's pipelined tiles fit the target's shared memory (a
+    # config that does not fails Triton's compile): f32 operands get fewer
+    # stages or are dropped; the large 16-bit class offers Hopper's 128 x 256
+    # and 256 x 128 tiles and deeper pipelines after the default.
+    from coil.strategy import gemm as G
+    from coil.strategy.target import TARGETS
+
+    h100 = TARGETS["h100"]
+    for in_bytes in (2, 4):
+        shape = G.GemmShape(m=4096, n=2304, k=768, in_bytes=in_bytes)
+        cfgs = G.configs(shape, h100)
+        assert cfgs[0] == G.heuristic(shape, h100)
+        assert len(set(cfgs)) == len(cfgs)
+        assert all(G.smem_bytes(c, in_bytes) <= h100.smem_per_block for c in cfgs)
+    keys = [c.key() for c in G.configs(G.GemmShape(m=4096, n=2304, k=768), h100)]
+    assert keys[0] == "128x128x64w8s3g8"
+    assert {"128x256x64w8s4g8", "256x128x64w8s4g8", "128x128x64w8s5g8"} <= set(keys)
+    f32 = [c.key() for c in G.configs(G.GemmShape(m=4096, n=2304, k=768, in_bytes=4), h100)]
+    assert "128x256x64w8s4g8" not in f32 and "128x256x64w8s2g8" in f32
