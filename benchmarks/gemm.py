@@ -96,12 +96,12 @@ SHAPES = {
 }
 
 
-def _linear_module(m: int, k: int, n: int):
+def _linear_module(m: int, k: int, n: int, device: str = "cuda:0"):
     from coil.ir import parse_module
     from coil.strategy.target import for_device, set_module_target
 
     def ty(sizes: str, strides: str = "") -> str:
-        return f'!aten.tensor<[{sizes}], bf16, {strides}device "cuda:0">'
+        return f'!aten.tensor<[{sizes}], bf16, {strides}device "{device}">'
 
     x, w, wt, y = (
         ty(f"{m}, {k}"),
@@ -116,11 +116,16 @@ def _linear_module(m: int, k: int, n: int):
         f"  func.return %0 : {y}\n}}\n"
     )
     module = parse_module(text)
-    set_module_target(module, for_device("cuda:0"))
+    set_module_target(module, for_device(device))
     return module
 
 
 def _bench_ms(fn) -> float:
+    if M.DEVICE != "cuda":  # --smoke on the CPU: one timed run
+        fn()
+        t = time.perf_counter()
+        fn()
+        return (time.perf_counter() - t) * 1e3
     import triton.testing
 
     return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
@@ -142,12 +147,13 @@ def run_shapes(
     from coil.strategy import gemm as G
     from coil.strategy.target import for_device
 
-    target = for_device("cuda:0")
+    device = "cuda:0" if M.DEVICE == "cuda" else "cpu"
+    target = for_device(device)
     for name in names:
-        for m, k, n in SHAPES[name]:
+        for m, k, n in [(64, 32, 48)] if M.SMOKE else SHAPES[name]:
             label = f"{name} {m}x{k}x{n}"
             flops = 2.0 * m * n * k
-            (p,) = GA.problems(_linear_module(m, k, n))
+            (p,) = GA.problems(_linear_module(m, k, n, device))
             shape = G.GemmShape(m=m, n=n, k=k)
             configs = [c.key() for c in G.configs(shape, target)[:max_configs]]
             p = GA.Problem(p.op, p.name, p.operands, p.device, tuple(configs), 0.0)
@@ -173,20 +179,24 @@ def run_shapes(
             }
             if times:
                 best = min(times, key=times.__getitem__)
-                out = bench._module(p, best).call([x, wt])[0]
+                res = bench._module(p, best).call([x, wt])[0].double()
                 ref = torch.mm(x.double(), wt.double())
                 row.update(
                     coil_best=best,
                     coil_best_ms=times[best],
                     coil_first=configs[0],
                     coil_first_ms=times.get(configs[0]),
-                    coil_err=float((out.double() - ref).norm() / ref.norm()),
+                    coil_err=float((res - ref).norm() / ref.norm()),
+                    cublas_err=float((torch.mm(x, wt).double() - ref).norm() / ref.norm()),
+                    coil_times=" ".join(f"{c}={t:.4f}" for c, t in times.items()),
                 )
+                res = ref = None
             bench.release(p)
             if inductor:
                 torch._dynamo.reset()
                 f = torch.compile(
                     lambda a, b: torch.mm(a, b),
+                    dynamic=False,
                     options={
                         "max_autotune": True,
                         "max_autotune_gemm_backends": "TRITON",
@@ -196,7 +206,8 @@ def run_shapes(
                 t0 = time.perf_counter()
                 try:
                     f(x, wt)
-                    torch.cuda.synchronize()
+                    if device != "cpu":
+                        torch.cuda.synchronize()
                     row["inductor_compile_s"] = time.perf_counter() - t0
                     row["inductor_triton_ms"] = _bench_ms(lambda: f(x, wt))
                 except Exception as e:
@@ -215,11 +226,14 @@ def run_shapes(
                 f"compile {compile_s:5.1f} s | inductor "
                 f"{ind or 0:7.3f} ms {tf(ind)} TF/s "
                 f"compile {row.get('inductor_compile_s', 0):5.1f} s"
-                f" | err {row.get('coil_err', float('nan')):.1e}",
+                f" | err {row.get('coil_err', float('nan')):.1e}"
+                f" (cuBLAS {row.get('cublas_err', float('nan')):.1e})",
                 flush=True,
             )
+            print(f"{label:28s} coil configs (ms): {row.get('coil_times', '-')}", flush=True)
             x = wt = None
-            torch.cuda.empty_cache()
+            if device != "cpu":
+                torch.cuda.empty_cache()
 
 
 SHAPE_KEYS = [
@@ -234,8 +248,10 @@ SHAPE_KEYS = [
     "coil_first_ms",
     "coil_compile_s",
     "coil_err",
+    "cublas_err",
     "inductor_triton_ms",
     "inductor_compile_s",
+    "coil_times",
 ]
 
 
