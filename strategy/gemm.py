@@ -255,7 +255,26 @@ def configs(s: GemmShape, target: Target) -> list[GemmConfig]:
         f = _fit_smem(_fit(c, s), s.in_bytes, target)
         if f is not None and f not in out:
             out.append(f)
+    if out and waves(out[0], s, target) < FEW_WAVES:
+        # Few output tiles per SM: the last wave runs part full (GPT-2's
+        # 4096 x 768 outputs are 192 tiles of 128 x 128 on 132 SMs, 1.45
+        # waves), so the half-size tiles are timed among the first candidates
+        # (max-autotune times MAX_CONFIGS of them), right after the default.
+        half = [c for c in out[1:] if c.block_m * c.block_n * 2 == out[0].block_m * out[0].block_n]
+        out = [out[0], *half, *(c for c in out[1:] if c not in half)]
     return out
+
+
+FEW_WAVES = 3.0
+"""Waves of output tiles (:func:`waves`) under which :func:`configs` puts the
+half-size tiles right after the default: with W waves the last one idles up
+to 1 / ceil(W) of the machine, a quarter or more under three."""
+
+
+def waves(c: GemmConfig, s: GemmShape, target: Target) -> float:
+    """Output tiles of ``c`` per SM (one program a tile, one program an SM)."""
+    tiles = -(-s.m // c.block_m) * -(-s.n // c.block_n) * s.batch
+    return tiles / max(1, target.num_sms)
 
 
 _CONFIG = re.compile(r"^(\d+)x(\d+)x(\d+)(?:w(\d+))?(?:s(\d+))?(?:g(\d+))?$")
@@ -294,4 +313,5 @@ __all__ = [
     "heuristic",
     "parse_gemm_config",
     "smem_bytes",
+    "waves",
 ]

@@ -288,3 +288,19 @@ def test_configs_fit_shared_memory():
     assert {"128x256x64w8s4g8", "256x128x64w8s4g8", "128x128x64w8s5g8"} <= set(keys)
     f32 = [c.key() for c in G.configs(G.GemmShape(m=4096, n=2304, k=768, in_bytes=4), h100)]
     assert "128x256x64w8s4g8" not in f32 and "128x256x64w8s2g8" in f32
+
+
+def test_few_waves_time_half_tiles():
+    # GPT-2's 4096 x 768 outputs are 1.45 waves of 128 x 128 tiles on an H100:
+    # the half-size tiles are among the candidates max-autotune times.
+    from coil.runtime.gemm_autotune import MAX_CONFIGS
+    from coil.strategy import gemm as G
+    from coil.strategy.target import TARGETS
+
+    h100 = TARGETS["h100"]
+    narrow = G.GemmShape(m=4096, n=768, k=3072)
+    first = G.configs(narrow, h100)[:MAX_CONFIGS]
+    assert G.waves(first[0], narrow, h100) < G.FEW_WAVES
+    assert {(c.block_m, c.block_n) for c in first[1:3]} == {(64, 128), (128, 64)}
+    wide = G.GemmShape(m=4096, n=50257, k=768)
+    assert G.configs(wide, h100)[1].key() == "128x256x64w8s4g8"
