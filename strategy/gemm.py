@@ -53,7 +53,12 @@ cuBLAS in earlier runs: about 0.7 TFLOP of block products took some 4 ms
 more, the template running at roughly a fifth of cuBLAS's rate. At 0.2 the
 estimate keeps cuBLAS for every product of that model (a test pins it) and
 picks the template only where the epilogue's round trip dwarfs the product;
-``mode="max-autotune"`` measures instead of estimating."""
+``mode="max-autotune"`` measures instead of estimating. That run is not the
+template's rate on a plain product: its GPT-2 had the tanh GELU inlined as
+c_proj's prologue (recomputed 6 times per element in the K loop; no longer,
+:func:`cheap_prologue`), and GPT-2's other template kernels compile for sm90
+to Inductor's form (cp.async stages, async wgmma). ``benchmarks/gemm.py
+--shapes`` measures the rate per product; until then the value stays."""
 
 ESTIMATE_CHOOSES = False
 """Whether ``gemm=auto`` acts on the estimate without a measurement. Off: with
