@@ -25,6 +25,7 @@ heuristic's choice; ``mode="max-autotune"`` times them
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -165,18 +166,23 @@ class GemmConfig:
     num_warps: int
     num_stages: int
     group_m: int = 8
+    k_split: int = 1
+    """Decompose-K: the product as ``k_split`` products over slices of K, one
+    batch of the template, summed after (``aten_to_loop/gemm.py``)."""
 
     def summary(self) -> str:
+        split = f", K split {self.k_split}" if self.k_split > 1 else ""
         return (
             f"[BLOCK_M {self.block_m}, BLOCK_N {self.block_n}, BLOCK_K {self.block_k}], "
-            f"{self.num_warps} warps, {self.num_stages} stages, GROUP_M {self.group_m}"
+            f"{self.num_warps} warps, {self.num_stages} stages, GROUP_M {self.group_m}{split}"
         )
 
     def key(self) -> str:
         """The ``gemm-config`` spelling (:func:`parse_gemm_config` reads it back)."""
+        split = f"k{self.k_split}" if self.k_split > 1 else ""
         return (
             f"{self.block_m}x{self.block_n}x{self.block_k}w{self.num_warps}s{self.num_stages}"
-            f"g{self.group_m}"
+            f"g{self.group_m}{split}"
         )
 
 
@@ -260,6 +266,17 @@ def configs(s: GemmShape, target: Target) -> list[GemmConfig]:
         f = _fit_smem(_fit(c, s), s.in_bytes, target)
         if f is not None and f not in out:
             out.append(f)
+    splits = decompose_k_splits(s)
+    if splits and out:
+        # Skinny outputs over a long K: the slices' products, one batch of
+        # the template, are candidates right after the default (Inductor's
+        # decompose-K choices, timed by max-autotune, never the default).
+        extra = []
+        for split in splits:
+            part = GemmShape(s.m, s.n, s.k // split, split, s.in_bytes, s.out_bytes)
+            c = configs(part, target)[0]
+            extra.append(dataclasses.replace(c, k_split=split))
+        return [out[0], *extra, *out[1:]]
     if out and waves(out[0], s, target) < FEW_WAVES:
         # Few output tiles per SM: the last wave runs part full (GPT-2's
         # 4096 x 768 outputs are 192 tiles of 128 x 128 on 132 SMs, 1.45
@@ -268,6 +285,33 @@ def configs(s: GemmShape, target: Target) -> list[GemmConfig]:
         half = [c for c in out[1:] if c.block_m * c.block_n * 2 == out[0].block_m * out[0].block_n]
         out = [out[0], *half, *(c for c in out[1:] if c not in half)]
     return out
+
+
+DECOMPOSE_K_RATIO = 32
+"""K must be this many times M and N for decompose-K candidates (Inductor's
+``triton.decompose_k_threshold``)."""
+MAX_K_SPLITS = 3
+
+
+def decompose_k_splits(s: GemmShape) -> list[int]:
+    """Decompose-K's split counts for ``s`` (Inductor's ``get_k_splits``): for a
+    single product whose K is at least :data:`DECOMPOSE_K_RATIO` times M and N,
+    the divisors d of K up to ``min(K // M, K // N)`` leaving slices of at
+    least 128, those with power-of-two slices first, then multiples of 32;
+    :data:`MAX_K_SPLITS` of them, largest slices first."""
+    if s.batch != 1 or s.k < DECOMPOSE_K_RATIO * max(s.m, s.n):
+        return []
+    top = min(s.k // s.m, s.k // s.n)
+    pow2, mul32 = [], []
+    for d in range(2, top + 1):
+        part = s.k // d
+        if s.k % d or part < 128:
+            continue
+        if part & (part - 1) == 0:
+            pow2.append(d)
+        elif part % 32 == 0:
+            mul32.append(d)
+    return (pow2 + mul32)[:MAX_K_SPLITS]
 
 
 FEW_WAVES = 3.0
@@ -282,11 +326,12 @@ def waves(c: GemmConfig, s: GemmShape, target: Target) -> float:
     return tiles / max(1, target.num_sms)
 
 
-_CONFIG = re.compile(r"^(\d+)x(\d+)x(\d+)(?:w(\d+))?(?:s(\d+))?(?:g(\d+))?$")
+_CONFIG = re.compile(r"^(\d+)x(\d+)x(\d+)(?:w(\d+))?(?:s(\d+))?(?:g(\d+))?(?:k(\d+))?$")
 
 
 def parse_gemm_config(text: str) -> GemmConfig:
-    """``"BMxBNxBK[wWARPS][sSTAGES][gGROUP_M]"`` (``convert-loop-to-tt{gemm-config=...}``)."""
+    """``"BMxBNxBK[wWARPS][sSTAGES][gGROUP_M][kSPLIT]"`` (``convert-loop-to-tt{gemm-config=...}``;
+    the K split acts only where max-autotune chose it, at ``convert-aten-to-loop``)."""
     m = _CONFIG.match(text.strip())
     if m is None:
         raise ValueError(
@@ -297,10 +342,12 @@ def parse_gemm_config(text: str) -> GemmConfig:
     for name, v in (("BM", bm), ("BN", bn), ("BK", bk)):
         if v < 16 or v & (v - 1):
             raise ValueError(f"gemm-config: {name} must be a power of two >= 16, not {v}")
-    warps, stages, group = (
-        int(m.group(k)) if m.group(k) else d for k, d in ((4, 4), (5, 2), (6, 8))
+    warps, stages, group, split = (
+        int(m.group(k)) if m.group(k) else d for k, d in ((4, 4), (5, 2), (6, 8), (7, 1))
     )
-    return GemmConfig(bm, bn, bk, warps, stages, group)
+    if split < 1:
+        raise ValueError(f"gemm-config: the K split must be >= 1, not {split}")
+    return GemmConfig(bm, bn, bk, warps, stages, group, split)
 
 
 def heuristic(s: GemmShape, target: Target) -> GemmConfig:
@@ -317,6 +364,7 @@ __all__ = [
     "configs",
     "heuristic",
     "parse_gemm_config",
+    "decompose_k_splits",
     "smem_bytes",
     "waves",
 ]

@@ -61,6 +61,31 @@ def test_template_choice_reaches_the_kernel(tmp_path):
     assert_close_to_eager(mod.call([a.clone() for a in args])[0], _fn(*args))
 
 
+def test_decompose_k_candidate_reaches_the_kernel(tmp_path):
+    # A skinny output over a long K (K >= 32 M and 32 N) gets decompose-K
+    # candidates (strategy/gemm.py decompose_k_splits); chosen, the product is
+    # one template over [split, M, N] of K's slices and a sum of the slices.
+    def fn(x, w):
+        return torch.relu(x @ w)
+
+    def args():
+        return [torch.randn(8, 1024), torch.randn(1024, 12) / 32]
+
+    module = coil.import_module(fn, args())
+    (p,) = GA.problems(module)
+    splits = [c for c in p.candidates if c.endswith(("k2", "k4", "k8"))]
+    assert splits, p.candidates
+    pick = splits[1]
+    bench, _ = _fake(lambda c: 1.0 if c == pick else 2.0)
+    GA.tune_module(module, bench=bench, cache_dir=tmp_path, device_name="test")
+    run_pipeline(module, PIPELINES["default"])
+    source = emit_python(module)
+    assert "K split" in source and "tl.dot(" in source
+    mod = load_module(source, interpret=True)
+    a = args()
+    assert_close_to_eager(mod.call([t.clone() for t in a])[0], fn(*a))
+
+
 def test_extern_wins_and_the_cache_answers(tmp_path):
     module = coil.import_module(_fn, _args())
     bench, calls = _fake(lambda c: 0.1 if c == "extern" else 5.0)

@@ -304,3 +304,18 @@ def test_few_waves_time_half_tiles():
     assert {(c.block_m, c.block_n) for c in first[1:3]} == {(64, 128), (128, 64)}
     wide = G.GemmShape(m=4096, n=50257, k=768)
     assert G.configs(wide, h100)[1].key() == "128x256x64w8s4g8"
+
+
+def test_decompose_k_splits():
+    # Inductor's rule: K >= 32 M and 32 N, slices of >= 128, power-of-two
+    # slices first; never for a transformer's block products.
+    from coil.strategy import gemm as G
+    from coil.strategy.target import TARGETS
+
+    assert G.decompose_k_splits(G.GemmShape(m=4096, n=768, k=3072)) == []
+    assert G.decompose_k_splits(G.GemmShape(m=64, n=64, k=8192)) == [2, 4, 8]
+    # 640 = 5 x 128 (a power-of-two slice) first, then slices of 320 and 160
+    assert G.decompose_k_splits(G.GemmShape(m=16, n=16, k=640)) == [5, 2, 4]
+    cfgs = G.configs(G.GemmShape(m=64, n=64, k=8192), TARGETS["h100"])
+    assert cfgs[0].k_split == 1 and [c.k_split for c in cfgs[1:4]] == [2, 4, 8]
+    assert G.parse_gemm_config(cfgs[2].key()) == cfgs[2]
