@@ -52,7 +52,8 @@
 #                            time vs wall, top kernels; eager, Inductor, coil);
 #   MEMORY="vit_hf ..."      benchmarks/memory_probe.py (planned vs measured peak);
 #   GEMM="gpt2 llama vit_hf resnet50"  benchmarks/gemm.py: eager, inductor,
-#            inductor max-autotune, coil, coil gemm=triton, coil max-autotune
+#            inductor max-autotune, coil, coil gemm=triton, coil max-autotune;
+#            GEMM_ARGS="--shapes gpt2,llama,vit": the products alone first
 #   COMPILE="gpt2 bert ..."  benchmarks/compile_time.py on those models (cold and
 #                            warm first calls, coil and Inductor, new processes);
 #   BEFORE="gpt2 ..."        the same with the coil of .whl/coil_before.tar
@@ -191,9 +192,11 @@ if [ -n "${NCU:-}" ]; then
     python3 benchmarks/ncu_kernels.py "${ncu_names[@]}" > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
   status=$(( status | $? ))
 fi
-if [ -n "${GEMM:-}" ]; then
+if [ -n "${GEMM:-}${GEMM_ARGS:-}" ]; then
   # GEMM="gpt2 llama vit_hf resnet50": issue 38's table (gemm templates and
-  # max-autotune against Inductor's); GEMM_ARGS="--variants ..." narrows it.
+  # max-autotune against Inductor's); GEMM_ARGS="--variants ..." narrows it;
+  # GEMM_ARGS="--shapes gpt2,llama,vit" times the models' products alone
+  # first (cuBLAS, coil's configs, Inductor's Triton templates: gemm_shapes.csv).
   # shellcheck disable=SC2086
   budget python3 benchmarks/gemm.py ${GEMM_ARGS:-} $GEMM 2>&1 | tee -a "$OUT/gemm.log"
   status=$(( status | PIPESTATUS[0] ))

@@ -25,7 +25,6 @@ their own.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import logging
@@ -168,7 +167,8 @@ def tune_module(
     lower: Lower | None = None,
 ) -> TuneReport:
     """Measure and annotate every product of ``module`` (see the module doc);
-    ``bench`` times a candidate (default: :func:`cuda_bench` with ``lower``)."""
+    ``bench`` times a candidate (default: :class:`CudaBench` with ``lower``,
+    which compiles each product's candidates in parallel first)."""
     from coil import config
 
     report = TuneReport()
@@ -178,7 +178,7 @@ def tune_module(
     if bench is None:
         if lower is None:
             raise ValueError("tune_module: give bench, or lower for the default cuda_bench")
-        bench = functools.partial(cuda_bench, lower=lower)
+        bench = CudaBench(lower)
     if device_name is None:
         device_name = _device_name(todo[0].device)
     versions = _versions()
@@ -194,11 +194,17 @@ def tune_module(
             continue
         else:
             times: dict[str, float] = {}
+            prepare = getattr(bench, "prepare", None)
+            if prepare is not None:  # all candidates compiled at once
+                prepare(p)
             for c in p.candidates:
                 try:
                     times[c] = bench(p, c)
                 except Exception as e:  # a config that fails to compile or run is left out
                     log.debug("coil: gemm autotune: %s %s failed: %s", p.name, c, e)
+            release = getattr(bench, "release", None)
+            if release is not None:
+                release(p)
             if not times:
                 report.skipped += 1
                 continue
@@ -298,22 +304,84 @@ def standalone_module(p: Problem, config_key: str | None, lower: Lower) -> built
     return module
 
 
+class CudaBench:
+    """The default measurement: each candidate lowered alone (``lower``), all of
+    one product's candidates compiled at once in threads
+    (:meth:`prepare`; Triton's compile runs mostly outside the GIL, as
+    Inductor compiles its choices in a pool before benchmarking them), then
+    each timed with ``triton.testing.do_bench`` on the same random operands."""
+
+    def __init__(self, lower: Lower, workers: int | None = None) -> None:
+        self.lower = lower
+        self.workers = workers
+        self._modules: dict[tuple[int, str], object] = {}
+        self._args: dict[int, list] = {}
+
+    def _module(self, p: Problem, candidate: str):
+        key = (id(p), candidate)
+        mod = self._modules.get(key)
+        if mod is None:
+            from coil.runtime.codecache import load_module
+            from coil.targets.python import emit_python
+
+            module = standalone_module(p, None if candidate == EXTERN else candidate, self.lower)
+            mod = load_module(emit_python(module), interpret=not p.device.startswith("cuda"))
+            self._modules[key] = mod
+        return mod
+
+    def prepare(self, p: Problem) -> None:
+        """Lower every candidate of ``p`` (serially: Python) and compile their
+        kernels in parallel threads. A candidate that fails to lower or
+        compile is left for :meth:`__call__` to fail on, alone."""
+        import os
+        from concurrent.futures import ThreadPoolExecutor
+
+        from coil.runtime.launch import _prime_triton_key, launchers
+
+        todo = []
+        for c in p.candidates:
+            try:
+                todo.extend(launchers(self._module(p, c)))
+            except Exception as e:
+                log.debug("coil: gemm autotune: %s %s did not lower: %s", p.name, c, e)
+        if not p.device.startswith("cuda") or not todo:
+            return
+        _prime_triton_key()
+        workers = self.workers or min(len(todo), os.cpu_count() or 1, 32)
+
+        def bind(launcher) -> None:
+            try:
+                launcher.bind()
+            except Exception as e:
+                log.debug("coil: gemm autotune: %s: %s", launcher.name, e)
+
+        with ThreadPoolExecutor(workers, thread_name_prefix="coil-gemm-tune") as pool:
+            list(pool.map(bind, todo))
+
+    def __call__(self, p: Problem, candidate: str) -> float:
+        """Milliseconds of ``candidate`` on random operands."""
+        mod = self._module(p, candidate)
+        args = self._args.get(id(p))
+        if args is None:
+            args = self._args[id(p)] = _operands(p)
+        if not p.device.startswith("cuda"):  # Triton's interpreter: a run, no timing
+            t = time.perf_counter()
+            mod.call(list(args))
+            return (time.perf_counter() - t) * 1e3
+        import triton.testing
+
+        return triton.testing.do_bench(lambda: mod.call(list(args)), warmup=5, rep=25)
+
+    def release(self, p: Problem) -> None:
+        """Drop ``p``'s operands and modules (the next product's need the memory)."""
+        self._args.pop(id(p), None)
+        for key in [k for k in self._modules if k[0] == id(p)]:
+            del self._modules[key]
+
+
 def cuda_bench(p: Problem, candidate: str, lower: Lower) -> float:
-    """Milliseconds of ``candidate`` on random operands (``triton.testing.do_bench``)."""
-    from coil.runtime.codecache import load_module
-    from coil.targets.python import emit_python
-
-    module = standalone_module(p, None if candidate == EXTERN else candidate, lower)
-    interpret = not p.device.startswith("cuda")
-    mod = load_module(emit_python(module), interpret=interpret)
-    args = _operands(p)
-    if interpret:  # Triton's interpreter: a run, no timing
-        t = time.perf_counter()
-        mod.call(list(args))
-        return (time.perf_counter() - t) * 1e3
-    import triton.testing
-
-    return triton.testing.do_bench(lambda: mod.call(list(args)), warmup=5, rep=25)
+    """Milliseconds of ``candidate`` on random operands (one candidate, compiled alone)."""
+    return CudaBench(lower)(p, candidate)
 
 
-__all__ = ["Problem", "TuneReport", "choose", "cuda_bench", "problems", "tune_module"]
+__all__ = ["CudaBench", "Problem", "TuneReport", "choose", "cuda_bench", "problems", "tune_module"]

@@ -42,6 +42,7 @@ from xdsl.transforms.common_subexpression_elimination import cse
 from coil.dialects import buffer as B
 from coil.dialects import loop as L
 from coil.intmath import prod
+from coil.strategy import gemm as G
 from coil.transforms.extern_effects import extern_mutated_operands
 from coil.transforms.loop_cost import (
     body_size,
@@ -261,6 +262,25 @@ def _epilogue_broadcast_into_reduction(producer: L.PointwiseOp, loads: list[L.Lo
     return False
 
 
+def _costly_gemm_prologue(producer: L.PointwiseOp, loads: list[L.LoadOp]) -> bool:
+    """Whether a gemm template reads ``producer`` as an operand and recomputing it
+    there costs more than storing it (``strategy/gemm.py``,
+    :func:`~coil.strategy.gemm.cheap_prologue`): the template computes its
+    operand tiles once per output tile along the other side, so a GELU before
+    the next Linear (GPT-2's MLP) ran its tanh chain ``N / BLOCK_N`` times per
+    element in the K loop, in f32, off the asynchronous copies; stored, it is
+    the previous product's epilogue (``loop-fuse``) and one bf16 load here."""
+    if not any(
+        isinstance(r := L.enclosing_loop(load), L.ReductionOp) and r.is_gemm for load in loads
+    ):
+        return False
+    return not G.cheap_prologue(compute_ops(producer.body.block), _math_ops(producer.body.block))
+
+
+def _math_ops(block: Block) -> int:
+    return sum(1 for op in block.walk() if op.name.startswith("math."))
+
+
 @dataclass(frozen=True)
 class LoopInlinePass(ModulePass):
     """Inline tensor-level ``loop.pointwise`` producers and ``loop.view``s into the
@@ -273,7 +293,8 @@ class LoopInlinePass(ModulePass):
     nested regions, a producer stored anyway, a shared producer that is expensive
     (``max-cost``, ``max-reads``) or whose readers would read more bytes than a
     store saves, one that would push a reader past ``max-body-ops``, a
-    reduction's epilogue that a reduction reads by broadcast, a producer
+    reduction's epilogue that a reduction reads by broadcast, a gemm template's
+    operand that is not a cheap prologue (a cast, a scale), a producer
     reading an input that a ``loop.copy`` overwrites before a reader, and one a
     load cannot take after substitution: an indirect index reaching a
     ``loop.index``/random offset, or trapping integer division under a mask.
@@ -397,6 +418,8 @@ class _Inliner:
         ):
             return False
         if _epilogue_broadcast_into_reduction(producer, loads):
+            return False
+        if _costly_gemm_prologue(producer, loads):
             return False
         if not all(self._can_inline(producer, load) for load in loads):
             return False

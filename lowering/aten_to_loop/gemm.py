@@ -181,7 +181,11 @@ def _gemm(lw: Lowerer, op: AtenOp):
 
     tuned = tuned_choice(op)
     template = f"gemm:{tuned[1]}" if tuned is not None and tuned[1] else "gemm"
-    (red,) = lw.reduction("sum", out_shape, [k], acc, product, template=template)
+    split = _k_split(tuned, k) if not batched and rows is None else 1
+    if split > 1:
+        red = _decompose_k(lw, a, b, out_shape, to_expr(k), split, template)
+    else:
+        (red,) = lw.reduction("sum", out_shape, [k], acc, product, template=template)
     result = red
     if bias is not None or out.element_type != acc:
         result = _finish(lw, red, bias, alpha, beta, out_shape, shape, out.element_type, flat_row)
@@ -194,6 +198,42 @@ def _gemm(lw: Lowerer, op: AtenOp):
     i0, i1 = index_symbols(2)
     index = _unflatten(i0, [to_expr(s) for s in lead]) + [i1]
     return [lw.view(result, index, shape)]
+
+
+def _k_split(tuned: tuple[str, str | None] | None, k) -> int:
+    """The K split max-autotune chose (``...k4``), where K is static and divides."""
+    if tuned is None or not tuned[1]:
+        return 1
+    try:
+        split = G.parse_gemm_config(tuned[1]).k_split
+    except ValueError:
+        return 1
+    kk = _static(k)
+    return split if split > 1 and kk is not None and kk % split == 0 else 1
+
+
+def _decompose_k(lw: Lowerer, a, b, out_shape, k: sympy.Expr, split: int, template: str):
+    """Decompose-K (Inductor's ``decompose_k_subgraph_template``): the product
+    of ``[M, K] @ [K, N]`` as ``split`` products over K's slices, one template
+    whose batch is the slice (``[split, M, N]``, f32), then their sum over the
+    slices in f32, which the finish rounds: more programs for a skinny output
+    with a long K, each reading its slice."""
+    acc = dtypes.f32
+    part = k / split
+
+    def product(bb: BodyBuilder, idx):
+        p, i, j, r = idx
+        kk = p * part + r
+        return bb.mul(bb.cast(bb.load(a, [i, kk]), acc), bb.cast(bb.load(b, [kk, j]), acc))
+
+    (parts,) = lw.reduction("sum", [split, *out_shape], [part], acc, product, template=template)
+
+    def total(bb: BodyBuilder, idx):
+        *ij, p = idx
+        return bb.load(parts, [p, *ij])
+
+    (red,) = lw.reduction("sum", out_shape, [split], acc, total)
+    return red
 
 
 def _unflatten(flat: sympy.Expr, sizes: list[sympy.Expr]) -> list[sympy.Expr]:

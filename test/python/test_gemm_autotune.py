@@ -61,6 +61,31 @@ def test_template_choice_reaches_the_kernel(tmp_path):
     assert_close_to_eager(mod.call([a.clone() for a in args])[0], _fn(*args))
 
 
+def test_decompose_k_candidate_reaches_the_kernel(tmp_path):
+    # A skinny output over a long K (K >= 32 M and 32 N) gets decompose-K
+    # candidates (strategy/gemm.py decompose_k_splits); chosen, the product is
+    # one template over [split, M, N] of K's slices and a sum of the slices.
+    def fn(x, w):
+        return torch.relu(x @ w)
+
+    def args():
+        return [torch.randn(8, 1024), torch.randn(1024, 12) / 32]
+
+    module = coil.import_module(fn, args())
+    (p,) = GA.problems(module)
+    splits = [c for c in p.candidates if c.endswith(("k2", "k4", "k8"))]
+    assert splits, p.candidates
+    pick = splits[1]
+    bench, _ = _fake(lambda c: 1.0 if c == pick else 2.0)
+    GA.tune_module(module, bench=bench, cache_dir=tmp_path, device_name="test")
+    run_pipeline(module, PIPELINES["default"])
+    source = emit_python(module)
+    assert "K split" in source and "tl.dot(" in source
+    mod = load_module(source, interpret=True)
+    a = args()
+    assert_close_to_eager(mod.call([t.clone() for t in a])[0], fn(*a))
+
+
 def test_extern_wins_and_the_cache_answers(tmp_path):
     module = coil.import_module(_fn, _args())
     bench, calls = _fake(lambda c: 0.1 if c == "extern" else 5.0)
@@ -120,6 +145,22 @@ def test_cuda_bench_builds_each_candidate():
     assert GA.cuda_bench(p, p.candidates[1], lower_product) >= 0
     tpl = GA.standalone_module(p, p.candidates[1], lower_product)
     assert "tl.dot(" in emit_python(tpl)
+
+
+@pytest.mark.slow
+def test_cuda_bench_prepares_all_candidates():
+    # CudaBench lowers and loads every candidate of a product in prepare (on a
+    # GPU their kernels then compile in parallel threads), times each from
+    # what prepare built, and release drops the product's modules.
+    module = coil.import_module(_fn, _args())
+    (p,) = GA.problems(module)
+    p = GA.Problem(p.op, p.name, p.operands, p.device, p.candidates[:2], p.epilogue_s)
+    bench = GA.CudaBench(lower_product)
+    bench.prepare(p)
+    assert {c for _, c in bench._modules} == set(p.candidates)
+    assert all(bench(p, c) >= 0 for c in p.candidates)
+    bench.release(p)
+    assert not bench._modules
 
 
 def test_backend_budget_option():

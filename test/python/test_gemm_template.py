@@ -266,3 +266,56 @@ def test_auto_keeps_cublas_on_a_gpu(m, n, k):
     for target in ("h100", "h200"):
         chosen, why = G.choose(shape, TARGETS[target], epilogue=True)
         assert not chosen, why
+
+
+def test_configs_fit_shared_memory():
+    # Every candidate's pipelined tiles fit the target's shared memory (a
+    # config that does not fails Triton's compile): f32 operands get fewer
+    # stages or are dropped; the large 16-bit class offers Hopper's 128 x 256
+    # and 256 x 128 tiles and deeper pipelines after the default.
+    from coil.strategy import gemm as G
+    from coil.strategy.target import TARGETS
+
+    h100 = TARGETS["h100"]
+    for in_bytes in (2, 4):
+        shape = G.GemmShape(m=4096, n=2304, k=768, in_bytes=in_bytes)
+        cfgs = G.configs(shape, h100)
+        assert cfgs[0] == G.heuristic(shape, h100)
+        assert len(set(cfgs)) == len(cfgs)
+        assert all(G.smem_bytes(c, in_bytes) <= h100.smem_per_block for c in cfgs)
+    keys = [c.key() for c in G.configs(G.GemmShape(m=4096, n=2304, k=768), h100)]
+    assert keys[0] == "128x128x64w8s3g8"
+    assert {"128x256x64w8s4g8", "256x128x64w8s4g8", "128x128x64w8s5g8"} <= set(keys)
+    f32 = [c.key() for c in G.configs(G.GemmShape(m=4096, n=2304, k=768, in_bytes=4), h100)]
+    assert "128x256x64w8s4g8" not in f32 and "128x256x64w8s2g8" in f32
+
+
+def test_few_waves_time_half_tiles():
+    # GPT-2's 4096 x 768 outputs are 1.45 waves of 128 x 128 tiles on an H100:
+    # the half-size tiles are among the candidates max-autotune times.
+    from coil.runtime.gemm_autotune import MAX_CONFIGS
+    from coil.strategy import gemm as G
+    from coil.strategy.target import TARGETS
+
+    h100 = TARGETS["h100"]
+    narrow = G.GemmShape(m=4096, n=768, k=3072)
+    first = G.configs(narrow, h100)[:MAX_CONFIGS]
+    assert G.waves(first[0], narrow, h100) < G.FEW_WAVES
+    assert {(c.block_m, c.block_n) for c in first[1:3]} == {(64, 128), (128, 64)}
+    wide = G.GemmShape(m=4096, n=50257, k=768)
+    assert G.configs(wide, h100)[1].key() == "128x256x64w8s4g8"
+
+
+def test_decompose_k_splits():
+    # Inductor's rule: K >= 32 M and 32 N, slices of >= 128, power-of-two
+    # slices first; never for a transformer's block products.
+    from coil.strategy import gemm as G
+    from coil.strategy.target import TARGETS
+
+    assert G.decompose_k_splits(G.GemmShape(m=4096, n=768, k=3072)) == []
+    assert G.decompose_k_splits(G.GemmShape(m=64, n=64, k=8192)) == [2, 4, 8]
+    # 640 = 5 x 128 (a power-of-two slice) first, then slices of 320 and 160
+    assert G.decompose_k_splits(G.GemmShape(m=16, n=16, k=640)) == [5, 2, 4]
+    cfgs = G.configs(G.GemmShape(m=64, n=64, k=8192), TARGETS["h100"])
+    assert cfgs[0].k_split == 1 and [c.k_split for c in cfgs[1:4]] == [2, 4, 8]
+    assert G.parse_gemm_config(cfgs[2].key()) == cfgs[2]

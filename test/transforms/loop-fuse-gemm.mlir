@@ -64,3 +64,36 @@ func.func @no_sibling(%x: !aten.tensor<[8, 64], f32>, %w: !aten.tensor<[64, 32],
   %1 = aten.sum.dim_IntList(%y, dim = [2]) : !aten.tensor<[8, 32], f32>
   func.return %0, %1 : !aten.tensor<[8, 32], f32>, !aten.tensor<[8, 32], f32>
 }
+
+// -----
+
+// A costly producer of an operand is no prologue (strategy/gemm.py,
+// cheap_prologue): GPT-2's tanh GELU between two Linears joins the first
+// product's group as its epilogue and is stored once, instead of being
+// recomputed in the second's K loop once per tile of its columns.
+// CHECK-LABEL: func.func @gelu_between_linears
+// CHECK: loop.fused [32, 64]
+// CHECK: loop.reduction sum [32, 64] [48] template gemm
+// CHECK: math.tanh
+// CHECK: loop.reduction sum [32, 48] [64] template gemm
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: loop.load %mul[i0, r0] : !loop.tensor<[32, 64], bf16>
+// CHECK-NOT: math.tanh
+// CHECK: func.return
+func.func @gelu_between_linears(%x: !aten.tensor<[32, 48], bf16>, %b1: !aten.tensor<[64], bf16>, %w1: !aten.tensor<[48, 64], bf16>, %b2: !aten.tensor<[48], bf16>, %w2: !aten.tensor<[64, 48], bf16>) -> !aten.tensor<[32, 48], bf16> {
+  %h = aten.addmm.default(%b1, %x, %w1) : !aten.tensor<[32, 64], bf16>
+  %c1 = aten.constant 0.5 : f64
+  %mul = aten.mul.Tensor(%h, %c1) : !aten.tensor<[32, 64], bf16>
+  %pow = aten.pow.Tensor_Scalar(%h, exponent = 3.0) : !aten.tensor<[32, 64], bf16>
+  %c2 = aten.constant 0.044715 : f64
+  %mul_1 = aten.mul.Tensor(%pow, %c2) : !aten.tensor<[32, 64], bf16>
+  %add_3 = aten.add.Tensor(%h, %mul_1) : !aten.tensor<[32, 64], bf16>
+  %c3 = aten.constant 0.7978845608028654 : f64
+  %mul_2 = aten.mul.Tensor(%add_3, %c3) : !aten.tensor<[32, 64], bf16>
+  %tanh = aten.tanh.default(%mul_2) : !aten.tensor<[32, 64], bf16>
+  %c4 = aten.constant 1.0 : f64
+  %add_4 = aten.add.Tensor(%tanh, %c4) : !aten.tensor<[32, 64], bf16>
+  %mul_3 = aten.mul.Tensor(%mul, %add_4) : !aten.tensor<[32, 64], bf16>
+  %o = aten.addmm.default(%b2, %mul_3, %w2) : !aten.tensor<[32, 48], bf16>
+  func.return %o : !aten.tensor<[32, 48], bf16>
+}

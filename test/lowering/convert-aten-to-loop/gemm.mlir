@@ -117,3 +117,23 @@ func.func @conv1x1_strided(%x: !aten.tensor<[2, 8, 5, 5], f32>, %w: !aten.tensor
   %0 = aten.convolution.default(%x, %w, %b, stride = [2, 2], padding = [0, 0], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1) : !aten.tensor<[2, 6, 3, 3], f32>
   func.return %0 : !aten.tensor<[2, 6, 3, 3], f32>
 }
+
+// -----
+
+// Decompose-K, where max-autotune chose a K split (the config's k4): one
+// template over K's slices as its batch, f32, then the slices' sum.
+// CHECK-LABEL: func.func @decompose_k
+// CHECK: %[[P:.*]] = loop.reduction sum [4, 16, 24] [256] template "gemm:16x32x32w2s2g8k4" : !loop.tensor<[4, 16, 24], f32>
+// CHECK-NEXT: ^bb0(%i0: index, %i1: index, %i2: index, %r0: index):
+// CHECK-NEXT: loop.load %x[i1, 256*i0 + r0]
+// CHECK-NEXT: loop.load %w[256*i0 + r0, i2]
+// CHECK: loop.reduction sum [16, 24] [4] : !loop.tensor<[16, 24], f32>
+// CHECK: loop.load %[[P]][r0, i0, i1]
+// AUTO-LABEL: func.func @decompose_k
+// AUTO: loop.reduction sum [4, 16, 24] [256] template "gemm:16x32x32w2s2g8k4"
+// EXTERN-LABEL: func.func @decompose_k
+// EXTERN: buffer.extern "aten.mm.default"
+func.func @decompose_k(%x: !aten.tensor<[16, 1024], f32>, %w: !aten.tensor<[1024, 24], f32>) -> !aten.tensor<[16, 24], f32> {
+  %0 = aten.mm.default(%x, %w) {coil.gemm = "triton 16x32x32w2s2g8k4"} : !aten.tensor<[16, 24], f32>
+  func.return %0 : !aten.tensor<[16, 24], f32>
+}
