@@ -151,11 +151,23 @@ def test_finish_on_cuda(dtype, poisoned):
     # inputs would catch a counter left non-zero or a partial read stale.
     for name in sorted(CASES):
         _check(name, "cuda", dtype, calls=20)
-    # The benchmark's shapes: f32 32768 x 2048 column sum and variance.
-    for fn in (lambda x: x.sum(0), lambda x: x.var(0)):
+    # The benchmark's shapes: f32 32768 x 2048 column sum and variance. A sum
+    # of 32768 signed terms can land near 0 while its terms are large: its
+    # rounding error follows the terms' magnitude, not the result's, so there
+    # the bound is eager's error plus 1e-6 (~16 f32 ulps) of sum(|x|) -- a
+    # stale or missing chunk moves a column by O(sqrt(chunk)) >> that. (An H200
+    # run measured 1.2e-4 on columns summing to ~200; eager's cascade sum is
+    # closer to float64 than any chunked one.)
+    for fn, terms in ((lambda x: x.sum(0), lambda x: x.abs().sum(0)), (lambda x: x.var(0), None)):
         x = torch.randn(32768, 2048, device="cuda")
         mod, launches, finished = _compile(fn, x)
         assert finished == 1
         for _ in range(5):
             x = torch.randn(32768, 2048, device="cuda")
-            _assert_matches_eager(fn, mod.call([x.clone()]), x)
+            got = mod.call([x.clone()])[0]
+            if terms is None:
+                _assert_matches_eager(fn, (got,), x)
+                continue
+            exact = fn(x.double())
+            allowed = (fn(x).double() - exact).abs() + 1e-6 * terms(x).double()
+            assert bool(((got.double() - exact).abs() <= allowed).all())
