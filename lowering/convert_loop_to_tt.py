@@ -55,6 +55,7 @@ from coil.lowering.loop_to_tt.kernel import (
 from coil.passinfo import check_options
 from coil.strategy.gemm import GemmShape, parse_gemm_config
 from coil.strategy.gemm import configs as gemm_configs
+from coil.strategy.hints import with_size_hints
 from coil.strategy.target import Target, module_target
 
 _KINDS = {
@@ -176,6 +177,7 @@ class ConvertLoopToTtPass(ModulePass):
     def __post_init__(self) -> None:
         check_options(self)
 
+    @with_size_hints
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         options = Options(
             self.xblock,
