@@ -201,11 +201,25 @@ def reduction_tile(
     rblock: int = 0,
     persistent_threshold: int = PERSISTENT_THRESHOLD,
     outer_tiles: bool = True,
+    rbound: int = 0,
 ) -> ReductionTile:
     """The tile of a reduction kernel (see the module docstring); ``xblock`` and
-    ``rblock`` (non-zero) are given by the user and kept."""
+    ``rblock`` (non-zero) are given by the user and kept. ``rbound`` (non-zero)
+    says a symbolic reduced size is at most that (a variant the wrapper runs
+    only then, ``variants.py``): the row is planned as a static one of that
+    length, masked to the actual size."""
     acc = shape.access
     x, r = sympy.sympify(shape.xnumel), sympy.sympify(shape.rnumel)
+    if rbound and not r.is_Integer:
+        tile = reduction_tile(
+            replace(shape, rnumel=sympy.Integer(rbound)),
+            target,
+            xblock=xblock,
+            rblock=rblock,
+            persistent_threshold=persistent_threshold,
+            outer_tiles=outer_tiles,
+        )
+        return replace(tile, notes=(*tile.notes, f"rows of at most {rbound}"))
     # An interpreter target plans the GPU's tiles, but never more programs only
     # to spread rows over SMs (it runs programs one after another).
     spread = not target.serial
