@@ -1054,7 +1054,11 @@ class KernelLowering:
         elem = element_of(v.type)
         shape = self.tile2.shape
         if kind == "welford":
-            n = b.const(int(self.rnumel), elem, (self.xblock, 1))
+            if sympy.sympify(self.rnumel).is_Integer:
+                n = b.const(int(self.rnumel), elem, (self.xblock, 1))
+            else:  # a host.variants row: its length is a size argument
+                count = b.to_float(b.emit_index(self.rnumel), elem)
+                n = b.broadcast_to(count, (self.xblock, 1))
             x = b.select(mask, v, b.const(0, elem, shape)) if mask is not None else v
             mean = b.binary(
                 xarith.DivfOp,

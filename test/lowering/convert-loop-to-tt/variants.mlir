@@ -46,3 +46,24 @@ func.func @static_rows(%x: !buffer.buffer<[s0, 1000], f32>) -> !buffer.buffer<[s
   }
   func.return %out : !buffer.buffer<[s0], f32>
 }
+
+// -----
+
+// A Welford row kept whole: its count is the row's length, a size argument
+// (s1 as a float), not a constant.
+
+// CHECK:       tt.func public @coil_mean_m2_n_0_r4096
+// CHECK:       arith.sitofp %s1 : i64 to f32
+// CHECK-LABEL: func.func @welford_rows
+// CHECK:       host.variants "coil_mean_m2_n_0" size <s1> bounds <[4096]> {
+func.func @welford_rows(%x: !buffer.buffer<[s0, s1], f32>) -> (!buffer.buffer<[s0], f32>, !buffer.buffer<[s0], f32>, !buffer.buffer<[s0], f32>) attributes {coil.size_hints = {s0 = 64 : i64, s1 = 1000 : i64}} {
+  %mean = buffer.alloc : !buffer.buffer<[s0], f32>
+  %m2 = buffer.alloc : !buffer.buffer<[s0], f32>
+  %n = buffer.alloc : !buffer.buffer<[s0], f32>
+  loop.reduction welford [s0] [s1] outs(%mean, %m2, %n : !buffer.buffer<[s0], f32>, !buffer.buffer<[s0], f32>, !buffer.buffer<[s0], f32>) {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %x[i0, r0] : !buffer.buffer<[s0, s1], f32>
+    loop.yield %0 : f32
+  }
+  func.return %mean, %m2, %n : !buffer.buffer<[s0], f32>, !buffer.buffer<[s0], f32>, !buffer.buffer<[s0], f32>
+}
