@@ -35,6 +35,12 @@ change the environment after ``import coil`` and be heard.
 * ``COIL_CXX`` -- the C++ compiler for CPU kernels (default: ``$CXX``, then
   ``g++``, ``clang++``, ``c++`` on ``PATH``); ``none`` hides every compiler
   (the fallback path: CPU graphs run as ATen ops).
+* ``COIL_CUDAGRAPH_POOL`` -- where a compiled graph's CUDA graphs (one per
+  input layout: per size under dynamic shapes) allocate: ``shared`` (the
+  default: one memory pool for all of a graph's recordings, as cudagraph trees
+  share theirs) or ``per-graph`` (a pool of its own for each recording: more
+  memory, no recording's allocations ever overlap another's; a diagnostic for
+  a replay failing after recordings at other sizes, ``runtime/cudagraphs.py``).
 * ``COIL_LIBCUDA_PATH`` -- read by the C++ wrapper's runtime
   (``runtime/cpp/coil_runtime.h``), not by Python: the CUDA driver library it
   opens instead of ``libcuda.so.1``.
@@ -132,6 +138,19 @@ def cpu_kernels(option: str | None = None) -> str:
     if value not in CPU_KERNELS:
         raise ValueError(
             f"coil: cpu_kernels must be one of {', '.join(map(repr, CPU_KERNELS))}, not {value!r}"
+        )
+    return value
+
+
+CUDAGRAPH_POOLS = ("shared", "per-graph")
+
+
+def cudagraph_pool() -> str:
+    """``COIL_CUDAGRAPH_POOL`` (``shared`` when unset)."""
+    value = os.environ.get("COIL_CUDAGRAPH_POOL", "").strip().lower() or "shared"
+    if value not in CUDAGRAPH_POOLS:
+        raise ValueError(
+            f"coil: COIL_CUDAGRAPH_POOL must be one of {', '.join(CUDAGRAPH_POOLS)}, not {value!r}"
         )
     return value
 

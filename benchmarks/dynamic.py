@@ -17,7 +17,15 @@ Workloads (``--list``): a decoder LM over sequence lengths (HF GPT-2, bf16,
 batch 8), an encoder over batch and length (HF BERT), a conv net over batch and
 image size (a ResNet-50 from torchvision), a batch-varying MLP.
 
-    python benchmarks/dynamic.py [names...] [--profile] [--smoke]
+    python benchmarks/dynamic.py [names...] [--profile] [--smoke] [--budget S] [--no-cudagraphs]
+
+Each size runs eager, coil static, coil dynamic and Inductor dynamic first;
+the CUDA-graph compiles (coil's and Inductor's ``reduce-overhead`` over the
+dynamic compile) run in a second phase over the same sizes, each call
+synchronized, so a CUDA error there (sticky) names the compile, the size and
+whether it recorded or replayed, and the first phase's rows are already
+written (``--no-cudagraphs`` skips the phase). ``--budget S`` starts no new
+size once a workload has run S seconds (the CUDA-graph phase: 1.75 S).
 
 The table goes to stdout and ``$OUT/dynamic.md``, rows to ``$OUT/dynamic.csv``
 (``dynamic-NAME.md`` and ``.csv`` when one workload is named, so that one
@@ -161,7 +169,27 @@ def _profile(fn, calls: int = 5) -> str:
     return "\n".join(lines)
 
 
-def run(w: Workload, device: str, profile: bool) -> tuple[list[dict], str]:
+PLAIN = ("eager", "coil_static", "coil_dynamic", "inductor_dynamic")
+"""Timed at every size first; their rows are written before any CUDA graph runs."""
+GRAPHED = ("coil_dynamic_cg", "inductor_dynamic_cg")
+"""CUDA graphs over the dynamic compiles (one recording per size), timed after
+every size of PLAIN: a CUDA error is sticky, and the rows measured before it
+must survive it (the twelve-layer GPT-2 once failed here)."""
+
+
+GRAPHED_BUDGET = 1.75
+"""The CUDA-graph phase starts no new size past this many ``--budget``s."""
+
+
+def run(
+    w: Workload,
+    device: str,
+    profile: bool,
+    cudagraphs: bool = True,
+    budget_s: float = 0.0,
+    done: Callable[[list[dict]], None] = lambda rows: None,
+) -> tuple[list[dict], str]:
+    start = time.perf_counter()
     torch.manual_seed(0)
     model = w.build().eval().to(device)  # the f32 reference
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
@@ -181,33 +209,27 @@ def run(w: Workload, device: str, profile: bool) -> tuple[list[dict], str]:
             half, backend="inductor", dynamic=True, mode="reduce-overhead"
         ),
     }
-    if device != "cuda":
-        for name in ("inductor_dynamic", "coil_dynamic_cg", "inductor_dynamic_cg"):
+    if device != "cuda" or not cudagraphs:
+        for name in GRAPHED:
             del runs[name]
-    rows, reports = [], []
+    if device != "cuda":
+        del runs["inductor_dynamic"]
+    rows, reports, sized = [], [], []
     for size in w.sizes:
+        if budget_s and rows and time.perf_counter() - start > budget_s:
+            print(
+                f"dynamic: {w.name}: budget of {budget_s:.0f} s spent; sizes from "
+                f"{'x'.join(map(str, size))} on skipped",
+                flush=True,
+            )
+            break
         inputs = tuple(x.to(device) for x in w.make_inputs(*size))
         args = tuple(x.to(dtype) if x.is_floating_point() else x for x in inputs)
         row: dict = {"workload": w.name, "size": "x".join(map(str, size))}
         with torch.no_grad():
             ref = model(*inputs).float()
-            for name, f in runs.items():
-                t = time.perf_counter()
-                out = f(*args)
-                if name.endswith("_cg"):
-                    out = out.clone()  # the next replay rewrites the graph's output
-                if device == "cuda":
-                    torch.cuda.synchronize()
-                row[f"{name}_first_s"] = round(time.perf_counter() - t, 2)
-                row[f"{name}_err"] = _rel_err(out.float(), ref)
-            # Two rounds, the second in reverse order, keeping each variant's
-            # lower median: the first H100 run saw every variant (eager too)
-            # 1.3-1.6x slower at one size than at the next larger one, a
-            # transient of the machine, not of a compile.
-            for order in (list(runs), list(reversed(runs))):
-                for name in order:
-                    ms = _bench(lambda f=runs[name]: f(*args))
-                    row[f"{name}_ms"] = min(ms, row.get(f"{name}_ms", ms))
+            plain = [n for n in PLAIN if n in runs]
+            _measure(runs, plain, args, ref, row, device)
             if profile and device == "cuda" and size == w.sizes[-2]:
                 for name in ("coil_static", "coil_dynamic", "inductor_dynamic"):
                     reports.append(
@@ -216,8 +238,59 @@ def run(w: Workload, device: str, profile: bool) -> tuple[list[dict], str]:
                     )
         print(f"dynamic: {w.name} {row['size']}: " + _fmt(row), flush=True)
         rows.append(row)
+        sized.append((size, args, ref))
+        done(rows)
         gc.collect()
+    graphed = [n for n in GRAPHED if n in runs]
+    for size, args, ref in sized if graphed else ():
+        row = next(r for r in rows if r["size"] == "x".join(map(str, size)))
+        if budget_s and time.perf_counter() - start > GRAPHED_BUDGET * budget_s:
+            print(f"dynamic: {w.name}: CUDA graphs stop at {row['size']} (budget)", flush=True)
+            break
+        with torch.no_grad():
+            for name in graphed:
+                # Each call synchronized: a failure names the compile, the size
+                # and whether it recorded (first call at a size) or replayed.
+                for call in ("record", "replay"):
+                    try:
+                        out = runs[name](*args).clone()
+                        torch.cuda.synchronize()
+                    except Exception as e:
+                        seen = [r["size"] for r in rows if f"{name}_ms" in r]
+                        raise RuntimeError(
+                            f"{name} failed at {row['size']} ({call}; sizes recorded before: "
+                            f"{seen or 'none'}): {type(e).__name__}: {str(e)[:200]}"
+                        ) from e
+                row[f"{name}_err"] = _rel_err(out.float(), ref)
+            _measure(runs, graphed, args, ref, row, device, check=False)
+        print(f"dynamic: {w.name} {row['size']} CUDA graphs: " + _fmt_cg(row), flush=True)
+        done(rows)
     return rows, "\n".join(reports)
+
+
+def _measure(runs, names, args, ref, row, device, check: bool = True) -> None:
+    """First call (compile) time and error against ``ref`` of each of ``names``,
+    then two timing rounds, the second in reverse order, keeping each one's
+    lower median: the first H100 run saw every variant (eager too) 1.3-1.6x
+    slower at one size than at the next larger one, a transient of the
+    machine, not of a compile."""
+    for name in names if check else ():
+        f = runs[name]
+        t = time.perf_counter()
+        out = f(*args)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        row[f"{name}_first_s"] = round(time.perf_counter() - t, 2)
+        row[f"{name}_err"] = _rel_err(out.float(), ref)
+    for order in (list(names), list(reversed(names))):
+        for name in order:
+            ms = _bench(lambda f=runs[name]: f(*args))
+            row[f"{name}_ms"] = min(ms, row.get(f"{name}_ms", ms))
+
+
+def _fmt_cg(r: dict) -> str:
+    parts = [f"{n} {r[n + '_ms']:.3f}" for n in GRAPHED if f"{n}_ms" in r]
+    return ", ".join(parts)
 
 
 def _fmt(r: dict) -> str:
@@ -257,6 +330,15 @@ def main() -> int:
     p.add_argument("--list", action="store_true")
     p.add_argument("--profile", action="store_true", help="profile the next-to-last size")
     p.add_argument("--smoke", action="store_true", help="tiny models on any device")
+    p.add_argument(
+        "--no-cudagraphs", action="store_true", help="skip the CUDA-graph compiles (second phase)"
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=0.0,
+        help="seconds per workload after which no further size starts (0: none)",
+    )
     args = p.parse_args()
     if args.list:
         for w in WORKLOADS.values():
@@ -273,18 +355,25 @@ def main() -> int:
         w = WORKLOADS[name]
         if SMOKE:
             w.sizes = w.sizes[:2]
+        partial: list[dict] = []
+
+        def done(rows: list[dict], name=name, partial=partial) -> None:
+            # Written after every size: a call cut at its deadline, or a sticky
+            # CUDA error, keeps what was measured.
+            partial[:] = rows
+            write(all_rows + rows, reports, args.names)
+
         try:
-            rows, report = run(w, device, args.profile)
+            rows, report = run(w, device, args.profile, not args.no_cudagraphs, args.budget, done)
         except Exception as e:  # a failing workload is reported, not a crash
-            print(f"dynamic: {name}: ERROR {type(e).__name__}: {str(e)[:300]}", flush=True)
+            print(f"dynamic: {name}: ERROR {type(e).__name__}: {str(e)[:400]}", flush=True)
             traceback.print_exc()
-            if "CUDA error" in str(e):
+            all_rows += partial
+            if "CUDA error" in str(e) or "launch failure" in str(e):
                 break  # a sticky CUDA error: every later workload would fail too
             continue
         all_rows += rows
         reports.append(report)
-        # Written after every workload: a call cut at its deadline keeps the
-        # workloads that finished.
         write(all_rows, reports, args.names)
     print(table(all_rows))
     print("\n".join(r for r in reports if r))

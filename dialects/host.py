@@ -24,6 +24,11 @@ y, z). ``num_warps``/``num_stages`` are Triton's launch options.
 candidate launches of one nest (same arguments, different kernels, tiles and
 launch options): exactly one of them runs, the runtime's choice (the fastest,
 measured once per process and key: the name and the launches' size symbols).
+
+``host.variants "coil_softmax_0" size <s1> bounds <[1024]>
+{ host.launch ... host.launch ... }`` holds kernels of one nest planned for
+ranges of a symbolic size: the first whose bound the size is within runs, the
+last past every bound (one comparison in the wrapper; ``strategy/variants.py``).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+import sympy
 from xdsl.dialects.builtin import (
     DictionaryAttr,
     FlatSymbolRefAttrConstr,
@@ -58,7 +64,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from coil.dialects.buffer import BufferType, ExternBase, LastUseBase, YieldBase, check_buffer
 from coil.dialects.func_like import FuncLikeOp
-from coil.dialects.symbolic import ShapeAttr, format_expr_list, parse_expr_list
+from coil.dialects.symbolic import ExprAttr, ShapeAttr, format_expr_list, parse_expr_list
 
 
 @irdl_op_definition
@@ -327,6 +333,79 @@ class AutotuneOp(IRDLOperation):
                 )
 
 
+@irdl_op_definition
+class VariantsOp(IRDLOperation):
+    """``host.variants "coil_softmax_0" size <s1> bounds <[1024]> { host.launch
+    ... host.launch ... }``: launch ``k`` runs where ``size`` is at most
+    ``bounds[k]`` (the first that holds), the last one otherwise. Kernels planned
+    for one range of a symbolic size each (``strategy/variants.py``: a reduction
+    row kept whole in registers up to a bound, looped past it), chosen at run
+    time by one comparison of the actual size."""
+
+    name = "host.variants"
+    key = prop_def(StringAttr)
+    size = prop_def(ExprAttr)
+    bounds = prop_def(ShapeAttr)
+    body = region_def()
+    traits = traits_def(NoTerminator())
+    assembly_format = "$key `size` $size `bounds` $bounds attr-dict-with-keyword $body"
+
+    def __init__(
+        self, key: str, size: sympy.Expr, bounds: Sequence[int], launches: Sequence[LaunchOp]
+    ):
+        super().__init__(
+            properties={
+                "key": StringAttr(key),
+                "size": ExprAttr(size),
+                "bounds": ShapeAttr(list(bounds)),
+            },
+            regions=[Region(Block(list(launches)))],
+        )
+
+    @property
+    def launches(self) -> list[LaunchOp]:
+        return [op for op in self.body.block.ops if isinstance(op, LaunchOp)]
+
+    @property
+    def bound_values(self) -> list[int]:
+        return [int(b) for b in self.bounds.data]
+
+    def verify_(self) -> None:
+        blocks = list(self.body.blocks)
+        if len(blocks) != 1 or blocks[0].args:
+            raise VerifyException(
+                "host.variants: the region is one block without arguments, "
+                "holding the variants' host.launch ops"
+            )
+        ops = list(blocks[0].ops)
+        for op in ops:
+            if not isinstance(op, LaunchOp):
+                raise VerifyException(
+                    f"host.variants: the region holds only host.launch ops, found {op.name}"
+                )
+        bounds = list(self.bounds.data)
+        if any(not getattr(b, "is_Integer", False) for b in bounds):
+            raise VerifyException("host.variants: the bounds are integers")
+        values = [int(b) for b in bounds]
+        if len(ops) != len(values) + 1:
+            raise VerifyException(
+                f"host.variants: {len(values)} bounds need {len(values) + 1} launches "
+                f"(one a bound, then the rest), found {len(ops)}"
+            )
+        if any(b <= 0 for b in values) or values != sorted(set(values)):
+            raise VerifyException(
+                f"host.variants: bounds rise strictly from 1 or more, got {values}"
+            )
+        first = ops[0]
+        for op in ops[1:]:
+            # Any one may run: each must compute the same outputs.
+            if list(op.args) != list(first.args):
+                raise VerifyException(
+                    f"host.variants: every variant launches the same arguments "
+                    f"(@{op.kernel_name} differs from @{first.kernel_name})"
+                )
+
+
 Host = Dialect(
     "host",
     [
@@ -341,6 +420,7 @@ Host = Dialect(
         SemaphoresOp,
         LaunchOp,
         AutotuneOp,
+        VariantsOp,
     ],
     [],
 )

@@ -76,6 +76,7 @@ from coil.dialects.signature import (  # noqa: F401  (ALIGNMENT, decode: importe
     encode_output_tree,
 )
 from coil.dialects.symbolic import ExprAttr, SymInt, canonicalize_symbols, to_symint
+from coil.strategy.hints import SIZE_HINTS_ATTR, size_hints_attr
 
 INLINE_CONSTANT_MAX_NUMEL = 64
 """get_attr tensors up to this many elements are inlined as dense literals."""
@@ -121,6 +122,37 @@ def sym_expr(value: Any, rename: Rename = None) -> sympy.Expr | int:
             raise TypeError(f"symbolic float {expr} is not supported (only integer sizes)")
         return to_symint(canonicalize_symbols(expr))
     return value
+
+
+def size_hints(values: Sequence[Any], rename: Rename = None) -> dict[sympy.Symbol, int]:
+    """The example value of each size symbol in ``values`` (placeholders' FakeTensors
+    and SymInts), as the ShapeEnv that traced them holds it (``var_to_val``: the
+    sizes of the inputs Dynamo or export traced with); symbols without one
+    (unbacked) are left out. ``strategy/hints.py`` says who reads them. None
+    for a graph traced on coil's own FakeEnv (``rename``): its hints are
+    made-up primes, not sizes anyone ran with."""
+    out: dict[sympy.Symbol, int] = {}
+    if rename:
+        return out
+    for val in values:
+        if isinstance(val, torch.Tensor):
+            dims = [*val.shape, *val.stride(), val.storage_offset()]
+        elif isinstance(val, torch.SymInt):
+            dims = [val]
+        else:
+            continue
+        for d in dims:
+            if not isinstance(d, torch.SymInt):
+                continue
+            env = d.node.shape_env
+            # torch 2.11 renamed the table (var_to_val is its deprecated alias).
+            table = getattr(env, "backed_var_to_val", None) or getattr(env, "var_to_val", {})
+            for s in sympy.sympify(d.node.expr).free_symbols:
+                known = table.get(s)
+                if known is None:
+                    continue
+                out.setdefault(canonicalize_symbols(s), int(known))
+    return out
 
 
 @dataclass(frozen=True)
@@ -351,6 +383,9 @@ class _Importer:
             arg_attrs=ArrayAttr([DictionaryAttr(a) for a in arg_attrs]) if any(arg_attrs) else None,
         )
         fn.attributes.update(tree_attrs)
+        hints = size_hints([n.meta["val"] for n in placeholders], self.rename)
+        if hints:
+            fn.attributes[SIZE_HINTS_ATTR] = size_hints_attr(hints)
         return builtin.ModuleOp([fn])
 
     def _learn_symbols(self, val: Any) -> None:

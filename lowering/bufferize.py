@@ -60,6 +60,7 @@ from coil.dialects.aten import TensorType
 from coil.dialects.layout import nonnegative, view_address
 from coil.dialects.symbolic import ShapeAttr, SymInt, contiguous_strides, sym_eq, to_expr
 from coil.lowering import gemm_alignment
+from coil.strategy.hints import with_size_hints
 from coil.transforms.aten_channels_last import channels_last_strides, is_channels_last
 from coil.transforms.buffer_hoist_constants import ConstantValues
 from coil.transforms.extern_effects import extern_mutated_operands, storage_roots
@@ -781,6 +782,7 @@ class BufferizePass(ModulePass):
     computes such a pad once per parameter version, not on every call. The
     backend turns both on for inference graphs."""
 
+    @with_size_hints
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in op.ops:
             if isinstance(fn, func.FuncOp) and not fn.is_declaration:

@@ -70,6 +70,7 @@ from coil.dialects.body_builder import (
 from coil.dialects.c10d import NAMESPACES as C10D_NAMESPACES
 from coil.dialects.symbolic import ExprAttr, SymInt, to_expr
 from coil.passinfo import check_options
+from coil.strategy.hints import with_size_hints
 from coil.strategy.target import TARGETS, module_target
 
 log = logging.getLogger("coil")
@@ -610,6 +611,7 @@ class ConvertAtenToLoopPass(ModulePass):
     def __post_init__(self) -> None:
         check_options(self)
 
+    @with_size_hints
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         import coil.lowering.aten_to_loop  # noqa: F401  (fills LOWERINGS)
 

@@ -55,7 +55,9 @@ from coil.lowering.loop_to_tt.kernel import (
 from coil.passinfo import check_options
 from coil.strategy.gemm import GemmShape, parse_gemm_config
 from coil.strategy.gemm import configs as gemm_configs
+from coil.strategy.hints import with_size_hints
 from coil.strategy.target import Target, module_target
+from coil.strategy.variants import row_variants
 
 _KINDS = {
     "loop.pointwise": "pointwise",
@@ -169,6 +171,12 @@ class ConvertLoopToTtPass(ModulePass):
     heuristic of ``strategy/gemm.py``. With ``autotune=N`` a gemm template gets
     up to N of the strategy's candidate configs."""
 
+    variants: bool = True
+    """A reduction over a symbolic row also gets persistent kernels for rows up to
+    the bounds the cost model picks, launched from one ``host.variants`` that
+    compares the actual size (``strategy/variants.py``); false: the looped kernel
+    alone."""
+
     print_plans: bool = False
     """Print each kernel's plan and estimate on stderr (``fx-opt
     --print-kernel-plans``); every ``tt.func`` carries it as ``coil.plan``."""
@@ -176,6 +184,7 @@ class ConvertLoopToTtPass(ModulePass):
     def __post_init__(self) -> None:
         check_options(self)
 
+    @with_size_hints
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         options = Options(
             self.xblock,
@@ -231,9 +240,74 @@ class ConvertLoopToTtPass(ModulePass):
         name = kernel_name(nest, counter)
         try:
             kernels = self._kernels(nest, name, options, _KINDS[nest.name])
+            variants = self._variants(nest, name, options, kernels)
         except DiagnosticException as e:
             raise DiagnosticException(f"{e} (in {nest.name} of @{f.sym_name.data})") from e
-        self._replace(nest, kernels, f, name)
+        if variants:
+            self._replace_variants(nest, variants, kernels[0], f, name)
+        else:
+            self._replace(nest, kernels, f, name)
+
+    def _variants(
+        self, nest: L.LoopOp, name: str, options: Options, kernels: list[Kernel]
+    ) -> list[tuple[int, Kernel]]:
+        """Persistent kernels ``(bound, kernel)`` for rows of a symbolic reduced
+        size up to each bound the strategy keeps (``strategy/variants.py``), where
+        the nest's one kernel loops; empty where none pays or the user fixed the
+        tile."""
+        if not self.variants or len(kernels) != 1 or isinstance(nest, L.ScanOp | L.ScatterOp):
+            return []
+        (kernel,) = kernels
+        if kernel.shape is None or kernel.persistent or options.rblock or options.xblock:
+            return []
+        found = row_variants(
+            kernel.shape,
+            options.target,
+            persistent_threshold=options.persistent_threshold,
+            outer_tiles=options.outer_reduction,
+        )
+        out = []
+        for v in found:
+            built = build_kernel(
+                nest,
+                f"{name}_r{v.bound}",
+                dataclasses.replace(options, rbound=v.bound),
+                _KINDS[nest.name],
+            )
+            if built.persistent:
+                out.append((v.bound, built))
+        if out:
+            note = "; ".join(v.summary() for v in found)
+            kernel.func.attributes["coil.plan"] = builtin.StringAttr(
+                f"{kernel.plan}; variants: {note}"
+            )
+        return out
+
+    def _replace_variants(
+        self,
+        nest: L.LoopOp,
+        variants: list[tuple[int, Kernel]],
+        looped: Kernel,
+        f: func.FuncOp,
+        key: str,
+    ) -> None:
+        """``nest`` -> ``host.variants``: the persistent kernels by bound, then the looped one."""
+        launches = []
+        for kernel in [k for _, k in variants] + [looped]:
+            Rewriter.insert_op(kernel.func, InsertPoint.before(f))
+            launch = host.LaunchOp(
+                kernel.func.sym_name.data,
+                kernel.grid,
+                kernel.args,
+                kernel.scalars,
+                launch_config(kernel),
+            )
+            launch.location = nest.location
+            launches.append(launch)
+        size = sympy.expand(sympy.Mul(*nest.reduction_ranges.data))
+        new = host.VariantsOp(key, size, [b for b, _ in variants], launches)
+        new.location = nest.location
+        Rewriter.replace_op(nest, new, [])
 
     def _finishing_stage(self, ops: list[Operation], k: int) -> L.LoopOp | None:
         """The nest after ``ops[k]`` when it finishes the split reduction ``ops[k]``."""
@@ -411,7 +485,7 @@ def _dedupe_kernels(module: builtin.ModuleOp) -> None:
     tuned = {
         launch.kernel_name
         for op in module.walk()
-        if isinstance(op, host.AutotuneOp)
+        if isinstance(op, host.AutotuneOp | host.VariantsOp)
         for launch in op.launches
     }
     kernels = [op for op in module.ops if isinstance(op, tt.FuncOp)]

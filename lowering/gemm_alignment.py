@@ -24,7 +24,7 @@ copied on every call, ``K x N`` elements against the product's ``M x N x K``
 multiply-adds: the copy's share of the time is about ``e * F / (BW * M)``
 (``e`` bytes an element, ``F`` the tensor-core rate, ``BW`` the memory
 bandwidth), a function of M alone, so such a pad needs M >= ``MIN_ROWS`` (a
-symbolic M counts as ``loop_cost.SIZE_HINT``). CUDA only, f16/bf16 (f32 where
+symbolic M at its size hint, ``strategy/hints.py``: the traced size). CUDA only, f16/bf16 (f32 where
 TF32 is allowed, see :func:`plan`), static N.
 """
 

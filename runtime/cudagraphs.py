@@ -57,6 +57,8 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
+from coil import config
+
 log = logging.getLogger("coil")
 
 MAX_GRAPHS = 16
@@ -229,7 +231,7 @@ class CudaGraphRunner:
             with torch.cuda.stream(side):
                 first = self.run(*inputs)
             torch.cuda.current_stream(device).wait_stream(side)
-            if self.pool is None:
+            if self.pool is None or config.cudagraph_pool() == "per-graph":
                 self.pool = torch.cuda.graph_pool_handle()
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph, pool=self.pool, stream=side):

@@ -10,6 +10,9 @@
 ``cost.py``     the roofline-style cost model: bytes at the device's bandwidth,
                 latency of the loads a program waits for in turn, occupancy
                 from warps and registers, launches;
+``hints.py``    the number each size symbol stands for where a plan needs one:
+                the example sizes Dynamo traced with (``coil.size_hints`` on
+                the function), in force for one pass's ``apply``;
 ``plan.py``     the kernel plans built on it: a reduction's tile (persistent or
                 looped, XBLOCK, RBLOCK, warps), whether and how to split it in
                 two stages, a pointwise tile's estimate; each with the estimate

@@ -31,6 +31,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from coil.dialects import loop as L
 from coil.dialects.buffer import BufferType
 from coil.dialects.symbolic import contiguous_strides, index_symbols, is_index_symbol
+from coil.strategy import hints
 
 StridesOf = Callable[[SSAValue], "Sequence[sympy.Expr] | None"]
 """A value's layout where its type does not say it (a value-semantic tensor whose
@@ -173,21 +174,22 @@ def nontrivial(ranges: Sequence[sympy.Expr]) -> list[int]:
 
 
 STRIDE_HINT = 4096
-"""What each size symbol counts as when symbolic strides are ordered: a
+"""What a size symbol without a hint (``hints.py``: the example sizes, where the
+graph has them) counts as when symbolic strides are ordered: a
 channels-last ``[s0, s1, s2, s3]`` tensor's strides ``[s1*s2*s3, 1, s1*s3, s1]``
 order as N, H, W, C whatever the sizes (a product of more sizes is the larger
 stride for any sizes of at least 2, and the hint keeps that order)."""
 
 
 def _stride_key(stride: sympy.Expr) -> int | None:
-    """``stride`` as a number to order by: itself where static, its value with every
-    size symbol at :data:`STRIDE_HINT` where symbolic; None where it does not
+    """``stride`` as a number to order by: itself where static, its value at the
+    size hints (:data:`STRIDE_HINT` for a symbol without one) where symbolic; None where it does not
     evaluate to an integer."""
     if stride.is_Integer:
         return int(stride)
     if any(is_index_symbol(f) for f in stride.free_symbols):
         return None
-    value = stride.xreplace({f: sympy.Integer(STRIDE_HINT) for f in stride.free_symbols})
+    value = hints.substitute(stride, STRIDE_HINT)
     return int(value) if value.is_Integer else None
 
 

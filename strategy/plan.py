@@ -31,6 +31,7 @@ import sympy
 
 from coil.dialects.symbolic import torch_sympy
 from coil.intmath import cdiv, next_pow2
+from coil.strategy import hints
 from coil.strategy.access import ReductionAccess
 from coil.strategy.cost import MARGIN, Estimate, Work, estimate, sector_efficiency
 from coil.strategy.target import Target
@@ -49,8 +50,9 @@ PERSISTENT_THRESHOLD = 4096
 Inductor's largest persistent reduction (``triton_heuristics``' RBLOCK cap)."""
 
 SIZE_HINT = 4096
-"""What a dynamic size counts as in an estimate (no size is known when a graph
-compiles with symbolic sizes; a row at least this long is what a split is for)."""
+"""What a size symbol without a hint counts as in an estimate (IR written by
+hand, or traced on coil's own FakeEnv); a graph from Dynamo or export carries
+its example sizes (``hints.py``), which take precedence."""
 
 MIN_XBLOCK_SECTOR = 32
 """Bytes of each row an outer tile reads at least: a whole 32-byte sector."""
@@ -61,10 +63,9 @@ def floor_pow2(n: int) -> int:
 
 
 def hint(e: sympy.Expr | int) -> int:
-    e = sympy.sympify(e)
-    if e.is_Integer:
-        return int(e)
-    return int(e.subs({s: SIZE_HINT for s in e.free_symbols})) if e.free_symbols else SIZE_HINT
+    """``e`` at the size hints in force (``hints.py``), :data:`SIZE_HINT` per
+    symbol without one."""
+    return hints.value(e, SIZE_HINT)
 
 
 @dataclass(frozen=True)
@@ -200,11 +201,25 @@ def reduction_tile(
     rblock: int = 0,
     persistent_threshold: int = PERSISTENT_THRESHOLD,
     outer_tiles: bool = True,
+    rbound: int = 0,
 ) -> ReductionTile:
     """The tile of a reduction kernel (see the module docstring); ``xblock`` and
-    ``rblock`` (non-zero) are given by the user and kept."""
+    ``rblock`` (non-zero) are given by the user and kept. ``rbound`` (non-zero)
+    says a symbolic reduced size is at most that (a variant the wrapper runs
+    only then, ``variants.py``): the row is planned as a static one of that
+    length, masked to the actual size."""
     acc = shape.access
     x, r = sympy.sympify(shape.xnumel), sympy.sympify(shape.rnumel)
+    if rbound and not r.is_Integer:
+        tile = reduction_tile(
+            replace(shape, rnumel=sympy.Integer(rbound)),
+            target,
+            xblock=xblock,
+            rblock=rblock,
+            persistent_threshold=persistent_threshold,
+            outer_tiles=outer_tiles,
+        )
+        return replace(tile, notes=(*tile.notes, f"rows of at most {rbound}"))
     # An interpreter target plans the GPU's tiles, but never more programs only
     # to spread rows over SMs (it runs programs one after another).
     spread = not target.serial
@@ -421,9 +436,12 @@ TIE = 0.02
 """Estimates this close are equal to the model (it ranks, it does not measure)."""
 
 DYNAMIC_HINT = 1 << 20
-"""What a dynamic reduced size counts as when a split is planned: a split whose
-chunk count follows the size costs a small size one program a stage, and cuts
-a long one's time by the machine's width, so it is planned for a long one."""
+"""What a dynamic reduced size counts as when a split is planned, the example
+size (``hints.py``) notwithstanding: one plan serves every size, and a split
+whose chunk count follows the size costs a small size one program a stage but
+cuts a long one's time by the machine's width, so it is planned for a long one
+(at a short example size the model would decline the split that a later long
+size needs)."""
 
 FORCED_SHAPE = {True: 4096, False: 256}
 """Points per chunk (inner, outer) that decide which dimension a forced split

@@ -651,6 +651,20 @@ class CppPrinter:
             self.emit(f"[&] {{ {self.launch_call(launch)}; }},", 2)
         self.emit("});")
 
+    @print_op.register
+    def _(self, op: H.VariantsOp) -> None:
+        # host.variants: the first launch whose bound the size is within, else the last.
+        size = self.expr(op.size.data)
+        launches, bounds = op.launches, op.bound_values
+        for k, launch in enumerate(launches):
+            if k < len(bounds):
+                head = "if" if k == 0 else "} else if"
+                self.emit(f"{head} ({size} <= {bounds[k]}) {{")
+            else:
+                self.emit("} else {")
+            self.emit(f"    {self.launch_call(launch)};")
+        self.emit("}")
+
     def launch_device(self, op: H.LaunchOp) -> str:
         devices = {str(a.type.device) for a in op.args if isinstance(a.type, BufferType)}
         gpu = sorted(d for d in devices if d != "cpu")

@@ -742,6 +742,20 @@ class HostPrinter:
             self.emit(f"lambda: {self.launch_call(launch)},", 2)
         self.emit(f'], device="{device}", digest="{self.autotune_digest(op)}")')
 
+    @print_op.register
+    def _(self, op: H.VariantsOp) -> None:
+        # host.variants: the first launch whose bound the size is within, else the last.
+        size = self.expr(op.size.data)
+        launches, bounds = op.launches, op.bound_values
+        for launch in launches:  # the stream is read before the branches, once
+            self.stream(self.launch_args(launch)[1])
+        for k, launch in enumerate(launches):
+            if k < len(bounds):
+                self.emit(f"{'if' if k == 0 else 'elif'} {size} <= {bounds[k]}:")
+            else:
+                self.emit("else:")
+            self.emit(self.launcher_call(launch), 2)
+
     def autotune_digest(self, op: H.AutotuneOp) -> str:
         """What the candidates are, for the on-disk choice cache: a hash of the
         candidate launches (grids, configs) and the kernels they launch, as IR.

@@ -9,8 +9,8 @@ Bytes are sympy expressions over the size symbols. Each distinct tensor a nest
 loads counts once, at most as many elements as the nest has iterations (a
 broadcast operand is read once; a gather reads one row per iteration, not the
 whole table): the DRAM traffic of a kernel whose repeated reads hit the cache.
-Where sizes must be compared (a fusion decision), a symbol counts as
-:data:`SIZE_HINT`.
+Where sizes must be compared (a fusion decision), a symbol counts as its
+example size (``strategy/hints.py``), or :data:`SIZE_HINT` without one.
 """
 
 from __future__ import annotations
@@ -28,11 +28,13 @@ from xdsl.passes import ModulePass
 from coil.dialects import loop as L
 from coil.dialects.symbolic import format_expr
 from coil.intmath import prod as numel
+from coil.strategy import hints
 from coil.transforms.loop_utils import function_blocks
 
 SIZE_HINT = 1024
-"""The value a size symbol takes when costs are compared (no real size is known
-at compile time for a dynamic dimension)."""
+"""The value a size symbol without a hint takes when costs are compared (a graph
+from Dynamo carries its example sizes, ``strategy/hints.py``; IR written by hand
+does not)."""
 
 FREE_OPS = (L.LoadOp, L.YieldOp, L.IndexOp, arith.ConstantOp)
 """Body ops that cost no arithmetic (loads are counted as bytes instead)."""
@@ -49,11 +51,9 @@ def element_bytes(t: Attribute) -> int:
 
 
 def estimate(expr: sympy.Expr | int) -> int:
-    """``expr`` with every size symbol set to :data:`SIZE_HINT`."""
-    e = sympy.sympify(expr)
-    if e.free_symbols:
-        e = e.subs({s: SIZE_HINT for s in e.free_symbols})
-    return int(e)
+    """``expr`` at the size hints in force (``strategy/hints.py``: the example
+    sizes), :data:`SIZE_HINT` for a symbol without one."""
+    return hints.value(expr, SIZE_HINT)
 
 
 def tensor_bytes(t: Attribute) -> sympy.Expr:

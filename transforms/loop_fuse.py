@@ -43,6 +43,7 @@ from xdsl.traits import Pure
 from coil.dialects import buffer as B
 from coil.dialects import loop as L
 from coil.dialects.symbolic import ShapeAttr
+from coil.strategy.hints import with_size_hints
 from coil.transforms.extern_effects import extern_mutated_operands
 from coil.transforms.loop_cost import body_size
 from coil.transforms.loop_utils import (
@@ -111,6 +112,7 @@ class LoopFusePass(ModulePass):
     their own point, or a member's result there (multi-output pointwise
     kernels; see ``_PointwiseGroup``)."""
 
+    @with_size_hints
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         for block in function_blocks(op):
             index = _BlockIndex(block)

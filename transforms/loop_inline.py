@@ -43,6 +43,7 @@ from coil.dialects import buffer as B
 from coil.dialects import loop as L
 from coil.intmath import prod
 from coil.strategy import gemm as G
+from coil.strategy.hints import with_size_hints
 from coil.transforms.extern_effects import extern_mutated_operands
 from coil.transforms.loop_cost import (
     body_size,
@@ -321,6 +322,7 @@ class LoopInlinePass(ModulePass):
     inline_views: bool = True
     """Compose ``loop.view`` index maps into the loads that read them."""
 
+    @with_size_hints
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         for block in function_blocks(op):
             _Inliner(self, block).run()

@@ -48,6 +48,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from coil.dialects import loop as L
 from coil.dialects.symbolic import ShapeAttr
+from coil.strategy.hints import with_size_hints
 from coil.transforms.loop_cost import body_size, domain, estimate, external_sources, read_bytes
 from coil.transforms.loop_inline import LoopInlinePass, _Inliner
 from coil.transforms.loop_utils import ancestor_in, function_blocks, substitute_in_body
@@ -137,6 +138,7 @@ class LoopMatvecProloguePass(ModulePass):
     model estimates the fused kernel at twice the separate ones' time
     (``fx-opt --device h100 --print-kernel-plans``), unmeasured on a GPU yet."""
 
+    @with_size_hints
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         for block in function_blocks(op):
             for nest in [o for o in block.ops if isinstance(o, L.ReductionOp)]:

@@ -90,6 +90,7 @@ from coil.strategy.access import (
     order_from_strides,
     row_major,
 )
+from coil.strategy.hints import with_size_hints
 from coil.strategy.plan import PERSISTENT_THRESHOLD, ReductionShape, SplitPlan, split_plan
 from coil.strategy.target import Target, module_target
 from coil.transforms.loop_layout import LayoutRules
@@ -146,6 +147,7 @@ class LoopSplitReductionPass(ModulePass):
     """Print on stderr, for each reduction with static outputs, the strategy's
     verdict and the estimates behind it (``fx-opt --print-kernel-plans``)."""
 
+    @with_size_hints
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         target = module_target(op)
         for block in function_blocks(op):

@@ -49,6 +49,7 @@ from coil.dialects.tt import element_of
 from coil.lowering.loop_to_tt.body import Tile
 from coil.lowering.loop_to_tt.kernel import KernelLowering, _members, _prod, cdiv
 from coil.strategy import gemm as G
+from coil.strategy import hints
 
 log = logging.getLogger("coil")
 
@@ -333,8 +334,8 @@ class GemmLowering(KernelLowering):
 
 
 def _hint(e: sympy.Expr) -> int:
-    e = sympy.sympify(e)
-    return int(e) if e.is_Integer else 4096
+    """An extent at the size hints (``strategy/hints.py``), 4096 a symbol without one."""
+    return hints.value(e, 4096)
 
 
 __all__ = ["GemmLowering", "NotATemplate", "find_gemm"]

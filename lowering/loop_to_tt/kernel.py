@@ -94,6 +94,9 @@ class Options:
     target: Target = TARGETS["cpu-interpreter"]  # what the plans are for (strategy/target.py)
     gemm_config: GemmConfig | None = None  # a gemm template's config (None: strategy/gemm.py's)
     tf32: bool = False  # f32 gemm templates multiply in TF32 (as cuBLAS may)
+    # A symbolic reduced size is at most this (a host.variants kernel, planned
+    # as a row of this length: strategy/variants.py); 0: any size.
+    rbound: int = 0
 
 
 @dataclass
@@ -112,6 +115,9 @@ class Kernel:
     persistent: bool = False
     yblock: int = 0  # a 2-D pointwise tile's rows (0: 1-D or a reduction)
     plan: str = ""  # the plan and its estimate (strategy/plan.py), for review
+    # What a reduction's plan depends on (None for other kernels): the
+    # variants' planner asks the strategy about it (strategy/variants.py).
+    shape: P.ReductionShape | None = None
 
 
 # Scans: a row of at most SCAN_PERSISTENT static elements is scanned whole,
@@ -462,6 +468,7 @@ class KernelLowering:
             self.persistent,
             self.yblock,
             self.plan,
+            getattr(self, "rshape", None),
         )
 
     def _pointer(self, buf: SSAValue) -> SSAValue:
@@ -898,7 +905,7 @@ class KernelLowering:
         """The tile the strategy plans for this kernel (``strategy/plan.py``): the
         access pattern picks the shape, the cost model the quantities."""
         opts = self.options
-        shape = self.reduction_shape(xnumel, rnumel)
+        shape = self.rshape = self.reduction_shape(xnumel, rnumel)
         return P.reduction_tile(
             shape,
             opts.target,
@@ -906,6 +913,7 @@ class KernelLowering:
             rblock=opts.rblock,
             persistent_threshold=opts.persistent_threshold,
             outer_tiles=opts.outer_reduction,
+            rbound=opts.rbound,
         )
 
     def reduction_shape(self, xnumel: sympy.Expr, rnumel: sympy.Expr) -> P.ReductionShape:
@@ -1046,7 +1054,11 @@ class KernelLowering:
         elem = element_of(v.type)
         shape = self.tile2.shape
         if kind == "welford":
-            n = b.const(int(self.rnumel), elem, (self.xblock, 1))
+            if sympy.sympify(self.rnumel).is_Integer:
+                n = b.const(int(self.rnumel), elem, (self.xblock, 1))
+            else:  # a host.variants row: its length is a size argument
+                count = b.to_float(b.emit_index(self.rnumel), elem)
+                n = b.broadcast_to(count, (self.xblock, 1))
             x = b.select(mask, v, b.const(0, elem, shape)) if mask is not None else v
             mean = b.binary(
                 xarith.DivfOp,

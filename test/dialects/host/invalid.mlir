@@ -167,6 +167,39 @@ host.func @autotune_distinct_kernels(%x: !buffer.buffer<[4], f32>) {
 
 // -----
 
+host.func @variants_need_a_launch_per_range(%x: !buffer.buffer<[s0], f32>) {
+  host.variants "k" size <s0> bounds <[1024]> {
+    host.launch @k_r1024 grid [1, 1, 1] (%x : !buffer.buffer<[s0], f32>)
+  }
+  host.return
+}
+// CHECK: host.variants: 1 bounds need 2 launches (one a bound, then the rest), found 1
+
+// -----
+
+host.func @variants_bounds_rise(%x: !buffer.buffer<[s0], f32>) {
+  host.variants "k" size <s0> bounds <[4096, 1024]> {
+    host.launch @k_r4096 grid [1, 1, 1] (%x : !buffer.buffer<[s0], f32>)
+    host.launch @k_r1024 grid [1, 1, 1] (%x : !buffer.buffer<[s0], f32>)
+    host.launch @k grid [1, 1, 1] (%x : !buffer.buffer<[s0], f32>)
+  }
+  host.return
+}
+// CHECK: host.variants: bounds rise strictly from 1 or more, got [4096, 1024]
+
+// -----
+
+host.func @variants_same_arguments(%x: !buffer.buffer<[s0], f32>, %y: !buffer.buffer<[s0], f32>) {
+  host.variants "k" size <s0> bounds <[1024]> {
+    host.launch @k_r1024 grid [1, 1, 1] (%x, %y : !buffer.buffer<[s0], f32>, !buffer.buffer<[s0], f32>)
+    host.launch @k grid [1, 1, 1] (%y, %x : !buffer.buffer<[s0], f32>, !buffer.buffer<[s0], f32>)
+  }
+  host.return
+}
+// CHECK: host.variants: every variant launches the same arguments (@k differs from @k_r1024)
+
+// -----
+
 func.func @return_in_host_func() {
   host.return
 }

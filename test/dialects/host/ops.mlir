@@ -99,3 +99,22 @@ host.func @tuned(%x: !buffer.buffer<[s0, 64], f32>) -> !buffer.buffer<[s0, 64], 
   }
   host.return %buf0 : !buffer.buffer<[s0, 64], f32>
 }
+
+// host.variants: kernels of one nest planned for ranges of a symbolic size (the
+// first whose bound the size is within runs, the last past every bound).
+// CHECK-LABEL: host.func @variants
+host.func @variants(%x: !buffer.buffer<[s0, s1], f32>) -> !buffer.buffer<[s0], f32> {
+  // CHECK-NEXT: %buf0 = host.empty_strided : !buffer.buffer<[s0], f32>
+  // CHECK-NEXT: host.variants "coil_sum_0" size <s1> bounds <[1024, 4096]> {
+  // CHECK-NEXT:   host.launch @coil_sum_0_r1024 grid [(s0 + 3) floordiv 4, 1, 1] (%x, %buf0 : !buffer.buffer<[s0, s1], f32>, !buffer.buffer<[s0], f32>) scalars [s0, s1]
+  // CHECK-NEXT:   host.launch @coil_sum_0_r4096 grid [s0, 1, 1] (%x, %buf0 : !buffer.buffer<[s0, s1], f32>, !buffer.buffer<[s0], f32>) scalars [s0, s1]
+  // CHECK-NEXT:   host.launch @coil_sum_0 grid [s0, 1, 1] (%x, %buf0 : !buffer.buffer<[s0, s1], f32>, !buffer.buffer<[s0], f32>) scalars [s0, s1]
+  // CHECK-NEXT: }
+  %buf0 = host.empty_strided : !buffer.buffer<[s0], f32>
+  host.variants "coil_sum_0" size <s1> bounds <[1024, 4096]> {
+    host.launch @coil_sum_0_r1024 grid [(s0 + 3) floordiv 4, 1, 1] (%x, %buf0 : !buffer.buffer<[s0, s1], f32>, !buffer.buffer<[s0], f32>) scalars [s0, s1]
+    host.launch @coil_sum_0_r4096 grid [s0, 1, 1] (%x, %buf0 : !buffer.buffer<[s0, s1], f32>, !buffer.buffer<[s0], f32>) scalars [s0, s1]
+    host.launch @coil_sum_0 grid [s0, 1, 1] (%x, %buf0 : !buffer.buffer<[s0, s1], f32>, !buffer.buffer<[s0], f32>) scalars [s0, s1]
+  }
+  host.return %buf0 : !buffer.buffer<[s0], f32>
+}
