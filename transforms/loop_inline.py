@@ -43,6 +43,7 @@ from coil.dialects import buffer as B
 from coil.dialects import loop as L
 from coil.intmath import prod
 from coil.strategy import gemm as G
+from coil.strategy.access import element_bytes
 from coil.strategy.hints import with_size_hints
 from coil.transforms.extern_effects import extern_mutated_operands
 from coil.transforms.loop_cost import (
@@ -77,6 +78,12 @@ _TRAPPING = (
 
 
 _MAX_ROUNDS = 4
+
+OPS_PER_BYTE = 10
+"""Arithmetic ops a GPU runs in the time it moves one byte (H100/H200: ~60
+TFLOP/s of f32 FMAs over ~3.4-4.8 TB/s is 12-18; lower, as index math's
+divisions cost several instructions): what recomputing on masked-off lanes
+may spend per byte of the store and load it saves."""
 """Rounds of producer decisions at most (each after the first only revisits what
 the one before merged; two suffice for torch's decompositions seen so far)."""
 
@@ -415,9 +422,7 @@ class _Inliner:
             return False
         if _reused(producer, loads) and not self._cheap(producer):
             return False
-        if _lanes(loads) > estimate(numel(producer.ranges.data)) and (
-            compute_ops(producer.body.block) > self.options.max_cost
-        ):
+        if self._wasted_lanes_cost_more(producer, loads):
             return False
         if _epilogue_broadcast_into_reduction(producer, loads):
             return False
@@ -444,6 +449,21 @@ class _Inliner:
         body = producer.body.block
         o = self.options
         return compute_ops(body) <= o.max_cost and len(external_sources(body)) <= o.max_reads
+
+    def _wasted_lanes_cost_more(self, producer: L.PointwiseOp, loads: list[L.LoadOp]) -> bool:
+        """Whether inlined, ``producer``'s arithmetic on its readers' masked-off
+        lanes (a concatenation evaluates every branch per element) would cost
+        more than storing it and loading it back: the ops wasted per element
+        against ``OPS_PER_BYTE`` times the bytes a store and a load move. One
+        upsample beside a plain input (half the lanes wasted) is computed in
+        the concatenation; four upsamples of Segformer's decode head (three
+        quarters wasted, bf16) are stored."""
+        count = estimate(numel(producer.ranges.data))
+        extra = _lanes(loads) - count
+        if extra <= 0 or compute_ops(producer.body.block) <= self.options.max_cost:
+            return False
+        wasted = extra * compute_ops(producer.body.block) / count
+        return wasted > OPS_PER_BYTE * 2 * element_bytes(producer.res[0].type.element_type)
 
     def _pays(self, producer: L.PointwiseOp, loads: list[L.LoadOp]) -> bool:
         """Whether recomputing ``producer`` at each of ``loads`` beats storing it."""
