@@ -327,10 +327,14 @@ def config_seconds(rec: ConfigRecord, target) -> float:
     return total + max(0, launches - 1) * target.launch_s
 
 
-def fit(args) -> int:
+def named_target(name: str):
     from coil.strategy.target import named
 
-    target = named(args.target)
+    return named(name)
+
+
+def fit(args) -> int:
+    target = named_target(args.target)
     measured = read_csv(Path(args.csv))
     records: dict[tuple[str, str], ConfigRecord] = pickle.loads(Path(args.cache).read_bytes())
     groups: dict[str, list[tuple[float, float, float]]] = {"fitted": [], "held out": []}
