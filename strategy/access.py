@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy
 from xdsl.dialects import arith, builtin
@@ -58,6 +58,9 @@ class Access:
     strides: tuple[sympy.Expr | None, ...]
     weight: int
     what: str = ""
+    repeat: bool = False
+    """A load of a tensor at an index an earlier load of the nest reads (the
+    same bytes: it votes in the tiling, it moves nothing more)."""
 
 
 def linear_strides(
@@ -159,10 +162,17 @@ def load_access(
 
 
 def pointwise_accesses(nest: L.PointwiseOp) -> list[Access]:
-    """The nest's direct buffer loads and its store (weighted twice: contiguous
-    writes matter more than reads, as Inductor weighs them)."""
+    """The nest's direct buffer loads (a load of a tensor at an index read
+    before marked ``repeat``) and its store (weighted twice: contiguous writes
+    matter more than reads, as Inductor weighs them)."""
     syms = index_symbols(len(nest.ranges.data))
-    out = [a for op in nest.walk() if isinstance(op, L.LoadOp) if (a := load_access(op, syms))]
+    out: list[Access] = []
+    seen: set[tuple] = set()
+    for op in nest.walk():
+        if isinstance(op, L.LoadOp) and (a := load_access(op, syms)) is not None:
+            key = (op.source, a.strides)
+            out.append(replace(a, repeat=True) if key in seen else a)
+            seen.add(key)
     for buf in nest.outs:
         strides = tuple(buf.type.strides_attr.data)
         out.append(Access(strides, 2 * element_bytes(buf.type.element_type), "store"))
@@ -231,7 +241,21 @@ def output_order(nest: Operation, n: int) -> list[int]:
 def permuted(a: Access, order: Sequence[int]) -> Access:
     """``a`` with its strides along ``order`` (a permutation of its first dims)."""
     n = len(order)
-    return Access(tuple(a.strides[k] for k in order) + tuple(a.strides[n:]), a.weight, a.what)
+    strides = tuple(a.strides[k] for k in order) + tuple(a.strides[n:])
+    return Access(strides, a.weight, a.what, a.repeat)
+
+
+def footprint_share(a: Access, ranges: Sequence[sympy.Expr], dims: Sequence[int]) -> float:
+    """The share of the domain's points ``a`` reads distinct elements at: 1 for
+    a load moving with every dimension, 1/rows for a bias broadcast over rows
+    (dynamic sizes count as ``plan.SIZE_HINT``-long; 1 where unknown)."""
+    share = 1.0
+    for k in dims:
+        s = a.strides[k] if k < len(a.strides) else None
+        if s is not None and sympy.sympify(s) == 0:
+            size = sympy.sympify(ranges[k])
+            share /= int(size) if size.is_Integer else 4096
+    return share
 
 
 def contiguous_dim(a: Access, ranges: Sequence[sympy.Expr]) -> int | None:
@@ -278,6 +302,12 @@ class ReductionAccess:
     sector: int
     rows_contiguous: bool
     ops: int
+    reused_bytes: int = 0
+    """Of ``point_bytes``, those DRAM does not serve again for each point: a load
+    repeated in the body (the same tensor at the same index: a softmax reads
+    its row for the maximum and for the sum) and a load the same for every
+    output (a layer norm's weight, read once and then from the cache). They
+    count in the vote and the access's efficiency, not in the bytes moved."""
 
     @property
     def inner(self) -> bool:
@@ -285,8 +315,13 @@ class ReductionAccess:
 
     @property
     def point_bytes(self) -> int:
-        """Bytes a point of the domain loads from memory (loads that move with it)."""
+        """Bytes a point of the domain loads (loads that move with it)."""
         return self.inner_bytes + self.outer_bytes + self.strided_bytes
+
+    @property
+    def dram_point_bytes(self) -> int:
+        """Bytes a point of the domain fetches from DRAM, once per pass over it."""
+        return max(0, self.point_bytes - self.reused_bytes)
 
 
 _FREE = (L.LoadOp, L.YieldOp, L.IndexOp, arith.ConstantOp)
@@ -361,7 +396,8 @@ def classify_reduction(
     members = set(getattr(nest, "members", lambda: [])())
     member_results = {r for op in members for r in op.results}
     moving: list[Access] = []
-    row_bytes = unknown = ops = 0
+    row_bytes = unknown = ops = reused = 0
+    seen: set[tuple] = set()
     arg = False
     for body, subs, with_r in _bodies(nest, n, m):
         if isinstance(body, L.ReductionOp) and body.kind.data in ARG_KINDS:
@@ -381,6 +417,10 @@ def classify_reduction(
                 row_bytes += a.weight
                 continue
             moving.append(a)
+            key = (op.source, a.strides)
+            if key in seen or (xdims and all(a.strides[k] == 0 for k in xdims)):
+                reused += a.weight  # served by the cache: a repeat, or alike for all rows
+            seen.add(key)
     rorder = tuple(rdims)
     if not keep_rorder and not arg and len(rdims) > 1:
         rorder = _reduction_order(moving, rdims)
@@ -421,6 +461,7 @@ def classify_reduction(
         sector=min(sizes) if sizes else 4,
         rows_contiguous=rows and votes > 0,
         ops=ops,
+        reused_bytes=reused,
     )
 
 

@@ -57,6 +57,31 @@ bytes take at least this long, so few programs cannot reach the bandwidth."""
 SOFTNESS = 2
 """The exponent of the soft maximum of the bounds (equal bounds cost 1.41x either)."""
 
+REGS_BASE = 32
+"""Registers a thread holds besides its points' values (indices, addresses)."""
+
+REGS_PER_VALUE = 2
+"""Registers per value a thread keeps alive (a value and its address)."""
+
+STEP_LATENCY = 0.5
+"""Load latencies a looped step waits after the first. Fitted
+(benchmarks/fit_strategy.py) on the first shape sweep (devlogs/6, H200, 31
+shapes, every grid config): the long loops of few programs (never-split
+``x.mean()`` of 32768 x 2048, ``x.sum(0)`` of 32768 x 2048 f32 and 4096 x
+768 bf16, ``softmax(x, 0)``, a channels-last mean over 130 x 130) ran 1.3-4.4x
+faster than a full latency a step; 0.5 ranks the grids best (0.35 and 0.25
+rank them alike with a larger error)."""
+
+TAIL = True
+"""A partial last round of programs costs a whole program's time (the SMs
+that run it wait for their loads as long as a full round's). Fitted with
+STEP_LATENCY on the same sweep: without it a 1.1-wave grid (1792 programs of a
+channels-last mean, 27.6 us) ranked before a 0.6-wave one (896 programs,
+11.1 us)."""
+
+STORE_WAIT = 1.0
+"""Load latencies a program waits at its end (its stores drain)."""
+
 MARGIN = 0.10
 """How much faster (estimated) a candidate must be to replace the default plan."""
 
@@ -124,7 +149,7 @@ def registers(work: Work, threads: int) -> int:
     """Registers a thread needs (estimated): some for indices and addresses, and
     the points it holds times the values each keeps alive."""
     per_thread = math.ceil(work.step_points / threads)
-    return min(255, 32 + 2 * per_thread * max(1, work.live))
+    return min(255, REGS_BASE + REGS_PER_VALUE * per_thread * max(1, work.live))
 
 
 def estimate(work: Work, target: Target, launches: int = 1) -> Estimate:
@@ -142,16 +167,20 @@ def estimate(work: Work, target: Target, launches: int = 1) -> Estimate:
     programs = max(1, work.programs)
     slots = target.num_sms * per_sm
     waves = programs / slots
-    rounds = max(1.0, waves)  # programs are handed to slots as others finish
+    # Programs are handed to slots as others finish; a last partial round
+    # still takes a whole program's time (TAIL).
+    rounds = max(1.0, math.ceil(waves - 1e-9) if TAIL else waves)
     clock = target.clock_hz
     step_instr = work.step_points / target.warp_size * max(1, work.point_ops)
     step_compute = step_instr / warps * CYCLES_PER_INSTRUCTION / clock
     own_bytes = work.bytes / programs / (SM_BYTES_PER_CYCLE * clock)
     one = (
         own_bytes
-        + work.steps * (target.dram_latency_s + step_compute)
+        + target.dram_latency_s  # the first load
+        + (work.steps - 1) * STEP_LATENCY * target.dram_latency_s  # the loop's next ones
+        + work.steps * step_compute
         + work.reductions * TREE_CYCLES / clock
-        + (1 + work.waits) * target.dram_latency_s  # the store, the first wait, more waits
+        + (STORE_WAIT + work.waits) * target.dram_latency_s  # the store, more waits
     )
     latency = rounds * one
     rate = target.dram_bytes_per_s * DRAM_EFFICIENCY * max(work.efficiency, 1e-3)

@@ -139,7 +139,7 @@ def reduction_work(shape: ReductionShape, tile: ReductionTile | tuple) -> Work:
     moved = sum(b for b, _ in runs)
     fetched = sum(b / e for b, e in runs)
     efficiency = moved / fetched if fetched else 1.0
-    nbytes = x * r * (acc.point_bytes * reads + shape.point_out_bytes) + x * (
+    nbytes = x * r * (acc.dram_point_bytes * reads + shape.point_out_bytes) + x * (
         acc.row_bytes + shape.out_bytes
     )
     return Work(
@@ -421,6 +421,7 @@ def split_estimate(
         strided_bytes=0,
         row_bytes=0,
         rows_contiguous=True,
+        reused_bytes=0,
     )
     stage2 = ReductionShape(
         shape.xnumel, sympy.Integer(nsplit), partial, 1, shape.accumulators, shape.out_bytes
@@ -506,10 +507,15 @@ def split_plan(
         why.append(f"{base.us:.3g} us unsplit; no chunking applies")
         return None
     fastest = min(e.seconds for _, e in found)
-    # Within the model's resolution, the most chunks: more programs in flight
-    # hide more of the latency the model may underestimate.
+    # Within the model's resolution, the fewest chunks: on the first shape
+    # sweep (devlogs/6, H200) every reduction whose forced chunk counts
+    # measured apart ran fastest with fewer chunks than the most the model
+    # tied (a column softmax of 8192 x 4096: 16 chunks 72.7 us, 32 82.7,
+    # 128 108; a bf16 column sum of 4096 x 768: 16 chunks 9.6 us, 64 12.9;
+    # channels-last means: 7 chunks of 64 columns 11.1 us, of 32 27.6):
+    # each chunk adds partials to write and read and programs to schedule.
     near = [(c, e) for c, e in found if e.seconds <= fastest * (1 + TIE)]
-    best, best_est = max(near, key=lambda ce: hint(ce[0].nsplit.xreplace(sizes)))
+    best, best_est = min(near, key=lambda ce: hint(ce[0].nsplit.xreplace(sizes)))
     if best_est.seconds >= base.seconds * (1 - MARGIN):
         why.append(
             f"{base.us:.3g} us unsplit, {best_est.us:.3g} us in {best.nsplit} chunks "

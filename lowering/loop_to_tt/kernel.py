@@ -581,6 +581,8 @@ class KernelLowering:
         dims = A.nontrivial(ranges)
         moved = fetched = 0.0
         for a in accesses:
+            if a.repeat:
+                continue  # the bytes of an earlier load
             weight = a.weight / 2 if a.what == "store" else a.weight
             c = A.contiguous_dim(a, ranges)
             if c is not None and dims and c == dims[-1]:
@@ -591,8 +593,11 @@ class KernelLowering:
                 continue  # a scalar: one read for the whole kernel
             else:
                 run = weight
-            moved += weight
-            fetched += weight / sector_efficiency(run)
+            # A load broadcast along some dimension (a bias over the rows)
+            # fetches its tensor once; the repeats come from the cache.
+            share = A.footprint_share(a, ranges, dims) if a.what != "store" else 1.0
+            moved += weight * share
+            fetched += weight * share / sector_efficiency(run)
         block = xblock * max(yblock, 1)
         efficiency = moved / fetched if fetched else 1.0
         target = self.options.target

@@ -231,13 +231,13 @@ def test_split_follows_the_model():
 
 
 def test_plans_differ_where_the_targets_do():
-    # 256 rows of 65536 f32: an H100 needs about twice the bytes in flight of
-    # an A100 (3.35 TB/s x 600 ns against 2 TB/s x 550 ns), so it splits the
-    # rows to run more programs and the A100 does not.
+    # 32 rows of 65536 f32 (32 programs, latency-bound): both split; the H100,
+    # with more SMs and bandwidth, into more chunks (loop-split-reduction-targets.mlir).
     rows = [sympy.Integer(65536)]
-    h100 = P.split_plan(_shape(256, 65536, "inner"), rows, TARGETS["h100"])
-    assert h100 is not None and h100.nsplit == 4
-    assert P.split_plan(_shape(256, 65536, "inner"), rows, TARGETS["a100"]) is None
+    h100 = P.split_plan(_shape(32, 65536, "inner"), rows, TARGETS["h100"])
+    a100 = P.split_plan(_shape(32, 65536, "inner"), rows, TARGETS["a100"])
+    assert h100 is not None and h100.nsplit == 32
+    assert a100 is not None and a100.nsplit == 8
     # 256 rows of 64: one a program on a GPU, 64 under the interpreter (which
     # never spreads rows over more programs).
     short = _shape(256, 64, "inner")

@@ -1,0 +1,410 @@
+"""Fit the kernel-strategy cost model on a shape sweep's measurements.
+
+``benchmarks/shape_sweep.py`` times, for each shape, coil's choice and a grid
+of forced configs on a GPU (its CSV has every config's time). This script
+asks, without a GPU, what the cost model (``strategy/cost.py``,
+``strategy/plan.py``) estimates for *each* of those configs, and how well its
+estimates rank them:
+
+1. ``collect``: each shape of the sweep is compiled on the CPU for the CSV's
+   device (``--target h200``) under each config of the CSV, to ``tt`` (no
+   kernel runs); the kernels' plans are recorded as the cost model's inputs
+   (a reduction's ``ReductionShape`` and tile, a pointwise kernel's
+   ``pointwise_estimate`` arguments, which kernels a split's finish merged),
+   pickled to ``--cache``. The plans are those of the code checked out; to
+   fit on the configs the GPU ran, collect with the code it ran.
+2. ``fit`` (the default, after ``collect``): each config's estimate is
+   recomputed from the records with the model as it is *now* (edit the
+   constants, run again: seconds), then compared with the measured times:
+   the log error of each config, and per shape the config the model ranks
+   first against the measured best (its *regret*: measured time of the
+   model's pick over the best). Shapes are reported in two groups, those the
+   constants were fitted on (``FITTED``) and the rest (held out).
+
+    python benchmarks/fit_strategy.py collect --csv /work/devlogs/6/shape_sweep.csv
+    python benchmarks/fit_strategy.py --csv /work/devlogs/6/shape_sweep.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import math
+import os
+import pickle
+import re
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+FITTED = frozenset(
+    # The shapes of the first GPU run (devlogs/6, H200): the constants of
+    # strategy/cost.py marked "fitted" came from their grids.
+    [
+        "mean_nhwc bf16 32x256x28x28",
+        "mean_nhwc bf16 32x32x130x130",
+        "mean_nhwc f32 32x96x65x65",
+        "se_nhwc bf16 32x96x65x65",
+        "max_pool_nhwc bf16 32x64x112x112",
+        "max_pool_nhwc f32 32x192x56x56",
+        "gn_nhwc bf16 32x64x56x56",
+        "gn_nhwc f32 32x320x14x14",
+        "relu_add_nhwc bf16 32x64x56x56",
+        "sum_dim1 bf16 32768x2048",
+        "sum_dim1 f32 8x100003",
+        "amax_dim1 bf16 1000x1000",
+        "sum_dim1 f32 64x7",
+        "argmax_dim1 bf16 2048x50257",
+        "sum_dim0 f32 32768x2048",
+        "sum_dim0 bf16 4096x768",
+        "var_dim0 f32 3001x515",
+        "var_dim0 bf16 32768x2048",
+        "mean_all bf16 32768x2048",
+        "mean_all f32 777x333",
+        "silu_bias bf16 32768x4096",
+        "transpose_add bf16 2048x4096",
+        "gelu_odd f32 1000003",
+        "nchw_to_nhwc bf16 64x256x28x28",
+        "layer_norm bf16 32768x4096",
+        "layer_norm bf16 128x768",
+        "rms_norm f32 4096x4096",
+        "softmax bf16 32768x1024",
+        "softmax f32 16x50257",
+        "softmax_dim0 bf16 8192x4096",
+        "log_softmax bf16 4096x32000",
+    ]
+)
+
+
+# ---------------------------------------------------------------------------
+# collect: the plans of each config, as the cost model's inputs
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class KernelRecord:
+    name: str
+    kind: str = ""  # "reduction" | "pointwise" | "" (no plan: a copy, a gemm)
+    args: tuple = ()
+    role: str = ""  # "" | "stage1" (its finish merged in) | "finish"
+    plan: str = ""
+
+
+@dataclass
+class ConfigRecord:
+    shape: str
+    config: str
+    kernels: list[KernelRecord] = field(default_factory=list)
+    error: str = ""
+
+
+class _Recorder:
+    """Patches the tt lowering's calls into the strategy to record each kernel's
+    final plan inputs (the last ``reduction_tile`` / ``pointwise_estimate`` call
+    made while it is built)."""
+
+    def __init__(self) -> None:
+        self.kernels: list[KernelRecord] = []
+        self.stack: list[KernelRecord] = []
+        self.merging = 0
+
+    @contextlib.contextmanager
+    def patched(self):
+        from coil.lowering.loop_to_tt import kernel as K
+        from coil.lowering.loop_to_tt import split_finish as SF
+        from coil.strategy import plan as P
+
+        saved = (K.KernelLowering.build, P.reduction_tile, P.pointwise_estimate, SF.merge)
+        build, reduction_tile, pointwise_estimate, merge = saved
+        rec = self
+
+        def build_(self_):
+            r = KernelRecord(self_.name if hasattr(self_, "name") else "?")
+            if rec.merging:
+                r.role = "finish"
+            rec.stack.append(r)
+            try:
+                k = build(self_)
+            finally:
+                rec.stack.pop()
+            r.plan = k.plan
+            rec.kernels.append(r)
+            return k
+
+        def reduction_tile_(shape, target, **kw):
+            t = reduction_tile(shape, target, **kw)
+            if rec.stack and not rec.stack[-1].kind:
+                rec.stack[-1].kind = "reduction"
+                rec.stack[-1].args = (shape, (t.persistent, t.xblock, t.rblock, t.warps))
+            return t
+
+        def pointwise_estimate_(*a):
+            if rec.stack:
+                rec.stack[-1].kind = "pointwise"
+                rec.stack[-1].args = a[:6]
+            return pointwise_estimate(*a)
+
+        def merge_(first, build2, *a, **kw):
+            first_rec = rec.kernels[-1] if rec.kernels else None
+            if first_rec is not None:
+                first_rec.role = "stage1"
+            rec.merging += 1
+            try:
+                return merge(first, build2, *a, **kw)
+            finally:
+                rec.merging -= 1
+
+        K.KernelLowering.build = build_
+        P.reduction_tile = reduction_tile_
+        P.pointwise_estimate = pointwise_estimate_
+        SF.merge = merge_
+        try:
+            yield self
+        finally:
+            K.KernelLowering.build, P.reduction_tile, P.pointwise_estimate, SF.merge = saved
+
+
+def _config_of(label: str) -> dict | None:
+    if label == "coil":
+        return None
+    out = {}
+    for part in label.split()[1:]:
+        k, v = part.split("=", 1)
+        out[k] = int(v) if v.lstrip("-").isdigit() else v
+    return out
+
+
+def compile_records(shape, config: dict | None, target: str) -> ConfigRecord:
+    """The kernels ``shape`` compiles to under ``config`` for ``target``."""
+    from shape_sweep import label, pipeline
+
+    from coil.backend import _graph_pipeline, run_pipeline
+    from coil.frontend.decompositions import decomposition_table
+    from coil.frontend.fx_importer import import_graph
+    from coil.pipeline import PIPELINES
+    from coil.strategy.target import named, set_module_target
+    from coil.testing import on_device
+
+    out = ConfigRecord(shape.name, label(config))
+    args = shape.make("cpu", False)
+
+    class M(torch.nn.Module):
+        def forward(self, *xs):
+            return shape.fn(*xs)
+
+    try:
+        with torch.no_grad():
+            program = torch.export.export(M(), tuple(args), strict=False)
+        program = program.run_decompositions(dict(decomposition_table()))
+        module = on_device(import_graph(program.graph_module))
+        set_module_target(module, named(target))
+        p = PIPELINES["default"] if config is None else pipeline(config)
+        rec = _Recorder()
+        with rec.patched():
+            run_pipeline(module, _graph_pipeline(p, True, False, True))
+        out.kernels = rec.kernels
+    except Exception as e:  # a config the builder refuses: recorded, not fatal
+        out.error = f"{type(e).__name__}: {str(e)[:200]}"
+    return out
+
+
+def read_csv(path: Path) -> dict[str, dict[str, tuple[float, str]]]:
+    """shape -> config -> (measured ms, its plans where the sweep kept them);
+    coil's configs only."""
+    got: dict[str, dict[str, tuple[float, str]]] = {}
+    with open(path) as fh:
+        for row in csv.DictReader(fh):
+            if not row["config"].startswith("coil"):
+                continue
+            ms = float(row["ms"]) if row["ms"] not in ("", "nan", "inf") else math.nan
+            got.setdefault(row["shape"], {})[row["config"]] = (ms, row.get("plans") or "")
+    return got
+
+
+_PLAN_TOKENS = re.compile(r"\[[A-Z]+ [^\]]*\]|\d+ warps|window of \d+|\d+ programs")
+
+
+def kernels_run(rec: ConfigRecord) -> list[KernelRecord]:
+    """The kernels a config runs: of the finishes ``split_finish.merge`` built
+    for one first stage (it may build one again with other options), and of
+    the builds of one kernel, the last."""
+    out: list[KernelRecord] = []
+    for k in rec.kernels:
+        if k.role == "finish" and out and out[-1].role == "finish":
+            out[-1] = k
+        elif k.role != "finish" and any(o.name == k.name for o in out):
+            # built again (a candidate the lowering then kept): the last build
+            out = [o for o in out if o.name != k.name] + [k]
+        else:
+            out.append(k)
+    return out
+
+
+def built_plans(rec: ConfigRecord) -> str:
+    """The plan lines of a config's kernels, as the sweep's CSV has them (a
+    split's finish merged into its first stage's line)."""
+    lines: list[str] = []
+    for k in kernels_run(rec):
+        if not k.plan:
+            continue
+        if k.role == "finish" and lines:
+            lines[-1] += f"; finished by the last program: {k.plan.split(':')[0]}"
+        else:
+            lines.append(k.plan)
+    return " | ".join(lines)
+
+
+def plan_key(text: str) -> tuple[str, ...]:
+    """What a plan line says of the kernels built (tiles, warps, programs), not
+    its estimates: the same for the CSV's plans and the records' of one config."""
+    return tuple(_PLAN_TOKENS.findall(text))
+
+
+def collect(args) -> int:
+    from shape_sweep import shapes
+
+    measured = read_csv(Path(args.csv))
+    by_name = {s.name: s for s in shapes()}
+    cache = Path(args.cache)
+    records: dict[tuple[str, str], ConfigRecord] = {}
+    if cache.exists() and not args.fresh:
+        records = pickle.loads(cache.read_bytes())
+    start = time.monotonic()
+    for name, configs in measured.items():
+        if args.names and not any(n in name for n in args.names):
+            continue
+        shape = by_name.get(name)
+        if shape is None:
+            print(f"{name}: not a shape of shape_sweep.py, skipped", file=sys.stderr)
+            continue
+        for lab in configs:
+            if (name, lab) in records and not args.fresh:
+                continue
+            r = compile_records(shape, _config_of(lab), args.target)
+            records[(name, lab)] = r
+            n = len([k for k in r.kernels if k.kind])
+            print(f"{name} | {lab}: {n} kernels {r.error}", flush=True)
+        cache.write_bytes(pickle.dumps(records))
+    print(f"{len(records)} configs in {time.monotonic() - start:.0f} s -> {cache}")
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# fit: the model as it is now, against the measurements
+# ---------------------------------------------------------------------------
+
+
+def config_seconds(rec: ConfigRecord, target) -> float:
+    """The model's estimate of one config: its kernels one after another."""
+    from coil.strategy.cost import estimate
+    from coil.strategy.plan import pointwise_estimate, reduction_work
+
+    total, launches = 0.0, 0
+    for k in kernels_run(rec):
+        if k.kind == "reduction":
+            shape, tile = k.args
+            work = reduction_work(shape, tile)
+            if k.role == "stage1":
+                work = replace(work, waits=2)
+            if k.role == "finish":  # run by the last program of each tile
+                total += 2 * target.dram_latency_s
+                continue
+            total += estimate(work, target).seconds
+        elif k.kind == "pointwise":
+            if k.role == "finish":
+                total += 2 * target.dram_latency_s
+                continue
+            total += pointwise_estimate(*k.args, target).seconds
+        else:
+            continue
+        launches += 1
+    return total + max(0, launches - 1) * target.launch_s
+
+
+def named_target(name: str):
+    from coil.strategy.target import named
+
+    return named(name)
+
+
+def fit(args) -> int:
+    target = named_target(args.target)
+    measured = read_csv(Path(args.csv))
+    records: dict[tuple[str, str], ConfigRecord] = pickle.loads(Path(args.cache).read_bytes())
+    groups: dict[str, list[tuple[float, float, float]]] = {"fitted": [], "held out": []}
+    lines = []
+    for name, configs in measured.items():
+        if args.names and not any(n in name for n in args.names):
+            continue
+        rows = []
+        for lab, (ms, plans) in configs.items():
+            rec = records.get((name, lab))
+            if rec is None or rec.error or not (ms == ms) or ms == math.inf:
+                continue
+            built = built_plans(rec)
+            if plans and plan_key(plans) != plan_key(built):
+                # The code collected from plans another kernel than the one timed
+                # (the model changed its choice): not a measurement of it.
+                lines.append(f"{name} | {lab}: now {built[:200]!r}, was timed as {plans[:200]!r}")
+                continue
+            est = config_seconds(rec, target) * 1e3
+            rows.append((lab, ms, est))
+        if not rows:
+            continue
+        best = min(ms for _, ms, _ in rows)
+        pick = min(rows, key=lambda r: r[2])
+        regret = pick[1] / best
+        errs = [math.log(est / ms) for _, ms, est in rows]
+        group = "fitted" if name in FITTED else "held out"
+        groups[group].append((regret, sum(e * e for e in errs) / len(errs), len(rows)))
+        flag = "" if regret <= 1.10 else "  <-- MISS"
+        lines.append(f"{name} [{group}]: model picks {pick[0]!r}, regret {regret:.2f}x{flag}")
+        if args.verbose or regret > 1.10:
+            for lab, ms, est in sorted(rows, key=lambda r: r[1]):
+                lines.append(
+                    f"    {lab:32s} measured {ms * 1e3:8.1f} us  model {est * 1e3:8.1f} us"
+                )
+    print("\n".join(lines))
+    for group, vals in groups.items():
+        if not vals:
+            continue
+        within = sum(r <= 1.10 for r, _, _ in vals) / len(vals)
+        worst = max(r for r, _, _ in vals)
+        rms = math.sqrt(sum(e for _, e, _ in vals) / len(vals))
+        geo = math.exp(sum(math.log(r) for r, _, _ in vals) / len(vals))
+        print(
+            f"{group}: {len(vals)} shapes, model's pick of the grid within 10 % of the best on "
+            f"{within:.0%}, worst {worst:.2f}x, geomean regret {geo:.3f}x, "
+            f"rms log error {rms:.2f}"
+        )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "names", nargs="*", help="[collect|fit] then shapes whose name contains one"
+    )
+    parser.add_argument("--csv", default="shape_sweep.csv", help="a shape sweep's CSV")
+    parser.add_argument("--cache", default="fit_records.pkl", help="the collected plans")
+    parser.add_argument("--target", default="h200", help="the device the CSV was measured on")
+    parser.add_argument("--fresh", action="store_true", help="collect again what is cached")
+    parser.add_argument("-v", "--verbose", action="store_true", help="every config's numbers")
+    args = parser.parse_args(argv)
+    args.mode = "fit"
+    if args.names and args.names[0] in ("fit", "collect"):
+        args.mode, args.names = args.names[0], args.names[1:]
+    return collect(args) if args.mode == "collect" else fit(args)
+
+
+if __name__ == "__main__":
+    # The records pickle as this module's classes, whichever way it was run.
+    sys.modules.setdefault("fit_strategy", sys.modules[__name__])
+    KernelRecord.__module__ = ConfigRecord.__module__ = "fit_strategy"
+    sys.exit(main())
