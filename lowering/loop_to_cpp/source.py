@@ -403,11 +403,16 @@ class KernelPrinter:
                 self.names[arg] = name
                 self.symbols[expr] = name
                 params.append(f"int64_t {name}")
+        cost = fn.attributes.get("coil.cost")
+        if isinstance(cost, builtin.StringAttr):  # what it reads, writes, computes
+            self.emit(f"// cost: {cost.data}")
         self.emit(f'extern "C" int {fn.sym_name.data}({", ".join(params)}) {{')
         self.depth += 1
         self.emit("int bad = 0;")
         body = [op for op in fn.body.block.ops if not isinstance(op, cpu.ReturnOp)]
-        for nest in body:
+        for k, nest in enumerate(body):
+            if k and self.checks_bounds:  # an index out of range stops the rest, as eager
+                self.emit("if (bad) return bad;")
             if isinstance(nest, L.PointwiseOp):
                 self.group(nest.ranges.data, (), [nest], self._pointwise_stores(nest))
             elif isinstance(nest, L.ReductionOp):
