@@ -32,6 +32,11 @@ change the environment after ``import coil`` and be heard.
   ``cpu_kernels`` option names none: ``cpp`` (the default: C++/OpenMP kernels
   built with the system compiler, ``runtime/cpp_kernels.py``) or ``triton``
   (Triton's interpreter, the reference for the Triton kernels).
+* ``COIL_CPP_CACHE_DIR`` -- where compiled C++ kernel libraries are kept
+  (default: ``$COIL_CACHE_DIR/cpp``). They are keyed by their source, the
+  compiler and flags, and the CPU, so one directory can serve many runs: the
+  test suite keeps its libraries in the user's cache across runs while every
+  run gets a fresh ``COIL_CACHE_DIR``.
 * ``COIL_CXX`` -- the C++ compiler for CPU kernels (default: ``$CXX``, then
   ``g++``, ``clang++``, ``c++`` on ``PATH``); ``none`` hides every compiler
   (the fallback path: CPU graphs run as ATen ops).
@@ -56,6 +61,13 @@ def cache_dir() -> Path:
         return Path(explicit).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
     return Path(base).expanduser() / "coil"
+
+
+def cpp_cache_dir() -> Path:
+    """Where compiled C++ kernel libraries are kept (not created here)."""
+    if explicit := os.environ.get("COIL_CPP_CACHE_DIR"):
+        return Path(explicit).expanduser()
+    return cache_dir() / "cpp"
 
 
 def cache_disabled() -> bool:

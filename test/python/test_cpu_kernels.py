@@ -159,6 +159,7 @@ def test_no_compiler_runs_aten_after_one_warning(monkeypatch, tmp_path):
 def test_library_cache_key_and_reuse(tmp_path, monkeypatch):
     """One library per source; the key changes with the source and the flags."""
     monkeypatch.setenv("COIL_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("COIL_CPP_CACHE_DIR", raising=False)
     source = '#include <cstdint>\nextern "C" int coil_cpp_k_0(int64_t a) { return a == 7; }\n'
     lib = cpp_kernels.load_cpp_kernels(source)
     assert lib.kernel("coil_cpp_k_0", 1)(7) == 1
