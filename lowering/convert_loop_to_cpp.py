@@ -121,7 +121,7 @@ class ConvertLoopToCppPass(ModulePass):
                 ):
                     _fallback(nest, f, f"{nest.name} yet")
         if self.combine:
-            _combine(op, self.max_args)
+            _combine(op, self.max_args, counter)
         if self.dedupe:
             _dedupe(op)
 
@@ -205,7 +205,7 @@ _BETWEEN = ("buffer.alloc", "buffer.view", "buffer.reuse", "buffer.dealloc")
 release buffers and run no code over their elements."""
 
 
-def _combine(module: builtin.ModuleOp, max_args: int) -> None:
+def _combine(module: builtin.ModuleOp, max_args: int, counter: int) -> None:
     """Each run of C++ kernel launches with only :data:`_BETWEEN` ops between
     them becomes one launch of one ``cpu.func`` whose body holds the members'
     nests in order. The kernels run one after another, as the wrapper ran them
@@ -215,7 +215,6 @@ def _combine(module: builtin.ModuleOp, max_args: int) -> None:
     small tensors is most of a kernel's time. Inductor's C++ backend goes
     further and fuses loops of the same size into one OpenMP region."""
     kernels = {k.sym_name.data: k for k in module.ops if isinstance(k, cpu.FuncOp)}
-    counter = 0
     for f in list(module.ops):
         if not isinstance(f, func.FuncOp) or not f.body.blocks:
             continue
@@ -278,6 +277,8 @@ def _combine_group(
         hint = re.sub(r"^coil_cpp_|_\d+$", "", kernel.sym_name.data)
         hints.update(dict.fromkeys(hint.split("_")))
     block.add_op(cpu.ReturnOp())
+    # Numbered after the kernels lowered one by one (``counter`` of them), so
+    # no name is taken twice before dedupe renumbers them all.
     name = f"coil_cpp_{'_'.join(list(hints)[:4])}_{counter}"
     attrs = [DictionaryAttr({}) for _ in buffer_list] + [
         DictionaryAttr({"coil.symbol": ExprAttr(s)}) for s in symbol_list

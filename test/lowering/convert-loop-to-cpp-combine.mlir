@@ -81,3 +81,43 @@ func.func @split(%x: !buffer.buffer<[4], f32>, %y: !buffer.buffer<[4], f32>) -> 
   }
   func.return %a, %cs, %c : !buffer.buffer<[4], f32>, !buffer.buffer<[4], f32>, !buffer.buffer<[4], f32>
 }
+
+// -----
+
+// A combined kernel's name never takes one a single kernel has: here both
+// would be coil_cpp_x_0 (a launch then called the other's function with the
+// wrong arguments); numbered apart, dedupe names them _0 and _1.
+
+// CHECK-LABEL: cpu.func @coil_cpp_x_0(%x: !buffer.buffer<[4], f32>, %a: !buffer.buffer<[4], f32>)
+// CHECK:       func.func @lone
+// CHECK:         host.launch @coil_cpp_x_0 grid [1, 1, 1] (%{{.*}}, %a :
+// CHECK:       cpu.func @coil_cpp_x_1(%x: !buffer.buffer<[4], f32>, %b: !buffer.buffer<[4], f32>, %x_1: !buffer.buffer<[4], f32>)
+// CHECK:       func.func @pair
+// CHECK:         host.launch @coil_cpp_x_1 grid [1, 1, 1] (%{{.*}}, %b, %{{.*}} :
+func.func @lone(%a: !buffer.buffer<[4], f32>) -> !buffer.buffer<[4], f32> {
+  %x = buffer.alloc : !buffer.buffer<[4], f32>
+  loop.pointwise [4] outs(%x : !buffer.buffer<[4], f32>) {
+  ^bb0(%i0: index):
+    %0 = loop.load %a[i0] : !buffer.buffer<[4], f32>
+    %1 = arith.negf %0 : f32
+    loop.yield %1 : f32
+  }
+  func.return %x : !buffer.buffer<[4], f32>
+}
+func.func @pair(%b: !buffer.buffer<[4], f32>) -> (!buffer.buffer<[4], f32>, !buffer.buffer<[4], f32>) {
+  %x = buffer.alloc : !buffer.buffer<[4], f32>
+  loop.pointwise [4] outs(%x : !buffer.buffer<[4], f32>) {
+  ^bb0(%i0: index):
+    %0 = loop.load %b[i0] : !buffer.buffer<[4], f32>
+    %1 = math.exp %0 : f32
+    loop.yield %1 : f32
+  }
+  %x_1 = buffer.alloc : !buffer.buffer<[4], f32>
+  loop.pointwise [4] outs(%x_1 : !buffer.buffer<[4], f32>) {
+  ^bb0(%i0: index):
+    %2 = loop.load %x[i0] : !buffer.buffer<[4], f32>
+    %3 = math.log %2 : f32
+    loop.yield %3 : f32
+  }
+  func.return %x, %x_1 : !buffer.buffer<[4], f32>, !buffer.buffer<[4], f32>
+}
