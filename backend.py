@@ -108,10 +108,10 @@ OPTIONS = {
     "gemm_budget": "seconds mode='max-autotune' may spend per graph timing its matrix "
     "products against cuBLAS (default 60; runtime/gemm_autotune.py); products left when it "
     "runs out keep gemm='auto''s estimate",
-    "cpu_kernels": "how kernels over CPU tensors run: 'triton' (default: Triton's "
-    "interpreter, the reference for the Triton kernels) or 'cpp' (opt-in: C++/OpenMP "
+    "cpu_kernels": "how kernels over CPU tensors run: 'cpp' (default: C++/OpenMP "
     "kernels built with the system compiler, runtime/cpp_kernels.py; without a compiler, "
-    "the graph runs as ATen ops after one warning); COIL_CPU_KERNELS sets the default",
+    "the graph runs as ATen ops after one warning) or 'triton' (Triton's interpreter, "
+    "the reference for the Triton kernels); COIL_CPU_KERNELS sets the default",
     "target": "the device kernels are planned for: 'auto' (default: the GPU's properties "
     "as read, or 'cpu-interpreter' for graphs on the CPU) or a named description "
     "('h100', 'h200', 'a100', 'cpu-interpreter'; strategy/target.py)",
@@ -196,14 +196,15 @@ def emit_triton(module: ModuleOp) -> str:
 
 
 def kernel_costs(module: ModuleOp) -> str:
-    """One line per kernel: its name and static cost (bytes read and written,
-    loads, ops), as ``convert-loop-to-tt`` recorded it from the nest."""
+    """One line per kernel (Triton's or C++): its name and static cost (bytes read
+    and written, loads, ops), as ``convert-loop-to-tt``/``-cpp`` recorded it
+    from the nest."""
     from xdsl.dialects.builtin import StringAttr
 
     lines = []
     for op in module.ops:
         cost = op.attributes.get("coil.cost")
-        if op.name == "tt.func" and isinstance(cost, StringAttr):
+        if op.name in ("tt.func", "cpu.func") and isinstance(cost, StringAttr):
             lines.append(f"{op.sym_name.data}: {cost.data}")  # type: ignore[attr-defined]
     return "\n".join(lines) + ("\n" if lines else "")
 

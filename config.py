@@ -29,9 +29,14 @@ change the environment after ``import coil`` and be heard.
   of an internal error after their one-line message (which they print alone
   otherwise).
 * ``COIL_CPU_KERNELS`` -- how kernels over CPU tensors run when the backend's
-  ``cpu_kernels`` option names none: ``triton`` (the default: Triton's
-  interpreter, the reference for the Triton kernels) or ``cpp`` (opt-in: C++
-  kernels built with the system compiler, ``runtime/cpp_kernels.py``).
+  ``cpu_kernels`` option names none: ``cpp`` (the default: C++/OpenMP kernels
+  built with the system compiler, ``runtime/cpp_kernels.py``) or ``triton``
+  (Triton's interpreter, the reference for the Triton kernels).
+* ``COIL_CPP_CACHE_DIR`` -- where compiled C++ kernel libraries are kept
+  (default: ``$COIL_CACHE_DIR/cpp``). They are keyed by their source, the
+  compiler and flags, and the CPU, so one directory can serve many runs: the
+  test suite keeps its libraries in the user's cache across runs while every
+  run gets a fresh ``COIL_CACHE_DIR``.
 * ``COIL_CXX`` -- the C++ compiler for CPU kernels (default: ``$CXX``, then
   ``g++``, ``clang++``, ``c++`` on ``PATH``); ``none`` hides every compiler
   (the fallback path: CPU graphs run as ATen ops).
@@ -62,6 +67,13 @@ def cache_dir() -> Path:
         return Path(explicit).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
     return Path(base).expanduser() / "coil"
+
+
+def cpp_cache_dir() -> Path:
+    """Where compiled C++ kernel libraries are kept (not created here)."""
+    if explicit := os.environ.get("COIL_CPP_CACHE_DIR"):
+        return Path(explicit).expanduser()
+    return cache_dir() / "cpp"
 
 
 def cache_disabled() -> bool:
@@ -131,10 +143,8 @@ CPU_KERNELS = ("cpp", "triton")
 
 def cpu_kernels(option: str | None = None) -> str:
     """How CPU kernels run: the backend option, else ``COIL_CPU_KERNELS``, else
-    ``triton`` (Triton's interpreter). The C++ kernels are opt-in (``cpp``) until
-    the whole test suite passes on them: the first full run with them as the
-    default failed tests of decode numerics, fusion counts and planned peaks."""
-    value = option or os.environ.get("COIL_CPU_KERNELS") or "triton"
+    ``cpp`` (C++ kernels; ``triton`` runs Triton's interpreter)."""
+    value = option or os.environ.get("COIL_CPU_KERNELS") or "cpp"
     if value not in CPU_KERNELS:
         raise ValueError(
             f"coil: cpu_kernels must be one of {', '.join(map(repr, CPU_KERNELS))}, not {value!r}"

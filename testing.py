@@ -13,10 +13,15 @@
   changes the result.
 * :func:`cuda_plan` -- the memory plan (``coil.peak_bytes``) of an inference
   model compiled for a CUDA device, on a machine without one.
+* :func:`kernel_launches`, :func:`dumped_kernels` -- a generated wrapper's
+  launches and a dump's kernels, Triton's and C++ alike, for tests of fusion
+  that hold whichever kind runs the CPU kernels.
 """
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,6 +39,8 @@ __all__ = [
     "check_pipeline_per_pass",
     "cuda_plan",
     "difference",
+    "dumped_kernels",
+    "kernel_launches",
     "reference_backend",
     "run_module",
     "tolerances",
@@ -316,3 +323,35 @@ def cuda_plan(
     module = on_device(import_graph(program.graph_module, static_inputs=static))
     run_pipeline(module, _graph_pipeline(pipeline or PIPELINES["buffer"], True, False, constants))
     return module
+
+
+_TRITON_LAUNCH = re.compile(r"_launch\.run\(")
+_CPP_CALL = re.compile(r"^\s*(?:if\s+)?coil_cpp_\w+\(", re.M)
+_TRITON_DEF = re.compile(r"^@triton\.jit\b.*\n(?:#.*\n)*def (\w+)\(([^)]*)\)", re.M)
+_CPP_DEF = re.compile(r'^extern "C" int (\w+)\(([^)]*)\)', re.M)
+
+
+def kernel_launches(wrapper: str) -> int:
+    """The kernel launches in the source of a ``-t python`` wrapper: Triton
+    launches (``coil_k_launch.run(...)``) and C++ kernel calls
+    (``coil_cpp_k(...)``), each counted once per place it is made."""
+    return len(_TRITON_LAUNCH.findall(wrapper)) + len(_CPP_CALL.findall(wrapper))
+
+
+def dumped_kernels(graph_dir: str | os.PathLike) -> dict[str, int]:
+    """The kernels of one dumped graph (a ``graph_NNN`` folder of ``dump_dir``):
+    each Triton kernel of ``kernels.py`` and C++ kernel of ``kernels.cpp`` by
+    name, with the number of buffers (pointer arguments) it takes."""
+    from pathlib import Path
+
+    found: dict[str, int] = {}
+    root = Path(graph_dir)
+    triton = root / "kernels.py"
+    if triton.exists():
+        for name, params in _TRITON_DEF.findall(triton.read_text()):
+            found[name] = sum("ptr" in p.split(":")[0] for p in params.split(","))
+    cpp = root / "kernels.cpp"
+    if cpp.exists():
+        for name, params in _CPP_DEF.findall(cpp.read_text()):
+            found[name] = sum("*" in p for p in params.split(","))
+    return found

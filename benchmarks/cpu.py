@@ -164,7 +164,7 @@ def run_row(name: str, make, dtype: torch.dtype, iters: int, rounds: int) -> dic
     fns = {
         "eager": model,
         "inductor": torch.compile(model, backend="inductor"),
-        # The C++ kernels (opt-in: the default for CPU graphs is Triton's interpreter).
+        # The C++ kernels (the default for CPU graphs, named here for clarity).
         "coil": torch.compile(model, backend="coil", options={"cpu_kernels": "cpp"}),
     }
     out: dict[str, Any] = {"row": name, "dtype": str(dtype).removeprefix("torch.")}

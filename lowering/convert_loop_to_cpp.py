@@ -39,6 +39,7 @@ from coil.dialects.buffer import BufferType
 from coil.dialects.symbolic import ExprAttr, is_index_symbol
 from coil.lowering.convert_loop_to_tt import _copy_as_pointwise, dedupe_kernels
 from coil.lowering.loop_to_tt.kernel import kernel_name
+from coil.transforms.loop_cost import nest_cost
 
 _NESTS = (L.PointwiseOp, L.ReductionOp, L.FusedOp)
 
@@ -95,6 +96,13 @@ class ConvertLoopToCppPass(ModulePass):
     dedupe: bool = True
     """Emit kernels with identical bodies once (launched from each place)."""
 
+    combine: bool = True
+    """Run each sequence of kernels with only allocations, views, reuses and
+    frees between them as one C++ function (one call from the wrapper)."""
+
+    max_args: int = 256
+    """The most buffer and size arguments a combined function takes."""
+
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         counter = 0
         for f in list(op.body.block.ops):
@@ -112,6 +120,8 @@ class ConvertLoopToCppPass(ModulePass):
                     for o in nest.outs
                 ):
                     _fallback(nest, f, f"{nest.name} yet")
+        if self.combine:
+            _combine(op, self.max_args, counter)
         if self.dedupe:
             _dedupe(op)
 
@@ -159,6 +169,9 @@ class ConvertLoopToCppPass(ModulePass):
         kernel = cpu.FuncOp(name, types, [], Region(block), arg_attrs=ArrayAttr(attrs))
         if (lines := _lines(nest)).data:
             kernel.attributes["coil.source_lines"] = lines
+        # What the kernel reads, writes and computes (loop_cost.py), as a
+        # tt.func records it: costs.txt and the printed source show it.
+        kernel.attributes["coil.cost"] = builtin.StringAttr(nest_cost(nest).summary())
         try:
             emit_kernel(kernel)
         except CppUnsupported as e:
@@ -185,6 +198,118 @@ def _fallback(nest: Operation, f: func.FuncOp, why: str) -> None:
         f"kernel (run by Triton's interpreter): the C++ kernels have no {why}",
         stacklevel=2,
     )
+
+
+_BETWEEN = ("buffer.alloc", "buffer.view", "buffer.reuse", "buffer.dealloc")
+"""Ops that may lie between two kernels run as one function: they make or
+release buffers and run no code over their elements."""
+
+
+def _combine(module: builtin.ModuleOp, max_args: int, counter: int) -> None:
+    """Each run of C++ kernel launches with only :data:`_BETWEEN` ops between
+    them becomes one launch of one ``cpu.func`` whose body holds the members'
+    nests in order. The kernels run one after another, as the wrapper ran them
+    (each parallel region ends in a barrier), so no member needs to be
+    independent of another: this only saves the wrapper's per-call cost (a
+    ctypes call, each buffer's ``data_ptr()``: a few microseconds), which on
+    small tensors is most of a kernel's time. Inductor's C++ backend goes
+    further and fuses loops of the same size into one OpenMP region."""
+    kernels = {k.sym_name.data: k for k in module.ops if isinstance(k, cpu.FuncOp)}
+    for f in list(module.ops):
+        if not isinstance(f, func.FuncOp) or not f.body.blocks:
+            continue
+        group: list[host.LaunchOp] = []
+        n_args = 0
+        for op in list(f.body.block.ops):
+            if isinstance(op, host.LaunchOp) and op.kernel_name in kernels:
+                args = len(set(op.args)) + len(op.scalars.data)
+                if group and n_args + args > max_args:
+                    counter += _combine_group(module, f, group, kernels, counter)
+                    group, n_args = [], 0
+                group.append(op)
+                n_args += args
+            elif op.name not in _BETWEEN:
+                counter += _combine_group(module, f, group, kernels, counter)
+                group, n_args = [], 0
+        counter += _combine_group(module, f, group, kernels, counter)
+
+
+def _combine_group(
+    module: builtin.ModuleOp,
+    f: func.FuncOp,
+    group: list[host.LaunchOp],
+    kernels: dict[str, cpu.FuncOp],
+    counter: int,
+) -> int:
+    """Replace ``group``'s launches (two or more) with one; 1 if it did."""
+    if len(group) < 2:
+        return 0
+    buffers: dict[SSAValue, None] = {}
+    symbols: dict[sympy.Expr, None] = {}
+    for launch in group:
+        buffers.update(dict.fromkeys(launch.args))
+        symbols.update(dict.fromkeys(launch.scalars.data))
+    buffer_list, symbol_list = list(buffers), list(symbols)
+    types = [b.type for b in buffer_list] + [IndexType()] * len(symbol_list)
+    block = Block(arg_types=types)
+    for arg, b in zip(block.args, buffer_list):
+        if b.name_hint:
+            arg.name_hint = b.name_hint
+    for arg, s in zip(block.args[len(buffer_list) :], symbol_list):
+        arg.name_hint = str(s)
+    of_buffer = dict(zip(buffer_list, block.args))
+    of_symbol = dict(zip(symbol_list, block.args[len(buffer_list) :]))
+    members = [kernels[launch.kernel_name] for launch in group]
+    lines: dict[str, None] = {}
+    costs: list[str] = []
+    hints: dict[str, None] = {}
+    for launch, kernel in zip(group, members):
+        n = len(launch.args)
+        mapping = {a: of_buffer[v] for a, v in zip(kernel.args[:n], launch.args)}
+        mapping.update({a: of_symbol[s] for a, s in zip(kernel.args[n:], launch.scalars.data)})
+        for op in kernel.body.block.ops:
+            if not isinstance(op, cpu.ReturnOp):
+                block.add_op(op.clone(value_mapper=mapping))
+        if isinstance(src := kernel.attributes.get("coil.source_lines"), ArrayAttr):
+            lines.update(dict.fromkeys(a.data for a in src.data))
+        if isinstance(cost := kernel.attributes.get("coil.cost"), builtin.StringAttr):
+            costs.append(cost.data)
+        hint = re.sub(r"^coil_cpp_|_\d+$", "", kernel.sym_name.data)
+        hints.update(dict.fromkeys(hint.split("_")))
+    block.add_op(cpu.ReturnOp())
+    # Numbered after the kernels lowered one by one (``counter`` of them), so
+    # no name is taken twice before dedupe renumbers them all.
+    name = f"coil_cpp_{'_'.join(list(hints)[:4])}_{counter}"
+    attrs = [DictionaryAttr({}) for _ in buffer_list] + [
+        DictionaryAttr({"coil.symbol": ExprAttr(s)}) for s in symbol_list
+    ]
+    combined = cpu.FuncOp(name, types, [], Region(block), arg_attrs=ArrayAttr(attrs))
+    if lines:
+        combined.attributes["coil.source_lines"] = ArrayAttr([builtin.StringAttr(t) for t in lines])
+    shown = "; ".join(costs[:4]) + ("; ..." if len(costs) > 4 else "")
+    combined.attributes["coil.cost"] = builtin.StringAttr(f"{len(costs)} nests: {shown}")
+    Rewriter.insert_op(combined, InsertPoint.before(f))
+    first, last = group[0], group[-1]
+    launch = host.LaunchOp(name, [1, 1, 1], buffer_list, symbol_list)
+    launch.location = first.location
+    Rewriter.insert_op(launch, InsertPoint.before(last))
+    # A member may read a buffer freed between the first and the last launch:
+    # the frees move after the combined launch.
+    op = first.next_op
+    while op is not None and op is not launch:
+        nxt = op.next_op
+        if op.name == "buffer.dealloc":
+            op.detach()
+            Rewriter.insert_op(op, InsertPoint.after(last))
+        op = nxt
+    for old, kernel in zip(group, members):
+        old.detach()
+        old.erase()
+        del kernels[kernel.sym_name.data]
+        kernel.detach()
+        kernel.erase()
+    kernels[name] = combined
+    return 1
 
 
 _SSA_NAME = re.compile(r"%[A-Za-z_$.][\w$.]*|%\d+")

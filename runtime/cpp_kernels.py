@@ -7,7 +7,8 @@ shared library that ``ctypes`` loads. The compiler is found at run time
 ``COIL_CXX=none`` hides them all), with ``-O3 -march=native`` and ``-fopenmp``
 where a probe compile says the compiler has OpenMP (the library then shares the
 ``libgomp.so.1`` torch has loaded, by its soname, so one thread pool serves
-both). Libraries are cached under ``$COIL_CACHE_DIR/cpp/`` keyed by sha256 of
+both). Libraries are cached under ``$COIL_CACHE_DIR/cpp/`` (or
+``$COIL_CPP_CACHE_DIR``) keyed by sha256 of
 the source, the compiler (path and version), the flags and the CPU's feature
 flags, written atomically, so a later process (or the graph cache's rebuild)
 loads them without compiling. Inductor's ``CppCodeCache`` (codecache.py) and
@@ -98,7 +99,7 @@ def _has_openmp(path: str, version: str) -> bool:
     """Whether ``path -fopenmp`` builds a shared library (probed once per compiler,
     the answer kept in the cache)."""
     key = hashlib.sha256(f"{path}\0{version}".encode()).hexdigest()[:16]
-    root = config.cache_dir() / "cpp"
+    root = config.cpp_cache_dir()
     marker = root / f"openmp-{key}"
     if marker.exists():
         return marker.read_text().strip() == "1"
@@ -184,7 +185,7 @@ def load_cpp_kernels(source: str) -> CppKernels:
     with _lock:
         if key in _loaded:
             return _loaded[key]
-        path = config.cache_dir() / "cpp" / key[:2] / f"{key}.so"
+        path = config.cpp_cache_dir() / key[:2] / f"{key}.so"
         if not path.exists():
             try:
                 _build(source, compiler, path)

@@ -35,6 +35,7 @@ leaves such a nest to ``convert-loop-to-tt``.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,6 +53,18 @@ PARALLEL_MIN_POINTS = 16384
 """Points of a nest (ranges times reduction ranges) below which it runs on one
 thread: an OpenMP fork/join is ~2-5 us on this class of machine, about the
 time 16K simple points take on one core."""
+
+
+ROW_CACHE_MAX = 8192
+"""The longest row (elements) whose costly values a thread keeps in a stack
+array (32 KB in f32, about an L1 cache) instead of recomputing them in a later
+pass over the row."""
+
+_COSTLY = ("math.", "arith.divf")
+"""Ops whose result is worth keeping for a later pass rather than recomputing."""
+
+_VAR = re.compile(r"\b(?:v|row)\d+\b")
+_BUF_READ = re.compile(r"\b(buf\d+)\[")
 
 
 class CppUnsupported(Exception):
@@ -358,8 +371,22 @@ _UNARY = {
 class KernelPrinter:
     """Prints one ``cpu.func`` as a C++ function (all naming state lives here)."""
 
-    def __init__(self, fn: cpu.FuncOp):
+    def __init__(self, fn: cpu.FuncOp, keep: dict[tuple[int, str], tuple[str, str]] | None = None):
         self.fn = fn
+        # Values recomputed in a later pass over a row (the fusion inlines a
+        # producer into each member that reads it: softmax's exp(x - max) in
+        # the sum and in the output): each define inside the row loops gets a
+        # canonical text (its operands' texts, buffer reads with the buffer's
+        # store count), counted per group in a first printing (``keep`` None);
+        # the second printing keeps those seen twice in a per-row array.
+        self.keep = keep
+        self.seen: dict[tuple[int, str], list] = {}  # (group, key) -> [count, type]
+        self.canon: dict[str, str] = {}
+        self.version: dict[str, int] = {}
+        self.group_id = -1
+        self.row_depth = 0
+        self.row_flat: str | None = None
+        self.kept: dict[str, list] = {}  # key -> [array, written]
         self.lines: list[str] = []
         self.depth = 0
         self.names: dict[SSAValue, str] = {}
@@ -403,11 +430,16 @@ class KernelPrinter:
                 self.names[arg] = name
                 self.symbols[expr] = name
                 params.append(f"int64_t {name}")
+        cost = fn.attributes.get("coil.cost")
+        if isinstance(cost, builtin.StringAttr):  # what it reads, writes, computes
+            self.emit(f"// cost: {cost.data}")
         self.emit(f'extern "C" int {fn.sym_name.data}({", ".join(params)}) {{')
         self.depth += 1
         self.emit("int bad = 0;")
         body = [op for op in fn.body.block.ops if not isinstance(op, cpu.ReturnOp)]
-        for nest in body:
+        for k, nest in enumerate(body):
+            if k and self.checks_bounds:  # an index out of range stops the rest, as eager
+                self.emit("if (bad) return bad;")
             if isinstance(nest, L.PointwiseOp):
                 self.group(nest.ranges.data, (), [nest], self._pointwise_stores(nest))
             elif isinstance(nest, L.ReductionOp):
@@ -514,6 +546,7 @@ class KernelPrinter:
         self.row_members = {}
         self.row_stored = {}
         self.n_outer = n
+        self._start_row_cache(inner)
         for member in members:
             if isinstance(member, L.ReductionOp):
                 values = self.reduction(member, inner, env, rsyms)
@@ -544,8 +577,31 @@ class KernelPrinter:
         self.depth -= 1
         self.emit("}")
 
+    def _start_row_cache(self, inner: Sequence[Any]) -> None:
+        """A new group: its row index for kept values (rows of static length up
+        to :data:`ROW_CACHE_MAX`), and the arrays the first printing chose."""
+        self.group_id += 1
+        self.kept = {}
+        self.row_flat = None
+        sizes = [sympy.sympify(e) for e in inner]
+        if not sizes or not all(e.is_Integer for e in sizes):
+            return
+        length = math.prod(int(e) for e in sizes)
+        if length > ROW_CACHE_MAX:
+            return
+        flat = "r0"
+        for k in range(1, len(sizes)):
+            flat = f"({flat} * {int(sizes[k])}L + r{k})"
+        self.row_flat = flat
+        for (gid, key), (array, ctype) in (self.keep or {}).items():
+            if gid == self.group_id:
+                self.emit(f"{ctype} {array}[{length}];")
+                self.kept[key] = [array, False]
+
     def _row_loops(self, inner: Sequence[Any], env: dict, simd: str) -> int:
         """Open the loops over the reduction ranges (innermost ``simd``); their count."""
+        if inner:
+            self.row_depth += 1
         for k, size in enumerate(inner):
             if k == len(inner) - 1 and simd:
                 self.emit(simd)
@@ -554,6 +610,8 @@ class KernelPrinter:
         return len(inner)
 
     def _close(self, n: int) -> None:
+        if n:
+            self.row_depth -= 1
         for _ in range(n):
             self.depth -= 1
             self.emit("}")
@@ -725,6 +783,7 @@ class KernelPrinter:
             raise CppUnsupported("an output of another rank than its loops")
         addr = self.address(out, syms, env)
         ptr = self.names[out]
+        self.version[ptr] = self.version.get(ptr, 0) + 1  # later reads see new values
         k = _key(t.element_type)
         if k == "bf16":
             self.emit(f"{ptr}[{addr}] = bf16_store({value});")
@@ -752,8 +811,24 @@ class KernelPrinter:
     def define(self, op: Operation, text: str, local: dict) -> None:
         r = op.results[0]
         name = self.fresh()
-        self.emit(f"const {value_type(r.type)} {name} = {text};")
+        ctype = value_type(r.type)
         local[r] = name
+        key = _BUF_READ.sub(lambda m: f"{m[1]}@{self.version.get(m[1], 0)}[", text)
+        key = _VAR.sub(lambda m: self.canon.get(m[0], m[0]), key)
+        self.canon[name] = f"({key})"
+        if self.row_depth == 0 or self.row_flat is None or not op.name.startswith(_COSTLY):
+            self.emit(f"const {ctype} {name} = {text};")
+            return
+        kept = self.kept.get(key)
+        if kept is not None and kept[1]:  # computed by an earlier pass over this row
+            self.emit(f"const {ctype} {name} = {kept[0]}[{self.row_flat}];")
+            return
+        self.emit(f"const {ctype} {name} = {text};")
+        if kept is not None:
+            self.emit(f"{kept[0]}[{self.row_flat}] = {name};")
+            kept[1] = True
+        seen = self.seen.setdefault((self.group_id, key), [0, ctype])
+        seen[0] += 1
 
     def op(self, op: Operation, env: dict, local: dict) -> None:
         name = op.name
@@ -969,8 +1044,16 @@ class KernelPrinter:
 
 
 def emit_kernel(fn: cpu.FuncOp) -> str:
-    """One ``cpu.func`` as C++ (raises :class:`CppUnsupported`)."""
-    return KernelPrinter(fn).print()
+    """One ``cpu.func`` as C++ (raises :class:`CppUnsupported`): printed once to
+    find the costly values a later pass over a row would recompute, then again
+    keeping each in a per-row array (``KernelPrinter.define``)."""
+    first = KernelPrinter(fn)
+    text = first.print()
+    again = [k for k, (count, _) in first.seen.items() if count > 1]
+    if not again:
+        return text
+    keep = {k: (f"row{n}", first.seen[k][1]) for n, k in enumerate(again)}
+    return KernelPrinter(fn, keep).print()
 
 
 def kernel_checks_bounds(fn: cpu.FuncOp) -> bool:

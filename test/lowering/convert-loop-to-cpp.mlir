@@ -1,9 +1,11 @@
-// RUN: fx-opt %s -p convert-loop-to-cpp --split-input-file | filecheck %s
+// RUN: fx-opt %s -p "convert-loop-to-cpp{combine=false}" --split-input-file | filecheck %s
 
 // A pointwise nest over CPU buffers: a cpu.func holding the nest (its buffers
-// the arguments, outs first in order of use), and a launch in its place.
+// the arguments, outs first in order of use, its static cost as a tt.func's),
+// and a launch in its place.
 
 // CHECK-LABEL: cpu.func @coil_cpp_exp_0(%exp: !buffer.buffer<[64, 64], f32>, %x: !buffer.buffer<[64, 64], f32>)
+// CHECK-SAME:    attributes {coil.cost = "reads 16.0 KB, writes 16.0 KB, 1 loads, 1 ops, 3 body ops"}
 // CHECK-NEXT:    loop.pointwise [64, 64] outs(%exp : !buffer.buffer<[64, 64], f32>)
 // CHECK:           %[[A:.*]] = loop.load %x[i0, i1] : !buffer.buffer<[64, 64], f32>
 // CHECK:           math.exp %[[A]] : f32

@@ -12,6 +12,13 @@ import torch
 os.environ.setdefault("PYTHONWARNINGS", "ignore")
 # One fresh cache per run: no test sees another run's compiled graphs (tests
 # that exercise the caches set their own directory).
+# The C++ kernel libraries are keyed by their whole source, compiler, flags and
+# CPU (a hit is the same machine code), so they stay in the user's cache from
+# run to run: a run whose graphs an earlier run compiled starts no compiler.
+if "COIL_CPP_CACHE_DIR" not in os.environ:
+    from coil import config as _config
+
+    os.environ["COIL_CPP_CACHE_DIR"] = str(_config.cpp_cache_dir())
 os.environ.setdefault("COIL_CACHE_DIR", tempfile.mkdtemp(prefix="coil-test-cache-"))
 # A graph coil fails to compile must fail its test, not pass through eager
 # PyTorch (the backend's default policy); tests of that policy name it.

@@ -19,7 +19,7 @@ import torch
 
 from coil.examples.distributed import GPT
 from coil.frontend.foreach import foreach_decompositions
-from coil.testing import tolerances
+from coil.testing import kernel_launches, tolerances
 
 OPTIMIZERS = {
     "sgd_momentum": (torch.optim.SGD, {"momentum": 0.9, "weight_decay": 0.01}),
@@ -74,7 +74,7 @@ def wrapper_sources(dump_dir) -> list[str]:
 
 
 def launches(source: str) -> int:
-    return len(re.findall(r"_launch\.run\(", source))
+    return kernel_launches(source)
 
 
 def run_steps(name: str, form: str, dtype: torch.dtype, tmp_path, steps: int = 3):
@@ -142,7 +142,8 @@ def test_adamw_step_of_a_gpt_is_two_launches_without_fallback(tmp_path):
     step()
     assert_same_state(eager, opt_e, compiled, opt_c, torch.float32)
     (source,) = wrapper_sources(tmp_path)
-    assert launches(source) == 2, source
+    # Two Triton launches; the C++ kernels run one after another in one call.
+    assert launches(source) == (1 if "coil_cpp_" in source else 2), source
     assert "torch.ops.aten" not in source  # no ATen call at all
     assert not re.search(r"= empty", source)  # every update in place: nothing allocated
 

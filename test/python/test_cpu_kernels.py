@@ -22,14 +22,6 @@ needs_compiler = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(autouse=True)
-def _cpp_by_default(monkeypatch):
-    """The C++ kernels are opt-in (the default is Triton's interpreter): this
-    file's graphs select them through COIL_CPU_KERNELS, as a user would."""
-    if os.environ.get("COIL_CPU_KERNELS") != "triton":
-        monkeypatch.setenv("COIL_CPU_KERNELS", "cpp")
-
-
 def _compile(fn, options=None):
     return torch.compile(fn, backend="coil", options=options or {}, dynamic=False)
 
@@ -54,26 +46,33 @@ CASES = {
 }
 
 
-@needs_compiler
+# Both kinds of CPU kernel on the same cases: the C++ kernels (the default) and
+# the same nests as Triton kernels under the interpreter (the representative
+# subset of the end-to-end tests that runs with both; the files of Triton
+# specifics in conftest.TRITON_FILES run the interpreter only).
+KINDS = [pytest.param("cpp", marks=needs_compiler), "triton"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("name", list(CASES))
-def test_against_eager(name, poisoned):
+def test_against_eager(name, kind, poisoned):
     fn, shapes = CASES[name]
     inputs = [torch.randn(s) for s in shapes]
     expected = fn(*inputs)
-    assert_close_to_eager(_compile(fn)(*inputs), expected)
+    assert_close_to_eager(_compile(fn, {"cpu_kernels": kind})(*inputs), expected)
     assert poisoned, "the wrapper's allocations were not poisoned"
 
 
-@needs_compiler
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_reduced_precision_computes_in_f32(dtype):
+def test_reduced_precision_computes_in_f32(dtype, kind):
     """bf16/f16 are stored as such and computed in f32, rounded once per store."""
 
     def fn(x, w):
         return F.layer_norm(x, (x.shape[-1],)) * w + torch.softmax(x, -1)
 
     x, w = torch.randn(6, 40, dtype=dtype), torch.randn(40, dtype=dtype)
-    assert_close_to_eager(_compile(fn)(x, w), fn(x, w))
+    assert_close_to_eager(_compile(fn, {"cpu_kernels": kind})(x, w), fn(x, w))
 
 
 @needs_compiler
@@ -102,9 +101,8 @@ def test_embedding_index_out_of_range_raises():
 
 @needs_compiler
 def test_cpp_kernels_are_what_runs(tmp_path):
-    """With the C++ kernels selected (COIL_CPU_KERNELS=cpp, this file's fixture)
-    the wrapper calls C++ kernels, no Triton kernel is left (and the option
-    cpu_kernels='triton' keeps the interpreter's)."""
+    """By default (the C++ kernels) the wrapper calls C++ kernels, no Triton
+    kernel is left (and the option cpu_kernels='triton' keeps the interpreter's)."""
     x = torch.randn(4, 30)
     options = {"dump_dir": str(tmp_path / "c")}
     torch.compile(lambda x: torch.softmax(x, -1) * 2, backend="coil", options=options)(x)
@@ -132,22 +130,26 @@ def test_scan_falls_back_to_triton_with_a_warning():
     assert any("loop.scan" in str(w.message) for w in caught)
 
 
-def test_no_compiler_runs_aten_after_one_warning(monkeypatch):
-    """The fallback path (CI runs it with the compiler hidden too)."""
+def test_no_compiler_runs_aten_after_one_warning(monkeypatch, tmp_path):
+    """The fallback path (CI runs it with the compiler hidden too): with the
+    default kind and no compiler, coil says so once and compiles nothing (no
+    dump: the graph runs as ATen ops, not in Triton's interpreter)."""
     monkeypatch.setenv("COIL_CXX", "none")
-    monkeypatch.setenv("COIL_CPU_KERNELS", "cpp")
+    monkeypatch.delenv("COIL_CPU_KERNELS", raising=False)
     cpp_kernels.find_compiler.cache_clear()
     monkeypatch.setattr(cpp_kernels, "_said", set())
     try:
         x = torch.randn(5, 7)
+        options = {"dump_dir": str(tmp_path)}
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            out = _compile(lambda x: torch.softmax(x, -1))(x)
+            out = _compile(lambda x: torch.softmax(x, -1), options)(x)
             torch._dynamo.reset()
-            _compile(lambda x: x.exp() + 1)(x)
+            _compile(lambda x: x.exp() + 1, options)(x)
         assert_close_to_eager(out, torch.softmax(x, -1))
         said = [w for w in caught if "no C++ compiler" in str(w.message)]
         assert len(said) == 1
+        assert not list(tmp_path.glob("graph_*"))
     finally:
         monkeypatch.undo()
         cpp_kernels.find_compiler.cache_clear()
@@ -157,6 +159,7 @@ def test_no_compiler_runs_aten_after_one_warning(monkeypatch):
 def test_library_cache_key_and_reuse(tmp_path, monkeypatch):
     """One library per source; the key changes with the source and the flags."""
     monkeypatch.setenv("COIL_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("COIL_CPP_CACHE_DIR", raising=False)
     source = '#include <cstdint>\nextern "C" int coil_cpp_k_0(int64_t a) { return a == 7; }\n'
     lib = cpp_kernels.load_cpp_kernels(source)
     assert lib.kernel("coil_cpp_k_0", 1)(7) == 1

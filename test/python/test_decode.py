@@ -15,7 +15,7 @@ import torch
 
 from coil.backend import coil as coil_backend
 from coil.pipeline import PIPELINES
-from coil.testing import assert_close_to_eager
+from coil.testing import assert_close_to_eager, dumped_kernels, kernel_launches
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
@@ -115,8 +115,9 @@ def test_fused_projections_match_eager(tmp_path):
         got, want = step(x), model(x)
     for g, w in zip(got, want):
         assert_close_to_eager(g, w)
-    (module,) = tmp_path.glob("*/kernels.py")
-    assert module.read_text().count("in_ptr") >= 3  # the kernel reads all three weights
+    (graph,) = tmp_path.glob("graph_*")
+    # One kernel reads the row and all three weights and writes the products.
+    assert max(dumped_kernels(graph).values()) >= 5, dumped_kernels(graph)
     ir = next(tmp_path.glob("*/*-aten-fuse-matvec.mlir")).read_text()
     assert ir.count("aten.mm.default") == 1 and "aten.cat.default" in ir
 
@@ -155,4 +156,4 @@ def test_norm_prologue_matches_eager(layer_norm, tmp_path):
     with torch.no_grad():
         assert_close_to_eager(step(x, r), model(x, r))
     (wrapper,) = tmp_path.glob("*/wrapper.py")
-    assert wrapper.read_text().count("_launch.run(") == 1
+    assert kernel_launches(wrapper.read_text()) == 1

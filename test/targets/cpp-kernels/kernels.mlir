@@ -1,4 +1,4 @@
-// RUN: fx-opt %s -p convert-loop-to-cpp -t cpp-kernels | filecheck %s
+// RUN: fx-opt %s -p "convert-loop-to-cpp{combine=false}" -t cpp-kernels | filecheck %s
 
 // One translation unit: the helpers once, then one extern "C" function per
 // kernel (buffers as pointers to their first element, sizes as int64_t).
@@ -10,7 +10,8 @@
 // loop over i0 (stride 1 in the output) is innermost and `omp simd`, the rest
 // is one parallel loop, opened only for large enough nests.
 
-// CHECK-LABEL: extern "C" int coil_cpp_t_0(float* buf0, float* buf1, int64_t s0) {
+// CHECK:       // cost: reads {{.*}}, writes {{.*}}
+// CHECK-NEXT:  extern "C" int coil_cpp_t_0(float* buf0, float* buf1, int64_t s0) {
 // CHECK:         #pragma omp parallel for if((s0 * 64L) >= 16384L)
 // CHECK-NEXT:    for (int64_t x1 = 0; x1 < 64L; ++x1) {
 // CHECK-NEXT:      const int64_t i1 = x1;
