@@ -57,10 +57,11 @@ config.substitutions.append(("%loop_pipeline", PIPELINES["loop"]))
 config.substitutions.append(("%sharded_pipeline", PIPELINES["sharded"]))
 
 
-def _start_forkserver() -> None:
+def _start_forkserver() -> str:
     """Serve fx-opt and coil from one pre-imported process (lit_forkserver.py
     says how, and when a command still starts the ordinary way): each RUN line
-    then skips ~1.5 s of interpreter start and imports."""
+    then skips ~1.5 s of interpreter start and imports. Returns the shim
+    for %served_python."""
     import atexit
     import subprocess
     import tempfile
@@ -98,10 +99,16 @@ def _start_forkserver() -> None:
     deadline = time.monotonic() + 60
     while not os.path.exists(sock) and server.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
+    return os.path.join(run_dir, "bin", lit_forkserver.SHIMS["python"])
 
 
+# %served_python SCRIPT: a test script that imports torch and coil, run by the
+# fork server; %python is a fresh interpreter (test/fx-opt/startup.mlir checks
+# what a fresh fx-opt imports).
+served_python = sys.executable
 if os.environ.get("COIL_LIT_FORKSERVER", "1") != "0":
-    _start_forkserver()
+    served_python = _start_forkserver()
+config.substitutions.append(("%served_python", served_python))
 
 if shutil.which("filecheck", path=config.environment["PATH"]) is None:
     lit_config.fatal("filecheck not found: pip install the test extra ('.[test]')")

@@ -33,8 +33,12 @@ import struct
 import sys
 import time
 
-# The commands served, and their entry points (pyproject's [project.scripts]).
-ENTRY_POINTS = {"fx-opt": "coil.cli:fx_opt_main", "coil": "coil.cli:coil_main"}
+# The commands served, and their entry points (pyproject's [project.scripts]);
+# "python" runs a script file (``%served_python script.py ARGS``) as ``python``
+# would, for the lit tests that are Python scripts.
+ENTRY_POINTS = {"fx-opt": "coil.cli:fx_opt_main", "coil": "coil.cli:coil_main", "python": ""}
+# The shims' file names ("python" is not shadowed on the tests' PATH).
+SHIMS = {"fx-opt": "fx-opt", "coil": "coil", "python": "served-python"}
 _FALLBACK = -1000  # status the server sends for "run the real program yourself"
 
 
@@ -43,14 +47,16 @@ _FALLBACK = -1000  # status the server sends for "run the real program yourself"
 # --------------------------------------------------------------------------
 
 
-def client(sock_path: str, real_program: str) -> int:
-    """Run ``real_program sys.argv[1:]`` through the server at ``sock_path``;
-    exec the real program when the server is absent or declines."""
+def client(sock_path: str, real_program: str, command: str) -> int:
+    """Run ``real_program sys.argv[1:]`` (one of :data:`ENTRY_POINTS`) through
+    the server at ``sock_path``; exec the real program when the server is
+    absent or declines."""
     argv = [real_program, *sys.argv[1:]]
     try:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.connect(sock_path)
-        payload = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)})
+        request = {"command": command, "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}
+        payload = json.dumps(request)
         data = payload.encode()
         socket.send_fds(sock, [struct.pack("!I", len(data)) + data], [0, 1, 2])
         reply = _recv_exact(sock, 4)
@@ -73,20 +79,21 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
 
 
 def write_shims(bin_dir: str, sock_path: str, python: str, scripts_dir: str) -> None:
-    """Write executable shims ``bin_dir/fx-opt`` and ``bin_dir/coil`` that run the
-    commands in ``scripts_dir`` through the server at ``sock_path``."""
+    """Write executable shims named :data:`SHIMS` in ``bin_dir`` that run
+    ``scripts_dir``'s commands and ``python`` through the server at
+    ``sock_path``."""
     os.makedirs(bin_dir, exist_ok=True)
     here = os.path.dirname(os.path.abspath(__file__))
     for name in ENTRY_POINTS:
-        real = os.path.join(scripts_dir, name)
-        path = os.path.join(bin_dir, name)
+        real = python if name == "python" else os.path.join(scripts_dir, name)
+        path = os.path.join(bin_dir, SHIMS[name])
         with open(path, "w") as f:
             f.write(
                 f"#!{python} -IS\n"
                 "import sys\n"
                 f"sys.path.insert(0, {here!r})\n"
                 "import lit_forkserver\n"
-                f"sys.exit(lit_forkserver.client({sock_path!r}, {real!r}))\n"
+                f"sys.exit(lit_forkserver.client({sock_path!r}, {real!r}, {name!r}))\n"
             )
         os.chmod(path, 0o755)
 
@@ -115,9 +122,22 @@ def _preload() -> None:
                 pass
 
 
-def _entry(argv0: str):
-    module, _, func = ENTRY_POINTS[os.path.basename(argv0)].partition(":")
+def _entry(command: str):
+    """The function that runs ``command`` on ``sys.argv``."""
+    if command == "python":
+        return _run_script
+    module, _, func = ENTRY_POINTS[command].partition(":")
     return getattr(__import__(module, fromlist=[func]), func)
+
+
+def _run_script() -> None:
+    """``python SCRIPT ARGS``: the script as ``__main__``, its folder first on
+    the path, ``sys.argv`` from the script on."""
+    import runpy
+
+    sys.argv = sys.argv[1:]
+    sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))
+    runpy.run_path(sys.argv[0], run_name="__main__")
 
 
 # lit names the test and gives each run its own temporary directory (the child
@@ -157,7 +177,7 @@ def _run_child(request: dict, fds: list[int]) -> None:
     sys.argv = list(request["argv"])
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        code = _entry(sys.argv[0])()
+        code = _entry(request["command"])()
     except SystemExit as e:
         code = e.code
     except KeyboardInterrupt:
@@ -189,9 +209,15 @@ def _serve_one(conn: socket.socket) -> None:
     data = header[4:] + _recv_exact(conn, size - (len(header) - 4))
     request = json.loads(data)
     command = " ".join([os.path.basename(request["argv"][0]), *request["argv"][1:]])
+    argv = request["argv"]
+    why = None
     if differences := _start_differences(request["env"]):
+        why = f"{', '.join(differences)} differ"
+    elif request["command"] == "python" and (len(argv) < 2 or argv[1].startswith("-")):
+        why = "python runs script files only"
+    if why:
         conn.sendall(struct.pack("!i", _FALLBACK))
-        _log(f"exec ({', '.join(differences)} differ): {command}")
+        _log(f"exec ({why}): {command}")
         os._exit(0)
     start = time.monotonic()
     pid = os.fork()
