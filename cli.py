@@ -9,6 +9,7 @@ user can cause (malformed IR, a verifier error, a bad pipeline, an unloadable
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import traceback
@@ -21,19 +22,37 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from coil import __version__, config
 
+_EPILOG = "\0coil's passes, targets and pipelines\0"
+"""Stands for the help's epilog until the help is printed (:class:`_HelpFormatter`)."""
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """The description as written, and the epilog -- coil's passes with their
+    options, read from the passes' sources (:func:`_coil_help`, ~1 s) -- built
+    only when the help is printed, not on every start of fx-opt."""
+
+    def add_text(self, text: str | None) -> None:
+        super().add_text(_coil_help() if text == _EPILOG else text)
+
 
 class FxOptMain(xDSLOptMain):
     version_format = "fx-opt (coil " + __version__ + ") on xDSL {xdsl_version}"
+
+    @functools.cached_property
+    def _multiverse(self):
+        """xDSL's registries of the environment's ``xdsl.universe`` entry points,
+        read once (each read scans every installed distribution's metadata)."""
+        from xdsl.universe import Universe
+
+        return Universe.get_multiverse()
 
     def register_all_dialects(self) -> None:
         # xDSL's dialects as super() registers them, except arith: coil's is
         # xDSL's with MLIR's elementwise tensor forms, which TTIR needs
         # (dialects/arith.py), and a name can be registered once.
-        from xdsl.universe import Universe
-
         from coil.dialects import get_all_dialects
 
-        for name, factory in Universe.get_multiverse().all_dialects.items():
+        for name, factory in self._multiverse.all_dialects.items():
             if name != "arith":
                 self.ctx.register_dialect(name, factory)
 
@@ -41,7 +60,10 @@ class FxOptMain(xDSLOptMain):
             self.ctx.register_dialect(name, factory)
 
     def register_all_passes(self) -> None:
-        super().register_all_passes()
+        # xDSL's passes as super() registers them, from the one read of the
+        # environment's registries.
+        for name, factory in self._multiverse.all_passes.items():
+            self.register_pass(name, factory)
         from coil.lowering import get_all_passes as lowering_passes
         from coil.transforms import get_all_passes as transform_passes
 
@@ -51,19 +73,17 @@ class FxOptMain(xDSLOptMain):
     def register_all_targets(self) -> None:
         # mlir (the IR as text) and coil's targets; xDSL's others (arm-asm, csl,
         # wgsl ...) take dialects coil never produces.
-        from xdsl.universe import Universe
-
         from coil.targets import get_all_targets
 
-        self.available_targets["mlir"] = Universe.get_multiverse().all_targets["mlir"]
+        self.available_targets["mlir"] = self._multiverse.all_targets["mlir"]
         self.available_targets.update(get_all_targets())
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         # xDSL's arguments; the help lists coil's passes, targets and pipelines
         # (with one line each) instead of ~150 names of xDSL's; --help-all adds those.
         super().register_all_arguments(arg_parser)
-        arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
-        arg_parser.epilog = _coil_help()
+        arg_parser.formatter_class = _HelpFormatter
+        arg_parser.epilog = _EPILOG
         for action in arg_parser._actions:
             if action.dest == "passes":
                 action.help = (

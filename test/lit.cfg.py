@@ -12,7 +12,13 @@ config.test_source_root = os.path.dirname(__file__)
 # Helpers are not lit tests; test/python (pytest) has a lit.local.cfg that
 # discovers nothing there. (Excluding the name "python" here would also skip
 # test/targets/python, as lit matches excludes in every directory.)
-config.excludes = ["lit.cfg.py", "lit.local.cfg", "Inputs", "__pycache__"]
+config.excludes = [
+    "lit.cfg.py",
+    "lit.local.cfg",
+    "lit_forkserver.py",
+    "Inputs",
+    "__pycache__",
+]
 
 # lit scrubs the environment: put the running interpreter's scripts (fx-opt,
 # coil, filecheck) on PATH, and keep what torch needs to import quietly.
@@ -49,6 +55,60 @@ config.substitutions.append(("%aten_pipeline", PIPELINES["aten"]))
 config.substitutions.append(("%buffer_pipeline", PIPELINES["buffer"]))
 config.substitutions.append(("%loop_pipeline", PIPELINES["loop"]))
 config.substitutions.append(("%sharded_pipeline", PIPELINES["sharded"]))
+
+
+def _start_forkserver() -> str:
+    """Serve fx-opt and coil from one pre-imported process (lit_forkserver.py
+    says how, and when a command still starts the ordinary way): each RUN line
+    then skips ~1.5 s of interpreter start and imports. Returns the shim
+    for %served_python."""
+    import atexit
+    import subprocess
+    import tempfile
+    import time
+
+    sys.path.insert(0, config.test_source_root)
+    import lit_forkserver
+
+    run_dir = tempfile.mkdtemp(prefix="coil-lit-")
+    sock = os.path.join(run_dir, "sock")
+    lit_forkserver.write_shims(os.path.join(run_dir, "bin"), sock, sys.executable, bin_dir)
+    config.environment["PATH"] = os.pathsep.join(
+        [os.path.join(run_dir, "bin"), config.environment["PATH"]]
+    )
+    server = subprocess.Popen(
+        [sys.executable, os.path.join(config.test_source_root, "lit_forkserver.py"), sock],
+        env={
+            **config.environment,
+            # COIL_LIT_FORKSERVER_LOG=FILE: one line per command, served or not (and why)
+            **{k: v for k, v in os.environ.items() if k == "COIL_LIT_FORKSERVER_LOG"},
+        },
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+    )
+
+    def stop() -> None:
+        server.kill()
+        server.wait()
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+    atexit.register(stop)
+    # Wait for the imports (a few seconds) rather than import them again in
+    # the first tests; a server that dies leaves the shims running the real
+    # commands.
+    deadline = time.monotonic() + 60
+    while not os.path.exists(sock) and server.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return os.path.join(run_dir, "bin", lit_forkserver.SHIMS["python"])
+
+
+# %served_python SCRIPT: a test script that imports torch and coil, run by the
+# fork server; %python is a fresh interpreter (test/fx-opt/startup.mlir checks
+# what a fresh fx-opt imports).
+served_python = sys.executable
+if os.environ.get("COIL_LIT_FORKSERVER", "1") != "0":
+    served_python = _start_forkserver()
+config.substitutions.append(("%served_python", served_python))
 
 if shutil.which("filecheck", path=config.environment["PATH"]) is None:
     lit_config.fatal("filecheck not found: pip install the test extra ('.[test]')")

@@ -1,4 +1,4 @@
-# RUN: %python %s | filecheck %s
+# RUN: %served_python %s | filecheck %s
 # Attention: views, transposes (non-contiguous strides in the types),
 # expand + clone before bmm, and the softmax in between.
 import torch

@@ -1,4 +1,4 @@
-# RUN: %python %s | filecheck %s
+# RUN: %served_python %s | filecheck %s
 # get_attr constants: small ones inline as dense literals, large ones become
 # trailing arguments named by coil.constant.
 import torch

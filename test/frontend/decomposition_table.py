@@ -1,4 +1,4 @@
-# RUN: %python %s | filecheck %s
+# RUN: %served_python %s | filecheck %s
 # The decomposition table coil traces with (frontend/decompositions.py), as
 # Inductor's differs from torch's core table:
 # - linalg_vector_norm (F.normalize) is decomposed: a sum of powers and a root

@@ -1,4 +1,4 @@
-# RUN: %python %s | filecheck %s
+# RUN: %served_python %s | filecheck %s
 # dynamic=True: sizes are symbols, SymInt inputs are `index` arguments that
 # bind their symbol, size arithmetic folds into expressions (no sym_size ops).
 import torch

@@ -1,4 +1,4 @@
-# RUN: %python %s | filecheck %s
+# RUN: %served_python %s | filecheck %s
 # An op with side effects reaches the backend wrapped in with_effects (an effect
 # token in, the token out): linalg.inv checks its info result with
 # aten._linalg_check_errors, which raises on a singular matrix. The op imports

@@ -1,4 +1,4 @@
-# RUN: %python %s | filecheck %s
+# RUN: %served_python %s | filecheck %s
 # LayerNorm is a multi-output op (output, mean, rstd): all three results are
 # real SSA results; only the first is used.
 import torch

@@ -1,5 +1,5 @@
-# RUN: %python %s | filecheck %s
-# RUN: %python %s | fx-opt --print-debuginfo | filecheck %s
+# RUN: %served_python %s | filecheck %s
+# RUN: %served_python %s | fx-opt --print-debuginfo | filecheck %s
 # FX stack traces become op locations, printed with debuginfo and parsed back
 # by fx-opt: each op names the user line it came from (the line above its CHECK).
 import torch

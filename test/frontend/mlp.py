@@ -1,4 +1,4 @@
-# RUN: %python %s | filecheck %s
+# RUN: %served_python %s | filecheck %s
 # An MLP: parameters are graph inputs (as AOTAutograd lifts them), linear
 # layers are addmm of a permuted weight, gelu stays one op.
 import torch

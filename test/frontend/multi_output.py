@@ -1,4 +1,4 @@
-# RUN: %python %s | filecheck %s
+# RUN: %served_python %s | filecheck %s
 # Multi-result ops (max.dim, split) and a nested output structure with None:
 # getitem picks results; the pytree shape is kept in coil.output_tree.
 import torch

@@ -1,4 +1,4 @@
-# RUN: %python %s | filecheck %s
+# RUN: %served_python %s | filecheck %s
 # softmax / log_softmax import as the _softmax/_log_softmax composites with
 # their dim and half_to_float arguments.
 import torch

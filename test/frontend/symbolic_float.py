@@ -1,4 +1,4 @@
-# RUN: %python %s | filecheck %s
+# RUN: %served_python %s | filecheck %s
 # A float computed from sizes under dynamic=True (x.shape[0] / 2; a batch-norm
 # backward's decomposition computes 1 / (n*h*w) so) imports as the 0-d f64
 # tensor num / den on the consumer's device, which promotes with x as the

@@ -1,4 +1,4 @@
-# RUN: %python %s 2>&1 | filecheck %s
+# RUN: %served_python %s 2>&1 | filecheck %s
 # A node coil cannot represent (a call of a plain Python/torch function, as a
 # higher-order op would be) is an error naming the node and the user line,
 # never a silent skip. An OpOverload outside the generated set imports as

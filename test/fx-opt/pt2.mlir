@@ -1,4 +1,4 @@
-// RUN: %python %S/Inputs/make_pt2.py %t.pt2
+// RUN: %served_python %S/Inputs/make_pt2.py %t.pt2
 // RUN: fx-opt %t.pt2 | filecheck %s
 // RUN: fx-opt %t.pt2 -p "%aten_pipeline" | filecheck %s --check-prefix=PIPE
 // RUN: fx-opt %t.pt2 -p "%buffer_pipeline" | filecheck %s --check-prefix=DEFAULT

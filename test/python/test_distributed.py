@@ -1,4 +1,5 @@
-"""Distributed training under coil on gloo, 2 and 4 processes (examples/distributed.py).
+"""Distributed training under coil on gloo, 2 processes (and 4 with ``-m slow``)
+(examples/distributed.py).
 
 Each world size starts its processes once and runs every program there; each
 program itself checks coil's losses and gradients against the uncompiled
@@ -26,7 +27,15 @@ COLLECTIVES = (
 )
 
 
-@pytest.fixture(scope="module", params=[2, 4], ids=lambda n: f"{n}proc")
+# Four processes on CI's two cores take ~4 minutes to start and compile every
+# program (about as long as the rest of a worker's share of the suite): the
+# 2-process group runs every program and check by default, the 4-process one
+# (shards of a quarter, all-to-all over more than one peer) with -m slow.
+@pytest.fixture(
+    scope="module",
+    params=[2, pytest.param(4, marks=pytest.mark.slow)],
+    ids=lambda n: f"{n}proc",
+)
 def ranks(request, tmp_path_factory) -> list[dict]:
     """Every program's result on every rank of a gloo group of 2 or 4 processes."""
     return launch(all_programs, request.param, str(tmp_path_factory.mktemp("dist")))

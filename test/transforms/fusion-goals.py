@@ -1,4 +1,4 @@
-# RUN: %python %s | filecheck %s
+# RUN: %served_python %s | filecheck %s
 # The fusion goals of the default pipeline, on real models: row softmax and
 # log_softmax are one kernel, layernorm is one kernel (a Welford reduction with
 # its pointwise epilogue), a chain of 10 pointwise ops is one kernel. Top-level
