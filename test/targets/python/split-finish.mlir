@@ -28,13 +28,13 @@ func.func @full(%x: !buffer.buffer<[4096, 1024], f32>) -> !loop.tensor<[], f32> 
 
 // -----
 
-// 2000 columns are not a whole number of 64-column tiles: a tile of stage 1
+// 2000 columns are not a whole number of stage 1's 32-column tiles: a tile
 // would hold the ends of two chunks, so stage 2 stays a kernel of its own.
 // CHECK-LABEL: def coil_s_part_0(in_ptr0, out_ptr0):
 // CHECK-LABEL: def coil_s_1(in_ptr0, out_ptr0):
 // CHECK-NOT:   Semaphores(
 // CHECK:       coil_s_part_0_launch.run(4000, 1, 1, stream, x, s_part)
-// CHECK:       coil_s_1_launch.run(250, 1, 1, stream, s_part, s)
+// CHECK:       coil_s_1_launch.run(32, 1, 1, stream, s_part, s)
 func.func @ragged(%x: !buffer.buffer<[32768, 2000], f32>) -> !loop.tensor<[2000], f32> {
   %s = loop.reduction sum [2000] [32768] : !loop.tensor<[2000], f32> {
   ^bb0(%i0: index, %r0: index):
