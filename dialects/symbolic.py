@@ -30,6 +30,7 @@ from collections.abc import Iterable, Sequence
 from types import ModuleType
 
 import sympy
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr
 from xdsl.ir import Data, Dialect
 from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
@@ -131,6 +132,22 @@ def contiguous_strides(shape: Sequence[SymInt]) -> tuple[SymInt, ...]:
 # --------------------------------------------------------------------------
 
 _ADD, _MUL, _ATOM = 0, 1, 2
+
+
+SIZE_HINTS_ATTR = "coil.size_hints"
+"""The function attribute holding each size symbol's example value (written by
+the importer, read by ``strategy/hints.py``)."""
+
+
+def size_hints_attr(hints) -> DictionaryAttr:
+    """``{s0 = 8 : i64, ...}``, symbols in natural order (``s2`` before ``s10``)."""
+
+    def natural(name: str) -> tuple[str, int]:
+        head = name.rstrip("0123456789")
+        return head, int(name[len(head) :] or 0)
+
+    items = sorted(((str(k), int(v)) for k, v in hints.items()), key=lambda kv: natural(kv[0]))
+    return DictionaryAttr({k: IntegerAttr(v, 64) for k, v in items})
 
 
 def eval_over_range(expr: sympy.Expr, sym: sympy.Symbol, values):

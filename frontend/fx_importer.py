@@ -75,8 +75,14 @@ from coil.dialects.signature import (  # noqa: F401  (ALIGNMENT, decode: importe
     decode_output_tree,
     encode_output_tree,
 )
-from coil.dialects.symbolic import ExprAttr, SymInt, canonicalize_symbols, to_symint
-from coil.strategy.hints import SIZE_HINTS_ATTR, size_hints_attr
+from coil.dialects.symbolic import (
+    SIZE_HINTS_ATTR,
+    ExprAttr,
+    SymInt,
+    canonicalize_symbols,
+    size_hints_attr,
+    to_symint,
+)
 
 INLINE_CONSTANT_MAX_NUMEL = 64
 """get_attr tensors up to this many elements are inlined as dense literals."""

@@ -43,19 +43,10 @@ import sympy
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp
 from xdsl.ir import Operation
 
-from coil.dialects.symbolic import symbol
-
-SIZE_HINTS_ATTR = "coil.size_hints"
-"""The function attribute holding each size symbol's example value."""
+from coil.dialects.symbolic import SIZE_HINTS_ATTR, size_hints_attr, symbol
 
 _NONE: Mapping[sympy.Symbol, int] = MappingProxyType({})
 _CURRENT: ContextVar[Mapping[sympy.Symbol, int]] = ContextVar("coil_size_hints", default=_NONE)
-
-
-def size_hints_attr(hints: Mapping[str | sympy.Symbol, int]) -> DictionaryAttr:
-    """``{s0 = 8 : i64, ...}``, symbols in natural order (``s2`` before ``s10``)."""
-    items = sorted(((str(k), int(v)) for k, v in hints.items()), key=lambda kv: _natural(kv[0]))
-    return DictionaryAttr({k: IntegerAttr(v, 64) for k, v in items})
 
 
 def read_size_hints(op: Operation) -> dict[sympy.Symbol, int]:
@@ -119,11 +110,6 @@ def value(expr: sympy.Expr | int, default: int) -> int:
         return int(e)
     except TypeError:
         return default
-
-
-def _natural(name: str) -> tuple[str, int]:
-    head = name.rstrip("0123456789")
-    return head, int(name[len(head) :] or 0)
 
 
 __all__ = [

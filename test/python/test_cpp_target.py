@@ -8,6 +8,7 @@ real. Skipped where there is no C/C++ compiler."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -72,7 +73,8 @@ def fake_libcuda(tmp_path_factory):
 def test_wrapper_library_and_kernels_are_built(built):
     module, directory = built
     names = sorted(op.sym_name.data for op in module.ops if isinstance(op, tt.FuncOp))
-    assert len(names) == 2
+    # two kernels; the softmax over a symbolic row also has its rows <= B variant
+    assert len({re.sub(r"_r[0-9]+$", "", n) for n in names}) == 2
     for name in names:
         assert (directory / "kernels" / f"{name}.cubin").read_bytes()[:4] == b"\x7fELF"
         meta = (directory / "kernels" / f"{name}.meta").read_text()

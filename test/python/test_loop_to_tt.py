@@ -73,6 +73,12 @@ def run_launches(module, inputs) -> tuple:
             outs = [env.values[v] for v in op.arguments]
             tree = fn.attributes.get("coil.output_tree")
             return decode_output_tree(tree.data, outs) if tree is not None else tuple(outs)
+        if isinstance(op, host.VariantsOp):
+            # the launch of the first range the actual size is in, else the last
+            size = env.evaluate(op.size.data)
+            bounds = op.bound_values
+            launches = op.launches
+            op = next((la for la, b in zip(launches, bounds) if size <= b), launches[-1])
         if isinstance(op, host.LaunchOp):
             kernel = getattr(kernels, op.kernel_name)
             grid = tuple(env.evaluate(g) for g in op.grid.data)
