@@ -292,18 +292,7 @@ class ConvertLoopToTtPass(ModulePass):
         key: str,
     ) -> None:
         """``nest`` -> ``host.variants``: the persistent kernels by bound, then the looped one."""
-        launches = []
-        for kernel in [k for _, k in variants] + [looped]:
-            Rewriter.insert_op(kernel.func, InsertPoint.before(f))
-            launch = host.LaunchOp(
-                kernel.func.sym_name.data,
-                kernel.grid,
-                kernel.args,
-                kernel.scalars,
-                launch_config(kernel),
-            )
-            launch.location = nest.location
-            launches.append(launch)
+        launches = self._launches([k for _, k in variants] + [looped], nest, f)
         size = sympy.expand(sympy.Mul(*nest.reduction_ranges.data))
         new = host.VariantsOp(key, size, [b for b, _ in variants], launches)
         new.location = nest.location
@@ -430,7 +419,9 @@ class ConvertLoopToTtPass(ModulePass):
             kernel.func.sym_name = builtin.StringAttr(f"{name}_c0")
         return kernels
 
-    def _replace(self, nest: Operation, kernels: list[Kernel], f: func.FuncOp, key: str) -> None:
+    @staticmethod
+    def _launches(kernels: list[Kernel], nest: Operation, f: func.FuncOp) -> list[host.LaunchOp]:
+        """Each kernel's function placed before ``f``, and a launch of it at ``nest``'s location."""
         launches = []
         for kernel in kernels:
             Rewriter.insert_op(kernel.func, InsertPoint.before(f))
@@ -443,6 +434,10 @@ class ConvertLoopToTtPass(ModulePass):
             )
             launch.location = nest.location
             launches.append(launch)
+        return launches
+
+    def _replace(self, nest: Operation, kernels: list[Kernel], f: func.FuncOp, key: str) -> None:
+        launches = self._launches(kernels, nest, f)
         new = launches[0] if len(launches) == 1 else host.AutotuneOp(key, launches)
         new.location = nest.location
         Rewriter.replace_op(nest, new, [])
