@@ -62,6 +62,8 @@
 #   SIDE_GPU=3  DYNAMIC and SHAPE_SWEEP run on that GPU alone, in the background,
 #            beside the other steps (MODEL_SWEEP="--gpus 3 ..." on GPUs 0-2);
 #            SIDE_GPU="2 3" runs DYNAMIC on GPU 2 and SHAPE_SWEEP on GPU 3 at once;
+#   CMD="python3 scratch/x.py"  any command (a diagnosis script carried along),
+#            run under the deadline, its output in $OUT/cmd.log;
 #   DIST=1   the distributed tests marked `gpu` (NCCL, 2 GPUs) and
 #            benchmarks/distributed.py (4 then 2 GPUs: Llama-1B-shaped and
 #            GPT-2 medium; eager FSDP2, Inductor, coil over FSDP2 blocks, coil
@@ -253,6 +255,10 @@ if [ -n "${DECODE:-}" ]; then
     | tee -a "$OUT/decode.log"
   status=$(( status | PIPESTATUS[0] ))
 fi
+if [ -n "${CMD:-}" ]; then
+  budget bash -c "$CMD" 2>&1 | tee -a "$OUT/cmd.log"
+  status=$(( status | PIPESTATUS[0] ))
+fi
 if [ -n "${PROFILE:-}" ]; then
   # shellcheck disable=SC2086
   budget python3 benchmarks/profile_model.py $PROFILE 2>&1 | tee -a "$OUT/profile.log"
@@ -320,6 +326,7 @@ ls "$OUT"/dynamic*.md >/dev/null 2>&1 && grep -h '^| ' "$OUT"/dynamic*.md
 [ -f "$OUT/profile.log" ] && grep -h '^== ' "$OUT/profile.log"
 [ -f "$OUT/host_profile.log" ] && grep -h '^== ' "$OUT/host_profile.log"
 [ -f "$OUT/compile_time.md" ] && grep -h '^| ' "$OUT/compile_time.md"
+[ -f "$OUT/cmd.log" ] && tail -n 40 "$OUT/cmd.log"
 # At most 8 files come back from a lent machine: everything but the caller's
 # own log goes into one archive (the summary above has the tables).
 ( cd "$OUT" && find . -type f ! -name gpu.log ! -name logs.tgz -print0 \
