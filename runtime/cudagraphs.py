@@ -41,6 +41,10 @@ H200), and every later token wrote one slot past the one it attended to.
 Cudagraph trees likewise run a graph once per call (a warm-up call, then a
 recording call that replays once after capturing).
 
+cuBLAS's workspace for the capturing stream is made inside the graph's pool
+(the cached ones are cleared before and after each capture, as cudagraph trees
+do), so no one else's clearing of the workspaces can free memory a graph writes.
+
 It falls back to the plain call, logging the reason once per graph, where a
 graph cannot be recorded: the graph draws random numbers on the host (a replay
 would repeat them), an input is a CPU tensor, more than ``MAX_GRAPHS`` input
@@ -234,8 +238,21 @@ class CudaGraphRunner:
             if self.pool is None or config.cudagraph_pool() == "per-graph":
                 self.pool = torch.cuda.graph_pool_handle()
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, pool=self.pool, stream=side):
-                outputs = self.run(*inputs)
+            # cuBLAS keeps one workspace per (handle, stream), made by the
+            # warm-up outside the graph's pool: a graph captured over it
+            # writes memory the graph does not own, and anyone who clears the
+            # workspaces (Inductor's cudagraph trees do around each of their
+            # recordings) frees it under the graph (GPT-2 under both
+            # backends' reduce-overhead: `unspecified launch failure` at
+            # coil's next replay). Cleared before the capture, the workspace
+            # is made inside the pool, which the graph holds; cleared after,
+            # no plain call on this stream reuses the graph's memory.
+            _clear_cublas_workspaces()
+            try:
+                with torch.cuda.graph(graph, pool=self.pool, stream=side):
+                    outputs = self.run(*inputs)
+            finally:
+                _clear_cublas_workspaces()
         except Exception as e:  # an op that cannot be recorded: run without graphs
             self._fallback(f"recording failed ({type(e).__name__}: {e})")
             self.recordings[key] = None
@@ -272,6 +289,14 @@ class CudaGraphRunner:
 
 
 _MISSING: Any = object()
+
+
+def _clear_cublas_workspaces() -> None:
+    """Drop cuBLAS's cached workspaces (as Inductor's cudagraph trees do around
+    a recording), where this build of torch has the call."""
+    clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+    if clear is not None:
+        clear()
 
 
 def _detached(outputs: Any, buffers: set[int]) -> Any:
