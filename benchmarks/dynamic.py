@@ -9,15 +9,16 @@ For each workload, in one process, on the same inputs at every size:
 
 Outputs are checked against eager first (relative error against the f32
 eager reference, as ``benchmarks/models.py`` does), then each is timed with
-``triton.testing.do_bench`` (median ms). With ``--profile SIZE``, coil's
-static and dynamic compiles at that size are profiled (kernel ms, launches,
-top kernels), to say where a dynamic kernel loses.
+``triton.testing.do_bench`` (median ms). With ``--profile [SIZES]``, coil's
+static and dynamic compiles at those sizes (default: the next-to-last) are
+profiled (kernel ms, launches, top kernels), to say where a dynamic kernel loses.
 
 Workloads (``--list``): a decoder LM over sequence lengths (HF GPT-2, bf16,
 batch 8), an encoder over batch and length (HF BERT), a conv net over batch and
 image size (a ResNet-50 from torchvision), a batch-varying MLP.
 
-    python benchmarks/dynamic.py [names...] [--profile] [--smoke] [--budget S] [--no-cudagraphs]
+    python benchmarks/dynamic.py [names...] [--profile [8x256,8x200]] [--smoke] [--budget S]
+                                 [--no-cudagraphs]
 
 Each size runs eager, coil static, coil dynamic and Inductor dynamic first;
 the CUDA-graph compiles (coil's and Inductor's ``reduce-overhead`` over the
@@ -184,7 +185,7 @@ GRAPHED_BUDGET = 1.75
 def run(
     w: Workload,
     device: str,
-    profile: bool,
+    profile: str | None,
     cudagraphs: bool = True,
     budget_s: float = 0.0,
     done: Callable[[list[dict]], None] = lambda rows: None,
@@ -230,7 +231,8 @@ def run(
             ref = model(*inputs).float()
             plain = [n for n in PLAIN if n in runs]
             _measure(runs, plain, args, ref, row, device)
-            if profile and device == "cuda" and size == w.sizes[-2]:
+            wanted = profile.split(",") if profile else ["x".join(map(str, w.sizes[-2]))]
+            if profile is not None and device == "cuda" and row["size"] in wanted:
                 for name in ("coil_static", "coil_dynamic", "inductor_dynamic"):
                     reports.append(
                         f"== {w.name} {row['size']} / {name}: "
@@ -328,7 +330,14 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("names", nargs="*", help=f"workloads (default all): {', '.join(WORKLOADS)}")
     p.add_argument("--list", action="store_true")
-    p.add_argument("--profile", action="store_true", help="profile the next-to-last size")
+    p.add_argument(
+        "--profile",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="SIZES",
+        help="profile the next-to-last size, or the sizes given (e.g. 8x256,8x200)",
+    )
     p.add_argument("--smoke", action="store_true", help="tiny models on any device")
     p.add_argument(
         "--no-cudagraphs", action="store_true", help="skip the CUDA-graph compiles (second phase)"
