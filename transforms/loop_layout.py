@@ -215,8 +215,11 @@ class LayoutRules:
             t = load.source.type
             if len(getattr(t, "shape_attr", ArrayAttr([])).data) != 4:
                 continue
+            # Symbolic strides vote too (a dynamic batch or image size): only
+            # the coefficient of each index matters, and the channel stride of
+            # an NHWC image is 1 at every size.
             strides = self.strides(load.source)
-            if strides is None or any(not to_expr(s).is_Integer for s in strides):
+            if strides is None:
                 continue
             index = [sympy.sympify(e).xreplace(zero) for e in load.index.data]
             address = sum((e * to_expr(st) for e, st in zip(index, strides)), sympy.Integer(0))

@@ -850,3 +850,31 @@ func.func @ffma_operand_returned(%q: !buffer.buffer<[6, 8, 4], f32, device "cuda
   }
   func.return %s, %kf : !loop.tensor<[6, 8, 8], f32>, !loop.tensor<[2, 3, 8, 4], f32>
 }
+
+// -----
+
+// An activation that reads NHWC data is stored NHWC also when the image's
+// sizes are symbolic (a dynamic batch and image size): the vote counts the
+// coefficients of the indices, and the channel stride of an NHWC image is 1
+// at every size. Before, symbolic strides did not vote and the activation
+// went to NCHW between two NHWC tensors (ResNet-50 under dynamic=True: its
+// max pool then reduced a padded window per lane, 0.25 ms against the static
+// compile's unrolled window, 5x, on an H200).
+// CHECK-LABEL: func.func @symbolic_activation_follows_channels_last
+// CHECK:      %[[R:.*]] = buffer.alloc : !buffer.buffer<[s0, 4, s1, s1], f32, strides [4*s1*s1, 1, 4*s1, 4]>
+// CHECK-NEXT: loop.pointwise [s0, 4, s1, s1] outs(%[[R]]
+func.func @symbolic_activation_follows_channels_last(%n: index {coil.symbol = #coil.expr<s0>}, %h: index {coil.symbol = #coil.expr<s1>}, %x: !buffer.buffer<[s0, 4, s1, s1], f32, strides [4*s1*s1, 1, 4*s1, 4]>) -> !loop.tensor<[s0, 4], f32> attributes {coil.result_types = [!aten.tensor<[s0, 4], f32>]} {
+  %r = loop.pointwise [s0, 4, s1, s1] : !loop.tensor<[s0, 4, s1, s1], f32> {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    %0 = loop.load %x[i0, i1, i2, i3] : !buffer.buffer<[s0, 4, s1, s1], f32, strides [4*s1*s1, 1, 4*s1, 4]>
+    %1 = arith.constant 0.000000e+00 : f32
+    %2 = arith.maximumf %0, %1 : f32
+    loop.yield %2 : f32
+  }
+  %s = loop.reduction max [s0, 4] [s1, s1] : !loop.tensor<[s0, 4], f32> {
+  ^bb0(%i0: index, %i1: index, %r0: index, %r1: index):
+    %3 = loop.load %r[i0, i1, r0, r1] : !loop.tensor<[s0, 4, s1, s1], f32>
+    loop.yield %3 : f32
+  }
+  func.return %s : !loop.tensor<[s0, 4], f32>
+}
