@@ -77,12 +77,13 @@ from coil.dialects.buffer import BufferType
 from coil.dialects.symbolic import ExprAttr, ShapeAttr, SymbolicSyntaxError, format_expr, to_expr
 from coil.ir import short_lines, source_line
 from coil.targets.lifetimes import last_reads, released_after
-from coil.targets.scalar_inputs import moved_to_device
+from coil.targets.scalar_inputs import kernel_writes, moved_to_device
 
 WRAPPER_IMPORT = (
     "from coil.runtime.wrapper import cdiv, check_input, CoilInputError, empty_strided_on, "
     "InputGuard, reinterpret_tensor, Semaphores"
 )
+DEVICE_SCALAR_IMPORT = "from coil.runtime.wrapper import device_scalar"
 CONSTANTS_IMPORT = "from coil.runtime.wrapper import ConstantCache"
 LAUNCH_IMPORT = "from coil.runtime.launch import Launcher, raw_stream"
 AUTOTUNE_IMPORT = "from coil.runtime.autotune import autotune"
@@ -222,6 +223,7 @@ class HostPrinter:
 
     def __init__(self, module: ModuleOp, fn: H.FuncOp, constants: H.FuncOp | None = None):
         self.module = module
+        self.uses_device_scalar = False  # a launch reads a CPU scalar from its device copy
         self.fn = fn
         # buffer-hoist-constants' function: run by a ConstantCache, once per
         # version of the parameters it reads.
@@ -399,6 +401,8 @@ class HostPrinter:
             ]
             self.lines = []
         self.print_function(fn, "call")
+        if self.uses_device_scalar:
+            head.append(DEVICE_SCALAR_IMPORT)
         if self.launchers:
             head.append(LAUNCH_IMPORT)
         body = "\n".join(prelude + self.lines)
@@ -662,13 +666,20 @@ class HostPrinter:
         """The launch's argument expressions, and the device it runs on."""
         devices = {str(a.type.device) for a in op.args if isinstance(a.type, BufferType)}
         gpu = sorted(d for d in devices if d != "cpu")
+        kernel = None
         args = []
-        for a in op.args:
+        for k, a in enumerate(op.args):
             name = self.name(a)
             if gpu and isinstance(a.type, BufferType) and str(a.type.device) == "cpu":
                 # A CPU scalar tensor (a lifted Python float, say) read by a GPU
-                # kernel: the kernel needs it in device memory.
-                name = f"{name}.to({gpu[0]!r})"
+                # kernel: the kernel needs it in device memory. Read only: the
+                # copy made once for its value; written: a copy per launch.
+                kernel = kernel or self.kernel_func(op.kernel_name)
+                if kernel is not None and not kernel_writes(kernel, k):
+                    self.uses_device_scalar = True
+                    name = f"device_scalar({name}, {gpu[0]!r})"
+                else:
+                    name = f"{name}.to({gpu[0]!r})"
             args.append(name)
         args += [self.expr(s) for s in op.scalars.data]
         return args, (gpu[0] if gpu else "cpu")
@@ -755,6 +766,13 @@ class HostPrinter:
             else:
                 self.emit("else:")
             self.emit(self.launcher_call(launch), 2)
+
+    def kernel_func(self, name: str) -> tt.FuncOp | None:
+        """The Triton kernel ``name`` of the module (None where it is not one)."""
+        for func in self.module.ops:
+            if isinstance(func, tt.FuncOp) and func.sym_name.data == name:
+                return func
+        return None
 
     def autotune_digest(self, op: H.AutotuneOp) -> str:
         """What the candidates are, for the on-disk choice cache: a hash of the

@@ -16,6 +16,7 @@ from __future__ import annotations
 from xdsl.ir import SSAValue
 
 from coil.dialects import host as H
+from coil.dialects import tt
 from coil.dialects.buffer import BufferType
 
 
@@ -27,3 +28,21 @@ def moved_to_device(arg: SSAValue) -> bool:
     if not isinstance(t, BufferType) or t.shape_attr.data or t.device_attr.data == "cpu":
         return False
     return any(not isinstance(use.operation, H.ExternOp) for use in arg.uses)
+
+
+def kernel_writes(kernel: tt.FuncOp, k: int) -> bool:
+    """Whether Triton kernel ``kernel`` may write through its pointer parameter
+    ``k``: a store or atomic whose pointer derives from it (through address
+    arithmetic, splats, broadcasts; a load's result is a value, not the pointer).
+    A CPU 0-d input a kernel only reads can be handed to it from a per-value
+    device copy (``runtime/wrapper.device_scalar``) instead of a new copy per
+    launch."""
+    derived = {kernel.body.block.args[k]}
+    for op in kernel.walk():
+        if isinstance(op, tt.LoadOp):
+            continue
+        if any(o in derived for o in op.operands):
+            if isinstance(op, tt.StoreOp | tt.AtomicRMWOp) and op.ptr in derived:
+                return True
+            derived.update(op.results)
+    return False
