@@ -672,14 +672,20 @@ class HostPrinter:
             name = self.name(a)
             if gpu and isinstance(a.type, BufferType) and str(a.type.device) == "cpu":
                 # A CPU scalar tensor (a lifted Python float, say) read by a GPU
-                # kernel: the kernel needs it in device memory. Read only: the
-                # copy made once for its value; written: a copy per launch.
+                # kernel: the kernel needs it in device memory, from a copy
+                # made once for its value. A GPU kernel cannot write it: the
+                # write would go to a copy and be lost.
                 kernel = kernel or self.kernel_func(op.kernel_name)
-                if kernel is not None and not kernel_writes(kernel, k):
+                if kernel is not None and kernel_writes(kernel, k):
+                    raise PythonTargetError(
+                        f"-t python: GPU kernel @{op.kernel_name} writes the CPU tensor "
+                        f"{name}; a GPU kernel can only read CPU scalars"
+                    )
+                if kernel is None:  # not a kernel of this module: a copy per launch
+                    name = f"{name}.to({gpu[0]!r})"
+                else:
                     self.uses_device_scalar = True
                     name = f"device_scalar({name}, {gpu[0]!r})"
-                else:
-                    name = f"{name}.to({gpu[0]!r})"
             args.append(name)
         args += [self.expr(s) for s in op.scalars.data]
         return args, (gpu[0] if gpu else "cpu")
