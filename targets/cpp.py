@@ -92,7 +92,7 @@ from coil.dialects.buffer import BufferType
 from coil.dialects.symbolic import ExprAttr, ShapeAttr, to_expr
 from coil.ir import short_lines, source_line
 from coil.targets.lifetimes import released_after
-from coil.targets.python import _attr_symbols, _symbols_of
+from coil.targets.python_values import attr_symbols, symbols_of
 from coil.targets.scalar_inputs import moved_to_device
 
 RUNTIME_HEADER = "coil_runtime.h"
@@ -356,7 +356,7 @@ class CppPrinter:
                 lines = op.attributes.get("coil.source_lines")
                 if isinstance(lines, ArrayAttr):
                     self.kernel_lines[op.sym_name.data] = [s.data for s in lines.data]
-        self.symbols = _symbols_of(fn)
+        self.symbols = symbols_of(fn)
         self.used |= {s.name for s in self.symbols}
         self.guard_device = self._first_cuda_device()
 
@@ -639,7 +639,7 @@ class CppPrinter:
         launches = op.launches
         symbols: set[sympy.Symbol] = set()
         for launch in launches:
-            symbols |= _attr_symbols(launch.grid) | _attr_symbols(launch.scalars)
+            symbols |= attr_symbols(launch.grid) | attr_symbols(launch.scalars)
         sizes = _ints([self.expr(s) for s in sorted(symbols, key=lambda s: s.name)])
         key = op.key.data
         tuner = self.tuners.get(key)

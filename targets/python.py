@@ -36,9 +36,7 @@ the code cache may key on its hash.
 from __future__ import annotations
 
 import ast
-import hashlib
 import keyword
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -51,33 +49,34 @@ from xdsl.context import Context
 from xdsl.dialects import builtin
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    DenseIntOrFPElementsAttr,
-    DictionaryAttr,
     IntegerAttr,
     ModuleOp,
-    NoneAttr,
     StringAttr,
 )
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
-from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.target import Target
 
-from coil.dialects import cpu, dtypes, tt
+from coil.dialects import cpu, tt
 from coil.dialects import host as H
 from coil.dialects.aten import (
     AtenOp,
     ConstantOp,
-    OperandRefAttr,
-    OperatorOp,
-    TensorConstantOp,
     TensorType,
 )
-from coil.dialects.aten_schema import Kind, argument_kinds, parse_enum
 from coil.dialects.buffer import BufferType
-from coil.dialects.symbolic import ExprAttr, ShapeAttr, SymbolicSyntaxError, format_expr, to_expr
+from coil.dialects.symbolic import ExprAttr, to_expr
 from coil.ir import short_lines, source_line
 from coil.targets.lifetimes import last_reads, released_after
-from coil.targets.scalar_inputs import kernel_writes, moved_to_device
+from coil.targets.python_aten import PUBLIC_BINDINGS, AtenCallPrinter
+from coil.targets.python_launch import LaunchPrinter
+from coil.targets.python_values import (
+    PythonTargetError,
+    attr_symbols,
+    python_expr,
+    python_tuple,
+    symbols_of,
+)
+from coil.targets.scalar_inputs import moved_to_device
 
 WRAPPER_IMPORT = (
     "from coil.runtime.wrapper import cdiv, check_input, CoilInputError, empty_strided_on, "
@@ -113,6 +112,7 @@ _RESERVED = {
     "ConstantCache",
     "kernel_index_error",
     "load_cpp_kernels",
+    "device_scalar",
     "_cpp",
     "_CPP_SOURCE",
     "max",
@@ -126,99 +126,7 @@ _RESERVED = {
 }
 
 
-class PythonTargetError(DiagnosticException):
-    """The module cannot be printed as a host program (the message says why)."""
-
-
-def python_expr(expr: Any) -> str:
-    """A size expression as Python over the bound symbol names (``floordiv`` -> ``//``,
-    ``mod`` -> ``%``, ``max``/``min`` builtins)."""
-    e = to_expr(expr)
-    if e.is_Integer:
-        return str(int(e))
-    try:
-        text = format_expr(e)
-    except SymbolicSyntaxError:
-        from torch.utils._sympy.printers import PythonPrinter
-
-        return PythonPrinter().doprint(e)
-    return text.replace(" floordiv ", " // ").replace(" mod ", " % ")
-
-
-def python_tuple(items: Sequence[str]) -> str:
-    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
-
-
-def python_float(value: float) -> str:
-    if math.isnan(value):
-        return 'float("nan")'
-    if math.isinf(value):
-        return 'float("inf")' if value > 0 else '-float("inf")'
-    return repr(float(value))
-
-
-def python_literal(value: Any) -> str:
-    """A Python value as ``torch.ops`` takes it (see aten_executor ``_evaluated``)."""
-    if value is None or isinstance(value, bool):
-        return repr(value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, sympy.Expr):
-        return python_expr(value)
-    if isinstance(value, float):
-        return python_float(value)
-    if isinstance(value, str):
-        return repr(value)
-    if isinstance(value, torch.dtype | torch.layout | torch.memory_format):
-        return str(value)
-    if isinstance(value, torch.device):
-        return f'torch.device("{value}")'
-    if isinstance(value, tuple | list):
-        return "[" + ", ".join(python_literal(v) for v in value) + "]"
-    raise PythonTargetError(f"-t python: cannot print argument value {value!r}")
-
-
-def _type_symbols(t: Attribute) -> set[sympy.Symbol]:
-    out: set[sympy.Symbol] = set()
-    if hasattr(t, "shape_attr"):
-        for e in t.shape_attr.data:
-            out |= to_expr(e).free_symbols
-    for field in ("strides_attr", "offset_attr"):
-        attr = getattr(t, field, None)
-        if isinstance(attr, ShapeAttr):
-            for e in attr.data:
-                out |= to_expr(e).free_symbols
-        elif isinstance(attr, ExprAttr):
-            out |= to_expr(attr.data).free_symbols
-    return out
-
-
-def _attr_symbols(attr: Attribute) -> set[sympy.Symbol]:
-    if isinstance(attr, ExprAttr):
-        return set(to_expr(attr.data).free_symbols)
-    if isinstance(attr, ShapeAttr):
-        return {s for e in attr.data for s in to_expr(e).free_symbols}
-    if isinstance(attr, ArrayAttr):
-        return {s for a in attr.data for s in _attr_symbols(a)}
-    if isinstance(attr, DictionaryAttr):
-        return {s for a in attr.data.values() for s in _attr_symbols(a)}
-    return set()
-
-
-def _symbols_of(fn: H.FuncOp) -> set[sympy.Symbol]:
-    """Every size symbol the function's types and properties mention."""
-    out: set[sympy.Symbol] = set()
-    for arg in fn.args:
-        out |= _type_symbols(arg.type)
-    for op in fn.walk():
-        for r in op.results:
-            out |= _type_symbols(r.type)
-        for attr in [*op.properties.values(), *op.attributes.values()]:
-            out |= _attr_symbols(attr)
-    return out
-
-
-class HostPrinter:
+class HostPrinter(LaunchPrinter, AtenCallPrinter):
     """Prints one ``host.func`` (and the module's kernels) as a Python module."""
 
     def __init__(self, module: ModuleOp, fn: H.FuncOp, constants: H.FuncOp | None = None):
@@ -265,10 +173,10 @@ class HostPrinter:
                 lines = op.attributes.get("coil.source_lines")
                 if isinstance(lines, ArrayAttr):
                     self.kernel_lines[op.sym_name.data] = [s.data for s in lines.data]
-        self.symbols = _symbols_of(fn)
+        self.symbols = symbols_of(fn)
         self.used |= {s.name for s in self.symbols}
         if constants is not None:
-            self.used |= {s.name for s in _symbols_of(constants)}
+            self.used |= {s.name for s in symbols_of(constants)}
 
     # ---- naming ------------------------------------------------------------
 
@@ -649,86 +557,6 @@ class HostPrinter:
             return
         self.emit(self.launcher_call(op))
 
-    def cpp_call(self, op: H.LaunchOp) -> str:
-        """``coil_cpp_k(buf.data_ptr(), ..., s0)``: a C++ kernel through ctypes."""
-        args = [
-            f"{self.name(a)}.data_ptr()" if isinstance(a.type, BufferType) else self.name(a)
-            for a in op.args
-        ] + [self.expr(s) for s in op.scalars.data]
-        lines = self.kernel_lines.get(op.kernel_name) or [source_line(op.location)]
-        self.emit_source([t for t in lines if t is not None])
-        call = f"{op.kernel_name}({', '.join(args)})"
-        if self.cpp_kernels[op.kernel_name][1]:
-            return f'if {call}:\n        kernel_index_error("{op.kernel_name}")'
-        return call
-
-    def launch_args(self, op: H.LaunchOp) -> tuple[list[str], str]:
-        """The launch's argument expressions, and the device it runs on."""
-        devices = {str(a.type.device) for a in op.args if isinstance(a.type, BufferType)}
-        gpu = sorted(d for d in devices if d != "cpu")
-        kernel = None
-        args = []
-        for k, a in enumerate(op.args):
-            name = self.name(a)
-            if gpu and isinstance(a.type, BufferType) and str(a.type.device) == "cpu":
-                # A CPU scalar tensor (a lifted Python float, say) read by a GPU
-                # kernel: the kernel needs it in device memory, from a copy
-                # made once for its value. A GPU kernel cannot write it: the
-                # write would go to a copy and be lost.
-                kernel = kernel or self.kernel_func(op.kernel_name)
-                if kernel is not None and kernel_writes(kernel, k):
-                    raise PythonTargetError(
-                        f"-t python: GPU kernel @{op.kernel_name} writes the CPU tensor "
-                        f"{name}; a GPU kernel can only read CPU scalars"
-                    )
-                if kernel is None:  # not a kernel of this module: a copy per launch
-                    name = f"{name}.to({gpu[0]!r})"
-                else:
-                    self.uses_device_scalar = True
-                    name = f"device_scalar({name}, {gpu[0]!r})"
-            args.append(name)
-        args += [self.expr(s) for s in op.scalars.data]
-        return args, (gpu[0] if gpu else "cpu")
-
-    def launcher_call(self, op: H.LaunchOp) -> str:
-        """``coil_k_launch.run(gx, gy, gz, stream, args...)``: the bound launcher."""
-        args, device = self.launch_args(op)
-        config = {
-            k: v.value.data
-            for k, v in (op.config.data if op.config else {}).items()
-            if isinstance(v, IntegerAttr)
-        }
-        key = (op.kernel_name, device, config.get("num_warps", 4), config.get("num_stages", 1))
-        signature = [
-            f"*{str(a.type.dtype).removeprefix('torch.')}"
-            if isinstance(a.type, BufferType)
-            else "i64"
-            for a in op.args
-        ] + ["i64"] * len(op.scalars.data)
-        checked = {
-            k
-            for k, a in enumerate(op.args)
-            if isinstance(a.type, BufferType) and a not in self.aligned
-        }
-        entry = self.launchers.get(key)
-        if entry is None:
-            name = self.fresh_name(f"{op.kernel_name}_launch", "launch")
-            entry = self.launchers[key] = [name, signature, set()]
-        entry[2] |= checked
-        stream = self.stream(device)
-        grid = ", ".join(self.expr(g) for g in op.grid.data)
-        lines = self.kernel_lines.get(op.kernel_name) or [source_line(op.location)]
-        self.emit_source([t for t in lines if t is not None])
-        return f"{entry[0]}.run({grid}, {stream}, {', '.join(args)})"
-
-    def stream(self, device: str) -> str:
-        """The name of ``device``'s current stream in ``call``, read on first use."""
-        if device not in self.streams:
-            stream = self.fresh_name("stream", "stream")
-            self.streams[device] = stream
-            self.emit(f'{stream} = raw_stream("{device}")')
-        return self.streams[device]
-
     @print_op.register
     def _(self, op: H.SemaphoresOp) -> None:
         # The module keeps the counters (zero between launches), one set per stream.
@@ -750,7 +578,7 @@ class HostPrinter:
         launches = op.launches
         symbols: set[sympy.Symbol] = set()
         for launch in launches:
-            symbols |= _attr_symbols(launch.grid) | _attr_symbols(launch.scalars)
+            symbols |= attr_symbols(launch.grid) | attr_symbols(launch.scalars)
         sizes = python_tuple([self.expr(s) for s in sorted(symbols, key=lambda s: s.name)])
         devices = {str(a.type.device) for a in launches[0].args if isinstance(a.type, BufferType)}
         device = next(iter(sorted(d for d in devices if d != "cpu")), "cpu")
@@ -772,40 +600,6 @@ class HostPrinter:
             else:
                 self.emit("else:")
             self.emit(self.launcher_call(launch), 2)
-
-    def kernel_func(self, name: str) -> tt.FuncOp | None:
-        """The Triton kernel ``name`` of the module (None where it is not one)."""
-        for func in self.module.ops:
-            if isinstance(func, tt.FuncOp) and func.sym_name.data == name:
-                return func
-        return None
-
-    def autotune_digest(self, op: H.AutotuneOp) -> str:
-        """What the candidates are, for the on-disk choice cache: a hash of the
-        candidate launches (grids, configs) and the kernels they launch, as IR.
-        The runtime adds the sizes, the GPU and the Triton version."""
-        digest = hashlib.sha256(str(op).encode())
-        kernels = {launch.kernel_name for launch in op.launches}
-        for func in self.module.ops:
-            if isinstance(func, tt.FuncOp) and func.sym_name.data in kernels:
-                digest.update(str(func).encode())
-        return digest.hexdigest()[:32]
-
-    def launch_call(self, op: H.LaunchOp) -> str:
-        """``kernel[(grid)](args..., num_warps=..)``: one launch through Triton's own
-        specializing path (autotune candidates)."""
-        grid = ", ".join(self.expr(g) for g in op.grid.data)
-        args, _ = self.launch_args(op)
-        options = []
-        if op.config is not None:
-            for key, value in op.config.data.items():
-                if isinstance(value, IntegerAttr):
-                    options.append(f"{key}={value.value.data}")
-                elif isinstance(value, StringAttr):
-                    options.append(f"{key}={value.data!r}")
-        lines = self.kernel_lines.get(op.kernel_name) or [source_line(op.location)]
-        self.emit_source([t for t in lines if t is not None])
-        return f"{op.kernel_name}[({grid})]({', '.join(args + options)})"
 
     @print_op.register
     def _(self, op: ConstantOp) -> None:
@@ -878,179 +672,6 @@ class HostPrinter:
         for r in op.res:
             self.bind_from(r, r.type)
 
-    # ---- aten ops inside an extern region ------------------------------------
-
-    def literal(self, value: Any) -> str:
-        if isinstance(value, sympy.Expr) and not value.is_Integer:
-            return self.expr(value)
-        return python_literal(value)
-
-    def print_aten(self, op: Operation) -> None:
-        if isinstance(op, ConstantOp):
-            # A scalar: printed where it is used.
-            self.names[op.result] = self.literal(op.python_value)
-            return
-        if isinstance(op, TensorConstantOp):
-            t = op.result.type
-            values = [python_literal(v) for v in op.value.get_values()]
-            name = self.define(op.result, "const")
-            made = (
-                f"torch.tensor([{', '.join(values)}], dtype={t.dtype}, "
-                f'device="{t.device}").reshape({self.exprs(t.shape)})'
-            )
-            if _only_read(op.result) and not _type_symbols(t):
-                # Made once, when the module loads: a copy to the GPU per call
-                # costs a host-to-device transfer (and ~10 us of host time).
-                self.hoisted.add(op.result)
-                self.module_lines.append(f"{name} = {made}  # read only: made once")
-            else:
-                self.emit(f"{name} = {made}")
-            return
-        if isinstance(op, AtenOp):
-            call = self.aten_call(op)
-            returns = op.overload()._schema.returns
-        elif isinstance(op, OperatorOp):
-            call = self.operator_call(op)
-            returns = op.resolve()._schema.returns
-        else:
-            raise PythonTargetError(f"-t python: {op.name} cannot be called in a host.extern")
-        results = list(op.results)
-        if not results:
-            self.emit(call)
-            return
-        written = _returned_argument(op, returns)
-        if written is not None and not results[0].uses:
-            # ``torch.addmm(..., out=buf)`` (memory-plan's destination-passing
-            # form): called for its effect, as readers read ``buf``.
-            self.emit(call)
-            return
-        if written is not None:
-            # The result is that argument itself (under its own name, as the
-            # argument's may be dropped before the result's).
-            self.written[results[0]] = written
-        names = []
-        for r in results:
-            name = self.fresh_name(self.hints.get(r, r.name_hint), "buf")
-            self.names[r] = name
-            names.append(name)
-        # As aten_executor: an IR value never holds a list; a one-tensor list is the tensor.
-        one_list = len(returns) == 1 and isinstance(returns[0].type, torch.ListType)
-        if len(results) == 1 and not one_list:
-            self.emit(f"{names[0]} = {call}")
-        else:
-            self.emit(
-                f"{', '.join(names)}, = {call}"
-                if len(names) == 1
-                else f"{', '.join(names)} = {call}"
-            )
-
-    def aten_call(self, op: AtenOp) -> str:
-        schema = op.schema()
-        groups = op.operand_groups()
-        args, kwargs = [], []
-        for spec in schema.args:
-            if spec.is_operand:
-                values = ["None" if v is None else self.name(v) for v in groups[spec.name]]
-                if spec.kind is Kind.TENSOR:
-                    text = values[0] if values else "None"
-                else:
-                    text = "[" + ", ".join(values) + "]"
-            elif spec.kwarg_only and _is_default(op, spec):
-                continue  # the callee's default (addmm's beta=1, alpha=1): no parsing
-            else:
-                text = self.literal(_listed(op.arg(spec.name)))
-            if spec.kwarg_only:
-                kwargs.append(f"{spec.name}={text}")
-            else:
-                args.append(text)
-        target = PUBLIC_BINDINGS.get(op.OVERLOAD, f"torch.ops.{op.OVERLOAD}")
-        return f"{target}({', '.join(args + kwargs)})"
-
-    def operator_call(self, op: OperatorOp) -> str:
-        overload = op.resolve()
-        if overload is None:
-            raise PythonTargetError(
-                f"-t python: operator {op.overload_name.data} is not registered in this process"
-            )
-        kinds = argument_kinds(overload)
-
-        def convert(attr: Attribute, kind: Kind | None) -> str:
-            if isinstance(attr, OperandRefAttr):
-                return self.name(op.inputs[attr.data])
-            if isinstance(attr, ArrayAttr):
-                elem = {Kind.INT_LIST: Kind.INT, Kind.FLOAT_LIST: Kind.FLOAT}.get(kind)
-                return "[" + ", ".join(convert(a, elem) for a in attr.data) + "]"
-            if isinstance(attr, StringAttr) and kind in (
-                Kind.LAYOUT,
-                Kind.MEMORY_FORMAT,
-                Kind.DEVICE,
-            ):
-                return python_literal(parse_enum(attr.data, kind))
-            return self.generic_value(attr)
-
-        names = [a.name for a in overload._schema.arguments if not a.kwarg_only]
-        args = [convert(a, kinds.get(n)) for a, n in zip(op.args.data, names)]
-        kwargs = [f"{k}={convert(v, kinds.get(k))}" for k, v in op.kwargs.data.items()]
-        ns, packet = overload._schema.name.split("::")
-        target = f"torch.ops.{ns}.{packet}.{overload._overloadname}"
-        return f"{target}({', '.join(args + kwargs)})"
-
-    def generic_value(self, attr: Attribute) -> str:
-        if isinstance(attr, NoneAttr):
-            return "None"
-        if isinstance(attr, ExprAttr):
-            return self.expr(attr.data)
-        if isinstance(attr, ShapeAttr):
-            return "[" + ", ".join(self.expr(v) for v in attr.data) + "]"
-        if isinstance(attr, builtin.FloatAttr):
-            return python_float(attr.value.data)
-        if isinstance(attr, IntegerAttr):
-            if attr.type == builtin.i1:
-                return repr(bool(attr.value.data))
-            return str(attr.value.data)
-        if isinstance(attr, StringAttr):
-            return repr(attr.data)
-        if dtypes.is_element_type(attr):
-            return str(dtypes.to_torch(attr))
-        if isinstance(attr, DenseIntOrFPElementsAttr):
-            raise PythonTargetError("-t python: dense attributes are not operator arguments")
-        raise PythonTargetError(f"-t python: cannot print argument {attr}")
-
-
-def _only_read(value: SSAValue) -> bool:
-    """Whether every use of ``value`` is an aten op argument its schema neither
-    writes nor returns a view of (so one tensor can serve every call)."""
-    for use in value.uses:
-        op = use.operation
-        if not isinstance(op, AtenOp):
-            return False
-        names = [name for name, vs in op.operand_groups().items() if value in vs]
-        args = {a.name: a for a in op.overload()._schema.arguments}
-        if not names or any(args[n].alias_info is not None for n in names):
-            return False
-    return True
-
-
-def _returned_argument(op: Operation, returns: Sequence[Any]) -> SSAValue | None:
-    """The operand an aten op returns as its one result because it writes it
-    (``out=``, an in-place op's ``self``), per its schema; else None."""
-    if (
-        not isinstance(op, AtenOp)
-        or len(returns) != 1
-        or returns[0].alias_info is None
-        or not returns[0].alias_info.is_write
-    ):
-        return None
-    alias = set(returns[0].alias_info.before_set)
-    groups = op.operand_groups()
-    for a in op.overload()._schema.arguments:
-        info = a.alias_info
-        if info is not None and info.is_write and alias & set(info.before_set):
-            values = groups.get(a.name, [])
-            if len(values) == 1 and values[0] is not None:
-                return values[0]
-    return None
-
 
 def _aligned_offset(offset: Any, dtype: torch.dtype) -> bool:
     """Whether ``offset`` elements of ``dtype`` are a multiple of 16 bytes for every
@@ -1071,28 +692,6 @@ def _natural(name: str) -> tuple[str, int]:
 def _paren(text: str) -> str:
     """``text`` as an operand of ``+``/``-``: parenthesized unless a bare name or number."""
     return text if re.fullmatch(r"\w+(\.\w+)?", text) else f"({text})"
-
-
-PUBLIC_BINDINGS = {
-    "aten.convolution.default": "torch.convolution",
-    "aten.mm.default": "torch.mm",
-    "aten.bmm.default": "torch.bmm",
-    "aten.addmm.default": "torch.addmm",
-    "aten.baddbmm.default": "torch.baddbmm",
-    "aten.mm.out": "torch.mm",
-    "aten.bmm.out": "torch.bmm",
-    "aten.addmm.out": "torch.addmm",
-    "aten.baddbmm.out": "torch.baddbmm",
-}
-"""Extern calls made through torch's generated Python bindings, as Inductor's
-``extern_kernels`` does: the same ATen op with the same arguments, parsed by
-the C++ argument parser instead of ``torch.ops``' schema-driven one (on a CPU
-here a convolution call costs 3.0 us that way, 6.8 us through
-``torch.ops.aten.convolution.default``; a ResNet-50 call makes 53)."""
-
-
-def _listed(value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value
 
 
 def _rebuild(node: Any, outs: Sequence[str]) -> str:
@@ -1160,16 +759,6 @@ def host_functions(module: ModuleOp) -> tuple[H.FuncOp, H.FuncOp | None]:
             f"@{sorted(named)[0]} that the module does not hold"
         )
     return entry, constants
-
-
-def _is_default(op: AtenOp, spec: Any) -> bool:
-    """Whether the non-tensor argument ``spec`` of ``op`` is its schema default."""
-    if spec.default_attr is None:
-        return False
-    if op.properties.get(spec.accessor) is None:
-        return True
-    value, default = op.arg(spec.name), spec.default
-    return type(value) is type(default) and value == default
 
 
 def emit_python(module: ModuleOp) -> str:
