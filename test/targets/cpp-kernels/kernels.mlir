@@ -32,20 +32,35 @@ func.func @transpose(%n: index {coil.symbol = #coil.expr<s0>}, %x: !buffer.buffe
 }
 
 // A bf16 layer norm's statistics: bf16 loads widen to float, welford is two
-// passes over the row (sum, then squared deviations: exact, vectorized), the
-// rows run over OpenMP threads; a bf16 store rounds to nearest even.
+// passes over the row (sum, then squared deviations: exact, vectorized), each
+// into 32 partial sums (blocks of 32 under `omp simd`, the 12 left after the
+// last block, then the partials added pairwise), the rows run over OpenMP
+// threads; a bf16 store rounds to nearest even, once (the truncf's float is
+// what it stores).
 
 // CHECK-LABEL: extern "C" int coil_cpp_a_b_c_rs_1(
 // CHECK-SAME:    float* buf0, float* buf1, float* buf2, uint16_t* buf3, uint16_t* buf4)
 // CHECK:         for (int64_t x{{[0-9]+}} = 0; x{{[0-9]+}} < 16L; ++x{{[0-9]+}}) {
-// CHECK:           #pragma omp simd reduction(+:[[SUM:sum[0-9]+]])
-// CHECK:           bf16_load(buf4[i0 * 300L + r0 * 1L]);
-// CHECK:           [[SUM]] += double(
-// CHECK:           #pragma omp simd reduction(+:[[M2:m2[0-9]+]])
-// CHECK:           [[M2]] += [[D:d[0-9]+]] * [[D]];
+// CHECK:           double [[SUM:sum[0-9]+]];
+// CHECK:           float [[SUM]]_p[32];
+// CHECK:           for (int64_t rb = 0; rb < 288L; rb += 32) {
+// CHECK-NEXT:        #pragma omp simd
+// CHECK-NEXT:        for (int64_t j = 0; j < 32; ++j) {
+// CHECK-NEXT:          const int64_t r0 = rb + j;
+// CHECK-NEXT:          bf16_load(buf4[i0 * 300L + r0 * 1L]);
+// CHECK:               [[SUM]]_p[j] += [[X:v[0-9]+]];
+// CHECK:           for (int64_t j = 0; j < 12L; ++j) {
+// CHECK-NEXT:        const int64_t r0 = 288L + j;
+// CHECK:             [[SUM]]_p[j] += [[X]];
+// CHECK:           for (int j = 0; j < 16; ++j) [[SUM]]_p[j] += [[SUM]]_p[j + 16];
+// CHECK:           for (int j = 0; j < 1; ++j) [[SUM]]_p[j] += [[SUM]]_p[j + 1];
+// CHECK-NEXT:      [[SUM]] = double([[SUM]]_p[0]);
+// CHECK:           float [[M2:m2[0-9]+]];
+// CHECK:             [[M2]]_p[j] += [[D:d[0-9]+]] * [[D]];
 // CHECK:           buf0[i0 * 1L] = float(mean
-// CHECK:           bf16_round(
-// CHECK:           buf3[i0 * 1L] = bf16_store(
+// CHECK:           const float [[R:v[0-9]+]] = float((1.0f / std::sqrt(
+// CHECK:           bf16_round(float([[R]]))
+// CHECK-NEXT:      buf3[i0 * 1L] = bf16_store(float([[R]]));
 func.func @stats(%x: !buffer.buffer<[16, 300], bf16>) -> (!buffer.buffer<[16], f32>, !buffer.buffer<[16], f32>, !buffer.buffer<[16], f32>, !buffer.buffer<[16], bf16>) {
   %mean = buffer.alloc : !buffer.buffer<[16], f32>
   %m2 = buffer.alloc : !buffer.buffer<[16], f32>
@@ -70,13 +85,17 @@ func.func @stats(%x: !buffer.buffer<[16, 300], bf16>) -> (!buffer.buffer<[16], f
   func.return %mean, %m2, %n, %r : !buffer.buffer<[16], f32>, !buffer.buffer<[16], f32>, !buffer.buffer<[16], f32>, !buffer.buffer<[16], bf16>
 }
 
-// Reductions: max keeps NaN (a vectorized std::max plus an "any NaN" flag), argmax
-// is the first index of the largest (NaN largest), sequential.
+// Reductions: max keeps NaN (a vectorized std::max plus an "any NaN" flag,
+// both in 32 partials), argmax is the first index of the largest (NaN
+// largest), sequential.
 
 // CHECK-LABEL: extern "C" int coil_cpp_m_2(
-// CHECK:         #pragma omp simd reduction(max:[[ACC:acc[0-9]+]]) reduction(|:[[NAN:nan[0-9]+]])
-// CHECK:         [[ACC]] = std::max([[ACC]], [[V:v[0-9]+]]);
-// CHECK-NEXT:    [[NAN]] |= ([[V]] != [[V]]);
+// CHECK:         float [[ACC:acc[0-9]+]];
+// CHECK-NEXT:    int [[NAN:nan[0-9]+]];
+// CHECK:         [[ACC]]_p[j] = std::max([[ACC]]_p[j], [[V:v[0-9]+]]);
+// CHECK-NEXT:    [[NAN]]_p[j] |= ([[V]] != [[V]]);
+// CHECK:         [[ACC]]_p[j] = std::max([[ACC]]_p[j], [[ACC]]_p[j + 16]);
+// CHECK:         [[NAN]]_p[j] |= [[NAN]]_p[j + 16];
 // CHECK:         if ([[NAN]]) [[ACC]] = std::numeric_limits<float>::quiet_NaN();
 // CHECK-LABEL: extern "C" int coil_cpp_am_3(
 // CHECK:         if ([[FIRST:first[0-9]+]] || [[V:v[0-9]+]] > [[A:acc[0-9]+]] || ([[V]] != [[V]] && [[A]] == [[A]])) {
