@@ -521,6 +521,11 @@ class KernelPrinter:
         strides = out.strides_attr.data
 
         def key(k: int) -> tuple:
+            # A size-1 dimension's stride is arbitrary and its loop runs once:
+            # outermost (a batch of 1 must not turn a channels-last walk into
+            # a strided one).
+            if ranges[k] == 1:
+                return (-1, 0, k)
             s = strides[k]
             try:
                 value = int(s)
@@ -529,8 +534,7 @@ class KernelPrinter:
             # Symbolic strides: assume larger than any constant (outer dims).
             return (0 if value is None else 1, -(value or 0), k)
 
-        # A size-1 dimension's stride is arbitrary: keep it where row-major puts it.
-        return sorted(range(n), key=key) if all(r != 1 for r in ranges) else list(range(n))
+        return sorted(range(n), key=key)
 
     def group(
         self,

@@ -163,3 +163,24 @@ func.func @stored_row(%c: !buffer.buffer<[4, 16], f32>) -> (!buffer.buffer<[4, 1
   }
   func.return %c, %s : !buffer.buffer<[4, 16], f32>, !buffer.buffer<[4], f32>
 }
+
+// A channels-last pointwise nest at batch 1: the size-1 batch loop goes
+// outermost (its stride is arbitrary) and the loops follow the output's memory
+// order, channels (stride 1) innermost and `omp simd`.
+
+// CHECK-LABEL: extern "C" int coil_cpp_y_6(float* buf0, float* buf1) {
+// CHECK:         for (int64_t x{{[0-9]+}} = 0; x{{[0-9]+}} < 1L * 4L * 4L; ++x{{[0-9]+}}) {
+// CHECK:           #pragma omp simd
+// CHECK-NEXT:      for (int64_t i1 = 0; i1 < 8L; ++i1) {
+// CHECK-NEXT:        const float {{v[0-9]+}} = float(buf1[i0 * 128L + i1 * 1L + i2 * 32L + i3 * 8L]);
+func.func @nhwc_batch1(%x: !buffer.buffer<[1, 8, 4, 4], f32, strides [128, 1, 32, 8]>) -> !buffer.buffer<[1, 8, 4, 4], f32, strides [128, 1, 32, 8]> {
+  %y = buffer.alloc : !buffer.buffer<[1, 8, 4, 4], f32, strides [128, 1, 32, 8]>
+  loop.pointwise [1, 8, 4, 4] outs(%y : !buffer.buffer<[1, 8, 4, 4], f32, strides [128, 1, 32, 8]>) {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    %0 = loop.load %x[i0, i1, i2, i3] : !buffer.buffer<[1, 8, 4, 4], f32, strides [128, 1, 32, 8]>
+    %cst = arith.constant 0.0 : f32
+    %1 = arith.maximumf %0, %cst : f32
+    loop.yield %1 : f32
+  }
+  func.return %y : !buffer.buffer<[1, 8, 4, 4], f32, strides [128, 1, 32, 8]>
+}
