@@ -407,7 +407,12 @@ _UNARY = {
 class KernelPrinter:
     """Prints one ``cpu.func`` as a C++ function (all naming state lives here)."""
 
-    def __init__(self, fn: cpu.FuncOp, keep: dict[tuple[int, str], tuple[str, str]] | None = None):
+    def __init__(
+        self,
+        fn: cpu.FuncOp,
+        keep: dict[tuple[int, str], tuple[str, str]] | None = None,
+        hoist: dict[tuple[int, str], tuple[str, str, list[str], str]] | None = None,
+    ):
         self.fn = fn
         # Values recomputed in a later pass over a row (the fusion inlines a
         # producer into each member that reads it: softmax's exp(x - max) in
@@ -442,6 +447,21 @@ class KernelPrinter:
         # (a store rounds anyway; rounding twice costs a third of a bf16 softmax's
         # output pass).
         self.rounded: dict[str, str] = {}
+        # Costly values of a pointwise nest that depend on its innermost loop
+        # index alone (a channels-last batch norm's 1 / sqrt(var[c] + eps)):
+        # computed once per innermost index before the outer loop, into an
+        # array. ``hoist`` (second printing): (group, key) -> (array, ctype,
+        # the lines computing it, its name there); the first printing fills
+        # ``hoistable`` with the same.
+        self.hoist = hoist or {}
+        self.hoistable: dict[tuple[int, str], tuple[str, list[str], str]] = {}
+        self.inner_var: str | None = None  # the innermost index while eligible
+        self.inner_sym: Any = None
+        self.inner_only: set[str] = set()  # names depending on inner_var at most
+        self.constants: set[str] = set()
+        self.lines_of: dict[str, tuple[str, list[str]]] = {}  # name -> (line, operands)
+        self.written: set[str] = set()  # buffers some nest of the kernel stores to
+        self.escaping: set[str] = set()  # inner-only values read by other values
 
     # ---- text ------------------------------------------------------------------
 
@@ -481,6 +501,10 @@ class KernelPrinter:
         self.depth += 1
         self.emit("int bad = 0;")
         body = [op for op in fn.body.block.ops if not isinstance(op, cpu.ReturnOp)]
+        for nest in body:
+            for out in getattr(nest, "outs", ()):
+                if out in self.names:
+                    self.written.add(self.names[out])
         for k, nest in enumerate(body):
             if k and self.checks_bounds:  # an index out of range stops the rest, as eager
                 self.emit("if (bad) return bad;")
@@ -559,6 +583,13 @@ class KernelPrinter:
             order = list(range(n))
         loop_outer = order if m else order[:-1]
         innermost = None if m else (order[-1] if order else None)
+        self.inner_var = None
+        if innermost is not None and loop_outer and sympy.sympify(outer[innermost]).is_Integer:
+            length = int(outer[innermost])
+            if length <= ROW_CACHE_MAX:
+                self.inner_var, self.inner_sym = f"i{innermost}", osyms[innermost]
+                self._hoisted_prologue(self.group_id + 1, length)
+        self.inner_only = set()
         # The flattened outer loop.
         if loop_outer:
             sizes = [cexpr(outer[k], env) for k in loop_outer]
@@ -624,6 +655,22 @@ class KernelPrinter:
             self.emit("}")
         self.depth -= 1
         self.emit("}")
+        self.inner_var = None
+
+    def _hoisted_prologue(self, group: int, length: int) -> None:
+        """Before a pointwise nest's outer loop: the arrays of its values that
+        depend on the innermost index alone (chosen by the first printing)."""
+        var = self.inner_var
+        for (gid, _key), (array, ctype, lines, name) in self.hoist.items():
+            if gid != group:
+                continue
+            self.emit(f"{ctype} {array}[{length}];")
+            self.emit("#pragma omp simd")
+            self.emit(f"for (int64_t {var} = 0; {var} < {length}L; ++{var}) {{")
+            for line in lines:
+                self.emit("  " + line)
+            self.emit(f"  {array}[{var}] = {name};")
+            self.emit("}")
 
     def _start_row_cache(self, inner: Sequence[Any]) -> None:
         """A new group: its row index for kept values (rows of static length up
@@ -1001,6 +1048,7 @@ class KernelPrinter:
             raise CppUnsupported("an output of another rank than its loops")
         addr = self.address(out, syms, env)
         ptr = self.names[out]
+        self.escaping.add(value)
         self.version[ptr] = self.version.get(ptr, 0) + 1  # later reads see new values
         k = _key(t.element_type)
         if k in ("bf16", "f16"):
@@ -1036,6 +1084,12 @@ class KernelPrinter:
         key = _BUF_READ.sub(lambda m: f"{m[1]}@{self.version.get(m[1], 0)}[", text)
         key = _VAR.sub(lambda m: self.canon.get(m[0], m[0]), key)
         self.canon[name] = f"({key})"
+        if self.inner_var is not None:
+            self.lines_of[name] = (f"const {ctype} {name} = {text};", [])
+            hoisted = self.hoist.get((self.group_id, key))
+            if hoisted is not None:
+                self.emit(f"const {ctype} {name} = {hoisted[0]}[{self.inner_var}];")
+                return
         if self.row_depth == 0 or self.row_flat is None or not op.name.startswith(_COSTLY):
             self.emit(f"const {ctype} {name} = {text};")
             return
@@ -1071,6 +1125,7 @@ class KernelPrinter:
                 raise CppUnsupported(f"arith.constant {value}")
             self.define(op, text, local)
             self.invariant.add(local[op.result])
+            self.constants.add(local[op.result])
             return
         rtype = op.results[0].type if op.results else None
         if rtype is not None:
@@ -1078,6 +1133,42 @@ class KernelPrinter:
         self._op(op, name, args, rtype, local)
         if op.results and all(a in self.invariant for a in args):
             self.invariant.add(local[op.results[0]])
+        if self.inner_var is not None and op.results:
+            self._track_inner(op, local[op.results[0]], args)
+            if local[op.results[0]] not in self.inner_only:
+                self.escaping.update(a for a in args if a in self.inner_only)
+
+    def _track_inner(self, op: Operation, result: str, args: list[str]) -> None:
+        """Whether ``result`` depends on the innermost index at most; a costly
+        one that does (and is not constant) is recorded for hoisting."""
+        if not all(a in self.inner_only or a in self.constants for a in args):
+            return
+        if not args:
+            self.constants.add(result)
+            return
+        self.inner_only.add(result)
+        line, _ = self.lines_of.get(result, ("", []))
+        self.lines_of[result] = (line, args)
+        if not op.name.startswith(_COSTLY) or all(a in self.constants for a in args):
+            return
+        key = self.canon[result][1:-1]
+        if (self.group_id, key) in self.hoistable:
+            return
+        order, seen = [], set()
+
+        def visit(n: str) -> None:
+            if n in seen:
+                return
+            seen.add(n)
+            for a in self.lines_of.get(n, ("", []))[1]:
+                visit(a)
+            order.append(n)
+
+        visit(result)
+        lines = [self.lines_of[n][0] for n in order]
+        if all(lines):
+            ctype = self.lines_of[result][0].split()[1]
+            self.hoistable[(self.group_id, key)] = (ctype, lines, result)
 
     def _op(self, op: Operation, name: str, args: list[str], rtype: Any, local: dict) -> None:
         if (
@@ -1267,6 +1358,16 @@ class KernelPrinter:
             else:
                 read = f"({mask} ? {read} : {zero})"
         self.define(op, read, local)
+        if (
+            self.inner_var is not None
+            and not op.indirect
+            and mask is None
+            and ptr not in self.written
+            and all(
+                sympy.sympify(e).free_symbols <= {self.inner_sym} | set(self.symbols) for e in index
+            )
+        ):
+            self.inner_only.add(local[op.result])
 
     def _check_point(self, op: L.LoadOp, env: dict, rank: int) -> None:
         """A member is read at the current point only: its index names the loops
@@ -1291,10 +1392,16 @@ def emit_kernel(fn: cpu.FuncOp) -> str:
     first = KernelPrinter(fn)
     text = first.print()
     again = [k for k, (count, _) in first.seen.items() if count > 1]
-    if not again:
+    # Hoisted: the largest such values (read by values that vary otherwise, or
+    # stored), not the steps that lead to them.
+    hoistable = [(k, v) for k, v in first.hoistable.items() if v[2] in first.escaping]
+    if not again and not hoistable:
         return text
     keep = {k: (f"row{n}", first.seen[k][1]) for n, k in enumerate(again)}
-    return KernelPrinter(fn, keep).print()
+    hoist = {
+        k: (f"pre{n}", ctype, lines, name) for n, (k, (ctype, lines, name)) in enumerate(hoistable)
+    }
+    return KernelPrinter(fn, keep, hoist).print()
 
 
 def kernel_checks_bounds(fn: cpu.FuncOp) -> bool:

@@ -184,3 +184,37 @@ func.func @nhwc_batch1(%x: !buffer.buffer<[1, 8, 4, 4], f32, strides [128, 1, 32
   }
   func.return %y : !buffer.buffer<[1, 8, 4, 4], f32, strides [128, 1, 32, 8]>
 }
+
+// A channels-last batch norm: 1 / sqrt(var[c] + eps) depends on the innermost
+// index (the channel) alone, so it is computed once per channel into an array
+// before the outer loop, not once per element; what also depends on the outer
+// indices stays in the loop. (The steps that led to it are still printed in
+// the loop, unused: the compiler drops them.)
+
+// CHECK-LABEL: extern "C" int coil_cpp_y_7(float* buf0, float* buf1, float* buf2) {
+// CHECK:         float [[PRE:pre[0-9]+]][8];
+// CHECK-NEXT:    #pragma omp simd
+// CHECK-NEXT:    for (int64_t i1 = 0; i1 < 8L; ++i1) {
+// CHECK:           float(std::sqrt(
+// CHECK:           [[PRE]][i1] = [[R:v[0-9]+]];
+// CHECK-NEXT:    }
+// CHECK-NEXT:    #pragma omp parallel for
+// CHECK:           const float [[R]] = [[PRE]][i1];
+// CHECK-NEXT:      const float [[Y:v[0-9]+]] = ({{v[0-9]+}} * [[R]]);
+// CHECK-NEXT:      buf0[{{.*}}] = float([[Y]]);
+func.func @nhwc_batch_norm(%x: !buffer.buffer<[2, 8, 4, 4], f32, strides [128, 1, 32, 8]>, %var: !buffer.buffer<[8], f32>) -> !buffer.buffer<[2, 8, 4, 4], f32, strides [128, 1, 32, 8]> {
+  %y = buffer.alloc : !buffer.buffer<[2, 8, 4, 4], f32, strides [128, 1, 32, 8]>
+  loop.pointwise [2, 8, 4, 4] outs(%y : !buffer.buffer<[2, 8, 4, 4], f32, strides [128, 1, 32, 8]>) {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    %0 = loop.load %x[i0, i1, i2, i3] : !buffer.buffer<[2, 8, 4, 4], f32, strides [128, 1, 32, 8]>
+    %1 = loop.load %var[i1] : !buffer.buffer<[8], f32>
+    %eps = arith.constant 1.0e-05 : f32
+    %2 = arith.addf %1, %eps : f32
+    %3 = math.sqrt %2 : f32
+    %one = arith.constant 1.0 : f32
+    %4 = arith.divf %one, %3 : f32
+    %5 = arith.mulf %0, %4 : f32
+    loop.yield %5 : f32
+  }
+  func.return %y : !buffer.buffer<[2, 8, 4, 4], f32, strides [128, 1, 32, 8]>
+}
