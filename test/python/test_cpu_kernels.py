@@ -109,6 +109,22 @@ def test_blocked_rows_reduced_precision(dtype):
 
 
 @needs_compiler
+def test_blocked_rows_of_symbolic_length():
+    """dynamic=True: the row length is a kernel argument, the blocks, the
+    4096-element chunks and the remainder are counted at run time; two
+    lengths through one compiled graph, in f32, f64 and int64."""
+
+    def fn(x, i):
+        return x.sum(1), x.amax(1), torch.var_mean(x, 1), torch.softmax(x, 1), i.sum(1)
+
+    compiled = torch.compile(fn, backend="coil", dynamic=True)
+    for n in (100, 5000):
+        for dtype in (torch.float32, torch.float64):
+            x, i = torch.randn(3, n, dtype=dtype), torch.randint(-9, 9, (3, n))
+            assert_close_to_eager(compiled(x, i), fn(x, i))
+
+
+@needs_compiler
 def test_blocked_max_keeps_nan():
     """A NaN in a block or in the remainder makes the row's max/min NaN."""
 
