@@ -15,12 +15,16 @@ How a nest becomes loops (Inductor's ``cpp.py`` does the same with its
   contiguous one) ``#pragma omp simd``;
 * a reduction or ``loop.fused`` group runs each output point (its ``ranges``,
   flattened, over OpenMP threads) through its members in order: a reduction
-  loops over the reduction ranges into a scalar accumulator (innermost loop
-  ``omp simd`` with a ``reduction`` clause for sum/prod/max/min), a pointwise
+  loops over the reduction ranges into :data:`PARTIAL_BYTES` of partial
+  accumulators (the innermost loop in blocks under ``omp simd``,
+  ``KernelPrinter._blocked``; a row shorter than two blocks into one
+  accumulator with an ``omp simd reduction`` clause), a pointwise
   member over the ranges is a scalar, one over ``ranges ++ reduction_ranges``
   loops over the row and stores what the group yields. A member's value read
   by a later member at the same point is the scalar; a row member read by a
   later one is recomputed there (its body inlined), never stored;
+* a pointwise nest's costly values that depend on its innermost index alone
+  are computed once per index before its outer loop (``_track_inner``);
 * bf16 and f16 are stored as such and computed in f32, as on the GPU: a
   ``truncf`` to them rounds (round-to-nearest-even), every other op sees floats;
 * an OpenMP region opens only where the nest has ``PARALLEL_MIN_POINTS`` points
