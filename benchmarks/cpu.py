@@ -13,7 +13,9 @@ and ResNet-18 (torchvision's layers, written out here) at batch 1 and 16
 bfloat16, inference (``torch.no_grad``). Each backend's output is checked
 against eager first; then each is timed in turns (warm-up, then the median of
 ``--rounds`` rounds of ``--iters`` calls, the backends interleaved so a load
-change on a shared machine hits all three). The thread count (torch's
+change on a shared machine hits all three; ``--clock cpu`` times the
+process's CPU time instead of wall time, for a machine shared with other
+work). The thread count (torch's
 intra-op threads and OpenMP's) is printed with the table; coil's C++ kernels
 and ATen share torch's OpenMP pool.
 """
@@ -147,14 +149,23 @@ def rows() -> dict[str, Callable[[torch.dtype], tuple[nn.Module, list[torch.Tens
     }
 
 
-def _median_ms(fn: Callable[[], Any], iters: int) -> float:
-    t = time.perf_counter()
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+"""``wall``: elapsed time. ``cpu``: the process's CPU time (user + system, all
+its threads): on a machine shared with other work, time spent waiting for a
+core is not counted, so rows compare under load; with one thread it is the
+work of one call."""
+
+
+def _median_ms(fn: Callable[[], Any], iters: int, clock: Callable[[], float]) -> float:
+    t = clock()
     for _ in range(iters):
         fn()
-    return (time.perf_counter() - t) / iters * 1e3
+    return (clock() - t) / iters * 1e3
 
 
-def run_row(name: str, make, dtype: torch.dtype, iters: int, rounds: int) -> dict[str, Any]:
+def run_row(
+    name: str, make, dtype: torch.dtype, iters: int, rounds: int, clock: str = "wall"
+) -> dict[str, Any]:
     from coil.testing import difference
 
     torch._dynamo.reset()
@@ -185,7 +196,7 @@ def run_row(name: str, make, dtype: torch.dtype, iters: int, rounds: int) -> dic
             order = list(fns) if r % 2 == 0 else list(reversed(fns))
             for key in order:
                 fn = fns[key]
-                times[key].append(_median_ms(lambda fn=fn: fn(*inputs), iters))
+                times[key].append(_median_ms(lambda fn=fn: fn(*inputs), iters, CLOCKS[clock]))
     for key, ts in times.items():
         out[key] = statistics.median(ts)
     return out
@@ -198,6 +209,9 @@ def main() -> None:
     parser.add_argument("--rows", default=",".join(rows()))
     parser.add_argument("--iters", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--clock", choices=list(CLOCKS), default="wall", help="wall or cpu (process CPU time)"
+    )
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -205,7 +219,7 @@ def main() -> None:
     threads = torch.get_num_threads()
     print(
         f"threads: {threads} (torch intra-op = OpenMP); cores: {os.cpu_count()}; "
-        f"torch {torch.__version__}"
+        f"torch {torch.__version__}; clock: {args.clock}"
     )
     table = rows()
     results = []
@@ -213,7 +227,7 @@ def main() -> None:
         dtype = getattr(torch, dtype_name)
         for name in args.rows.split(","):
             iters = max(1, args.iters // 5) if name.startswith("resnet18-b16") else args.iters
-            r = run_row(name, table[name], dtype, iters, args.rounds)
+            r = run_row(name, table[name], dtype, iters, args.rounds, args.clock)
             results.append(r)
             print(
                 f"| {r['row']} | {r['dtype']} | {r['eager']:.3f} | {r['inductor']:.3f} | "

@@ -120,6 +120,12 @@ def _kind_ratio(conv: AtenConvolutionOp) -> float:
     return DEFAULT
 
 
+def _mkldnn() -> bool:
+    import torch
+
+    return torch.backends.mkldnn.enabled and torch.backends.mkldnn.is_available()
+
+
 def decide(fn: func.FuncOp, convs: list[AtenConvolutionOp], inference: bool) -> str | None:
     """Why channels-last is not used for ``fn`` (None: use it)."""
     if not convs:
@@ -128,7 +134,15 @@ def decide(fn: func.FuncOp, convs: list[AtenConvolutionOp], inference: bool) -> 
         return "not an inference graph"
     if any(isinstance(op, AtenConvolutionBackwardOp) for op in fn.body.block.ops):
         return "a convolution backward"
-    if not all(c.input.type.device_attr.data.startswith("cuda") for c in convs):
+    devices = {c.input.type.device_attr.data.split(":")[0] for c in convs}
+    if devices == {"cpu"}:
+        if not all(_static(c.weight.type) for c in convs):
+            return "a convolution weight of symbolic size"
+        if not _mkldnn():
+            return "CPU convolutions without oneDNN (mkldnn)"
+        # Inductor's rule for CPU graphs with oneDNN: always channels-last.
+        return None
+    if devices != {"cuda"}:
         return "not on a CUDA device"
     if not all(_static(c.weight.type) for c in convs):
         return "a convolution weight of symbolic size"

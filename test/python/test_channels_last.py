@@ -184,14 +184,19 @@ def test_channels_last_reductions_read_along_the_channels(tmp_path):
     assert stats
 
 
-def test_default_rules_leave_the_cpu_alone(tmp_path):
+@pytest.mark.parametrize("batch", [1, 2])
+def test_default_rules_run_cpu_inference_channels_last(batch, tmp_path):
+    """Inductor's CPU rule (oneDNN present): an inference graph's convolutions
+    run channels-last; the outputs keep eager's strides."""
+    if not (torch.backends.mkldnn.enabled and torch.backends.mkldnn.is_available()):
+        pytest.skip("needs oneDNN (mkldnn)")
     torch.manual_seed(0)
     model = Net().eval()
-    _check(model, torch.randn(2, 3, 16, 16), PIPELINES["default"], tmp_path)
+    _check(model, torch.randn(batch, 3, 16, 16), PIPELINES["default"], tmp_path)
     wrapper = next(tmp_path.glob("*/wrapper.py")).read_text()
     # CPU: the biases stay in the convolutions (the block's has none).
     assert wrapper.count(", None, [") == 1
-    assert "channels_last" not in next(tmp_path.glob("*/*-aten-channels-last*.mlir")).read_text()
+    assert "channels_last" in next(tmp_path.glob("*/*-aten-channels-last*.mlir")).read_text()
 
 
 @pytest.mark.gpu

@@ -75,6 +75,70 @@ def test_reduced_precision_computes_in_f32(dtype, kind):
     assert_close_to_eager(_compile(fn, {"cpu_kernels": kind})(x, w), fn(x, w))
 
 
+# Rows long enough for the blocked reductions (32 partials, the remainder
+# after the last block, a float sum's double total every 4096 elements).
+ROW_CASES = {
+    "softmax_tail": (lambda x: torch.softmax(x, -1), [(3, 1000)]),
+    "layer_norm_tail": (lambda x: F.layer_norm(x, (300,)), [(4, 300)]),
+    "sum_chunks": (lambda x: x.sum(1), [(2, 9000)]),
+    "var_mean_2d": (lambda x: torch.var_mean(x, dim=(0, 2)), [(3, 5, 70)]),
+    "amax_amin": (lambda x: (x.amax(1), x.amin(1)), [(4, 100)]),
+    "normalize": (lambda x: x / x.abs().sum(-1, keepdim=True), [(5, 128)]),
+}
+
+
+@needs_compiler
+@pytest.mark.parametrize("name", list(ROW_CASES))
+def test_blocked_row_reductions(name, poisoned):
+    fn, shapes = ROW_CASES[name]
+    inputs = [torch.randn(s) for s in shapes]
+    assert_close_to_eager(_compile(fn)(*inputs), fn(*inputs))
+
+
+@needs_compiler
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_blocked_rows_reduced_precision(dtype):
+    """LayerNorm and softmax over 1024-wide rows in bf16/f16: the statistics in
+    f32 partials, each output rounded once."""
+
+    def fn(x, w, b):
+        return F.layer_norm(x, (1024,), w, b), torch.softmax(x, -1)
+
+    x, w, b = (torch.randn(s, dtype=dtype) for s in [(8, 1024), (1024,), (1024,)])
+    assert_close_to_eager(_compile(fn)(x, w, b), fn(x, w, b))
+
+
+@needs_compiler
+def test_blocked_rows_of_symbolic_length():
+    """dynamic=True: the row length is a kernel argument, the blocks, the
+    4096-element chunks and the remainder are counted at run time; two
+    lengths through one compiled graph, in f32, f64 and int64."""
+
+    def fn(x, i):
+        return x.sum(1), x.amax(1), torch.var_mean(x, 1), torch.softmax(x, 1), i.sum(1)
+
+    compiled = torch.compile(fn, backend="coil", dynamic=True)
+    for n in (100, 5000):
+        for dtype in (torch.float32, torch.float64):
+            x, i = torch.randn(3, n, dtype=dtype), torch.randint(-9, 9, (3, n))
+            assert_close_to_eager(compiled(x, i), fn(x, i))
+
+
+@needs_compiler
+def test_blocked_max_keeps_nan():
+    """A NaN in a block or in the remainder makes the row's max/min NaN."""
+
+    def fn(x):
+        return x.amax(1), x.amin(1)
+
+    x = torch.randn(3, 100)
+    x[0, 5] = float("nan")  # in the first block
+    x[1, 98] = float("nan")  # in the remainder
+    got, want = _compile(fn)(x), fn(x)
+    assert_close_to_eager(got, want)
+    assert got[0][:2].isnan().all() and not got[0][2].isnan()
+
+
 @needs_compiler
 def test_integers_and_bools():
     def fn(a, b):

@@ -56,11 +56,15 @@ func.func @convs(%x: !aten.tensor<[8, 64, 16, 16], bf16, device "cuda:0">, %w1: 
 
 // -----
 
-// On the CPU, auto leaves the graph alone (Inductor's rules are for cuDNN);
-// mode=on converts it anyway.
+// On the CPU with oneDNN (mkldnn, in torch's CPU builds), auto converts an
+// inference graph always, as Inductor does (oneDNN's convolutions run on
+// blocked/NHWC data: an NCHW input is reordered on every call); training
+// graphs stay NCHW; mode=on converts it anyway.
 
 // CHECK-LABEL: func.func @cpu
-// CHECK-NOT:     aten.clone
+// CHECK:         aten.clone.default(%x, memory_format = channels_last)
+// TRAIN-LABEL: func.func @cpu
+// TRAIN-NOT:     aten.clone
 // ON-LABEL: func.func @cpu
 // ON:          aten.clone.default(%x, memory_format = channels_last)
 

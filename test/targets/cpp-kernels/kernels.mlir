@@ -32,20 +32,35 @@ func.func @transpose(%n: index {coil.symbol = #coil.expr<s0>}, %x: !buffer.buffe
 }
 
 // A bf16 layer norm's statistics: bf16 loads widen to float, welford is two
-// passes over the row (sum, then squared deviations: exact, vectorized), the
-// rows run over OpenMP threads; a bf16 store rounds to nearest even.
+// passes over the row (sum, then squared deviations: exact, vectorized), each
+// into 32 partial sums (blocks of 32 under `omp simd`, the 12 left after the
+// last block, then the partials added pairwise), the rows run over OpenMP
+// threads; a bf16 store rounds to nearest even, once (the truncf's float is
+// what it stores).
 
 // CHECK-LABEL: extern "C" int coil_cpp_a_b_c_rs_1(
 // CHECK-SAME:    float* buf0, float* buf1, float* buf2, uint16_t* buf3, uint16_t* buf4)
 // CHECK:         for (int64_t x{{[0-9]+}} = 0; x{{[0-9]+}} < 16L; ++x{{[0-9]+}}) {
-// CHECK:           #pragma omp simd reduction(+:[[SUM:sum[0-9]+]])
-// CHECK:           bf16_load(buf4[i0 * 300L + r0 * 1L]);
-// CHECK:           [[SUM]] += double(
-// CHECK:           #pragma omp simd reduction(+:[[M2:m2[0-9]+]])
-// CHECK:           [[M2]] += [[D:d[0-9]+]] * [[D]];
+// CHECK:           double [[SUM:sum[0-9]+]];
+// CHECK:           float [[SUM]]_p[32];
+// CHECK:           for (int64_t rb = 0; rb < 288L; rb += 32) {
+// CHECK-NEXT:        #pragma omp simd
+// CHECK-NEXT:        for (int64_t j = 0; j < 32; ++j) {
+// CHECK-NEXT:          const int64_t r0 = rb + j;
+// CHECK-NEXT:          bf16_load(buf4[i0 * 300L + r0 * 1L]);
+// CHECK:               [[SUM]]_p[j] += [[X:v[0-9]+]];
+// CHECK:           for (int64_t j = 0; j < 12L; ++j) {
+// CHECK-NEXT:        const int64_t r0 = 288L + j;
+// CHECK:             [[SUM]]_p[j] += [[X]];
+// CHECK:           for (int j = 0; j < 16; ++j) [[SUM]]_p[j] += [[SUM]]_p[j + 16];
+// CHECK:           for (int j = 0; j < 1; ++j) [[SUM]]_p[j] += [[SUM]]_p[j + 1];
+// CHECK-NEXT:      [[SUM]] = double([[SUM]]_p[0]);
+// CHECK:           float [[M2:m2[0-9]+]];
+// CHECK:             [[M2]]_p[j] += [[D:d[0-9]+]] * [[D]];
 // CHECK:           buf0[i0 * 1L] = float(mean
-// CHECK:           bf16_round(
-// CHECK:           buf3[i0 * 1L] = bf16_store(
+// CHECK:           const float [[R:v[0-9]+]] = float((1.0f / std::sqrt(
+// CHECK:           bf16_round(float([[R]]))
+// CHECK-NEXT:      buf3[i0 * 1L] = bf16_store(float([[R]]));
 func.func @stats(%x: !buffer.buffer<[16, 300], bf16>) -> (!buffer.buffer<[16], f32>, !buffer.buffer<[16], f32>, !buffer.buffer<[16], f32>, !buffer.buffer<[16], bf16>) {
   %mean = buffer.alloc : !buffer.buffer<[16], f32>
   %m2 = buffer.alloc : !buffer.buffer<[16], f32>
@@ -70,13 +85,17 @@ func.func @stats(%x: !buffer.buffer<[16, 300], bf16>) -> (!buffer.buffer<[16], f
   func.return %mean, %m2, %n, %r : !buffer.buffer<[16], f32>, !buffer.buffer<[16], f32>, !buffer.buffer<[16], f32>, !buffer.buffer<[16], bf16>
 }
 
-// Reductions: max keeps NaN (a vectorized std::max plus an "any NaN" flag), argmax
-// is the first index of the largest (NaN largest), sequential.
+// Reductions: max keeps NaN (a vectorized std::max plus an "any NaN" flag,
+// both in 32 partials), argmax is the first index of the largest (NaN
+// largest), sequential.
 
 // CHECK-LABEL: extern "C" int coil_cpp_m_2(
-// CHECK:         #pragma omp simd reduction(max:[[ACC:acc[0-9]+]]) reduction(|:[[NAN:nan[0-9]+]])
-// CHECK:         [[ACC]] = std::max([[ACC]], [[V:v[0-9]+]]);
-// CHECK-NEXT:    [[NAN]] |= ([[V]] != [[V]]);
+// CHECK:         float [[ACC:acc[0-9]+]];
+// CHECK-NEXT:    int [[NAN:nan[0-9]+]];
+// CHECK:         [[ACC]]_p[j] = std::max([[ACC]]_p[j], [[V:v[0-9]+]]);
+// CHECK-NEXT:    [[NAN]]_p[j] |= ([[V]] != [[V]]);
+// CHECK:         [[ACC]]_p[j] = std::max([[ACC]]_p[j], [[ACC]]_p[j + 16]);
+// CHECK:         [[NAN]]_p[j] |= [[NAN]]_p[j + 16];
 // CHECK:         if ([[NAN]]) [[ACC]] = std::numeric_limits<float>::quiet_NaN();
 // CHECK-LABEL: extern "C" int coil_cpp_am_3(
 // CHECK:         if ([[FIRST:first[0-9]+]] || [[V:v[0-9]+]] > [[A:acc[0-9]+]] || ([[V]] != [[V]] && [[A]] == [[A]])) {
@@ -143,4 +162,59 @@ func.func @stored_row(%c: !buffer.buffer<[4, 16], f32>) -> (!buffer.buffer<[4, 1
     loop.yield %x, %sum : !loop.tensor<[4, 16], f32>, !loop.tensor<[4], f32>
   }
   func.return %c, %s : !buffer.buffer<[4, 16], f32>, !buffer.buffer<[4], f32>
+}
+
+// A channels-last pointwise nest at batch 1: the size-1 batch loop goes
+// outermost (its stride is arbitrary) and the loops follow the output's memory
+// order, channels (stride 1) innermost and `omp simd`.
+
+// CHECK-LABEL: extern "C" int coil_cpp_y_6(float* buf0, float* buf1) {
+// CHECK:         for (int64_t x{{[0-9]+}} = 0; x{{[0-9]+}} < 1L * 4L * 4L; ++x{{[0-9]+}}) {
+// CHECK:           #pragma omp simd
+// CHECK-NEXT:      for (int64_t i1 = 0; i1 < 8L; ++i1) {
+// CHECK-NEXT:        const float {{v[0-9]+}} = float(buf1[i0 * 128L + i1 * 1L + i2 * 32L + i3 * 8L]);
+func.func @nhwc_batch1(%x: !buffer.buffer<[1, 8, 4, 4], f32, strides [128, 1, 32, 8]>) -> !buffer.buffer<[1, 8, 4, 4], f32, strides [128, 1, 32, 8]> {
+  %y = buffer.alloc : !buffer.buffer<[1, 8, 4, 4], f32, strides [128, 1, 32, 8]>
+  loop.pointwise [1, 8, 4, 4] outs(%y : !buffer.buffer<[1, 8, 4, 4], f32, strides [128, 1, 32, 8]>) {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    %0 = loop.load %x[i0, i1, i2, i3] : !buffer.buffer<[1, 8, 4, 4], f32, strides [128, 1, 32, 8]>
+    %cst = arith.constant 0.0 : f32
+    %1 = arith.maximumf %0, %cst : f32
+    loop.yield %1 : f32
+  }
+  func.return %y : !buffer.buffer<[1, 8, 4, 4], f32, strides [128, 1, 32, 8]>
+}
+
+// A channels-last batch norm: 1 / sqrt(var[c] + eps) depends on the innermost
+// index (the channel) alone, so it is computed once per channel into an array
+// before the outer loop, not once per element; what also depends on the outer
+// indices stays in the loop. (The steps that led to it are still printed in
+// the loop, unused: the compiler drops them.)
+
+// CHECK-LABEL: extern "C" int coil_cpp_y_7(float* buf0, float* buf1, float* buf2) {
+// CHECK:         float [[PRE:pre[0-9]+]][8];
+// CHECK-NEXT:    #pragma omp simd
+// CHECK-NEXT:    for (int64_t i1 = 0; i1 < 8L; ++i1) {
+// CHECK:           float(std::sqrt(
+// CHECK:           [[PRE]][i1] = [[R:v[0-9]+]];
+// CHECK-NEXT:    }
+// CHECK-NEXT:    #pragma omp parallel for
+// CHECK:           const float [[R]] = [[PRE]][i1];
+// CHECK-NEXT:      const float [[Y:v[0-9]+]] = ({{v[0-9]+}} * [[R]]);
+// CHECK-NEXT:      buf0[{{.*}}] = float([[Y]]);
+func.func @nhwc_batch_norm(%x: !buffer.buffer<[2, 8, 4, 4], f32, strides [128, 1, 32, 8]>, %var: !buffer.buffer<[8], f32>) -> !buffer.buffer<[2, 8, 4, 4], f32, strides [128, 1, 32, 8]> {
+  %y = buffer.alloc : !buffer.buffer<[2, 8, 4, 4], f32, strides [128, 1, 32, 8]>
+  loop.pointwise [2, 8, 4, 4] outs(%y : !buffer.buffer<[2, 8, 4, 4], f32, strides [128, 1, 32, 8]>) {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    %0 = loop.load %x[i0, i1, i2, i3] : !buffer.buffer<[2, 8, 4, 4], f32, strides [128, 1, 32, 8]>
+    %1 = loop.load %var[i1] : !buffer.buffer<[8], f32>
+    %eps = arith.constant 1.0e-05 : f32
+    %2 = arith.addf %1, %eps : f32
+    %3 = math.sqrt %2 : f32
+    %one = arith.constant 1.0 : f32
+    %4 = arith.divf %one, %3 : f32
+    %5 = arith.mulf %0, %4 : f32
+    loop.yield %5 : f32
+  }
+  func.return %y : !buffer.buffer<[2, 8, 4, 4], f32, strides [128, 1, 32, 8]>
 }

@@ -1,0 +1,138 @@
+// RUN: fx-opt %s -p "convert-loop-to-cpp{combine=false}" -t cpp-kernels | filecheck %s
+
+// Row reductions keep PARTIAL_BYTES (128) of partial accumulators: the
+// innermost row loop runs in blocks of `lanes` under `omp simd`, element j of a
+// block into partial j, so the adds of four vectors are in flight at once (one
+// accumulator waits on each add's latency); the partials are then combined
+// pairwise. A float sum adds its partials into a double total every SUM_CHUNK
+// (4096) elements of a longer or unknown row.
+
+// A row of unknown length: the blocks up to the last multiple of 32, in chunks
+// of 4096 flushed into the double total, then the remainder.
+
+// CHECK-LABEL: extern "C" int coil_cpp_s_0(float* buf0, float* buf1, int64_t s0) {
+// CHECK:         float [[ACC:acc[0-9]+]];
+// CHECK-NEXT:    {
+// CHECK-NEXT:      float [[ACC]]_p[32];
+// CHECK-NEXT:      double [[ACC]]_t = 0;
+// CHECK:           const int64_t [[FULL:nfull[0-9]+]] = s0 / 32 * 32;
+// CHECK-NEXT:      for (int64_t rc = 0; rc < [[FULL]]; rc += 4096) {
+// CHECK-NEXT:        const int64_t re = imin(rc + 4096L, [[FULL]]);
+// CHECK-NEXT:        for (int64_t rb = rc; rb < re; rb += 32) {
+// CHECK-NEXT:          #pragma omp simd
+// CHECK-NEXT:          for (int64_t j = 0; j < 32; ++j) {
+// CHECK-NEXT:            const int64_t r0 = rb + j;
+// CHECK-NEXT:            const float [[X:v[0-9]+]] = float(buf1[i0 * s0 + r0 * 1L]);
+// CHECK-NEXT:            [[ACC]]_p[j] += [[X]];
+// CHECK:             [[ACC]]_t += double([[ACC]]_p[0]);
+// CHECK-NEXT:        for (int j = 0; j < 32; ++j) [[ACC]]_p[j] = 0;
+// CHECK-NEXT:      }
+// CHECK-NEXT:      for (int64_t j = 0; j < s0 - [[FULL]]; ++j) {
+// CHECK-NEXT:        const int64_t r0 = [[FULL]] + j;
+// CHECK-NEXT:        const float [[X]] = float(buf1[i0 * s0 + r0 * 1L]);
+// CHECK-NEXT:        [[ACC]]_p[j] += [[X]];
+// CHECK-NEXT:      }
+// CHECK:           [[ACC]]_t += double([[ACC]]_p[0]);
+// CHECK-NEXT:      [[ACC]] = float([[ACC]]_t);
+// CHECK-NEXT:    }
+// CHECK-NEXT:    buf0[i0 * 1L] = float([[ACC]]);
+func.func @sum_rows(%n: index {coil.symbol = #coil.expr<s0>}, %x: !buffer.buffer<[4, s0], f32>) -> !buffer.buffer<[4], f32> {
+  %s = buffer.alloc : !buffer.buffer<[4], f32>
+  loop.reduction sum [4] [s0] outs(%s : !buffer.buffer<[4], f32>) {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %x[i0, r0] : !buffer.buffer<[4, s0], f32>
+    loop.yield %0 : f32
+  }
+  func.return %s : !buffer.buffer<[4], f32>
+}
+
+// Two reduction dimensions (a channel's statistics over [N, HW]): the outer
+// row loop is plain, the partials live across it; int64 partials are 16 (128
+// bytes), and an exact multiple of the block has no remainder loop.
+
+// CHECK-LABEL: extern "C" int coil_cpp_s_1(int64_t* buf0, int64_t* buf1) {
+// CHECK:         int64_t [[ACC:acc[0-9]+]];
+// CHECK:           int64_t [[ACC]]_p[16];
+// CHECK-NOT:       _t = 0
+// CHECK:           for (int64_t r0 = 0; r0 < 2L; ++r0) {
+// CHECK-NEXT:        for (int64_t rb = 0; rb < 64L; rb += 16) {
+// CHECK-NEXT:          #pragma omp simd
+// CHECK-NEXT:          for (int64_t j = 0; j < 16; ++j) {
+// CHECK-NEXT:            const int64_t r1 = rb + j;
+// CHECK-NEXT:            const int64_t [[X:v[0-9]+]] = int64_t(buf1[r0 * 192L + i0 * 64L + r1 * 1L]);
+// CHECK-NEXT:            [[ACC]]_p[j] += [[X]];
+// CHECK-NEXT:          }
+// CHECK-NEXT:        }
+// CHECK-NEXT:      }
+// CHECK-NEXT:      for (int j = 0; j < 8; ++j) [[ACC]]_p[j] += [[ACC]]_p[j + 8];
+// CHECK:           [[ACC]] = int64_t([[ACC]]_p[0]);
+func.func @channel_sum(%x: !buffer.buffer<[2, 3, 64], i64>) -> !buffer.buffer<[3], i64> {
+  %s = buffer.alloc : !buffer.buffer<[3], i64>
+  loop.reduction sum [3] [2, 64] outs(%s : !buffer.buffer<[3], i64>) {
+  ^bb0(%i0: index, %r0: index, %r1: index):
+    %0 = loop.load %x[r0, i0, r1] : !buffer.buffer<[2, 3, 64], i64>
+    loop.yield %0 : i64
+  }
+  func.return %s : !buffer.buffer<[3], i64>
+}
+
+// A short static row (under two blocks) keeps one accumulator.
+
+// CHECK-LABEL: extern "C" int coil_cpp_p_2(float* buf0, float* buf1) {
+// CHECK:         float [[ACC:acc[0-9]+]] = 1;
+// CHECK-NEXT:    #pragma omp simd reduction(*:[[ACC]])
+// CHECK-NEXT:    for (int64_t r0 = 0; r0 < 40L; ++r0) {
+// CHECK-NOT:     _p[
+func.func @short_prod(%x: !buffer.buffer<[5, 40], f32>) -> !buffer.buffer<[5], f32> {
+  %p = buffer.alloc : !buffer.buffer<[5], f32>
+  loop.reduction prod [5] [40] outs(%p : !buffer.buffer<[5], f32>) {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %x[i0, r0] : !buffer.buffer<[5, 40], f32>
+    loop.yield %0 : f32
+  }
+  func.return %p : !buffer.buffer<[5], f32>
+}
+
+// Dividing by a value that is the same for the whole row (a member's scalar)
+// multiplies by its reciprocal; a division by a row element stays one; a
+// division of row-invariant values stays a division. The f16 store rounds
+// the truncf's float once.
+
+// CHECK-LABEL: extern "C" int coil_cpp_sum_n_o_3(_Float16* buf0, float* buf1, float* buf2) {
+// CHECK:         float [[ACC:acc[0-9]+]];
+// CHECK:         [[ACC]] = float([[ACC]]_p[0]);
+// CHECK:         #pragma omp simd
+// CHECK-NEXT:    for (int64_t r0 = 0; r0 < 128L; ++r0) {
+// CHECK:           const float [[A:v[0-9]+]] = ({{v[0-9]+}} * (1.0f / [[ACC]]));
+// CHECK:           const float [[B:v[0-9]+]] = ([[A]] / {{v[0-9]+}});
+// CHECK:           const float [[MAX:v[0-9]+]] = max_prop([[ACC]], {{v[0-9]+}});
+// CHECK-NEXT:      const float [[Q:v[0-9]+]] = ([[MAX]] / [[ACC]]);
+// CHECK-NEXT:      const float [[C:v[0-9]+]] = ([[B]] + [[Q]]);
+// CHECK-NEXT:      const float {{v[0-9]+}} = f16_round(float([[C]]));
+// CHECK-NEXT:      buf0[i0 * 128L + r0 * 1L] = _Float16(float([[C]]));
+func.func @normalize(%x: !buffer.buffer<[4, 128], f32>, %y: !buffer.buffer<[4, 128], f32>) -> !buffer.buffer<[4, 128], f16> {
+  %o = buffer.alloc : !buffer.buffer<[4, 128], f16>
+  loop.fused [4] [128] outs(%o : !buffer.buffer<[4, 128], f16>) {
+    %sum = loop.reduction sum [4] [128] : !loop.tensor<[4], f32> {
+    ^bb0(%i0: index, %r0: index):
+      %0 = loop.load %x[i0, r0] : !buffer.buffer<[4, 128], f32>
+      loop.yield %0 : f32
+    }
+    %n = loop.pointwise [4, 128] : !loop.tensor<[4, 128], f16> {
+    ^bb0(%i0: index, %i1: index):
+      %1 = loop.load %x[i0, i1] : !buffer.buffer<[4, 128], f32>
+      %2 = loop.load %sum[i0] : !loop.tensor<[4], f32>
+      %3 = arith.divf %1, %2 : f32
+      %4 = loop.load %y[i0, i1] : !buffer.buffer<[4, 128], f32>
+      %5 = arith.divf %3, %4 : f32
+      %c = arith.constant 1.0 : f32
+      %6 = arith.maximumf %2, %c : f32
+      %7 = arith.divf %6, %2 : f32
+      %8 = arith.addf %5, %7 : f32
+      %9 = arith.truncf %8 : f32 to f16
+      loop.yield %9 : f16
+    }
+    loop.yield %n : !loop.tensor<[4, 128], f16>
+  }
+  func.return %o : !buffer.buffer<[4, 128], f16>
+}
