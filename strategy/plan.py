@@ -479,7 +479,10 @@ ATOMIC_S = 50e-9
 ``atomic_add`` on one address: they serialize in L2). Chunks of one tile that
 finish in the same round of programs wait for each other: a bf16 column sum
 of 4096 x 768 in 64 chunks, one round of 768 programs, ran 12.9 us on an H200
-against 9.6 in 16 chunks (devlogs/6), with the same bytes and programs."""
+against 9.6 in 16 chunks (devlogs/6), with the same bytes and programs.
+Over devlogs/12's sweep 25 and 50 ns rank the grids alike, 100 ns loses four
+shapes (full means, a 3-row sum, the welford): an upper bound, to be measured
+on its own (a counter contended by N programs) on the next GPU run."""
 
 TIE = 0.02
 """Estimates this close are equal to the model (it ranks, it does not measure)."""
