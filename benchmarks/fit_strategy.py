@@ -21,6 +21,10 @@ estimates rank them:
    model's pick over the best). Shapes are reported in two groups, those the
    constants were fitted on (``FITTED``) and the rest (held out).
 
+3. ``registers``: each config's reduction kernels compiled for sm_``--arch``
+   (Triton and ptxas need no GPU), the model's register estimate against
+   what ptxas allocated (``cost.REGS_BASE``, ``REGS_PER_VALUE``).
+
     python benchmarks/fit_strategy.py collect --csv /work/devlogs/6/shape_sweep.csv
     python benchmarks/fit_strategy.py --csv /work/devlogs/6/shape_sweep.csv
 """
@@ -302,25 +306,49 @@ def collect(args) -> int:
 
 def config_seconds(rec: ConfigRecord, target) -> float:
     """The model's estimate of one config: its kernels one after another."""
-    from coil.strategy.cost import estimate
-    from coil.strategy.plan import pointwise_estimate, reduction_work
+    from coil.intmath import cdiv
+    from coil.strategy.cost import Work, estimate, program_seconds
+    from coil.strategy.plan import ATOMIC_S, hint, pointwise_estimate, reduction_work
+
+    def outputs(k: KernelRecord) -> int:
+        return max(1, hint(k.args[0].xnumel if k.kind == "reduction" else k.args[0]))
 
     total, launches = 0.0, 0
-    for k in kernels_run(rec):
+    kernels = kernels_run(rec)
+    waves = 1.0  # of the last stage 1
+    for n, k in enumerate(kernels):
+        if k.role == "stage1" and n + 1 < len(kernels) and kernels[n + 1].role == "finish":
+            # the chunks of a tile finishing in one round serialize on its counter
+            nsplit = outputs(k) / outputs(kernels[n + 1])
+            first = k.args[1] if k.kind == "reduction" else None
+            if first is not None:
+                work = replace(reduction_work(k.args[0], first), waits=2)
+                waves = estimate(work, target).waves
+            total += nsplit / max(1.0, math.ceil(waves - 1e-9)) * ATOMIC_S
         if k.kind == "reduction":
             shape, tile = k.args
             work = reduction_work(shape, tile)
             if k.role == "stage1":
                 work = replace(work, waits=2)
-            if k.role == "finish":  # run by the last program of each tile
-                total += 2 * target.dram_latency_s
+            if k.role == "finish":  # run by the last program of each tile, from L2
+                total += program_seconds(replace(work, cached=True), target)
                 continue
             total += estimate(work, target).seconds
         elif k.kind == "pointwise":
-            if k.role == "finish":
-                total += 2 * target.dram_latency_s
+            if k.role == "finish":  # one program of it, as above
+                numel, block, warps, nbytes, ops, eff = k.args[:6]
+                n = max(1, hint(numel))
+                work = Work(cdiv(n, block), warps, float(n * nbytes), 1, block, max(1, ops))
+                work = replace(work, cached=True)
+                total += program_seconds(work, target)
                 continue
-            total += pointwise_estimate(*k.args, target).seconds
+            if k.role == "stage1":  # publishes its tile: a fence and an atomic
+                numel, block, warps, nbytes, ops, eff = k.args[:6]
+                n = max(1, hint(numel))
+                work = Work(cdiv(n, block), warps, float(n * nbytes), 1, block, max(1, ops))
+                total += estimate(replace(work, efficiency=eff, waits=2), target).seconds
+            else:
+                total += pointwise_estimate(*k.args, target).seconds
         else:
             continue
         launches += 1
@@ -386,6 +414,100 @@ def fit(args) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------
+# registers: the model's register estimate against what ptxas allocates
+# ---------------------------------------------------------------------------
+
+
+def _ptxas_registers(compiled) -> int | None:
+    """Registers a thread of a compiled kernel uses (cuobjdump's resource usage)."""
+    import subprocess
+    import tempfile
+
+    import triton
+
+    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as fh:
+        fh.write(compiled.asm["cubin"])
+        fh.flush()
+        out = subprocess.run(
+            [str(tool), "--dump-resource-usage", fh.name], capture_output=True, text=True
+        ).stdout
+    m = re.search(r"REG:(\d+)", out)
+    return int(m.group(1)) if m else None
+
+
+def registers(args) -> int:
+    """Compile each shape of the CSV under each of its configs for ``--arch``
+    (Triton and ptxas run without a GPU) and print, per kernel, the model's
+    register estimate (``cost.registers``) against ptxas's count."""
+    from shape_sweep import label, pipeline, shapes
+
+    from coil.backend import _graph_pipeline, run_pipeline
+    from coil.frontend.decompositions import decomposition_table
+    from coil.frontend.fx_importer import import_graph
+    from coil.pipeline import PIPELINES
+    from coil.runtime.cpp_wrapper import compile_kernels
+    from coil.strategy.cost import registers as estimate_registers
+    from coil.strategy.plan import reduction_work
+    from coil.strategy.target import named, set_module_target
+    from coil.targets import triton as T
+    from coil.testing import on_device
+
+    measured = read_csv(Path(args.csv))
+    by_name = {s.name: s for s in shapes()}
+    errors = []
+    for name, configs in measured.items():
+        if args.names and not any(n in name for n in args.names):
+            continue
+        shape = by_name.get(name)
+        if shape is None:
+            continue
+        for lab in configs:
+            config = _config_of(lab)
+
+            class M(torch.nn.Module):
+                def forward(self, *xs):
+                    return shape.fn(*xs)
+
+            try:
+                with torch.no_grad():
+                    program = torch.export.export(
+                        M(), tuple(shape.make("cpu", False)), strict=False
+                    )
+                program = program.run_decompositions(dict(decomposition_table()))
+                module = on_device(import_graph(program.graph_module))
+                set_module_target(module, named(args.target))
+                p = PIPELINES["default"] if config is None else pipeline(config)
+                rec = _Recorder()
+                with rec.patched():
+                    run_pipeline(module, _graph_pipeline(p, True, False, True))
+                source = T.header(module) + "\n\n" + T.emit_kernels(module)
+                compiled = compile_kernels(module, source, args.arch)
+            except Exception as e:  # a config the builder refuses
+                print(f"{name} | {label(config)}: {type(e).__name__}: {str(e)[:120]}")
+                continue
+            kernels = kernels_run(ConfigRecord(name, lab, rec.kernels))
+            for k, kern in enumerate(kernels):
+                # A merged finish names the launch; its first stage is the kernel.
+                built = kern.name
+                if kern.role == "stage1" and k + 1 < len(kernels):
+                    built = kernels[k + 1].name
+                if kern.kind != "reduction" or kern.role == "finish" or built not in compiled:
+                    continue
+                real = _ptxas_registers(compiled[built])
+                work = reduction_work(*kern.args)
+                est = estimate_registers(work, 32 * work.warps)
+                if real:
+                    errors.append(math.log(est / real))
+                print(f"{name} | {lab} | {kern.args[1]}: model {est}, ptxas {real}", flush=True)
+    if errors:
+        rms = math.sqrt(sum(e * e for e in errors) / len(errors))
+        bias = sum(errors) / len(errors)
+        print(f"{len(errors)} kernels: rms log error {rms:.2f}, mean log(model/ptxas) {bias:.2f}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -396,11 +518,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", default="h200", help="the device the CSV was measured on")
     parser.add_argument("--fresh", action="store_true", help="collect again what is cached")
     parser.add_argument("-v", "--verbose", action="store_true", help="every config's numbers")
+    parser.add_argument("--arch", type=int, default=90, help="registers: the compute capability")
     args = parser.parse_args(argv)
     args.mode = "fit"
-    if args.names and args.names[0] in ("fit", "collect"):
+    if args.names and args.names[0] in ("fit", "collect", "registers"):
         args.mode, args.names = args.names[0], args.names[1:]
-    return collect(args) if args.mode == "collect" else fit(args)
+    modes = {"collect": collect, "registers": registers, "fit": fit}
+    return modes[args.mode](args)
 
 
 if __name__ == "__main__":

@@ -395,10 +395,20 @@ def held_out() -> list[Shape]:
 
 # Alternatives to coil's own choice, per kind of shape: options of
 # loop-split-reduction (split: 1 never, N forced chunks) and of
-# convert-loop-to-tt; each applies to every kernel of the graph.
+# convert-loop-to-tt; each applies to every kernel of the graph. Outer
+# reductions also force 32 and 64 chunks: the refit on devlogs/12 plans
+# 16-128 chunks for them by what a chunk's finish and counter cost against
+# the rounds of programs it saves, and those counts were between the grid's.
 GRIDS: dict[str, list[dict]] = {
     "inner": [dict(split=1), dict(split=16), dict(split=128), dict(rblock=1024)],
-    "outer": [dict(split=1), dict(split=16), dict(split=128), dict(xblock=64)],
+    "outer": [
+        dict(split=1),
+        dict(split=16),
+        dict(split=32),
+        dict(split=64),
+        dict(split=128),
+        dict(xblock=64),
+    ],
     "rows": [dict(xblock=1), dict(persistent_threshold=0)],
     "pointwise": [dict(xblock=512), dict(num_warps=8)],
     "tile2d": [dict(tile2d="off"), dict(yblock=64, xblock=64)],

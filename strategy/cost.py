@@ -21,6 +21,10 @@ latency roof):
 The estimate is a soft maximum of the three (``SOFTNESS``): a kernel with just
 enough loads in flight for the bandwidth does not reach it.
 
+A split's finish, run by the last program of each tile in the same launch,
+adds one program of the finish (``program_seconds``), its loads of the
+partials hitting L2 (``L2_LATENCY``): more chunks cost a longer finish.
+
 Launches add the target's ``launch_s`` each, where a plan compares different
 numbers of launches (a split reduction against one kernel).
 
@@ -57,20 +61,27 @@ bytes take at least this long, so few programs cannot reach the bandwidth."""
 SOFTNESS = 2
 """The exponent of the soft maximum of the bounds (equal bounds cost 1.41x either)."""
 
-REGS_BASE = 32
+REGS_BASE = 24
 """Registers a thread holds besides its points' values (indices, addresses)."""
 
-REGS_PER_VALUE = 2
-"""Registers per value a thread keeps alive (a value and its address)."""
+REGS_PER_VALUE = 1
+"""Registers per value a thread keeps alive. With REGS_BASE, fitted to what
+ptxas allocates (``benchmarks/fit_strategy.py registers``: every kernel of
+the shape sweep's grids, 280 reductions and pointwise kernels compiled for
+sm_90 by Triton 3.6 without a GPU): 24 + 1 a value is within 0.32 (rms) of
+the log of the registers ptxas gave, where the former 32 + 2 a value
+overestimated them 1.7x on average (a welford over [64, 8] tiles: 56
+estimated, 38-40 allocated), so programs of a split's many chunks were
+planned at 9 a multiprocessor where 12 fit."""
 
 STEP_LATENCY = 0.5
-"""Load latencies a looped step waits after the first. Fitted
-(benchmarks/fit_strategy.py) on the first shape sweep (devlogs/6, H200, 31
-shapes, every grid config): the long loops of few programs (never-split
-``x.mean()`` of 32768 x 2048, ``x.sum(0)`` of 32768 x 2048 f32 and 4096 x
-768 bf16, ``softmax(x, 0)``, a channels-last mean over 130 x 130) ran 1.3-4.4x
-faster than a full latency a step; 0.5 ranks the grids best (0.35 and 0.25
-rank them alike with a larger error)."""
+"""Load latencies a *pipelined* looped step waits after the first (a loop
+ptxas unrolls, issuing later steps' loads ahead: ``Work.pipelined``; other
+loops wait a whole latency a step). Fitted (benchmarks/fit_strategy.py) on
+the shape sweeps of devlogs/6 and devlogs/12 (H200): unmasked column sums of
+32768 x 2048 f32 ran 0.36 latencies a step, while the masked channels-last
+means and the welford over 32768 rows, whose loops the SASS shows one step an
+iteration, ran 0.8-1.2; 0.5 and 0.3 rank the grids alike."""
 
 TAIL = True
 """A partial last round of programs costs a whole program's time (the SMs
@@ -78,6 +89,11 @@ that run it wait for their loads as long as a full round's). Fitted with
 STEP_LATENCY on the same sweep: without it a 1.1-wave grid (1792 programs of a
 channels-last mean, 27.6 us) ranked before a 0.6-wave one (896 programs,
 11.1 us)."""
+
+L2_LATENCY = 0.4
+"""A load that hits L2 waits this share of one that goes to DRAM (public
+pointer-chase microbenchmarks of Hopper and Ampere put an L2 hit at 200-270 ns
+against 450-600 ns to DRAM)."""
 
 STORE_WAIT = 1.0
 """Load latencies a program waits at its end (its stores drain)."""
@@ -104,6 +120,14 @@ class Work:
     waits: int = 0
     """Further round trips to memory a program waits for (a split's finish: a
     fence and an atomic on its tile's counter)."""
+    cached: bool = False
+    """Its loads hit L2 (a split's partials, just written by the same launch's
+    other programs): they wait ``L2_LATENCY`` of a DRAM load's latency."""
+    pipelined: bool = True
+    """Whether a looped program's next steps' loads issue before this step's
+    arithmetic ends (ptxas unrolls the loop and hoists them: ``STEP_LATENCY``);
+    otherwise each step waits a whole load latency (``reduction_work`` says
+    which loops are which)."""
 
 
 @dataclass(frozen=True)
@@ -152,6 +176,30 @@ def registers(work: Work, threads: int) -> int:
     return min(255, REGS_BASE + REGS_PER_VALUE * per_thread * max(1, work.live))
 
 
+def program_seconds(work: Work, target: Target) -> float:
+    """One program of ``work`` alone: its share of the bytes through its SM's
+    load path, the first load's latency, each next looped step's
+    (``STEP_LATENCY``), its arithmetic and reduction trees, and the store's and
+    any further waits. The latency bound of a launch is this times its rounds;
+    a split's finish run by the last program of each tile (``split-finish``)
+    adds this of the finish's program to the launch."""
+    warps = max(1, work.warps)
+    clock = target.clock_hz
+    step_instr = work.step_points / target.warp_size * max(1, work.point_ops)
+    step_compute = step_instr / warps * CYCLES_PER_INSTRUCTION / clock
+    own_bytes = work.bytes / max(1, work.programs) / (SM_BYTES_PER_CYCLE * clock)
+    step_wait = STEP_LATENCY if work.pipelined else 1.0
+    load = target.dram_latency_s * (L2_LATENCY if work.cached else 1.0)
+    return (
+        own_bytes
+        + load  # the first load
+        + (work.steps - 1) * step_wait * load  # the loop's next ones
+        + work.steps * step_compute
+        + work.reductions * TREE_CYCLES / clock
+        + (STORE_WAIT + work.waits) * target.dram_latency_s  # the store, more waits
+    )
+
+
 def estimate(work: Work, target: Target, launches: int = 1) -> Estimate:
     """Seconds one launch of ``work`` takes on ``target`` (see the module docstring);
     ``launches`` > 1 counts that many launches' fixed cost (the caller's work is
@@ -172,16 +220,7 @@ def estimate(work: Work, target: Target, launches: int = 1) -> Estimate:
     rounds = max(1.0, math.ceil(waves - 1e-9) if TAIL else waves)
     clock = target.clock_hz
     step_instr = work.step_points / target.warp_size * max(1, work.point_ops)
-    step_compute = step_instr / warps * CYCLES_PER_INSTRUCTION / clock
-    own_bytes = work.bytes / programs / (SM_BYTES_PER_CYCLE * clock)
-    one = (
-        own_bytes
-        + target.dram_latency_s  # the first load
-        + (work.steps - 1) * STEP_LATENCY * target.dram_latency_s  # the loop's next ones
-        + work.steps * step_compute
-        + work.reductions * TREE_CYCLES / clock
-        + (STORE_WAIT + work.waits) * target.dram_latency_s  # the store, more waits
-    )
+    one = program_seconds(work, target)
     latency = rounds * one
     rate = target.dram_bytes_per_s * DRAM_EFFICIENCY * max(work.efficiency, 1e-3)
     bandwidth = work.bytes / rate
@@ -197,6 +236,17 @@ def estimate(work: Work, target: Target, launches: int = 1) -> Estimate:
     return Estimate(
         work.bytes, seconds, programs, resident, min(1.0, occupancy), waves, bound, launches
     )
+
+
+def ops_per_byte(target: Target) -> float:
+    """Arithmetic ops (one a lane) ``target`` runs in the time its DRAM moves
+    one byte: the SMs' issue rate (four warp schedulers an SM, as the
+    ``compute`` bound above) over the bandwidth a streaming kernel reaches.
+    About 11 on an H100 or an A100, 7.7 on an H200 (the same SMs, 1.4x the
+    bandwidth). ``loop-inline`` weighs arithmetic wasted on masked-off lanes
+    against the store and load it would save with it."""
+    lanes = target.num_sms * 4 * target.warp_size * target.clock_hz
+    return lanes / (target.dram_bytes_per_s * DRAM_EFFICIENCY)
 
 
 SECTOR = 32
@@ -217,4 +267,13 @@ def sector_efficiency(run_bytes: float) -> float:
     return max(1e-3, min(1.0, run_bytes / SECTOR)) * partial_line
 
 
-__all__ = ["DRAM_EFFICIENCY", "MARGIN", "Estimate", "Work", "estimate", "sector_efficiency"]
+__all__ = [
+    "DRAM_EFFICIENCY",
+    "MARGIN",
+    "Estimate",
+    "Work",
+    "estimate",
+    "ops_per_byte",
+    "program_seconds",
+    "sector_efficiency",
+]

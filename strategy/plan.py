@@ -25,6 +25,7 @@ by the same :func:`reduction_tile` the back end uses, so the split pass and
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 import sympy
@@ -33,7 +34,14 @@ from coil.dialects.symbolic import torch_sympy
 from coil.intmath import cdiv, next_pow2
 from coil.strategy import hints
 from coil.strategy.access import ReductionAccess
-from coil.strategy.cost import MARGIN, Estimate, Work, estimate, sector_efficiency
+from coil.strategy.cost import (
+    MARGIN,
+    Estimate,
+    Work,
+    estimate,
+    program_seconds,
+    sector_efficiency,
+)
 from coil.strategy.target import Target
 
 OUTER_PERSISTENT = 64
@@ -152,7 +160,26 @@ def reduction_work(shape: ReductionShape, tile: ReductionTile | tuple) -> Work:
         reductions=shape.reductions,
         efficiency=efficiency,
         live=shape.accumulators + (1 if persistent and shape.point_out_bytes else 0),
+        pipelined=pipelined_loop(shape, rblock),
     )
+
+
+def pipelined_loop(shape: ReductionShape, rblock: int) -> bool:
+    """Whether ptxas runs a looped row's next loads ahead of its arithmetic: it
+    unrolls a loop over whole RBLOCKs (no ``rmask``) that accumulates one value
+    a lane, and then issues several steps' loads at once. A masked loop or one
+    carrying several accumulators (welford's three, an arg reduction's two,
+    an online softmax's max and sum) stays one step an iteration, each waiting
+    its load. Read from the SASS of the shape sweep's kernels (sm_90, Triton
+    3.6: the loop body's LDG count against a step's): unmasked sums over dim 0
+    of 32768 x 2048 f32 hold 9-10 steps' loads an iteration, masked means of
+    channels-last 65 x 65 and 130 x 130 planes, a welford over 32768 rows, an
+    argmax and a column softmax's max-and-sum one; the unrolled loops' steps
+    measured 0.36 of a load latency, the others 0.8-1.2 (benchmarks/
+    fit_strategy.py on devlogs/12's H200 sweep)."""
+    r = sympy.sympify(shape.rnumel)
+    unmasked = r.is_Integer and int(r) > 0 and int(r) % max(1, rblock) == 0
+    return unmasked and shape.accumulators == 1 and shape.phases == 1
 
 
 def outer_candidates(xnumel: sympy.Expr, rnumel: sympy.Expr, sector: int) -> list[tuple[int, int]]:
@@ -413,25 +440,49 @@ def split_estimate(
     if one_launch:  # each program then publishes its partials: a fence and an atomic
         work = replace(reduction_work(stage1, t1), waits=2)
         t1 = replace(t1, estimate=estimate(work, target))
+    # The partials are stored [nsplit, outputs] (the split's stage-1 ranges),
+    # outputs contiguous: with several outputs the finish reads them as an
+    # outer reduction (the back end's vote on that layout), a full
+    # reduction's as one contiguous row.
+    many = hint(shape.xnumel) > 1
     partial = replace(
         shape.access,
-        axis="inner",
-        inner_bytes=acc_bytes,
-        outer_bytes=0,
+        axis="outer" if many else "inner",
+        inner_bytes=0 if many else acc_bytes,
+        outer_bytes=acc_bytes if many else 0,
         strided_bytes=0,
         row_bytes=0,
-        rows_contiguous=True,
+        sector=4,
+        rows_contiguous=not many,
         reused_bytes=0,
     )
     stage2 = ReductionShape(
         shape.xnumel, sympy.Integer(nsplit), partial, 1, shape.accumulators, shape.out_bytes
     )
     t2 = reduction_tile(stage2, target, persistent_threshold=persistent_threshold)
-    if one_launch:  # the last program of each tile finishes: an atomic and its reads
-        extra = replace(t2.estimate, seconds=2 * target.dram_latency_s, launches=0)
+    if one_launch:
+        # The last program of each tile finishes after the others: the launch
+        # takes one program of the finish more (its loads of the tile's
+        # partials, a looped walk where there are many chunks).
+        finish = program_seconds(replace(reduction_work(stage2, t2), cached=True), target)
+        # The chunks of a tile that finish in the same round increment its
+        # counter one after another (same-address atomics serialize in L2).
+        together = nsplit / max(1.0, math.ceil(t1.estimate.waves - 1e-9))
+        finish += together * ATOMIC_S
+        extra = replace(t2.estimate, seconds=finish, launches=0)
         return t1.estimate.plus(extra)
     return t1.estimate.plus(replace(t2.estimate, seconds=t2.estimate.seconds + target.launch_s))
 
+
+ATOMIC_S = 50e-9
+"""Seconds one of a tile's chunks holds its counter (an acquire-release
+``atomic_add`` on one address: they serialize in L2). Chunks of one tile that
+finish in the same round of programs wait for each other: a bf16 column sum
+of 4096 x 768 in 64 chunks, one round of 768 programs, ran 12.9 us on an H200
+against 9.6 in 16 chunks (devlogs/6), with the same bytes and programs.
+Over devlogs/12's sweep 25 and 50 ns rank the grids alike, 100 ns loses four
+shapes (full means, a 3-row sum, the welford): an upper bound, to be measured
+on its own (a counter contended by N programs) on the next GPU run."""
 
 TIE = 0.02
 """Estimates this close are equal to the model (it ranks, it does not measure)."""

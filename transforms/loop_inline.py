@@ -44,7 +44,9 @@ from coil.dialects import loop as L
 from coil.intmath import prod
 from coil.strategy import gemm as G
 from coil.strategy.access import element_bytes
+from coil.strategy.cost import ops_per_byte
 from coil.strategy.hints import with_size_hints
+from coil.strategy.target import TARGETS, Target, module_target
 from coil.transforms.extern_effects import extern_mutated_operands
 from coil.transforms.loop_cost import (
     body_size,
@@ -78,14 +80,17 @@ _TRAPPING = (
 
 
 _MAX_ROUNDS = 4
-
-OPS_PER_BYTE = 10
-"""Arithmetic ops a GPU runs in the time it moves one byte (H100/H200: ~60
-TFLOP/s of f32 FMAs over ~3.4-4.8 TB/s is 12-18; lower, as index math's
-divisions cost several instructions): what recomputing on masked-off lanes
-may spend per byte of the store and load it saves."""
 """Rounds of producer decisions at most (each after the first only revisits what
 the one before merged; two suffice for torch's decompositions seen so far)."""
+
+
+def module_target_of(block: Block) -> Target:
+    """The target of the module holding ``block`` (``coil.target``), the
+    interpreter's where the block is in no module."""
+    op = block.parent_op()
+    while op is not None and not isinstance(op, builtin.ModuleOp):
+        op = op.parent_op()
+    return module_target(op) if op is not None else TARGETS["cpu-interpreter"]
 
 
 def _indirect_symbols(expr: sympy.Expr) -> set[sympy.Symbol]:
@@ -331,14 +336,16 @@ class LoopInlinePass(ModulePass):
 
     @with_size_hints
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        target = module_target(op)
         for block in function_blocks(op):
-            _Inliner(self, block).run()
+            _Inliner(self, block, target).run()
 
 
 class _Inliner:
-    def __init__(self, options: LoopInlinePass, block: Block):
+    def __init__(self, options: LoopInlinePass, block: Block, target: Target | None = None):
         self.options = options
         self.block = block
+        self.target = target if target is not None else module_target_of(block)
 
     def run(self) -> None:
         # Views first, readers before what they view, so chains collapse and every
@@ -454,7 +461,9 @@ class _Inliner:
         """Whether inlined, ``producer``'s arithmetic on its readers' masked-off
         lanes (a concatenation evaluates every branch per element) would cost
         more than storing it and loading it back: the ops wasted per element
-        against ``OPS_PER_BYTE`` times the bytes a store and a load move. One
+        against what the target computes while its DRAM moves the bytes of a
+        store and a load (``cost.ops_per_byte``: the bandwidth per issue rate
+        read from the device or its description, ``coil.target``). One
         upsample beside a plain input (half the lanes wasted) is computed in
         the concatenation; four upsamples of Segformer's decode head (three
         quarters wasted, bf16) are stored."""
@@ -463,7 +472,8 @@ class _Inliner:
         if extra <= 0 or compute_ops(producer.body.block) <= self.options.max_cost:
             return False
         wasted = extra * compute_ops(producer.body.block) / count
-        return wasted > OPS_PER_BYTE * 2 * element_bytes(producer.res[0].type.element_type)
+        per_byte = ops_per_byte(self.target)
+        return wasted > per_byte * 2 * element_bytes(producer.res[0].type.element_type)
 
     def _pays(self, producer: L.PointwiseOp, loads: list[L.LoadOp]) -> bool:
         """Whether recomputing ``producer`` at each of ``loads`` beats storing it."""

@@ -27,8 +27,8 @@ of the row (from cache: each program reads the same ``K`` elements) and
 output reads anyway; a launch, a write and a read of the row are saved. Only
 where it pays: ``S`` has one output row (a batch-1 row), ``R`` has more than
 one output and reads at most ``max-read-bytes`` (a small matrix, whose time
-is close to a launch's), and ``P`` and ``S`` are small bodies
-(``max-body-ops``).
+is at most a launch's on the target: :func:`prologue_read_bytes`), and
+``P`` and ``S`` are small bodies (``max-body-ops``).
 
 Input: the loop level after ``loop-inline`` (top-level value-semantic nests).
 Output: the same level; ``P`` and ``S`` are erased when nothing else reads
@@ -48,7 +48,9 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from coil.dialects import loop as L
 from coil.dialects.symbolic import ShapeAttr
+from coil.strategy.cost import DRAM_EFFICIENCY
 from coil.strategy.hints import with_size_hints
+from coil.strategy.target import Target, module_target
 from coil.transforms.loop_cost import body_size, domain, estimate, external_sources, read_bytes
 from coil.transforms.loop_inline import LoopInlinePass, _Inliner
 from coil.transforms.loop_utils import ancestor_in, function_blocks, substitute_in_body
@@ -118,6 +120,15 @@ def _spread(stat: L.ReductionOp, ranges, before: Operation) -> L.ReductionOp:
     return spread
 
 
+def prologue_read_bytes(target: Target) -> float:
+    """The most bytes a product may read and still take a norm prologue on
+    ``target``: what its DRAM streams in one launch's time (``launch_s`` at
+    the bandwidth a streaming kernel reaches). The prologue's re-reads of the
+    row cost about one more pass of requests over the matrix, and save a
+    launch: 6.0 MB on an H100, 8.6 on an H200, 3.6 on an A100."""
+    return target.launch_s * target.dram_bytes_per_s * DRAM_EFFICIENCY
+
+
 @dataclass(frozen=True)
 class LoopMatvecProloguePass(ModulePass):
     """Row normalizations recomputed in the products that read them (module doc)."""
@@ -128,29 +139,33 @@ class LoopMatvecProloguePass(ModulePass):
     """The most ops the normalization (its pointwise part and its reductions)
     may hold to be recomputed in each product."""
 
-    max_read_bytes: int = 4194304  # 4 MiB
-    """The most bytes the product may read (its matrix) to take the prologue.
-    Every program of the product reads the row again for its statistics, a
-    read per matrix row it owns at the kernel plan's 1-4 rows a program: from
+    max_read_bytes: int = -1
+    """The most bytes the product may read (its matrix) to take the prologue;
+    -1: the target's (:func:`prologue_read_bytes`), 0: no limit. Every
+    program of the product reads the row again for its statistics, a read
+    per matrix row it owns at the kernel plan's 1-4 rows a program: from
     cache, but as many requests as the matrix's own. That pays only where the
-    launch saved (2-3 us in a CUDA graph) outweighs them: q/k/v of a 1024-wide
-    layer (3 MB) does; for an MLP's 11.5 MB or a 65 MB output head coil's cost
-    model estimates the fused kernel at twice the separate ones' time
-    (``fx-opt --device h100 --print-kernel-plans``), unmeasured on a GPU yet."""
+    launch saved outweighs them: q/k/v of a 1024-wide layer (3 MB) does; for
+    an MLP's 11.5 MB or a 65 MB output head coil's cost model estimates the
+    fused kernel at twice the separate ones' time (``fx-opt --device h100
+    --print-kernel-plans``), unmeasured on a GPU yet."""
 
     @with_size_hints
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        limit = self.max_read_bytes
+        if limit < 0:
+            limit = prologue_read_bytes(module_target(op))
         for block in function_blocks(op):
             for nest in [o for o in block.ops if isinstance(o, L.ReductionOp)]:
                 if nest.parent is block and not nest.is_bufferized:
-                    self._rewrite(block, nest)
+                    self._rewrite(block, nest, limit)
 
-    def _rewrite(self, block: Block, red: L.ReductionOp) -> None:
+    def _rewrite(self, block: Block, red: L.ReductionOp, limit: float) -> None:
         ranges = red.ranges.data
         if _numel_one(ranges):
             return
         reads = estimate(read_bytes(external_sources(red), domain(red)))
-        if self.max_read_bytes and reads > self.max_read_bytes:
+        if limit and reads > limit:
             return
         outer = L.index_symbols(len(ranges))
         moving = [s for s, n in zip(outer, ranges) if n != 1]  # size-1 ranges are 0

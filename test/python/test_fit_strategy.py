@@ -26,10 +26,14 @@ def test_records_estimate_each_config_and_rank_them(tmp_path, capsys):
     shape = _column_sum()
     split = FS.compile_records(shape, None, "h200")
     assert not split.error
-    # The model splits 4096 rows of 96 columns: stage 1 (built twice, its
-    # finish not merged in) and stage 2, two launches.
+    # The model splits 4096 rows of 96 columns in 16 chunks: stage 1 and its
+    # finish (a window of 16 partials, unrolled) run by the last program of
+    # each tile.
     kernels = FS.kernels_run(split)
-    assert [k.kind for k in kernels] == ["reduction", "reduction"]
+    assert [(k.kind, k.role) for k in kernels] == [
+        ("reduction", "stage1"),
+        ("pointwise", "finish"),
+    ]
     assert len({k.name for k in kernels}) == 2
     target = FS.named_target("h200")
     one = FS.config_seconds(split, target)

@@ -4,12 +4,12 @@
 // The split decision is the strategy's estimate for the device named
 // (strategy/plan.py): 32 rows of 65536 f32 run one looped row a program,
 // 32 programs for 132 SMs (H100) or 108 (A100), latency-bound. Both split;
-// the H100, with more SMs and 1.7x the bandwidth, takes more chunks (32 of
-// 2048: 1024 programs) than the A100 (8 of 8192), whose longer chunks keep
-// its fewer SMs' programs busy at a lower cost of partials.
-// H100: loop-split-reduction: %s [32] x [65536], inner: split into 32 chunks of 2048: {{.*}} us in two stages against {{.*}} us unsplit
-// H100: loop.reduction sum [32, 32] [2048]
-// H100: loop.reduction sum [32] [32]
+// the H100, with more SMs and 1.7x the bandwidth, takes more chunks (16 of
+// 4096: 512 programs of one persistent row) than the A100 (8 of 8192), whose
+// fewer SMs hold 512 such programs in two rounds, not one.
+// H100: loop-split-reduction: %s [32] x [65536], inner: split into 16 chunks of 4096: {{.*}} us in two stages against {{.*}} us unsplit
+// H100: loop.reduction sum [16, 32] [4096]
+// H100: loop.reduction sum [32] [16]
 // A100: loop-split-reduction: %s [32] x [65536], inner: split into 8 chunks of 8192: {{.*}} us in two stages against {{.*}} us unsplit
 // A100: loop.reduction sum [8, 32] [8192]
 // A100: loop.reduction sum [32] [8]

@@ -31,15 +31,15 @@ func.func @full(%x: !buffer.buffer<[32768, 2048], f32>) -> !loop.tensor<[], f32>
 
 // x.sum(0) of a tall row-major matrix (an outer reduction: the loads' last
 // index is i0): its 2048 outputs alone run in too few programs, each walking
-// 32768 rows (latency-bound); split, 64 chunks of 512 rows (the strategy's
-// estimate: 98.1 us on an H100 against 204 unsplit; 256 rows are within
-// 2 %, where the fewest chunks win: on an H200 this sum ran 73.5 us in 128
-// chunks and 73.6 in 64, 98.1 in 16); stage 1's split index leads, so its
-// rows are consecutive columns.
+// 32768 rows (latency-bound); split, 32 chunks of 1024 rows (the strategy's
+// estimate: 94.8 us on an H100 against 204 unsplit; bandwidth-bound, 64 and
+// 128 chunks within 3 %, their finishes longer: on an H200 this sum ran
+// 72.6-74.6 us in 16, 64 and 128 chunks, devlogs/12); stage 1's split index
+// leads, so its rows are consecutive columns.
 // CHECK-LABEL: func.func @column
-// CHECK:      %[[P:.*]] = loop.reduction sum [64, 2048] [512] : !loop.tensor<[64, 2048], f32> {
-// CHECK:        loop.load %x[512*i0 + r0, i1]
-// CHECK:      %[[S:.*]] = loop.reduction sum [2048] [64] : !loop.tensor<[2048], f32> {
+// CHECK:      %[[P:.*]] = loop.reduction sum [32, 2048] [1024] : !loop.tensor<[32, 2048], f32> {
+// CHECK:        loop.load %x[1024*i0 + r0, i1]
+// CHECK:      %[[S:.*]] = loop.reduction sum [2048] [32] : !loop.tensor<[2048], f32> {
 // CHECK:        loop.load %[[P]][r0, i0]
 // CHECK:      func.return %[[S]]
 func.func @column(%x: !buffer.buffer<[32768, 2048], f32>) -> !loop.tensor<[2048], f32> {
@@ -56,8 +56,8 @@ func.func @column(%x: !buffer.buffer<[32768, 2048], f32>) -> !loop.tensor<[2048]
 // x.sum(1) of a column-major input is a column reduction too (the unit-stride
 // dimension is indexed by i0), split as @column is.
 // CHECK-LABEL: func.func @column_major
-// CHECK:      loop.reduction sum [64, 2048] [512]
-// CHECK:        loop.load %x[i1, 512*i0 + r0]
+// CHECK:      loop.reduction sum [32, 2048] [1024]
+// CHECK:        loop.load %x[i1, 1024*i0 + r0]
 func.func @column_major(%x: !buffer.buffer<[2048, 32768], f32, strides [1, 2048]>) -> !loop.tensor<[2048], f32> {
   %s = loop.reduction sum [2048] [32768] : !loop.tensor<[2048], f32> {
   ^bb0(%i0: index, %r0: index):
@@ -222,15 +222,16 @@ func.func @dynamic(%x: !buffer.buffer<[s0], f32>, %y: !buffer.buffer<[s1, 8192],
 
 // A layer norm's weight gradient: 768 columns summed over 4096 rows. The
 // column tile of convert-loop-to-tt (8 columns a program) would run 96
-// programs of 4096 rows each, latency-bound: 32 chunks of 128 rows (on an
-// H100 the estimate is 7.2 us against 22.5 unsplit; 64-row chunks, the
-// choice before the model's fit on the first shape sweep, cost a partial
-// second round of programs, and on an H200 the bf16 4096 x 768 column sum
-// ran 12.9 us in 64 chunks against 9.6 in 16), then the 32 partials.
+// programs of 4096 rows each, latency-bound: 16 chunks of 256 rows (on an
+// H100 the estimate is 8.4 us against 22.5 unsplit), then the 16 partials.
+// More chunks finish in the same round of programs and wait on their tile's
+// counter (plan.ATOMIC_S): on an H200 the bf16 4096 x 768 column sum ran
+// 12.9 us in 64 chunks against 9.6 in 16 (devlogs/6), 9.7-10.2 in 16 and 32
+// (devlogs/12).
 // CHECK-LABEL: func.func @column_sum
-// CHECK:      %[[P:.*]] = loop.reduction sum [32, 768] [128]
-// CHECK:        loop.load %x[128*i0 + r0, i1]
-// CHECK:      loop.reduction sum [768] [32]
+// CHECK:      %[[P:.*]] = loop.reduction sum [16, 768] [256]
+// CHECK:        loop.load %x[256*i0 + r0, i1]
+// CHECK:      loop.reduction sum [768] [16]
 func.func @column_sum(%x: !buffer.buffer<[4096, 768], f32>) -> !loop.tensor<[768], f32> {
   %s = loop.reduction sum [768] [4096] : !loop.tensor<[768], f32> {
   ^bb0(%i0: index, %r0: index):
@@ -248,14 +249,14 @@ func.func @column_sum(%x: !buffer.buffer<[4096, 768], f32>) -> !loop.tensor<[768
 // stage 2 rescales each chunk's sum to the overall max, 0 for a -inf chunk
 // below a finite overall max (under a -inf one eager's terms are NaN too).
 // CHECK-LABEL: func.func @softmax_denominator
-// CHECK:      %[[MP:.*]] = loop.reduction max [16, 4096] [512]
-// CHECK:      %[[M:.*]] = loop.reduction max [4096] [16]
-// CHECK:      %[[SP:.*]] = loop.reduction sum [16, 4096] [512]
+// CHECK:      %[[MP:.*]] = loop.reduction max [32, 4096] [256]
+// CHECK:      %[[M:.*]] = loop.reduction max [4096] [32]
+// CHECK:      %[[SP:.*]] = loop.reduction sum [32, 4096] [256]
 // CHECK:        %[[X:.*]] = arith.extf
 // CHECK:        %[[CM:.*]] = loop.load %[[MP]][i0, i1]
 // CHECK:        %[[D:.*]] = arith.subf %[[X]], %[[CM]]
 // CHECK:        math.exp %[[D]]
-// CHECK:      %[[S:.*]] = loop.reduction sum [4096] [16]
+// CHECK:      %[[S:.*]] = loop.reduction sum [4096] [32]
 // CHECK:        %[[PS:.*]] = loop.load %[[SP]][r0, i0]
 // CHECK:        %[[PM:.*]] = loop.load %[[MP]][r0, i0]
 // CHECK:        %[[TOP:.*]] = loop.load %[[M]][i0]
@@ -291,8 +292,8 @@ func.func @softmax_denominator(%x: !buffer.buffer<[8192, 4096], bf16>) -> (!loop
 // exp(2x - M) is no softmax denominator (2x may exceed a chunk's max, and
 // exp would overflow against it): its split waits for the overall max.
 // CHECK-LABEL: func.func @not_a_denominator
-// CHECK:      %[[M:.*]] = loop.reduction max [4096] [8]
-// CHECK:      loop.reduction sum [8, 4096] [1024]
+// CHECK:      %[[M:.*]] = loop.reduction max [4096] [16]
+// CHECK:      loop.reduction sum [16, 4096] [512]
 // CHECK:        loop.load %[[M]][i1]
 func.func @not_a_denominator(%x: !buffer.buffer<[8192, 4096], f32>) -> (!loop.tensor<[4096], f32>, !loop.tensor<[4096], f32>) {
   %m = loop.reduction max [4096] [8192] : !loop.tensor<[4096], f32> {
@@ -318,13 +319,13 @@ func.func @not_a_denominator(%x: !buffer.buffer<[8192, 4096], f32>) -> (!loop.te
 // (keepdim) while the sum is [512]: split online as well; stage 1 applies the
 // same select to its chunk's max, stage 2 rescales by exp(g(m) - g(M)).
 // CHECK-LABEL: func.func @logsumexp_denominator
-// CHECK:      %[[MP:.*]] = loop.reduction max [64, 1, 512] [128]
-// CHECK:      %[[M:.*]] = loop.reduction max [1, 512] [64]
-// CHECK:      loop.reduction sum [64, 512] [128]
+// CHECK:      %[[MP:.*]] = loop.reduction max [16, 1, 512] [512]
+// CHECK:      %[[M:.*]] = loop.reduction max [1, 512] [16]
+// CHECK:      loop.reduction sum [16, 512] [512]
 // CHECK:        %[[CM:.*]] = loop.load %[[MP]][i0, 0, i1]
 // CHECK:        math.absf %[[CM]]
 // CHECK-NOT:    loop.load %[[M]][0, i1]
-// CHECK:      loop.reduction sum [512] [64]
+// CHECK:      loop.reduction sum [512] [16]
 // CHECK:        loop.load %[[MP]][r0, 0, i0]
 // CHECK:        loop.load %[[M]][0, i0]
 func.func @logsumexp_denominator(%x: !buffer.buffer<[8192, 512], f32>) -> !loop.tensor<[512], f32> {
@@ -356,13 +357,13 @@ func.func @logsumexp_denominator(%x: !buffer.buffer<[8192, 512], f32>) -> !loop.
 // CSE leaves it after loop-inline puts the guard into the sum): split online
 // too, the chunk's max replacing that load.
 // CHECK-LABEL: func.func @logsumexp_denominator_one_load
-// CHECK:      %[[MP:.*]] = loop.reduction max [64, 1, 512] [128]
-// CHECK:      %[[M:.*]] = loop.reduction max [1, 512] [64]
-// CHECK:      loop.reduction sum [64, 512] [128]
+// CHECK:      %[[MP:.*]] = loop.reduction max [16, 1, 512] [512]
+// CHECK:      %[[M:.*]] = loop.reduction max [1, 512] [16]
+// CHECK:      loop.reduction sum [16, 512] [512]
 // CHECK:        %[[CM:.*]] = loop.load %[[MP]][i0, 0, i1]
 // CHECK:        math.absf %[[CM]]
 // CHECK-NOT:    loop.load %[[M]][0, i1]
-// CHECK:      loop.reduction sum [512] [64]
+// CHECK:      loop.reduction sum [512] [16]
 func.func @logsumexp_denominator_one_load(%x: !buffer.buffer<[8192, 512], f32>) -> !loop.tensor<[512], f32> {
   %m = loop.reduction max [1, 512] [8192] : !loop.tensor<[1, 512], f32> {
   ^bb0(%i0: index, %i1: index, %r0: index):
