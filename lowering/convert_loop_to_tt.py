@@ -498,7 +498,7 @@ def dedupe_kernels(
     launches; kernels named in ``keep`` (an autotuned launch's candidates)
     stay as they are. The tt and the C++ kernels (convert_loop_to_cpp) share it."""
     first: dict[str, Operation] = {}
-    rename: dict[str, str] = {}
+    merged: dict[str, Operation] = {}  # a removed kernel's name -> the twin kept
     kept: list[Operation] = []
     for kernel in kernels:
         name = kernel.sym_name.data
@@ -508,15 +508,20 @@ def dedupe_kernels(
         if twin is kernel:
             kept.append(kernel)
         else:
-            rename[name] = twin.sym_name.data
+            merged[name] = twin
             kernel.detach()
             kernel.erase()
+    # Old names map to new ones in one step: renaming in place chained a
+    # kernel renamed to another's old name (``_2 -> _1`` after ``_1 -> _2``)
+    # on to that one's new name, so two kernels' launches met at one.
+    rename: dict[str, str] = {}
     for k, kernel in enumerate(kept):
         old = kernel.sym_name.data
         new = f"{_COUNTER.sub('', old)}_{k}"
-        rename.update({o: new for o, n in rename.items() if n == old})
         rename[old] = new
         kernel.sym_name = builtin.StringAttr(new)
+    for name, twin in merged.items():
+        rename[name] = twin.sym_name.data
     for op in module.walk():
         if isinstance(op, host.LaunchOp) and op.kernel_name in rename:
             op.kernel = builtin.SymbolRefAttr(rename[op.kernel_name])
