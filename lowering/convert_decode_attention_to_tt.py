@@ -131,7 +131,7 @@ def _arguments(op: OperatorOp) -> dict[str, object] | None:
     for name, attr in zip(positional, op.args.data):
         out[name] = value(attr)
     for name, attr in op.kwargs.data.items():
-        out[name] = value(attr)
+        out[name if name in names else "?"] = value(attr)
     return out
 
 
@@ -172,7 +172,11 @@ def match(extern: B.ExternOp, all_devices: bool) -> _Call | None:
     mask = operand(mask_name) if mask_name else None
     if mask_name and args.get(mask_name) is not None and mask is None:
         return None
-    types = [t.type for t in (q, k, v, *(m for m in [mask] if m is not None))]
+    roles = ("query", "key", "value", mask_name)
+    refs = {args[n][1] for n in roles if n and isinstance(args.get(n), tuple)}
+    if refs != set(range(len(op.inputs))) or "?" in args:
+        return None  # an operand or argument this pass does not know the role of
+    types = [t.type for t in (q, k, v, mask) if t is not None]
     if not all(isinstance(t, BufferType) for t in types):
         return None
     qt, kt, vt = types[:3]
