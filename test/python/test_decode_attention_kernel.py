@@ -97,3 +97,40 @@ def test_prefill_stays_aten(tmp_path):
     assert_close_to_eager(got, _attend(q, k, v, mask))
     (wrapper,) = tmp_path.glob("*/wrapper.py")
     assert "coil_decode_attention" not in wrapper.read_text()
+
+
+_DEV = 'device "cuda:0"'
+_Q = f"!aten.tensor<[1, 4, 4, 64], bf16, {_DEV}>"
+_KV = f"!aten.tensor<[1, 4, KEYS, 64], bf16, {_DEV}>"
+_MASK = f"!aten.tensor<[1, 1, 1, KEYS], bf16, {_DEV}>"
+_REST = (
+    f"!aten.tensor<[1, 4, 0], f32, {_DEV}>, !aten.tensor<[], i64, {_DEV}>, "
+    f"!aten.tensor<[], i64, {_DEV}>"
+)
+_CUDA_STEP = f"""
+func.func @step(%q: {_Q}, %k: {_KV}, %v: {_KV}, %mask: {_MASK}) -> {_Q} {{
+  %o, %lse, %seed, %offset = aten.operator "aten::_scaled_dot_product_efficient_attention"(
+      %q, %k, %v, %mask, false, scale = 0.125) : ({_Q}, {_REST})
+  func.return %o : {_Q}
+}}
+"""
+
+
+@pytest.mark.parametrize("keys", [256, 4096])
+def test_kernels_compile_for_sm90(keys):
+    """The interpreter accepts more than ptxas: build the cubins (one run of
+    keys at 256 slots; split runs and the combine at 4096)."""
+    from coil.backend import run_pipeline
+    from coil.ir import parse_module
+    from coil.runtime import cpp_wrapper
+    from coil.strategy.target import named, set_module_target
+    from coil.targets import triton as T
+
+    module = parse_module(_CUDA_STEP.replace("KEYS", str(keys)))
+    set_module_target(module, named("h200"))
+    run_pipeline(module, PIPELINES["default"])
+    source = T.header(module) + "\n\n" + T.emit_kernels(module)
+    assert "coil_decode_attention" in source
+    assert ("coil_decode_attention_combine" in source) == (keys > 256)
+    compiled = cpp_wrapper.compile_kernels(module, source, 90)
+    assert compiled and all(k.asm["cubin"][:4] == b"\x7fELF" for k in compiled.values())

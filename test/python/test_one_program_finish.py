@@ -124,3 +124,38 @@ def test_decode_steps_with_finished_norms_match_eager():
     refs = [b for n, b in eager.named_buffers() if n.endswith(("k_cache", "v_cache"))]
     for got, want in zip(caches, refs):
         assert_close_to_eager(got, want)
+
+
+def _layer(x, a, wo, wup, w):
+    h = x + torch.nn.functional.linear(a, wo)
+    n = torch.nn.functional.rms_norm(h, (64,), w, 1e-6)
+    return torch.nn.functional.linear(n, wup), h
+
+
+def test_finished_kernel_compiles_for_sm90():
+    """The layer planned for an H200 (bf16, the norm too large for the
+    prologue): the o-projection's kernel runs the norm in its last program, and
+    ptxas takes it (the finish's loads read past L1, .cg)."""
+    import coil
+    from coil.backend import run_pipeline
+    from coil.runtime import cpp_wrapper
+    from coil.strategy.target import named, set_module_target
+    from coil.targets import triton as T
+    from coil.testing import on_device
+
+    def bf16(*shape):
+        return torch.randn(*shape).to(torch.bfloat16)
+
+    args = (bf16(1, 64), bf16(1, 64), bf16(64, 64), bf16(96, 64), bf16(64))
+    module = on_device(coil.import_module(_layer, args))
+    set_module_target(module, named("h200"))
+    run_pipeline(
+        module,
+        PIPELINES["default"].replace(
+            "loop-matvec-prologue", "loop-matvec-prologue{max-read-bytes=1}"
+        ),
+    )
+    source = T.header(module) + "\n\n" + T.emit_kernels(module)
+    assert "finished by the last program" in source and 'cache_modifier=".cg"' in source
+    compiled = cpp_wrapper.compile_kernels(module, source, 90)
+    assert compiled and all(k.asm["cubin"][:4] == b"\x7fELF" for k in compiled.values())
