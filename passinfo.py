@@ -198,6 +198,7 @@ def _known_aten_ops(names: tuple[str, ...]) -> bool:
 
 
 OPTION_RULES: dict[str, dict[str, OptionRule]] = {
+    "convert-decode-attention-to-tt": {"splits": pow2_or_zero(64)},
     "convert-loop-to-tt": {
         "xblock": pow2_or_zero(65536),
         "rblock": pow2_or_zero(65536),

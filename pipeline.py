@@ -33,7 +33,9 @@ LOOP = (
     "loop-fuse,loop-simplify-indexing,cse,dce"
 )
 BUFFER = "bufferize,buffer-hoist-constants,memory-plan"
-BACKEND = "convert-loop-to-tt,host-combine-launches,convert-buffer-to-host"
+BACKEND = (
+    "convert-decode-attention-to-tt,convert-loop-to-tt,host-combine-launches,convert-buffer-to-host"
+)
 SHARDED_COLLECTIVES = "aten-bucket-collectives{bucket-mb=128},aten-reorder-collectives{prefetch=1}"
 
 PIPELINES: dict[str, str] = {

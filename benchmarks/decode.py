@@ -14,7 +14,9 @@ and batch size, in one process and from the same prompt:
   ``eager``; ``inductor-ro`` and ``coil-ro``, ``mode="reduce-overhead"`` (CUDA
   graphs; both ``fullgraph=True``); ``coil-ro-base``, coil-ro with the
   default pipeline less the decode rewrites (``aten-fuse-matvec``,
-  ``loop-matvec-prologue``), for before/after on one machine;
+  ``loop-matvec-prologue``, ``convert-decode-attention-to-tt``), for
+  before/after on one machine; ``coil-ro-atenattn``, coil-ro with the
+  attention left to ATen's kernel (no ``convert-decode-attention-to-tt``);
   ``coil-ro-prologue``, coil-ro with every matrix-vector product taking its
   norm prologue (``loop-matvec-prologue{max-read-bytes=0}``); and without
   CUDA graphs (``--no-graphs`` adds them): ``coil`` (Python wrapper),
@@ -28,6 +30,8 @@ and batch size, in one process and from the same prompt:
 * ``--steps`` decode steps are timed (CUDA events around the whole loop, the
   next token fed back as gpt-fast does): ms per token and tokens per second
   (batch x steps / time);
+* ``--cache N``: a static cache of N slots (default: just enough for the run),
+  most of them unfilled, as a server's maximum length leaves them;
 * bandwidth: the bytes a step must read -- every weight once (the input
   embedding's one row per token, not the table; a tied output head counts)
   plus the cache up to the current position (keys and values, every layer) --
@@ -460,11 +464,13 @@ VARIANTS = {
     "coil-ro-base": ("coil", {"mode": "reduce-overhead", "base": True}),
     # every matrix-vector product takes its norm prologue (no max-read-bytes)
     "coil-ro-prologue": ("coil", {"mode": "reduce-overhead", "prologue_bytes": 0}),
+    # coil-ro with the attention left to ATen's kernel (no convert-decode-attention-to-tt)
+    "coil-ro-atenattn": ("coil", {"mode": "reduce-overhead", "aten_attention": True}),
     "inductor": ("inductor", {}),
 }
 
 
-DECODE_PASSES = ("aten-fuse-matvec", "loop-matvec-prologue")
+DECODE_PASSES = ("aten-fuse-matvec", "loop-matvec-prologue", "convert-decode-attention-to-tt")
 
 
 def without_decode_passes(pipeline: str) -> str:
@@ -485,6 +491,9 @@ def coil_options(args: argparse.Namespace, label: str) -> dict:
             PIPELINES["default"]
             .replace("convert-aten-to-loop", "convert-aten-to-loop{matvec=on}")
             .replace("aten-fuse-matvec", "aten-fuse-matvec{all-devices=true}")
+            .replace(
+                "convert-decode-attention-to-tt", "convert-decode-attention-to-tt{all-devices=true}"
+            )
         )
     if args.prologue_bytes is not None:
         pipeline = options.get("pipeline", PIPELINES["default"])
@@ -531,6 +540,12 @@ def run_variant(
             if kw.pop("base", False):
                 options["pipeline"] = without_decode_passes(
                     options.get("pipeline", PIPELINES["default"])
+                )
+            if kw.pop("aten_attention", False):
+                options["pipeline"] = ",".join(
+                    p
+                    for p in options.get("pipeline", PIPELINES["default"]).split(",")
+                    if p.split("{")[0] != "convert-decode-attention-to-tt"
                 )
             if (limit := kw.pop("prologue_bytes", None)) is not None:
                 options["pipeline"] = re.sub(
@@ -684,6 +699,13 @@ def main(argv: list[str] | None = None) -> int:
         help="decode steps whose logits are compared with eager's (eager's tokens fed)",
     )
     ap.add_argument("--profile-steps", type=int, default=5)
+    ap.add_argument(
+        "--cache",
+        type=int,
+        default=0,
+        help="static cache slots (default: just enough for the run, rounded to 64); "
+        "a longer cache is mostly unfilled, as a server's max length is",
+    )
     ap.add_argument("--budget", type=float, default=math.inf, help="seconds; later rows skip")
     ap.add_argument("--smoke", action="store_true", help="tiny configs on any device")
     ap.add_argument("--device", default=None)
@@ -706,7 +728,7 @@ def main(argv: list[str] | None = None) -> int:
     args.max_seq = (
         args.prefill + args.check_steps + args.warmup + args.steps + args.profile_steps + 2
     )
-    args.max_seq = -(-args.max_seq // 64) * 64
+    args.max_seq = -(-max(args.max_seq, args.cache or 0) // 64) * 64
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     if args.no_graphs:
         variants += [v for v in ("coil", "coil-cpp", "inductor") if v not in variants]

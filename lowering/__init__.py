@@ -10,6 +10,7 @@ from coil.passinfo import lazy_factories
 SUMMARIES: dict[str, str] = {
     "convert-aten-to-loop": "aten ops -> loop nests and index-map views; the rest ATen externs",
     "bufferize": "give what must exist in memory a buffer; nests write outs(...)",
+    "convert-decode-attention-to-tt": "one-query attention ATen calls -> flash-decoding tt kernels",
     "convert-loop-to-tt": "each bufferized nest -> one Triton kernel (tt.func) and its launch",
     "convert-loop-to-cpp": "each bufferized CPU nest -> one C++ kernel (cpu.func) and its launch",
     "convert-buffer-to-host": "the rest of each function -> the host wrapper (host.func)",
@@ -20,6 +21,9 @@ SUMMARIES: dict[str, str] = {
 PASSES: dict[str, str] = {
     "convert-aten-to-loop": "coil.lowering.convert_aten_to_loop:ConvertAtenToLoopPass",
     "bufferize": "coil.lowering.bufferize:BufferizePass",
+    "convert-decode-attention-to-tt": (
+        "coil.lowering.convert_decode_attention_to_tt:ConvertDecodeAttentionToTtPass"
+    ),
     "convert-loop-to-tt": "coil.lowering.convert_loop_to_tt:ConvertLoopToTtPass",
     "convert-loop-to-cpp": "coil.lowering.convert_loop_to_cpp:ConvertLoopToCppPass",
     "convert-buffer-to-host": "coil.lowering.convert_buffer_to_host:ConvertBufferToHostPass",

@@ -148,6 +148,11 @@ class ConvertLoopToTtPass(ModulePass):
     """A split reduction's stage 2 runs in stage 1's kernel, by the last program of
     each tile to finish (an atomic counter in ``host.semaphores``): one launch
     instead of two (``loop_to_tt/split_finish.py``)."""
+    one_program_finish: bool = True
+    """A reduction built as one program right after the kernel that writes what
+    it reads (a vector's normalization after a matrix-vector product) runs in
+    that kernel's last program: one launch instead of two
+    (``split_finish.one_program_pair``; ``split-finish=false`` turns it off too)."""
     eviction: str = "auto"
     """L2 eviction hints of loads (``loop_to_tt/eviction.py``): "auto" (Inductor's
     rules: broadcast and strided reads evict_last, a looped reduction's last
@@ -217,6 +222,10 @@ class ConvertLoopToTtPass(ModulePass):
                 elif isinstance(nest, L.LoopOp) and nest.outs:
                     second = self._finishing_stage(ops, k) if self.split_finish else None
                     if second is not None and self._lower_split(nest, second, f, options, counter):
+                        finished.add(second)
+                    elif (
+                        (second := self._one_program_consumer(ops, k)) is not None
+                    ) and self._lower_one(nest, second, f, options, counter):
                         finished.add(second)
                     else:
                         self._lower(nest, f, options, counter)
@@ -309,11 +318,49 @@ class ConvertLoopToTtPass(ModulePass):
             return None
         return ops[j]  # type: ignore[return-value]
 
-    def _lower_split(
+    def _one_program_consumer(self, ops: list[Operation], k: int) -> L.LoopOp | None:
+        """The nest after ``ops[k]`` when it may run in ``ops[k]``'s last program
+        (``split_finish.one_program_pair``; whether it is one program is known
+        once built)."""
+        if not (self.one_program_finish and self.split_finish) or self.autotune > 1:
+            return None
+        j = k + 1
+        while j < len(ops) and isinstance(ops[j], (*split_finish.BETWEEN, B.ReuseOp)):
+            j += 1
+        if j == len(ops) or not split_finish.one_program_pair(ops[k], ops[j], ops[k + 1 : j]):
+            return None
+        return ops[j]  # type: ignore[return-value]
+
+    def _lower_one(
         self, first: L.LoopOp, second: L.LoopOp, f: func.FuncOp, options: Options, counter: int
     ) -> bool:
-        """Lower ``first`` with ``second`` run by its last programs (split_finish.py);
-        False (nothing changed) where their tiles do not line up."""
+        """Lower ``first`` with the one-program ``second`` run by its last program
+        (``split_finish.merge_one``); False (nothing changed) where ``second`` is
+        more programs or ``first`` not 1-D."""
+        try:
+            probe = build_kernel(second, "probe", options, _KINDS[second.name])
+            head = build_kernel(first, "probe", options, _KINDS[first.name])
+        except DiagnosticException:
+            return False
+        if [sympy.sympify(g) for g in probe.grid] != [1, 1, 1] or head.grid[1:] != [1, 1]:
+            return False
+        if head.yblock:
+            return False
+        split_finish.fresh_outputs(first, second)
+        return self._lower_split(first, second, f, options, counter, one=True)
+
+    def _lower_split(
+        self,
+        first: L.LoopOp,
+        second: L.LoopOp,
+        f: func.FuncOp,
+        options: Options,
+        counter: int,
+        one: bool = False,
+    ) -> bool:
+        """Lower ``first`` with ``second`` run by its last programs (split_finish.py;
+        ``one``: ``second`` is one program run by the last of all); False (nothing
+        changed) where their tiles do not line up."""
         kind = _KINDS[first.name]
         name = kernel_name(second, counter)
         made: list[host.SemaphoresOp] = []
@@ -325,14 +372,22 @@ class ConvertLoopToTtPass(ModulePass):
             return made[-1].result
 
         try:
-            merged = split_finish.merge(
-                build_kernel(first, kernel_name(first, counter), options, kind),
-                lambda o: build_kernel(second, name, o, _KINDS[second.name]),
-                options,
-                int(sympy.Mul(*second.ranges.data)),
-                name,
-                semaphores,
-            )
+            if one:
+                merged = split_finish.merge_one(
+                    build_kernel(first, kernel_name(first, counter), options, kind),
+                    build_kernel(second, name, options, _KINDS[second.name]),
+                    kernel_name(first, counter),
+                    semaphores,
+                )
+            else:
+                merged = split_finish.merge(
+                    build_kernel(first, kernel_name(first, counter), options, kind),
+                    lambda o: build_kernel(second, name, o, _KINDS[second.name]),
+                    options,
+                    int(sympy.Mul(*second.ranges.data)),
+                    name,
+                    semaphores,
+                )
         except DiagnosticException:
             merged = None  # each nest on its own says what it cannot lower
         if merged is None:
@@ -498,7 +553,7 @@ def dedupe_kernels(
     launches; kernels named in ``keep`` (an autotuned launch's candidates)
     stay as they are. The tt and the C++ kernels (convert_loop_to_cpp) share it."""
     first: dict[str, Operation] = {}
-    rename: dict[str, str] = {}
+    merged: dict[str, Operation] = {}  # a removed kernel's name -> the twin kept
     kept: list[Operation] = []
     for kernel in kernels:
         name = kernel.sym_name.data
@@ -508,15 +563,20 @@ def dedupe_kernels(
         if twin is kernel:
             kept.append(kernel)
         else:
-            rename[name] = twin.sym_name.data
+            merged[name] = twin
             kernel.detach()
             kernel.erase()
+    # Old names map to new ones in one step: renaming in place chained a
+    # kernel renamed to another's old name (``_2 -> _1`` after ``_1 -> _2``)
+    # on to that one's new name, so two kernels' launches met at one.
+    rename: dict[str, str] = {}
     for k, kernel in enumerate(kept):
         old = kernel.sym_name.data
         new = f"{_COUNTER.sub('', old)}_{k}"
-        rename.update({o: new for o, n in rename.items() if n == old})
         rename[old] = new
         kernel.sym_name = builtin.StringAttr(new)
+    for name, twin in merged.items():
+        rename[name] = twin.sym_name.data
     for op in module.walk():
         if isinstance(op, host.LaunchOp) and op.kernel_name in rename:
             op.kernel = builtin.SymbolRefAttr(rename[op.kernel_name])

@@ -38,6 +38,17 @@ the nests, nothing is assumed of the split pass):
   holds one chunk's outputs) or ``N <= XBLOCK`` (one counter: every program
   counts, the last runs all of stage 2, at most ``MAX_SERIAL`` programs);
 * neither kernel has autotuning candidates.
+
+The same last-program finish serves a *one-program consumer* (``one_program_pair``,
+``merge_one``): a reduction built as a single program (a row's normalization
+over a vector, ``x * rsqrt(mean(x**2))`` after a decode step's matrix-vector
+product; a pointwise one is left to host-combine-launches)
+right after the kernel that writes what it reads runs in that kernel's last
+program to arrive (one counter), instead of its own launch: a batch-1 decode
+layer's o-projection finishes with the MLP's norm, a down-projection of the
+last layer with the final norm. Its loads all read past L1, its outputs are
+allocated before the launch and share no storage with the first kernel's
+buffers; the first kernel is 1-D along grid x.
 """
 
 from __future__ import annotations
@@ -50,6 +61,7 @@ from xdsl.dialects import arith as xarith
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import StringAttr, i32, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from coil.dialects import buffer as B
 from coil.dialects import loop as L
@@ -63,6 +75,13 @@ from coil.transforms.extern_effects import storage_roots
 
 # The most stage-2 programs one last program runs one after another (N <= XBLOCK).
 MAX_SERIAL = 16
+
+# The most programs counting on one semaphore (a one-program finish): an L2
+# slice serves atomics to one address about one a cycle, so 2048 arrivals take
+# ~1.2 us at 1.7 GHz if they all met at once (they spread over the kernel's
+# run). An estimate from the hardware's documented atomic path, not a
+# measurement: the decode products it serves have 256-2816 programs.
+MAX_ARRIVALS = 2048
 
 # Ops that may sit between the two stages (no kernel, no extern).
 BETWEEN = (B.AllocOp, B.ViewOp, B.DeallocOp)
@@ -125,6 +144,86 @@ def stage_pair(first: Operation, second: Operation, between: Sequence[Operation]
     return o1 == [0, *[kept1[kept2.index(k)] for k in o2]]
 
 
+def one_program_pair(first: Operation, second: Operation, between: Sequence[Operation]) -> bool:
+    """Whether ``second`` may run in ``first``'s last program (nest-level
+    conditions; ``merge_one`` checks that ``second`` is one program)."""
+    nests = (L.PointwiseOp, L.ReductionOp, L.FusedOp)
+    if not isinstance(first, nests) or not _reduces(second):
+        return False  # a pointwise one joins a combo launch (host-combine-launches)
+    if not first.outs or not second.outs:
+        return False
+    if any(not isinstance(op, (*BETWEEN, B.ReuseOp)) for op in between):
+        return False
+    outs1 = set().union(*(storage_roots(o) for o in first.outs))
+    reads2 = [op.source for op in second.walk() if isinstance(op, L.LoadOp)]
+    if not any(storage_roots(v) & outs1 for v in reads2):
+        return False  # no dependence: nothing to gain over two launches
+    made_between = {r for op in between for r in op.results}
+    busy = busy_storage(first)
+    for o in second.outs:
+        if o in made_between:
+            # an allocation, or a reuse that fresh_outputs makes one where it
+            # takes storage ``first`` touches
+            if not isinstance(o.owner, B.AllocOp | B.ReuseOp):
+                return False
+        elif storage_roots(o) & busy:
+            return False
+    # what second reads must not be a reuse made between (its storage is taken
+    # while ``first``, which runs second's code, may still use the old holder)
+    return not any(isinstance(op, B.ReuseOp) and op.result not in second.outs for op in between)
+
+
+def busy_storage(nest: Operation) -> set[SSAValue]:
+    """The storage a nest reads or writes."""
+    touched = [op.source for op in nest.walk() if isinstance(op, L.LoadOp)] + list(nest.outs)
+    return set().union(*(storage_roots(v) for v in touched))
+
+
+def fresh_outputs(first: Operation, second: Operation) -> None:
+    """Make ``second``'s outputs exist before ``first`` runs, apart from its
+    storage: an allocation between them moves before ``first``; a reuse of
+    storage ``first`` touches (the memory plan hands a buffer dead after
+    ``first`` to ``second``) becomes an allocation there, the reused buffer
+    freed where the reuse was; another reuse moves before ``first`` (what it
+    takes was dead before ``first``: only allocations, views, reuses and frees
+    lie between)."""
+    busy = busy_storage(first)
+    for o in list(second.outs):
+        owner = o.owner
+        if owner.parent is not first.parent or owner.is_before_in_block(first):
+            continue
+        if isinstance(owner, B.ReuseOp) and storage_roots(owner.source) & busy:
+            alloc = B.AllocOp(o.type)
+            alloc.result.name_hint = o.name_hint
+            Rewriter.insert_op(alloc, InsertPoint.before(first))
+            free = B.DeallocOp(owner.source)
+            Rewriter.replace_op(owner, free, [alloc.result])
+        elif isinstance(owner, B.AllocOp | B.ReuseOp):
+            owner.detach()
+            Rewriter.insert_op(owner, InsertPoint.before(first))
+
+
+def _reduces(nest: Operation) -> bool:
+    if isinstance(nest, L.ReductionOp):
+        return True
+    return isinstance(nest, L.FusedOp) and any(isinstance(m, L.ReductionOp) for m in nest.members())
+
+
+def merge_one(
+    first: Kernel, second: Kernel, name: str, semaphores: Callable[[int], SSAValue]
+) -> Kernel | None:
+    """``first`` with ``second`` (one program) run by its last program, or None
+    where ``second`` is more than one program or ``first`` not 1-D."""
+    if first.grid[1:] != [1, 1] or first.yblock:
+        return None
+    programs = sympy.sympify(first.grid[0])
+    if not programs.is_Integer or int(programs) > MAX_ARRIVALS:
+        return None
+    if [sympy.sympify(g) for g in second.grid] != [1, 1, 1]:
+        return None
+    return _fuse(first, second, 1, 1, semaphores(1), name, every_load_fresh=True)
+
+
 def merge(
     first: Kernel,
     build_second: Callable[[Options], Kernel],
@@ -176,7 +275,13 @@ def _finish_kernel(first: Kernel, build: Callable[[Options], Kernel], options: O
 
 
 def _fuse(
-    first: Kernel, second: Kernel, tiles: int, per_tile: int, sem: SSAValue, name: str
+    first: Kernel,
+    second: Kernel,
+    tiles: int,
+    per_tile: int,
+    sem: SSAValue,
+    name: str,
+    every_load_fresh: bool = False,
 ) -> Kernel:
     def split(k: Kernel) -> tuple[list[SSAValue], list[SSAValue]]:
         bufs = [a for a in k.args if isinstance(a.type, BufferType)]
@@ -225,7 +330,7 @@ def _fuse(
         return out
 
     block = func.body.block
-    partials = {arg_of[v] for v in bufs1}
+    partials = {arg_of[v] for v in (bufs1 + bufs2 if every_load_fresh else bufs1)}
     _clone_body(old1, block, mapping(first))
     b = KernelBuilder(block, i32)
     pid = b.emit(tt.GetProgramIdOp(0))

@@ -22,11 +22,16 @@ sys.path.insert(0, str(BENCHMARKS))
 
 import decode  # noqa: E402
 
-# Matrix-vector products lowered as on CUDA, so the CPU runs the GPU's kernels.
+# Matrix-vector products lowered as on CUDA, and the attention as coil's
+# decode kernel (split in two runs of keys), so the CPU runs the GPU's kernels.
 PIPELINE = (
     PIPELINES["default"]
     .replace("convert-aten-to-loop", "convert-aten-to-loop{matvec=on}")
     .replace("aten-fuse-matvec", "aten-fuse-matvec{all-devices=true}")
+    .replace(
+        "convert-decode-attention-to-tt",
+        "convert-decode-attention-to-tt{all-devices=true splits=2}",
+    )
 )
 
 

@@ -101,9 +101,14 @@ def _check(name, dtype, device, calls, **sizes):
     # One kernel per product, its bias and activation fused in; no cuBLAS call.
     # (At the large sizes mlp3's last layer, 24 outputs of 4099 products each,
     # may be a split reduction, two stages, one more launch: whether is the
-    # kernel strategy's estimate for the device.)
+    # kernel strategy's estimate for the device. A layer built as one program
+    # runs in the previous layer's last program: at the small sizes the second
+    # layer's 37 outputs, one launch fewer.)
     want = 3 if name == "mlp3" else 1
-    assert launches in ((want, want + 1) if name == "mlp3" and "k" in sizes else (want,))
+    if name == "mlp3":
+        assert launches in ((2, 3, 4) if "k" in sizes else (2, 3))
+    else:
+        assert launches == want
     assert not externs
     for _ in range(calls):
         fn, args = _inputs(name, dtype, device, **sizes)
@@ -125,9 +130,11 @@ def test_chain_does_not_recompute_the_layer_before():
     run_pipeline(module, MATVEC_ON)
     kernels = emit_python(module).split("@triton.jit")[1:]
     gelus = [k for k in kernels if "tl.erf(" in k]
-    assert len(gelus) == 2  # the first layer's shapes, then the second's
-    for k in gelus:  # GELU once, in the epilogue: after the sum
-        assert k.count("tl.erf(") == 1 and k.index("tl.sum(") < k.index("tl.erf(")
+    # the first layer's GELU, then the second's (in one kernel where the second
+    # layer runs in the first's last program)
+    assert sum(k.count("tl.erf(") for k in gelus) == 2
+    for k in gelus:  # GELU in the epilogue: after the sum
+        assert k.index("tl.sum(") < k.index("tl.erf(")
 
 
 def test_dynamic_k():
