@@ -13,6 +13,10 @@ graphs run eagerly), so it runs anywhere:
 
     python benchmarks/saved_activations.py [--blocks gpt2 conv] [--settings min-cut budget=0.5]
 
+The setting ``inductor`` is Inductor's partition of the same step (its
+joint-graph passes and min-cut partitioner; its graphs recorded, not
+compiled), for comparison.
+
 The table goes to stdout and, with OUT set, ``$OUT/saved_activations.md``.
 """
 
@@ -26,7 +30,7 @@ from collections.abc import Callable
 
 import torch
 
-from coil.frontend.capture import capture_training
+from coil.frontend.capture import TrainingGraphs, capture_training
 from coil.frontend.partition import PARTITIONS, check, partition_function
 
 aten = torch.ops.aten
@@ -156,11 +160,39 @@ BLOCKS: dict[str, Callable[[], tuple[torch.nn.Module, tuple]]] = {
 }
 
 
+def inductor_partition(module, inputs, autocast=None) -> list[TrainingGraphs]:
+    """Inductor's forward and backward graphs of one step (``out.sum()``): its
+    joint-graph passes and partitioner run, its compiler only records them."""
+    import functools
+
+    from torch._functorch.aot_autograd import make_boxed_func
+    from torch._inductor.compile_fx import compile_fx
+
+    graphs: dict[bool, list] = {False: [], True: []}
+
+    def inner(gm, example_inputs, **kwargs):
+        graphs[bool(kwargs.get("is_backward"))].append(gm)
+        return make_boxed_func(gm.forward)
+
+    torch._dynamo.reset()
+    backend = functools.partial(compile_fx, inner_compile=inner)
+    compiled = torch.compile(module, backend=backend, fullgraph=True)
+    device = next((x.device.type for x in inputs if isinstance(x, torch.Tensor)), "cpu")
+    with torch.autocast(device, dtype=autocast or torch.bfloat16, enabled=autocast is not None):
+        out = compiled(*inputs).sum()
+    out.backward()
+    torch._dynamo.reset()
+    return [TrainingGraphs(f, b) for f, b in zip(graphs[False], graphs[True])]
+
+
 def saved_by_kind(module, inputs, autocast, setting: str) -> tuple[dict[str, int], list[str]]:
     torch.manual_seed(0)
-    (graphs,) = capture_training(
-        module.train(), inputs, autocast=autocast, partition_fn=partition_function(setting)
-    )
+    if setting == "inductor":
+        (graphs,) = inductor_partition(module.train(), inputs, autocast)
+    else:
+        (graphs,) = capture_training(
+            module.train(), inputs, autocast=autocast, partition_fn=partition_function(setting)
+        )
     totals: dict[str, int] = defaultdict(int)
     lines = []
     for node in graphs.saved_activations():
@@ -182,12 +214,15 @@ def main() -> int:
     parser.add_argument(
         "--settings",
         nargs="*",
-        default=["save-all", "min-cut", "aggressive", "budget=0.5"],
-        help=f"partition settings (coil.frontend.partition): {', '.join(PARTITIONS)}",
+        default=["save-all", "min-cut", "aggressive", "budget=0.5", "inductor"],
+        help=f"partition settings (coil.frontend.partition): {', '.join(PARTITIONS)}; "
+        "inductor: Inductor's partition",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="list every saved value")
     args = parser.parse_args()
     for setting in args.settings:
+        if setting == "inductor":
+            continue
         try:
             check(setting)
         except ValueError as e:

@@ -59,7 +59,7 @@ def aot_backend(
     ``before_autograd`` rewrites a Dynamo graph that will be differentiated,
     before AOTAutograd traces it (the attention rewrite for training: see
     :func:`coil.frontend.attention.fuse_attention_for_autograd`)."""
-    from torch._functorch.partitioners import min_cut_rematerialization_partition
+    from coil.frontend.partition import partition_function
 
     def compile_boxed(gm: torch.fx.GraphModule, inputs: list[Any]) -> Callable:
         return boxed(compile_fn(gm, inputs))
@@ -83,7 +83,7 @@ def aot_backend(
             bw_compiler=bw,
             inference_compiler=inference,
             decompositions=LazyTable(training),
-            partition_fn=partition_fn or min_cut_rematerialization_partition,
+            partition_fn=partition_fn or partition_function(),
             # Mutations of graph inputs stay in the graph as ``copy_`` (as
             # Inductor keeps them): the kernel that computes a parameter's
             # or optimizer state's new value writes it into the input's

@@ -497,6 +497,29 @@ class _Bufferizer:
             return None
         return new_type
 
+    def read_transposed(self, op: B.ExternOp, k: int, t: B.BufferType) -> bool:
+        """Where ``op`` is a matrix product that reads its operand ``k`` as
+        stored (row-major or its transpose: ``gemm_alignment.reads_either_order``),
+        the region's argument is retyped to the stored layout, no copy; kept only
+        where torch's meta function gives the call's results the same types."""
+        if not gemm_alignment.reads_either_order(op, k, t.strides):
+            return False
+        (aten,) = [o for o in op.body.block.ops if not isinstance(o, B.YieldOp)]
+        from coil.frontend.meta import NoMetaResult, meta_result_types
+
+        arg = op.body.block.args[k]
+        want = arg.type
+        old = [r.type for r in aten.results]
+        given = TensorType(want.shape, want.element_type, t.strides, want.device_attr.data)
+        Rewriter.replace_value_with_new_type(arg, given)
+        try:
+            same = meta_result_types(aten) == old
+        except NoMetaResult:
+            same = False
+        if not same:
+            Rewriter.replace_value_with_new_type(op.body.block.args[k], want)
+        return same
+
     def extern(self, op: B.ExternOp) -> None:
         self.follow_channels_last(op)
         mutated = extern_mutated_operands(op)
@@ -507,6 +530,8 @@ class _Bufferizer:
             if k in mutated or same_layout(t.shape, t.strides, want.strides):
                 continue
             if not writable(want.shape, want.strides):
+                continue
+            if self.read_transposed(op, k, t):
                 continue
             want = self.densify(op, k) or want
             # A copy into NHWC for a convolution is named for what it does (its

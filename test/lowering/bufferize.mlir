@@ -188,14 +188,15 @@ func.func @reshape_of_transpose(%x: !buffer.buffer<[4, 6], f32>, %w: !buffer.buf
 // -----
 
 // An extern operand already in the layout ATen saw is passed as is; a
-// transposed one is copied into it; results take the layout the call returns.
+// product's matrix operand that is the transpose of the traced row-major one
+// is passed as is too (cuBLAS reads either order; the region is retyped);
+// results take the layout the call returns.
 
 // CHECK-LABEL: func.func @extern_layouts
 // CHECK-NEXT: %[[T:.*]] = buffer.view %x : !buffer.buffer<[4, 6], f32> -> !buffer.buffer<[6, 4], f32, strides [1, 6]>
-// CHECK-NEXT: %[[C:.*]] = buffer.alloc : !buffer.buffer<[6, 4], f32>
-// CHECK-NEXT: loop.pointwise [6, 4] outs(%[[C]] : !buffer.buffer<[6, 4], f32>) {
-// CHECK:        loop.load %[[T]][i0, i1]
-// CHECK:      %[[MM:.*]] = buffer.extern "aten.mm.default" (%[[C]], %w) : (!buffer.buffer<[6, 4], f32>, !buffer.buffer<[4, 5], f32>) -> (!buffer.buffer<[6, 5], f32>) {
+// CHECK-NOT:  loop.pointwise
+// CHECK:      %[[MM:.*]] = buffer.extern "aten.mm.default" (%[[T]], %w) : (!buffer.buffer<[6, 4], f32, strides [1, 6]>, !buffer.buffer<[4, 5], f32>) -> (!buffer.buffer<[6, 5], f32>) {
+// CHECK-NEXT: ^bb0(%{{.*}}: !aten.tensor<[6, 4], f32, strides [1, 6]>, %{{.*}}: !aten.tensor<[4, 5], f32>):
 // CHECK:      %[[TT:.*]] = buffer.extern "aten.t.default" (%[[MM]]) : (!buffer.buffer<[6, 5], f32>) -> (!buffer.buffer<[5, 6], f32, strides [1, 5]>) {
 // CHECK-NOT:  buffer.alloc
 // CHECK:      func.return %[[TT]] : !buffer.buffer<[5, 6], f32, strides [1, 5]>
@@ -877,4 +878,78 @@ func.func @symbolic_activation_follows_channels_last(%n: index {coil.symbol = #c
     loop.yield %3 : f32
   }
   func.return %s : !loop.tensor<[s0, 4], f32>
+}
+
+// -----
+
+// One nest read by two products, by the first through a transpose that the
+// FFMA rule stores row-major (so the nest is column-major in each batch) and
+// by the second directly, traced row-major: cuBLAS reads either order as it
+// is, so the second product's operand is re-declared in the stored layout and
+// nothing is copied (it was a copy of the whole nest: an LM head's logits
+// gradient, 250 MiB at a backward's peak). With TF32 the nest stays row-major
+// and the first product reads the transpose.
+
+// NOTF32-LABEL: func.func @two_products_one_nest
+// NOTF32-NEXT: %[[G:.*]] = buffer.alloc : !buffer.buffer<[6, 8, 4], f32, strides [32, 1, 8], device "cuda:0">
+// NOTF32-NEXT: loop.pointwise [6, 8, 4] outs(%[[G]]
+// NOTF32-NOT: loop.pointwise
+// NOTF32: buffer.extern "aten.bmm.default" (%{{.*}}, %q)
+// NOTF32-NEXT: ^bb0(%{{.*}}: !aten.tensor<[6, 4, 8], f32, device "cuda:0">, %{{.*}}: !aten.tensor<[6, 8, 8], f32, device "cuda:0">):
+// NOTF32-NOT: loop.pointwise
+// NOTF32: buffer.extern "aten.bmm.default" (%[[G]], %w)
+// NOTF32-NEXT: ^bb0(%{{.*}}: !aten.tensor<[6, 8, 4], f32, strides [32, 1, 8], device "cuda:0">, %{{.*}}: !aten.tensor<[6, 4, 8], f32, device "cuda:0">):
+// CHECK-LABEL: func.func @two_products_one_nest
+// CHECK-NEXT: %[[G:.*]] = buffer.alloc : !buffer.buffer<[6, 8, 4], f32, device "cuda:0">
+// CHECK-NEXT: loop.pointwise [6, 8, 4] outs(%[[G]]
+// CHECK-NOT: loop.pointwise
+// CHECK: buffer.extern "aten.bmm.default" (%[[G]], %w)
+func.func @two_products_one_nest(%q: !buffer.buffer<[6, 8, 8], f32, device "cuda:0">, %k: !buffer.buffer<[6, 8, 4], bf16, device "cuda:0">, %w: !buffer.buffer<[6, 4, 8], f32, device "cuda:0">) -> (!loop.tensor<[6, 4, 8], f32>, !loop.tensor<[6, 8, 8], f32>) {
+  %g = loop.pointwise [6, 8, 4] : !loop.tensor<[6, 8, 4], f32> {
+  ^bb0(%i0: index, %i1: index, %i2: index):
+    %0 = loop.load %k[i0, i1, i2] : !buffer.buffer<[6, 8, 4], bf16, device "cuda:0">
+    %1 = arith.extf %0 : bf16 to f32
+    loop.yield %1 : f32
+  }
+  %gt = loop.view %g[i0, i2, i1] : !loop.tensor<[6, 8, 4], f32> -> !loop.tensor<[6, 4, 8], f32>
+  %a = buffer.extern "aten.bmm.default" (%gt, %q) : (!loop.tensor<[6, 4, 8], f32>, !buffer.buffer<[6, 8, 8], f32, device "cuda:0">) -> (!loop.tensor<[6, 4, 8], f32>) {
+  ^bb0(%x: !aten.tensor<[6, 4, 8], f32, strides [32, 1, 4], device "cuda:0">, %y: !aten.tensor<[6, 8, 8], f32, device "cuda:0">):
+    %0 = aten.bmm.default(%x, %y) : !aten.tensor<[6, 4, 8], f32, device "cuda:0">
+    buffer.yield %0 : !aten.tensor<[6, 4, 8], f32, device "cuda:0">
+  }
+  %b = buffer.extern "aten.bmm.default" (%g, %w) : (!loop.tensor<[6, 8, 4], f32>, !buffer.buffer<[6, 4, 8], f32, device "cuda:0">) -> (!loop.tensor<[6, 8, 8], f32>) {
+  ^bb0(%x: !aten.tensor<[6, 8, 4], f32, device "cuda:0">, %y: !aten.tensor<[6, 4, 8], f32, device "cuda:0">):
+    %0 = aten.bmm.default(%x, %y) : !aten.tensor<[6, 8, 8], f32, device "cuda:0">
+    buffer.yield %0 : !aten.tensor<[6, 8, 8], f32, device "cuda:0">
+  }
+  func.return %a, %b : !loop.tensor<[6, 4, 8], f32>, !loop.tensor<[6, 8, 8], f32>
+}
+
+// -----
+
+// A 2-D product keeps its traced operand layouts (a Linear's weight gradient
+// dy.t() @ x reads the transpose of a row-major dy): the FFMA rule is for
+// batched products, where it was measured faster; for mm cuBLAS's `nn` ran
+// slower than eager's layouts.
+
+// NOTF32-LABEL: func.func @mm_keeps_traced_layout
+// NOTF32-NEXT: %[[G:.*]] = buffer.alloc : !buffer.buffer<[8, 4], f32, device "cuda:0">
+// NOTF32-NEXT: loop.pointwise [8, 4] outs(%[[G]]
+// NOTF32-NOT: loop.pointwise
+// NOTF32: buffer.extern "aten.mm.default"
+// NOTF32-NEXT: ^bb0(%{{.*}}: !aten.tensor<[4, 8], f32, strides [1, 4], device "cuda:0">
+func.func @mm_keeps_traced_layout(%k: !buffer.buffer<[8, 4], bf16, device "cuda:0">, %x: !buffer.buffer<[8, 16], f32, device "cuda:0">) -> !loop.tensor<[4, 16], f32> {
+  %g = loop.pointwise [8, 4] : !loop.tensor<[8, 4], f32> {
+  ^bb0(%i0: index, %i1: index):
+    %0 = loop.load %k[i0, i1] : !buffer.buffer<[8, 4], bf16, device "cuda:0">
+    %1 = arith.extf %0 : bf16 to f32
+    loop.yield %1 : f32
+  }
+  %gt = loop.view %g[i1, i0] : !loop.tensor<[8, 4], f32> -> !loop.tensor<[4, 8], f32>
+  %a = buffer.extern "aten.mm.default" (%gt, %x) : (!loop.tensor<[4, 8], f32>, !buffer.buffer<[8, 16], f32, device "cuda:0">) -> (!loop.tensor<[4, 16], f32>) {
+  ^bb0(%p: !aten.tensor<[4, 8], f32, strides [1, 4], device "cuda:0">, %r: !aten.tensor<[8, 16], f32, device "cuda:0">):
+    %0 = aten.mm.default(%p, %r) : !aten.tensor<[4, 16], f32, device "cuda:0">
+    buffer.yield %0 : !aten.tensor<[4, 16], f32, device "cuda:0">
+  }
+  func.return %a : !loop.tensor<[4, 16], f32>
 }
