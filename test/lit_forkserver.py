@@ -141,8 +141,13 @@ def _run_script() -> None:
 
 
 # lit names the test and gives each run its own temporary directory (the child
-# re-reads it); the shell's bookkeeping says nothing about the interpreter.
-_FREE = {"LIT_CURRENT_TESTCASE", "TMP", "TMPDIR", "TEMP", "TEMPDIR", "_", "PWD", "OLDPWD", "SHLVL"}
+# re-reads it); the shell's bookkeeping (a non-interactive bash drops an
+# exported PS1) says nothing about the interpreter, nor does pytest's name of
+# the test running (test/python/served_tools.py serves pytest's commands).
+_FREE = {
+    *("LIT_CURRENT_TESTCASE", "PYTEST_CURRENT_TEST", "TMP", "TMPDIR", "TEMP", "TEMPDIR"),
+    *("_", "PWD", "OLDPWD", "SHLVL", "PS1", "PS2"),
+}
 
 
 def _start_differences(env: dict[str, str]) -> list[str]:

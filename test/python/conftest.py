@@ -85,7 +85,32 @@ def _cpu_kernel_kind(request, monkeypatch):
     yield
 
 
+# The files that take longest, longest first: pytest-xdist sends whole files
+# (--dist loadfile --no-loadscope-reorder, pyproject.toml) in collection order
+# to whichever worker is free, so these go out first and the many short files
+# even out the end (longest-first scheduling). Seconds of one worker each, on
+# this 2-core machine shared with other work (a full run's --durations and
+# single-file runs): test_split_reduction ~660 (its online softmax and
+# heuristic cases run long reductions under the interpreter),
+# test_opinfo_backend ~275, test_models ~250, test_lower_pointwise_reductions
+# ~230, test_cpp_target's three C++ builds ~185, test_distributed's 2-process
+# group ~170 to start, test_readme's commands ~120 s of CPU. Every other file
+# follows in name order.
+LONGEST_FIRST = (
+    "test_split_reduction.py",
+    "test_opinfo_backend.py",
+    "test_models.py",
+    "test_lower_pointwise_reductions.py",
+    "test_cpp_target.py",
+    "test_distributed.py",
+    "test_readme.py",
+)
+
+
 def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    # A stable sort: each file keeps its tests' order.
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
     for item in items:
         if item.path.name in TRITON_FILES:
             item.add_marker(pytest.mark.triton_kernels)

@@ -105,25 +105,24 @@ def _compile_in_processes(tmp_path, n: int) -> list[str]:
     return [out for out, _ in results]
 
 
-def test_hit_after_restart_in_a_new_process(tmp_path):
-    [first] = _compile_in_processes(tmp_path, 1)
-    [second] = _compile_in_processes(tmp_path, 1)
-    assert "AOTAutograd cache miss" in first and "graph cache miss" in first
-    assert "AOTAutograd cache hit" in second
-    assert "graph cache" not in second  # coil's compiler never ran
-    # torch's key was remembered, not computed: computing it imports Inductor's
-    # code generators (most of a warm start's backend time).
-    assert "inductor codegen imported: True" in first
-    assert "inductor codegen imported: False" in second
-
-
-def test_two_processes_at_once_then_a_hit(tmp_path):
+def test_two_processes_at_once_then_a_hit_after_restart(tmp_path):
     # torch writes each entry atomically under a name hashed from its content:
-    # both may store, neither reads a partial file, a later process hits.
-    for out in _compile_in_processes(tmp_path, 2):
+    # both may store, neither reads a partial file, a later process hits. (One
+    # test: each process imports torch and coil, ~6 s of CPU on CI's cores.)
+    first = _compile_in_processes(tmp_path, 2)
+    for out in first:
         assert "AOTAutograd cache miss" in out or "AOTAutograd cache hit" in out
+    # The first to look found nothing, so coil's compiler ran there too.
+    misses = [out for out in first if "AOTAutograd cache miss" in out]
+    assert any("graph cache miss" in out for out in misses), first
+    # Computing torch's key imports Inductor's code generators (most of a warm
+    # start's backend time) ...
+    assert all("inductor codegen imported: True" in out for out in misses)
     [later] = _compile_in_processes(tmp_path, 1)
     assert "AOTAutograd cache hit" in later
+    assert "graph cache" not in later  # coil's compiler never ran
+    # ... which a restart does not: it takes the remembered key.
+    assert "inductor codegen imported: False" in later
     entries = list((tmp_path / "cache" / "aotautograd").rglob("*"))
     assert not [e for e in entries if e.name.startswith(".")]  # no temporary left
 

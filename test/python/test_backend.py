@@ -13,12 +13,12 @@ import copy
 import importlib.util
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import served_tools
 import torch
 
 from coil.backend import coil as coil_backend
@@ -28,13 +28,11 @@ from coil.frontend.capture import capture_graphs
 from coil.pipeline import PIPELINES
 from coil.testing import assert_close_to_eager
 
-BIN = Path(sys.executable).parent
-
 
 def _tool(name: str) -> str:
-    """A console script of this install (next to python, or on PATH)."""
-    path = BIN / name
-    return str(path) if path.exists() else (shutil.which(name) or name)
+    """fx-opt or coil, served by one pre-imported process (served_tools.py); run
+    it with ``env=served_tools.env()``."""
+    return served_tools.tool(name)
 
 
 def _compile(model, dynamic: bool, **options):
@@ -121,10 +119,8 @@ def test_dump_dir_and_repro(tmp_path):
     assert len([f for f in files if f.endswith(".mlir")]) == n_passes + 1
     assert {"kernels.py", "wrapper.py", "repro.sh"} <= set(files)
     assert "@triton.jit" in (graph_dir / "kernels.py").read_text()
-    fx_opt_dir = os.path.dirname(_tool("fx-opt"))
-    env = {**os.environ, "PATH": f"{fx_opt_dir}{os.pathsep}{os.environ['PATH']}"}
     done = subprocess.run(
-        ["sh", str(graph_dir / "repro.sh")], capture_output=True, text=True, env=env
+        ["sh", str(graph_dir / "repro.sh")], capture_output=True, text=True, env=served_tools.env()
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "repro_wrapper.py == wrapper.py" in done.stdout
@@ -141,10 +137,8 @@ def test_dump_dir_on_a_graph_without_kernels(tmp_path):
     (graph_dir,) = sorted(tmp_path.iterdir())
     assert "No Triton kernels" in (graph_dir / "kernels.py").read_text()
     assert "torch.addmm(" in (graph_dir / "wrapper.py").read_text()
-    fx_opt_dir = os.path.dirname(_tool("fx-opt"))
-    env = {**os.environ, "PATH": f"{fx_opt_dir}{os.pathsep}{os.environ['PATH']}"}
     done = subprocess.run(
-        ["sh", str(graph_dir / "repro.sh")], capture_output=True, text=True, env=env
+        ["sh", str(graph_dir / "repro.sh")], capture_output=True, text=True, env=served_tools.env()
     )
     assert "repro_wrapper.py == wrapper.py" in done.stdout, done.stdout + done.stderr
 
@@ -167,12 +161,14 @@ def test_python_target_module_runs_on_cpu_when_imported_directly(tmp_path):
         subprocess.run(
             [_tool("coil"), "import", "examples/softmax.py"],
             capture_output=True, text=True, check=True, cwd=Path(__file__).parents[2],
+            env=served_tools.env(),
         ).stdout
     )  # fmt: skip
     wrapper = tmp_path / "softmax_wrapper.py"
     subprocess.run(
         [_tool("fx-opt"), mlir, "-p", PIPELINES["default"], "-t", "python", "-o", wrapper],
         check=True,
+        env=served_tools.env(),
     )
     code = (
         "import sys, torch\n"
@@ -198,13 +194,18 @@ def test_fx_opt_pt2_to_python_module(tmp_path):
     torch.export.save(ep, pt2)
     out = tmp_path / "model_wrapper.py"
     pipeline = subprocess.run(
-        [_tool("coil"), "pipeline"], capture_output=True, text=True, check=True
+        [_tool("coil"), "pipeline"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=served_tools.env(),
     ).stdout.strip()
     assert pipeline == PIPELINES["default"]
     done = subprocess.run(
         [_tool("fx-opt"), pt2, "-p", pipeline, "-t", "python", "-o", out],
         capture_output=True,
         text=True,
+        env=served_tools.env(),
     )
     assert done.returncode == 0, done.stderr
     from coil.runtime.codecache import load_module

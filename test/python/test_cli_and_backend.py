@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import served_tools
 import torch
 
 from coil.ir import parse_module, print_module
@@ -21,7 +22,7 @@ def _run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
         capture_output=True,
         text=True,
         cwd=ROOT,
-        env={**__import__("os").environ, "PYTHONWARNINGS": "ignore"},
+        env=served_tools.env(),
     )
     if check:
         assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -29,7 +30,8 @@ def _run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 
 def _script(name: str) -> str:
-    return str(Path(sys.executable).parent / name)
+    # fx-opt and coil served by one pre-imported process (served_tools.py)
+    return served_tools.tool(name)
 
 
 def test_coil_demo_checks_against_eager():
@@ -233,7 +235,7 @@ def test_every_package_directory_is_installed():
 
 def _loud(*args: str) -> subprocess.CompletedProcess:
     """Run with Python's warnings on (the other tests here silence them)."""
-    env = {**__import__("os").environ, "PYTHONWARNINGS": "default"}
+    env = served_tools.env(warnings="default")  # not served: a fresh start
     return subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=env)
 
 

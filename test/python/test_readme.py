@@ -14,20 +14,18 @@ so they cannot drift from the tools.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 import textwrap
 import tomllib
 from pathlib import Path
 
 import pytest
+import served_tools
 import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
-BIN = Path(sys.executable).parent
 _FENCE = re.compile(r"(?:<!-- readme-check: (.*?) -->\n)?```(\w+)\n(.*?)```", re.S)
 
 
@@ -37,9 +35,8 @@ def fences(lang: str) -> list[tuple[str | None, str]]:
 
 
 def _env() -> dict[str, str]:
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    env["PATH"] = f"{BIN}{os.pathsep}{env['PATH']}"
-    return env
+    # fx-opt and coil served by one pre-imported process (served_tools.py)
+    return served_tools.env()
 
 
 def _bash(command: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -152,7 +149,11 @@ def test_mlir_listings_are_what_the_tools_print(scratch, index):
     assert marker, "every mlir listing says what prints it (<!-- readme-check: ... -->)"
     if marker == "round-trip":
         done = subprocess.run(
-            [str(BIN / "fx-opt"), "-"], input=listing, capture_output=True, text=True, env=_env()
+            [served_tools.tool("fx-opt"), "-"],
+            input=listing,
+            capture_output=True,
+            text=True,
+            env=_env(),
         )
         assert done.returncode == 0, done.stderr
         assert _unwrap(done.stdout) == listing

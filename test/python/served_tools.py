@@ -1,0 +1,92 @@
+"""``fx-opt`` and ``coil`` for the tests that run them as commands, served by
+lit's fork server (test/lit_forkserver.py) instead of a fresh interpreter each.
+
+A fresh ``fx-opt`` or ``coil`` imports torch, xDSL and coil's dialects before
+it does anything: 4-6 s of CPU on the 2-core CI machine, for a command that
+then runs in well under a second, and test_readme.py, test_cli_and_backend.py
+and test_backend.py run some forty of them (``coil reduce`` runs its command
+again for every candidate). :func:`env` starts one server per test process on
+its first call; it imports all of that once, and the environment it returns
+puts the server's shims first on ``PATH``. A shim forks the server into the
+command, so each command still sees what a fresh process sees (only the
+imports happened before the fork), and runs the real program whenever the
+server cannot give exactly that (lit_forkserver.py says when: an environment
+that differs in anything but ``COIL_*`` and bookkeeping variables).
+``COIL_LIT_FORKSERVER=0`` runs every command the ordinary way, as for lit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TEST_DIR = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+_shims: Path | None = None
+
+
+def _plain_env(warnings: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    env["PYTHONWARNINGS"] = warnings
+    return env
+
+
+def _start() -> Path | None:
+    """Start the server with :func:`env`'s environment; its shims' folder, or
+    None where it is turned off or did not come up."""
+    if os.environ.get("COIL_LIT_FORKSERVER", "1") == "0":
+        return None
+    sys.path.insert(0, str(TEST_DIR))
+    import lit_forkserver
+
+    run_dir = Path(tempfile.mkdtemp(prefix="coil-served-"))
+    sock, shims = run_dir / "sock", run_dir / "bin"
+    lit_forkserver.write_shims(str(shims), str(sock), sys.executable, str(BIN))
+    server_env = _plain_env("ignore")
+    server_env["PATH"] = os.pathsep.join([str(shims), str(BIN), server_env.get("PATH", "")])
+    server = subprocess.Popen(
+        [sys.executable, str(TEST_DIR / "lit_forkserver.py"), str(sock)],
+        env=server_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+    )
+
+    def stop() -> None:
+        server.kill()
+        server.wait()
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+    atexit.register(stop)
+    # The imports take a few seconds (more on a loaded machine); until the
+    # socket exists a shim runs the real program, so waiting only saves work.
+    deadline = time.monotonic() + 120
+    while not sock.exists() and server.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return shims if sock.exists() else None
+
+
+def env(warnings: str = "ignore") -> dict[str, str]:
+    """The environment to run ``fx-opt``/``coil`` by name in: the served shims
+    (started on the first call) first on ``PATH``, then this interpreter's
+    scripts. With ``warnings`` other than "ignore" the server (started with
+    PYTHONWARNINGS=ignore) declines, and the commands start the ordinary way."""
+    global _shims
+    if _shims is None:
+        _shims = _start() or BIN
+    out = _plain_env(warnings)
+    out["PATH"] = os.pathsep.join(dict.fromkeys([str(_shims), str(BIN), out.get("PATH", "")]))
+    return out
+
+
+def tool(name: str) -> str:
+    """The path of command ``name`` (``fx-opt`` or ``coil``), served where it can be."""
+    env()
+    assert _shims is not None
+    return str(_shims / name)
