@@ -27,8 +27,9 @@ Members of a bucket share the kind, group, group size, dtype (and reduce
 operation); they are taken greedily in program order until the bucket's
 result would pass ``bucket-mb`` megabytes (a collective larger than that
 stays alone). A member joins only if its input needs no result of the
-bucket's collectives (else the bucket would wait for itself), and an op with
-side effects closes every open bucket. Only static shapes are bucketed.
+bucket's collectives, directly or through another bucket (else the bucket
+would wait for itself; see ``_plan``), and an op with side effects closes
+every open bucket. Only static shapes are bucketed.
 
 Input: aten-level functions (run before ``aten-reorder-collectives``, which
 then schedules the buckets: early, waited late, ``prefetch`` ahead). Output:
