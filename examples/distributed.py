@@ -22,7 +22,9 @@ check besides (the losses, the wrapper modules coil wrote, coil's warnings).
   (:func:`shard_parameters`: parameters as DTensor shards, gathered at each
   use, as torchtitan's SimpleFSDP) under coil, against uncompiled FSDP2;
 * :func:`traced_sharding_bucketed` -- the same under coil's ``sharded``
-  pipeline (collectives bucketed, all-gathers prefetched one bucket ahead).
+  pipeline (collectives bucketed, all-gathers prefetched one bucket ahead);
+* :func:`traced_sharding_recompute` -- the benchmark's ``coil-traced`` on a
+  tiny Llama: the backward gathers again, the embedding is tied.
 
 Every process started here, and every process it starts, has
 ``NCCL_NVLS_ENABLE=0`` and ``TORCH_SYMM_MEM_DISABLE_MULTICAST=1`` (:data:`ENV`).
@@ -646,6 +648,52 @@ def traced_sharding_bucketed(rank: int, world: int, device: str, dump_dir: str) 
     }
 
 
+def tiny_llama(device: str) -> Llama:
+    """A two-layer Llama (grouped-query attention, SwiGLU, tied embeddings) of
+    the benchmark's structure at tiny widths; no transformers needed."""
+    from types import SimpleNamespace
+
+    config = SimpleNamespace(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=True,
+    )
+    torch.manual_seed(0)
+    return Llama(config, 8).to(device)
+
+
+def traced_sharding_recompute(rank: int, world: int, device: str, dump_dir: str) -> dict[str, Any]:
+    """The benchmark's ``coil-traced`` on a tiny Llama: :func:`shard_parameters`
+    gathering again in the backward (``recompute``), a tied embedding, under
+    coil's ``sharded`` pipeline, against uncompiled FSDP2 step for step."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    from coil.pipeline import PIPELINES
+
+    mesh = init_device_mesh(device, (world,))
+    ref = tiny_llama(device)
+    for block in ref.blocks:
+        fully_shard(block, mesh=mesh)
+    fully_shard(ref, mesh=mesh)
+    model = shard_parameters(tiny_llama(device), mesh, recompute=True)
+    options = coil_options(Path(dump_dir, f"rank{rank}"))
+    options["options"]["pipeline"] = PIPELINES["sharded"]
+    run = torch.compile(model, **options)
+    with coil_warnings() as warned:
+        losses = train_both(ref, model, run, lambda s: batch(s, rank, 64, 8, device), "recompute")
+    return {
+        "losses": losses,
+        "wrappers": wrappers(Path(dump_dir, f"rank{rank}")),
+        "warnings": warned,
+    }
+
+
 def in_flight_buffer(
     rank: int, world: int, device: str, dump_dir: str, numel: int, hold: bool = True
 ) -> dict[str, Any]:
@@ -689,6 +737,7 @@ PROGRAMS = {
     "fully_shard_blocks": fully_shard_blocks,
     "traced_sharding": traced_sharding,
     "traced_sharding_bucketed": traced_sharding_bucketed,
+    "traced_sharding_recompute": traced_sharding_recompute,
 }
 
 

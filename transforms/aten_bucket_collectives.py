@@ -27,8 +27,9 @@ Members of a bucket share the kind, group, group size, dtype (and reduce
 operation); they are taken greedily in program order until the bucket's
 result would pass ``bucket-mb`` megabytes (a collective larger than that
 stays alone). A member joins only if its input needs no result of the
-bucket's collectives (else the bucket would wait for itself), and an op with
-side effects closes every open bucket. Only static shapes are bucketed.
+bucket's collectives, directly or through another bucket (else the bucket
+would wait for itself; see ``_plan``), and an op with side effects closes
+every open bucket. Only static shapes are bucketed.
 
 Input: aten-level functions (run before ``aten-reorder-collectives``, which
 then schedules the buckets: early, waited late, ``prefetch`` ahead). Output:
@@ -71,7 +72,7 @@ WAIT = _C10dFunctionalWaitTensorOp
 @dataclass
 class Bucket:
     key: tuple
-    first: int  # program position of the first member
+    node: int  # its node in the graph of collectives (see _plan)
     members: list[Operation] = field(default_factory=list)
     nbytes: int = 0
 
@@ -98,41 +99,64 @@ def _member(op: Operation) -> tuple[tuple, int] | None:
 
 
 def _plan(ops: list[Operation], cap: int) -> list[Bucket]:
-    """The buckets of two or more members, greedily in program order."""
-    index = {op: k for k, op in enumerate(ops)}
-    reach: dict[SSAValue, int] = {}  # value -> the latest collective position it needs
+    """The buckets of two or more members, greedily in program order.
+
+    Every collective (a bucket, or one left alone) is a node of a graph whose
+    edges say which collectives' results a node's inputs need. A collective
+    may join a bucket unless the bucket's node is reachable from what its
+    input needs: it would then wait for itself, directly or through another
+    bucket (whose merged inputs need this one). Needing an unrelated
+    collective that came later is no reason to close a bucket: a backward's
+    reduce-scatters of one block all need the all-gathers its recompute
+    issues in between, and still make one bucket."""
+    after: list[set[int]] = []  # node -> the nodes whose results its inputs need
+    needs: dict[SSAValue, frozenset[int]] = {}  # value -> nodes it needs directly
     open_: dict[tuple, Bucket] = {}
     done: list[Bucket] = []
+    empty: frozenset[int] = frozenset()
+
+    def node(inputs: frozenset[int]) -> int:
+        after.append(set(inputs))
+        return len(after) - 1
+
+    def reaches(start: frozenset[int], target: int) -> bool:
+        seen, stack = set(start), list(start)
+        while stack:
+            n = stack.pop()
+            if n == target:
+                return True
+            for m in after[n] - seen:
+                seen.add(m)
+                stack.append(m)
+        return False
 
     def close(key: tuple) -> None:
         bucket = open_.pop(key)
         if len(bucket.members) > 1:
             done.append(bucket)
 
-    for k, op in enumerate(ops):
-        need = max((reach.get(v, -1) for v in op.operands), default=-1)
-        if is_collective_call(op):
-            need = max(need, k)
-        for r in op.results:
-            reach[r] = need
+    for op in ops:
+        need = empty.union(*(needs.get(v, empty) for v in op.operands))
         if side_effect(op) == "barrier":
             for key in list(open_):
                 close(key)
-            continue
         found = _member(op)
-        if found is None:
-            continue
-        key, nbytes = found
-        bucket = open_.get(key)
-        if bucket is not None and (
-            bucket.nbytes + nbytes > cap or reach.get(op.operands[0], -1) >= bucket.first
-        ):
-            close(key)
-            bucket = None
-        if bucket is None:
-            bucket = open_[key] = Bucket(key, index[op])
-        bucket.members.append(op)
-        bucket.nbytes += nbytes
+        if found is not None:
+            key, nbytes = found
+            bucket = open_.get(key)
+            if bucket is not None and (bucket.nbytes + nbytes > cap or reaches(need, bucket.node)):
+                close(key)
+                bucket = None
+            if bucket is None:
+                bucket = open_[key] = Bucket(key, node(empty))
+            bucket.members.append(op)
+            bucket.nbytes += nbytes
+            after[bucket.node] |= need
+            need = frozenset((bucket.node,))
+        elif is_collective_call(op) and not isinstance(op, WAIT):
+            need = frozenset((node(need),))
+        for r in op.results:
+            needs[r] = need
     for key in list(open_):
         close(key)
     return done

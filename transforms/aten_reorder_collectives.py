@@ -70,6 +70,15 @@ def side_effect(op: Operation) -> str | None:
     return "random" if torch.Tag.nondeterministic_seeded in overload.tags else None
 
 
+SCATTERS = frozenset(
+    {
+        "_c10d_functional.reduce_scatter_tensor.default",
+        "_c10d_functional.reduce_scatter_tensor_coalesced.default",
+        "_c10d_functional_autograd.reduce_scatter_tensor.default",
+    }
+)
+"""Collectives whose result is a shard of their input: outside the prefetch chain."""
+
 VIEWS = frozenset(
     {
         "aten.view.default",
@@ -136,10 +145,18 @@ def schedule(
     waited_by = {c: {u for u in users[c] if u in waits} for c in collectives}
     # prefetch=N, among the collectives whose results the function reads (not
     # only returns: gradients' reduce-scatters are never held back): the n-th
-    # starts only once the (n-N)-th one's waits have run.
+    # starts only once the (n-N)-th one's waits have run. Reduce-scatters are
+    # not in the chain even when read (a tied weight's two gradient shards are
+    # added): the chain bounds gathered memory, and a reduce-scatter's result
+    # is a shard; gating the next all-gather on its wait would hold the
+    # gather back until the scatter ends and leave it nothing to overlap.
     gate: dict[int, set[int]] = {}
     if prefetch:
-        read = [c for c in collectives if _read(c, waited_by, users, waits, ops)]
+        read = [
+            c
+            for c in collectives
+            if ops[c].name not in SCATTERS and _read(c, waited_by, users, waits, ops)
+        ]
         for n in range(prefetch, len(read)):
             gate[read[n]] = waited_by[read[n - prefetch]]
     ready = [(rank[k], last[k], k) for k in range(len(ops)) if not missing[k]]

@@ -279,6 +279,20 @@ class _State:
         wide = not static or int(starts[-1]) >= 2**31
         # Symbolic offsets are kernel arguments (one per boundary between sub-kernels).
         offsets = [] if static else list(starts[1:-1])
+        # Two combos are the same kernel when their sub-kernels (already deduped
+        # by body), the arguments they share, their sizes and offsets are: the
+        # repeated layers of a model make the same combos again, which are not
+        # built a second time.
+        key = (
+            tuple(m.launch.kernel_name for m in members),
+            tuple(tuple(args.index(a) for a in m.launch.args) for m in members),
+            tuple(tuple(scalars.index(x) for x in m.launch.scalars.data) for m in members),
+            tuple(starts) if static else len(offsets),
+        )
+        config = dict(members[0].launch.config.data) if members[0].launch.config else None
+        grid = [starts[-1], sympy.Integer(1), sympy.Integer(1)]
+        if key in self.made:
+            return host.LaunchOp(self.made[key], grid, args, scalars + offsets, config)
         arg_types = [
             _arg_type(a, m) for a in args for m in [next(m for m in members if a in m.launch.args)]
         ]
@@ -338,23 +352,7 @@ class _State:
             lo = hi
         block.add_op(tt.ReturnOp())
         self.describe(func, members)
-        # Two combos are the same kernel when their sub-kernels (already deduped
-        # by body), the arguments they share, their sizes and offsets are.
-        key = (
-            tuple(m.launch.kernel_name for m in members),
-            tuple(tuple(args.index(a) for a in m.launch.args) for m in members),
-            tuple(tuple(scalars.index(x) for x in m.launch.scalars.data) for m in members),
-            tuple(starts) if static else len(offsets),
-        )
-        name = self.name_for(func, key)
-        total = starts[-1]
-        return host.LaunchOp(
-            name,
-            [total, sympy.Integer(1), sympy.Integer(1)],
-            args,
-            scalars + offsets,
-            dict(members[0].launch.config.data) if members[0].launch.config else None,
-        )
+        return host.LaunchOp(self.name_for(func, key), grid, args, scalars + offsets, config)
 
     def inline(
         self,
@@ -420,10 +418,7 @@ class _State:
         )
 
     def name_for(self, func: tt.FuncOp, key: tuple) -> str:
-        """Insert ``func`` under a fresh name, or return an identical combo's name."""
-        if key in self.made:
-            func.erase()
-            return self.made[key]
+        """Insert ``func`` (a combo no other has the ``key`` of) under a fresh name."""
         while f"coil_combo_{self.count}" in self.kernels:
             self.count += 1
         name = f"coil_combo_{self.count}"

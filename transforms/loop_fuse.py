@@ -482,10 +482,17 @@ class _PointwiseGroup:
     with no reduction ranges (members in order: each reads the others' results
     at the same point, from registers)."""
 
-    def __init__(self, options: LoopFusePass, block: Block, root: L.PointwiseOp):
+    def __init__(
+        self,
+        options: LoopFusePass,
+        block: Block,
+        root: L.PointwiseOp,
+        tileable: dict[Operation, bool] | None = None,
+    ):
         self.options = options
         self.block = block
         self.root = root
+        self.tileable = {} if tileable is None else tileable  # by nest: its loads' indices only
         self.ranges = list(root.ranges.data)
         self.members: list[L.PointwiseOp] = [root]
         self.reads = self._point_reads(root)
@@ -503,10 +510,17 @@ class _PointwiseGroup:
         }
 
     def _tileable(self, op: L.PointwiseOp) -> bool:
-        syms = op.index_symbols()
-        return all(_own_point(ld, syms) for ld in op.walk() if isinstance(ld, L.LoadOp))
+        if op not in self.tileable:
+            syms = op.index_symbols()
+            loads = (ld for ld in op.walk() if isinstance(ld, L.LoadOp))
+            self.tileable[op] = all(_own_point(ld, syms) for ld in loads)
+        return self.tileable[op]
 
-    def wants(self, op: Operation, defined_before: set[SSAValue], written: set[SSAValue]) -> bool:
+    def wants(
+        self, op: Operation, root: int, position: dict[SSAValue, int], written: set[SSAValue]
+    ) -> bool:
+        """Whether ``op`` joins the group whose root is at block position
+        ``root`` (``position``: where each value of the block was defined)."""
         if not isinstance(op, L.PointwiseOp) or op.is_bufferized:
             return False
         if list(op.ranges.data) != self.ranges or not self._tileable(op):
@@ -529,8 +543,8 @@ class _PointwiseGroup:
                 continue
             if v in written:
                 return False  # written by a loop.copy it would move above
-            if v not in defined_before:
-                return False  # made after the root: it cannot move up to it
+            if position.get(v, root) >= root:
+                return False  # made after the root (or by a rewrite): it cannot move up to it
         return True
 
     def add(self, op: L.PointwiseOp) -> None:
@@ -587,7 +601,14 @@ def _forwarded_copy(op: Operation) -> bool:
 
 
 class _PointwiseGroups:
-    """Every pointwise group of one block, roots in order (see ``_PointwiseGroup``)."""
+    """Every pointwise group of one block, roots in order (see ``_PointwiseGroup``).
+
+    A root considers the later nests over its ranges up to the next barrier.
+    The block is indexed once (candidates by ranges, barrier and copy
+    positions, each nest's point reads), so the scan per root visits only
+    nests of its shape: scanning every later op for every root made the pass
+    quadratic in the block's length (a traced 8-layer Llama's forward, 1187
+    FX nodes: 0.6 s of the pass's 0.66 in these scans)."""
 
     def __init__(self, options: LoopFusePass, block: Block):
         self.options = options
@@ -595,41 +616,60 @@ class _PointwiseGroups:
 
     def build(self) -> None:
         ops = list(self.block.ops)
+        position: dict[SSAValue, int] = {a: -1 for a in self.block.args}
+        barriers: list[int] = []
+        copies: list[tuple[int, SSAValue]] = []  # loop.copy positions and what they write
+        candidates: dict[tuple, list[int]] = {}  # pointwise nests by their ranges
+        for k, op in enumerate(ops):
+            for r in op.results:
+                position[r] = k
+            if isinstance(op, L.CopyOp):
+                copies.append((k, op.dest))
+            elif _barrier(op):
+                barriers.append(k)
+            elif isinstance(op, L.PointwiseOp) and not op.is_bufferized and not _forwarded_copy(op):
+                candidates.setdefault(tuple(op.ranges.data), []).append(k)
+        # Roots in block order (a group's rewrite changes what later nests read).
+        order = sorted(
+            (k, key, n) for key, where in candidates.items() for n, k in enumerate(where)
+        )
         taken: set[Operation] = set()
-        defined: set[SSAValue] = set(self.block.args)
-        for k, root in enumerate(ops):
-            if (
-                isinstance(root, L.PointwiseOp)
-                and root not in taken
-                and not root.is_bufferized
-                and len(root.res) == 1
-                and not _forwarded_copy(root)
-            ):
-                group = _PointwiseGroup(self.options, self.block, root)
-                if group._tileable(root):
-                    self._grow(group, ops[k + 1 :], set(defined), taken)
-                    if len(group.members) > 1:
-                        taken.update(group.members)
-                        group.rewrite()
-            defined.update(root.results)
+        tileable: dict[Operation, bool] = {}
+        for k, key, n in order:
+            root = ops[k]
+            if root in taken or len(root.res) != 1:
+                continue
+            group = _PointwiseGroup(self.options, self.block, root, tileable)
+            if not group._tileable(root):
+                continue
+            i = bisect.bisect_right(barriers, k)
+            stop = barriers[i] if i < len(barriers) else len(ops)
+            later = [j for j in candidates[key][n + 1 :] if j < stop]
+            self._grow(group, ops, k, later, position, copies, taken)
+            if len(group.members) > 1:
+                taken.update(group.members)
+                group.rewrite()
 
     def _grow(
         self,
         group: _PointwiseGroup,
-        later: list[Operation],
-        defined_before: set[SSAValue],
+        ops: list[Operation],
+        root: int,
+        later: list[int],
+        position: dict[SSAValue, int],
+        copies: list[tuple[int, SSAValue]],
         taken: set[Operation],
     ) -> None:
+        """Add to ``group`` the nests at positions ``later`` (after ``root``, of
+        its ranges, before the next barrier) that it wants, in order."""
         written: set[SSAValue] = set()  # inputs a loop.copy writes between the root and here
-        for op in later:
+        c = bisect.bisect_right(copies, root, key=lambda e: e[0])
+        for j in later:
             if len(group.members) >= self.options.max_members:
                 return
-            if isinstance(op, L.CopyOp):
-                written.add(op.dest)
-                continue
-            if _barrier(op):
-                return
-            if _forwarded_copy(op):
-                continue
-            if op not in taken and group.wants(op, defined_before, written):
+            while c < len(copies) and copies[c][0] < j:
+                written.add(copies[c][1])
+                c += 1
+            op = ops[j]
+            if op not in taken and group.wants(op, root, position, written):
                 group.add(op)  # type: ignore[arg-type]

@@ -134,6 +134,23 @@ def check_traced_sharding_bucketed(ranks: list[dict]) -> None:
         no_c10d_fallback(result)
 
 
+def check_traced_sharding_recompute(ranks: list[dict]) -> None:
+    """The benchmark's coil-traced on a tiny Llama (the backward gathers the
+    parameters again, the embedding is tied): FSDP2's losses and gradients at
+    every step (train_both); the forward is one all-gather, the backward one
+    all-gather (the recompute) and one reduce-scatter (the tied weight's two
+    gradients in the same bucket)."""
+    for rank in ranks:
+        result = rank["traced_sharding_recompute"]
+        assert len(result["losses"]) == STEPS
+        forward, backward = result["wrappers"]
+        assert calls(forward, "all_gather_into_tensor") == 1
+        assert calls(forward, "reduce_scatter_tensor") == 0
+        assert calls(backward, "all_gather_into_tensor") == 1
+        assert calls(backward, "reduce_scatter_tensor") == 1
+        no_c10d_fallback(result)
+
+
 def check_memory_plan_hold(ranks: list[dict]) -> None:
     for rank in ranks:
         held = rank["in_flight_True"]
@@ -194,6 +211,12 @@ def test_traced_sharding_bucketed(ranks):
     check_traced_sharding_bucketed(ranks)
 
 
+def test_traced_sharding_recompute(ranks):
+    """The benchmark's coil-traced mode (recomputed gathers, tied embedding,
+    ``sharded`` pipeline) on a tiny Llama matches uncompiled FSDP2 step for step."""
+    check_traced_sharding_recompute(ranks)
+
+
 def test_memory_plan_holds_a_collective_input(ranks):
     """The all-gather's input ``m`` stays untouched until the wait: the kernel
     computing ``t`` before the wait writes storage of its own. Without the hold
@@ -221,6 +244,7 @@ def test_programs_on_nccl(tmp_path):
     check_fully_shard_blocks(ranks)
     check_traced_sharding(ranks)
     check_traced_sharding_bucketed(ranks)
+    check_traced_sharding_recompute(ranks)
     check_memory_plan_hold(ranks)
 
 

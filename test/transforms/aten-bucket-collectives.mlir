@@ -137,3 +137,55 @@ func.func @dependent(%w1: !aten.tensor<[2, 4], f32>, %w2: !aten.tensor<[2, 4], f
   %a3 = _c10d_functional.wait_tensor.default(%g3) : !aten.tensor<[4, 4], f16>
   func.return %a1, %a2, %a3 : !aten.tensor<[4, 4], f32>, !aten.tensor<[4, 4], f32>, !aten.tensor<[4, 4], f16>
 }
+
+// -----
+
+// A backward that gathers again (recompute) between its reduce-scatters:
+// %d2 needs %g2, issued after %r1, and still joins %r1's bucket (it needs no
+// reduce-scatter); the gathers make one bucket too, which the scatter
+// bucket follows. One all-gather, one reduce-scatter.
+// CHECK-LABEL: func.func @scatter_past_gather
+// CHECK:         %bucket_gather = _c10d_functional.all_gather_into_tensor.default({{.*}}) : !aten.tensor<[32], f32>
+// CHECK:         %d1 = aten.mm.default(%x, %a1)
+// CHECK:         %d2 = aten.mm.default(%d1, %a2)
+// CHECK:         %bucket_scatter = _c10d_functional.reduce_scatter_tensor.default({{.*}}) : !aten.tensor<[16], f32>
+// CHECK-NOT:     _c10d_functional.all_gather
+// CHECK-NOT:     _c10d_functional.reduce_scatter
+// CHECK:         func.return %v1, %v2
+func.func @scatter_past_gather(%w1: !aten.tensor<[2, 4], f32>, %w2: !aten.tensor<[2, 4], f32>, %x: !aten.tensor<[4, 4], f32>) -> (!aten.tensor<[2, 4], f32>, !aten.tensor<[2, 4], f32>) {
+  %g1 = _c10d_functional.all_gather_into_tensor.default(%w1, group_size = 2, group_name = "0") : !aten.tensor<[4, 4], f32>
+  %a1 = _c10d_functional.wait_tensor.default(%g1) : !aten.tensor<[4, 4], f32>
+  %d1 = aten.mm.default(%x, %a1) : !aten.tensor<[4, 4], f32>
+  %r1 = _c10d_functional.reduce_scatter_tensor.default(%d1, reduce_op = "avg", group_size = 2, group_name = "0") : !aten.tensor<[2, 4], f32>
+  %v1 = _c10d_functional.wait_tensor.default(%r1) : !aten.tensor<[2, 4], f32>
+  %g2 = _c10d_functional.all_gather_into_tensor.default(%w2, group_size = 2, group_name = "0") : !aten.tensor<[4, 4], f32>
+  %a2 = _c10d_functional.wait_tensor.default(%g2) : !aten.tensor<[4, 4], f32>
+  %d2 = aten.mm.default(%d1, %a2) : !aten.tensor<[4, 4], f32>
+  %r2 = _c10d_functional.reduce_scatter_tensor.default(%d2, reduce_op = "avg", group_size = 2, group_name = "0") : !aten.tensor<[2, 4], f32>
+  %v2 = _c10d_functional.wait_tensor.default(%r2) : !aten.tensor<[2, 4], f32>
+  func.return %v1, %v2 : !aten.tensor<[2, 4], f32>, !aten.tensor<[2, 4], f32>
+}
+
+
+// -----
+
+// A cycle through another bucket: %g2's input needs %r1, so once %g2 joins
+// %g1's bucket, that bucket needs %r1's; %r2 needs %g1's bucket and would
+// make the scatter bucket wait for itself. %r2 stays alone.
+// CHECK-LABEL: func.func @cycle
+// CHECK:         %r1 = _c10d_functional.reduce_scatter_tensor.default(%y
+// CHECK:         %bucket_gather = _c10d_functional.all_gather_into_tensor.default
+// CHECK:         %r2 = _c10d_functional.reduce_scatter_tensor.default(%d
+func.func @cycle(%w1: !aten.tensor<[2, 4], f32>, %w2: !aten.tensor<[2, 4], f32>, %y: !aten.tensor<[4, 4], f32>, %x: !aten.tensor<[4, 4], f32>) -> (!aten.tensor<[4, 4], f32>, !aten.tensor<[2, 4], f32>) {
+  %g1 = _c10d_functional.all_gather_into_tensor.default(%w1, group_size = 2, group_name = "0") : !aten.tensor<[4, 4], f32>
+  %a1 = _c10d_functional.wait_tensor.default(%g1) : !aten.tensor<[4, 4], f32>
+  %r1 = _c10d_functional.reduce_scatter_tensor.default(%y, reduce_op = "avg", group_size = 2, group_name = "0") : !aten.tensor<[2, 4], f32>
+  %v1 = _c10d_functional.wait_tensor.default(%r1) : !aten.tensor<[2, 4], f32>
+  %u = aten.add.Tensor(%w2, %v1) : !aten.tensor<[2, 4], f32>
+  %g2 = _c10d_functional.all_gather_into_tensor.default(%u, group_size = 2, group_name = "0") : !aten.tensor<[4, 4], f32>
+  %a2 = _c10d_functional.wait_tensor.default(%g2) : !aten.tensor<[4, 4], f32>
+  %d = aten.mm.default(%x, %a1) : !aten.tensor<[4, 4], f32>
+  %r2 = _c10d_functional.reduce_scatter_tensor.default(%d, reduce_op = "avg", group_size = 2, group_name = "0") : !aten.tensor<[2, 4], f32>
+  %v2 = _c10d_functional.wait_tensor.default(%r2) : !aten.tensor<[2, 4], f32>
+  func.return %a2, %v2 : !aten.tensor<[4, 4], f32>, !aten.tensor<[2, 4], f32>
+}

@@ -213,3 +213,30 @@ func.func @prefetch(%w1: !aten.tensor<[2, 4], f32>, %w2: !aten.tensor<[2, 4], f3
   %o = aten.mul.Tensor(%h3, %h3) : !aten.tensor<[4, 4], f32>
   func.return %o : !aten.tensor<[4, 4], f32>
 }
+
+// -----
+
+// A reduce-scatter whose result the function reads (a tied weight's two
+// gradient shards added) is outside the prefetch chain: the next all-gather
+// starts after the previous all-gather's wait, not after the scatter's
+// (which would leave it nothing to overlap).
+// PREFETCH-LABEL: func.func @prefetch_past_scatter
+// PREFETCH-NEXT:    %g1 = _c10d_functional.all_gather_into_tensor.default
+// PREFETCH-NEXT:    %a1 = _c10d_functional.wait_tensor.default(%g1)
+// PREFETCH-NEXT:    %h1 = aten.mm.default(%x, %a1)
+// PREFETCH-NEXT:    %r = _c10d_functional.reduce_scatter_tensor.default(%h1
+// PREFETCH-NEXT:    %g2 = _c10d_functional.all_gather_into_tensor.default
+// PREFETCH-NEXT:    %rw = _c10d_functional.wait_tensor.default(%r)
+func.func @prefetch_past_scatter(%w1: !aten.tensor<[2, 4], f32>, %w2: !aten.tensor<[2, 4], f32>, %e: !aten.tensor<[2, 4], f32>, %x: !aten.tensor<[4, 4], f32>) -> (!aten.tensor<[4, 4], f32>, !aten.tensor<[2, 4], f32>) {
+  %g1 = _c10d_functional.all_gather_into_tensor.default(%w1, group_size = 2, group_name = "0") : !aten.tensor<[4, 4], f32>
+  %a1 = _c10d_functional.wait_tensor.default(%g1) : !aten.tensor<[4, 4], f32>
+  %h1 = aten.mm.default(%x, %a1) : !aten.tensor<[4, 4], f32>
+  %r = _c10d_functional.reduce_scatter_tensor.default(%h1, reduce_op = "avg", group_size = 2, group_name = "0") : !aten.tensor<[2, 4], f32>
+  %rw = _c10d_functional.wait_tensor.default(%r) : !aten.tensor<[2, 4], f32>
+  %s = aten.add.Tensor(%rw, %e) : !aten.tensor<[2, 4], f32>
+  %g2 = _c10d_functional.all_gather_into_tensor.default(%w2, group_size = 2, group_name = "0") : !aten.tensor<[4, 4], f32>
+  %a2 = _c10d_functional.wait_tensor.default(%g2) : !aten.tensor<[4, 4], f32>
+  %h2 = aten.mm.default(%h1, %a2) : !aten.tensor<[4, 4], f32>
+  %h3 = aten.mm.default(%h2, %h2) : !aten.tensor<[4, 4], f32>
+  func.return %h3, %s : !aten.tensor<[4, 4], f32>, !aten.tensor<[2, 4], f32>
+}

@@ -209,3 +209,44 @@ func.func @reduction(%a: !buffer.buffer<[64], f32>, %b: !buffer.buffer<[8, 64], 
   }
   func.return %x, %s, %z : !buffer.buffer<[64], f32>, !buffer.buffer<[8], f32>, !buffer.buffer<[64], f32>
 }
+
+// -----
+
+// The same group twice (a repeated layer's launches): the second launch runs
+// the first's combo kernel, which is built once.
+// CHECK-LABEL: tt.func public @coil_combo_0
+// CHECK-NOT:   tt.func public @coil_combo_1
+// CHECK-LABEL: func.func @repeated
+// CHECK:         host.launch @coil_combo_0 grid [3, 1, 1] (%a, %x, %b, %y
+// CHECK:         host.launch @coil_combo_0 grid [3, 1, 1] (%x, %p, %y, %q
+func.func @repeated(%a: !buffer.buffer<[64], f32>, %b: !buffer.buffer<[2048], f32>) -> (!buffer.buffer<[64], f32>, !buffer.buffer<[2048], f32>) {
+  %x = buffer.alloc : !buffer.buffer<[64], f32>
+  loop.pointwise [64] outs(%x : !buffer.buffer<[64], f32>) {
+  ^bb0(%i0: index):
+    %0 = loop.load %a[i0] : !buffer.buffer<[64], f32>
+    %1 = math.exp %0 : f32
+    loop.yield %1 : f32
+  }
+  %y = buffer.alloc : !buffer.buffer<[2048], f32>
+  loop.pointwise [2048] outs(%y : !buffer.buffer<[2048], f32>) {
+  ^bb0(%i0: index):
+    %0 = loop.load %b[i0] : !buffer.buffer<[2048], f32>
+    %1 = math.sqrt %0 : f32
+    loop.yield %1 : f32
+  }
+  %p = buffer.alloc : !buffer.buffer<[64], f32>
+  loop.pointwise [64] outs(%p : !buffer.buffer<[64], f32>) {
+  ^bb0(%i0: index):
+    %0 = loop.load %x[i0] : !buffer.buffer<[64], f32>
+    %1 = math.exp %0 : f32
+    loop.yield %1 : f32
+  }
+  %q = buffer.alloc : !buffer.buffer<[2048], f32>
+  loop.pointwise [2048] outs(%q : !buffer.buffer<[2048], f32>) {
+  ^bb0(%i0: index):
+    %0 = loop.load %y[i0] : !buffer.buffer<[2048], f32>
+    %1 = math.sqrt %0 : f32
+    loop.yield %1 : f32
+  }
+  func.return %p, %q : !buffer.buffer<[64], f32>, !buffer.buffer<[2048], f32>
+}
