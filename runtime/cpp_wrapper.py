@@ -12,7 +12,7 @@ The directory is the standalone form: a C++ program loads ``wrapper.so`` with
 needed. ``wrapper.so`` finds ``kernels/`` beside itself.
 
 Kernels. Each kernel is compiled by ``triton.compile`` from the ``-t triton``
-source with the signature :func:`coil.targets.cpp.kernel_signature` gives (no
+source with the signature :func:`coil.targets.cpp_launch.kernel_signature` gives (no
 constexprs, no specialization on values: the cubin runs for any sizes, as the
 wrapper passes them) and the ``host.launch``'s options (num_warps,
 num_stages). ``NAME.meta`` records the compiled kernel's metadata the launch
@@ -248,7 +248,7 @@ def compile_kernels(module: ModuleOp, kernel_source: str, arch: int) -> dict[str
     from coil.dialects import tt
     from coil.runtime.codecache import load_module
     from coil.runtime.launch import FP_FUSION
-    from coil.targets.cpp import kernel_signature
+    from coil.targets.cpp_launch import kernel_signature
 
     jit_module = load_module(kernel_source) if kernel_source else None
     options = launch_options(module)
@@ -430,7 +430,7 @@ def write_example_io(
     (examples/run_cpp.cpp reads them)."""
     import torch
 
-    from coil.targets.cpp import _SCALAR_TYPES
+    from coil.targets.cpp_values import SCALAR_TYPES
 
     directory = Path(directory)
     lines = []
@@ -442,7 +442,7 @@ def write_example_io(
                 (directory / file).write_bytes(data.view(torch.uint8).numpy().tobytes())
                 device = "cpu" if v.device.type == "cpu" else f"cuda:{v.device.index or 0}"
                 lines.append(
-                    f"{role} tensor {_SCALAR_TYPES[v.dtype]} {device} {v.dim()} "
+                    f"{role} tensor {SCALAR_TYPES[v.dtype]} {device} {v.dim()} "
                     f"{' '.join(map(str, v.shape))} {' '.join(map(str, v.stride()))} {file}"
                 )
             elif isinstance(v, bool | int):

@@ -47,7 +47,9 @@ from coil.dialects import tt
 from coil.dialects.symbolic import index_symbols, symbol
 from coil.dialects.tt import element_of
 from coil.lowering.loop_to_tt.body import Tile
-from coil.lowering.loop_to_tt.kernel import KernelLowering, _members, _prod, cdiv
+from coil.lowering.loop_to_tt.kernel import KernelLowering, _prod
+from coil.lowering.loop_to_tt.kernel_group import group_members
+from coil.lowering.loop_to_tt.kernel_index import cdiv
 from coil.strategy import gemm as G
 from coil.strategy import hints
 
@@ -136,7 +138,7 @@ class GemmLowering(KernelLowering):
         assert red is not None
         ranges = list(nest.ranges.data)
         n = len(ranges)
-        self.members = _members(nest)
+        self.members = group_members(nest)
         if any(m.kind == "P2" or (m.kind == "R" and m.op is not red) for m in self.members):
             raise NotATemplate("the group holds more than the product and its epilogue")
         self.outputs = {}

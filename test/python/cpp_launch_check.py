@@ -47,7 +47,7 @@ def main() -> None:
     from coil.runtime import cpp_wrapper
     from coil.runtime.codecache import load_module
     from coil.runtime.launch import FP_FUSION
-    from coil.targets.cpp import kernel_signature
+    from coil.targets.cpp_launch import kernel_signature
 
     module = Parser(coil_context(), (build / "host.mlir").read_text()).parse_module()
     kernels = {op.sym_name.data: op for op in module.ops if isinstance(op, tt.FuncOp)}

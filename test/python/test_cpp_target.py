@@ -25,7 +25,7 @@ from coil.dialects import tt
 from coil.ir import print_module
 from coil.pipeline import PIPELINES
 from coil.runtime import cpp_wrapper
-from coil.targets.cpp import kernel_signature
+from coil.targets.cpp_launch import kernel_signature
 
 HERE = Path(__file__).parent
 

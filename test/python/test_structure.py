@@ -141,7 +141,7 @@ underscore)."""
 
 OTHER_HELPERS_OF_THOSE_NAMES = {
     # Ceiling division of a *symbolic* size (torch's FloorDiv), not of ints.
-    ("coil.lowering.loop_to_tt.kernel", "cdiv"),
+    ("coil.lowering.loop_to_tt.kernel_index", "cdiv"),
 }
 
 
