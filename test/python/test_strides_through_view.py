@@ -42,9 +42,24 @@ def _per_point(source_shape, index, view_shape, want):
 
 CASES = {
     # (B*W, N, C) of a (B, W, N, C) source, row-major wanted
-    "merge_floor_mod": ([4, 6, 5, 3], [sympy.floor(i0 / 6), sympy.Mod(i0, 6), i1, i2], [24, 5, 3], [15, 3, 1]),
-    "merge_torch": ([4, 6, 5, 3], [fns.FloorDiv(i0, 6), fns.PythonMod(i0, 6), i1, i2], [24, 5, 3], [15, 3, 1]),
-    "modular_indexing": ([4, 6, 5], [fns.FloorDiv(i0, 6), fns.ModularIndexing(i0, 1, 6), i1], [24, 5], [5, 1]),
+    "merge_floor_mod": (
+        [4, 6, 5, 3],
+        [sympy.floor(i0 / 6), sympy.Mod(i0, 6), i1, i2],
+        [24, 5, 3],
+        [15, 3, 1],
+    ),
+    "merge_torch": (
+        [4, 6, 5, 3],
+        [fns.FloorDiv(i0, 6), fns.PythonMod(i0, 6), i1, i2],
+        [24, 5, 3],
+        [15, 3, 1],
+    ),
+    "modular_indexing": (
+        [4, 6, 5],
+        [fns.FloorDiv(i0, 6), fns.ModularIndexing(i0, 1, 6), i1],
+        [24, 5],
+        [5, 1],
+    ),
     "transpose": ([7, 9], [i1, i0], [9, 7], [7, 1]),
     "transpose_not_row_major": ([7, 9], [i1, i0], [9, 7], [1, 9]),
     "size_one_source_dim": ([1, 5, 3], [0, i0, i1], [5, 3], [3, 1]),
