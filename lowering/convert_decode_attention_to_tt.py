@@ -65,6 +65,7 @@ from coil.dialects.symbolic import symbol
 from coil.intmath import next_pow2
 from coil.ir import source_line
 from coil.lowering.loop_to_tt.builder import KernelBuilder
+from coil.lowering.loop_to_tt.kernel_index import cdiv
 from coil.lowering.loop_to_tt.reductions import reduce
 from coil.passinfo import check_options
 from coil.strategy import decode_attention as DA
@@ -390,7 +391,7 @@ def build_attention(
     qt = b.binary(xarith.MulfOp, qt, b.const(call.scale, f32))
 
     # this program's keys: [start, end)
-    per = _cdiv(_cdiv(sh.keys, splits), bl) * bl
+    per = cdiv(cdiv(sh.keys, splits), bl) * bl
     start = kn.idx(PID_S * per)
     end = kn.idx(sympy.Min(sh.keys, PID_S * per + per) if splits > 1 else sh.keys)
 
@@ -509,13 +510,6 @@ def build_combine(
     kn.store(out, ooff, _normalized(b, num, total), dvmask)
     return kn.finish(), buffers, scalars
 
-
-def _cdiv(n, d: int) -> sympy.Expr:
-    """``ceil(n / d)`` of an extent that may be symbolic."""
-    n = sympy.sympify(n)
-    if n.is_Integer:
-        return sympy.Integer(-(-int(n) // d))
-    return FloorDiv(n + d - 1, d)
 
 
 def _annotate(kernel: tt.FuncOp, call: _Call, device: str, plan: str) -> None:

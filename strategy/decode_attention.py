@@ -4,7 +4,7 @@ A decode step's attention has a handful of query rows per (batch, head) --
 one token's query, or the ``R`` query heads of a grouped-query group packed as
 rows (``frontend/decode_attention.py``) -- and a long key/value cache. One
 program per (batch, head) walks the whole cache: ``B * H`` programs (4 for a
-batch-1 Llama with 4 key/value heads) on a GPU of 132 SMs, each waiting for
+batch-1 Llama with 4 key/value heads) on a GPU of a hundred-odd SMs, each waiting for
 ``L / BLOCK_L`` loads in turn. Flash-decoding (Dao et al., 2023; Inductor's
 ``flex_decoding`` template) splits the keys across ``S`` programs per head,
 each keeping its own running max, sum and weighted values, and a second

@@ -76,7 +76,9 @@ class IndexBinding:
         xindex.name_hint = "xindex"
         b.bind(XINDEX, xindex)
         xnumel = sympy.sympify(xnumel)
-        if xnumel.is_Integer and int(xnumel) % xblock == 0:
+        # No mask where every lane is in range; an empty nest (a zero-size
+        # dimension) still masks all: a split's finish launches one program.
+        if xnumel.is_Integer and int(xnumel) > 0 and int(xnumel) % xblock == 0:
             return None
         xmask = b.cmpi(xindex, b.emit_index(xnumel), "slt")
         xmask.name_hint = "xmask"

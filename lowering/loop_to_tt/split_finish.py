@@ -367,9 +367,15 @@ def _fuse(
         b.insert(scf.YieldOp())
     b.insert(scf.IfOp(last, [], Region(then), Region(Block([scf.YieldOp()]))))
     b.insert(tt.ReturnOp())
+    # The finish runs in the last program, so there is one even where the first
+    # stage has no work (a zero-size dimension: its outputs, masked off, are
+    # empty, and the finish still writes the reduction of nothing).
+    grid0 = sympy.sympify(first.grid[0])
+    if not (grid0.is_Integer and int(grid0) >= 1):
+        grid0 = sympy.Integer(1) if grid0.is_Integer else sympy.Max(grid0, 1)
     return Kernel(
         func,
-        first.grid,
+        [grid0, *first.grid[1:]],
         bufs + seeds,
         scalars,
         first.num_warps,

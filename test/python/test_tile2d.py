@@ -142,18 +142,22 @@ def test_transpose_copy(dtype, tmp_path, poisoned):
     assert "yindex = " in kernels
 
 
-def test_large_transpose_takes_64x64_tiles(tmp_path, poisoned):
-    """A bf16 transpose large enough to be bandwidth-bound takes 64 x 64 tiles
-    (whole 128-byte lines per tile row: the cost model's choice, tiling.py's
-    LARGE_TILE); odd sizes no block divides, so both the y and the x edge tiles
-    are masked."""
+def test_large_transpose_takes_square_2d_tiles_masked_on_both_edges(tmp_path, poisoned):
+    """A bf16 transpose large enough to be bandwidth-bound takes square 2-D tiles
+    of 32 or 64 a side (whole lines per tile row; which of the two is the cost
+    model's estimate: the refit on the H200 sweep chooses 32, the shape sweep
+    measured both within 1 %); odd sizes no block divides, so both the y and
+    the x edge tiles are masked, and the poisoned outputs show every element
+    is written."""
 
     def f(x, y):
         return (x.t() + y).relu().t().contiguous()
 
     x, y = _randn(1283, 1289, dtype=torch.bfloat16), _randn(1289, 1283, dtype=torch.bfloat16)
     kernels = run(f, (x, y), tmp_path=tmp_path)
-    assert "tl.arange(0, 64)" in kernels and "tl.arange(0, 32)" not in kernels
+    sides = {n for n in (16, 32, 64, 128) if f"tl.arange(0, {n})" in kernels}
+    assert len(sides) == 1 and sides <= {32, 64}, sides
+    assert "ymask" in kernels and "xmask" in kernels
 
 
 @pytest.mark.gpu
