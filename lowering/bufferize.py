@@ -118,6 +118,24 @@ def strided_layout(
     return strides, offset
 
 
+def _retype_keeping_results(op: B.ExternOp, k: int, aten: Operation, new_type) -> bool:
+    """Retype ``op``'s region argument ``k`` to ``new_type`` where torch's meta
+    function gives ``aten`` the same result types with it; else leave it."""
+    from coil.frontend.meta import NoMetaResult, meta_result_types
+
+    arg = op.body.block.args[k]
+    want = arg.type
+    old = [r.type for r in aten.results]
+    Rewriter.replace_value_with_new_type(arg, new_type)
+    try:
+        same = meta_result_types(aten) == old
+    except NoMetaResult:
+        same = False
+    if not same:
+        Rewriter.replace_value_with_new_type(op.body.block.args[k], want)
+    return same
+
+
 def function_device(fn: func.FuncOp) -> str:
     """The device the function's tensors live on (inputs first, then results)."""
     types = [a.type for a in fn.body.block.args]
@@ -483,19 +501,8 @@ class _Bufferizer:
             dense[d] = step
             step *= int(shape[d])
         (aten,) = inner
-        from coil.frontend.meta import NoMetaResult, meta_result_types
-
-        old = [r.type for r in aten.results]
         new_type = TensorType(want.shape, want.element_type, dense, want.device_attr.data)
-        Rewriter.replace_value_with_new_type(arg, new_type)
-        try:
-            same = meta_result_types(aten) == old
-        except NoMetaResult:
-            same = False
-        if not same:
-            Rewriter.replace_value_with_new_type(op.body.block.args[k], want)
-            return None
-        return new_type
+        return new_type if _retype_keeping_results(op, k, aten, new_type) else None
 
     def read_transposed(self, op: B.ExternOp, k: int, t: B.BufferType) -> bool:
         """Where ``op`` is a matrix product that reads its operand ``k`` as
@@ -505,20 +512,9 @@ class _Bufferizer:
         if not gemm_alignment.reads_either_order(op, k, t.strides):
             return False
         (aten,) = [o for o in op.body.block.ops if not isinstance(o, B.YieldOp)]
-        from coil.frontend.meta import NoMetaResult, meta_result_types
-
-        arg = op.body.block.args[k]
-        want = arg.type
-        old = [r.type for r in aten.results]
+        want = op.body.block.args[k].type
         given = TensorType(want.shape, want.element_type, t.strides, want.device_attr.data)
-        Rewriter.replace_value_with_new_type(arg, given)
-        try:
-            same = meta_result_types(aten) == old
-        except NoMetaResult:
-            same = False
-        if not same:
-            Rewriter.replace_value_with_new_type(op.body.block.args[k], want)
-        return same
+        return _retype_keeping_results(op, k, aten, given)
 
     def extern(self, op: B.ExternOp) -> None:
         self.follow_channels_last(op)
