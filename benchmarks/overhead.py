@@ -94,8 +94,10 @@ def resnet50(batch: int):
 WORKLOADS = {
     "mlp20_b1": mlp20,
     "gpt2_b1": gpt2(1, 128),
+    "gpt2_8x128": gpt2(8, 128),
     "gpt2_8x512": gpt2(8, 512),
     "resnet50_b1": resnet50(1),
+    "resnet50_b8": resnet50(8),
     "resnet50_b32": resnet50(32),
 }
 
@@ -277,6 +279,12 @@ VARIANTS = {
     "coil cudagraphs": lambda m, name: torch.compile(
         m, backend="coil", options={"cudagraphs": True}
     ),
+    # Symbolic sizes from the first call (issue 35: the host side of a dynamic
+    # compile, against the static one of the same workload).
+    "inductor dynamic": lambda m, name: torch.compile(m, dynamic=True),
+    "coil dynamic": lambda m, name: torch.compile(
+        m, backend="coil", dynamic=True, options=_dump(name + "-dynamic")
+    ),
 }
 """Each backend variant: (module, workload name) -> the callable to time."""
 
@@ -290,7 +298,7 @@ def main() -> int:
     parser.add_argument("names", nargs="*", help=f"workloads (default all): {', '.join(WORKLOADS)}")
     parser.add_argument(
         "--variants",
-        default=",".join(VARIANTS),
+        default=",".join(v for v in VARIANTS if "dynamic" not in v),
         help="comma-separated, of: " + ", ".join(VARIANTS) + " (one per process: "
         "`for v in coil inductor; do overhead.py --variants $v ...; done` tells "
         "a backend's cost from what earlier variants left in the process)",
