@@ -5,7 +5,22 @@ For each workload, in one process, on the same inputs at every size:
 * ``coil static``: ``torch.compile(dynamic=False)``, one compile per size;
 * ``coil dynamic``: ``torch.compile(dynamic=True)``, one compile for every size;
 * ``inductor dynamic``: the same with Inductor;
-* eager, for reference.
+* eager, for reference;
+* ``dynamo static`` / ``dynamo dynamic``: Dynamo alone, a backend that returns
+  the outputs it computed once (no kernels, no copies): the host time per
+  call of Dynamo's guards and frame handling, static and ``dynamic=True``.
+  Their difference is what every backend pays for ``dynamic=True`` before
+  its own code runs: the first H200 profiles (sixteenth session) found
+  nn.Module float attributes (LayerNorm's and BatchNorm's ``eps``,
+  ``momentum``) guarded by Python lambdas under ``dynamic=True`` (C++
+  equality checks when static), ~100 of them in a ResNet-50.
+* with ``--automatic``: ``coil auto`` / ``inductor auto``, plain
+  ``torch.compile`` (the first size compiles static, the next a dynamic
+  recompile: what a user who sets nothing gets), timed from the second size.
+
+``--shape-guards cpp`` sets ``torch._dynamo.config.enable_cpp_symbolic_shape_guards``
+for every variant (Dynamo's symbolic-shape guards compiled to C++ instead of
+Python lambdas; the default, ``python``, is Dynamo's default).
 
 Outputs are checked against eager first (relative error against the f32
 eager reference, as ``benchmarks/models.py`` does), then each is timed with
@@ -170,7 +185,16 @@ def _profile(fn, calls: int = 5) -> str:
     return "\n".join(lines)
 
 
-PLAIN = ("eager", "coil_static", "coil_dynamic", "inductor_dynamic")
+PLAIN = (
+    "eager",
+    "coil_static",
+    "coil_dynamic",
+    "inductor_dynamic",
+    "dynamo_static",
+    "dynamo_dynamic",
+    "coil_auto",
+    "inductor_auto",
+)
 """Timed at every size first; their rows are written before any CUDA graph runs."""
 GRAPHED = ("coil_dynamic_cg", "inductor_dynamic_cg")
 """CUDA graphs over the dynamic compiles (one recording per size), timed after
@@ -182,6 +206,19 @@ GRAPHED_BUDGET = 1.75
 """The CUDA-graph phase starts no new size past this many ``--budget``s."""
 
 
+def _stored_outputs(gm: torch.fx.GraphModule, example_inputs) -> Callable:
+    """A backend that runs the graph once and then returns those outputs:
+    timing it times Dynamo's own per-call work (guards, frame handling)."""
+    outs: list = []
+
+    def call(*args):
+        if not outs:
+            outs.append(gm(*args))
+        return outs[0]
+
+    return call
+
+
 def run(
     w: Workload,
     device: str,
@@ -189,6 +226,7 @@ def run(
     cudagraphs: bool = True,
     budget_s: float = 0.0,
     done: Callable[[list[dict]], None] = lambda rows: None,
+    automatic: bool = False,
 ) -> tuple[list[dict], str]:
     start = time.perf_counter()
     torch.manual_seed(0)
@@ -202,6 +240,10 @@ def run(
         "coil_static": torch.compile(half, backend="coil", dynamic=False),
         "coil_dynamic": torch.compile(half, backend="coil", dynamic=True),
         "inductor_dynamic": torch.compile(half, backend="inductor", dynamic=True),
+        "dynamo_static": torch.compile(half, backend=_stored_outputs, dynamic=False),
+        "dynamo_dynamic": torch.compile(half, backend=_stored_outputs, dynamic=True),
+        "coil_auto": torch.compile(half, backend="coil"),
+        "inductor_auto": torch.compile(half, backend="inductor"),
         # CUDA graphs over a dynamic compile: one recording per size seen.
         "coil_dynamic_cg": torch.compile(
             half, backend="coil", dynamic=True, mode="reduce-overhead"
@@ -214,7 +256,9 @@ def run(
         for name in GRAPHED:
             del runs[name]
     if device != "cuda":
-        del runs["inductor_dynamic"]
+        del runs["inductor_dynamic"], runs["inductor_auto"]
+    if not automatic:
+        runs.pop("coil_auto"), runs.pop("inductor_auto", None)
     rows, reports, sized = [], [], []
     for size in w.sizes:
         if budget_s and rows and time.perf_counter() - start > budget_s:
@@ -283,7 +327,8 @@ def _measure(runs, names, args, ref, row, device, check: bool = True) -> None:
         if device == "cuda":
             torch.cuda.synchronize()
         row[f"{name}_first_s"] = round(time.perf_counter() - t, 2)
-        row[f"{name}_err"] = _rel_err(out.float(), ref)
+        if not name.startswith("dynamo_"):  # those return the first size's outputs
+            row[f"{name}_err"] = _rel_err(out.float(), ref)
     for order in (list(names), list(reversed(names))):
         for name in order:
             ms = _bench(lambda f=runs[name]: f(*args))
@@ -303,15 +348,27 @@ def _fmt(r: dict) -> str:
     )
     if i is not None:
         text += f" inductor dynamic {i:.3f} ({i / d:.2f}x)"
+    if "dynamo_dynamic_ms" in r:
+        text += (
+            f" dynamo alone static {r['dynamo_static_ms']:.3f} dynamic {r['dynamo_dynamic_ms']:.3f}"
+        )
+    for name in ("coil_auto", "inductor_auto"):
+        if f"{name}_ms" in r:
+            text += f" {name.replace('_', ' ')} {r[name + '_ms']:.3f}"
     return text
+
+
+def _pair(r: dict, a: str, b: str) -> str:
+    return " " + " / ".join(f"{r[k]:.3f}" if k in r else "-" for k in (a, b)) + " |"
 
 
 def table(rows: list[dict]) -> str:
     lines = [
         "| workload | size | eager ms | coil static ms | coil dynamic ms | dynamic vs static | "
         "inductor dynamic ms | coil dyn vs inductor dyn | CUDA graphs: coil dyn / inductor dyn ms "
-        "| err coil dyn / inductor dyn |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| err coil dyn / inductor dyn | Dynamo alone: static / dynamic ms "
+        "| auto (first size static): coil / inductor ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         i = r.get("inductor_dynamic_ms")
@@ -322,6 +379,8 @@ def table(rows: list[dict]) -> str:
             + (f"{i:.3f} | {i / r['coil_dynamic_ms']:.2f}x | " if i else "- | - | ")
             + (f"{cg[0]:.3f} / {cg[1]:.3f} | " if None not in cg else "- | ")
             + f"{r['coil_dynamic_err']:.1e} / {r.get('inductor_dynamic_err', float('nan')):.1e} |"
+            + _pair(r, "dynamo_static_ms", "dynamo_dynamic_ms")
+            + _pair(r, "coil_auto_ms", "inductor_auto_ms")
         )
     return "\n".join(lines)
 
@@ -340,6 +399,17 @@ def main() -> int:
     )
     p.add_argument("--smoke", action="store_true", help="tiny models on any device")
     p.add_argument(
+        "--automatic",
+        action="store_true",
+        help="also plain torch.compile (static first, then a dynamic recompile), coil and Inductor",
+    )
+    p.add_argument(
+        "--shape-guards",
+        choices=("python", "cpp"),
+        default="python",
+        help="Dynamo's symbolic-shape guards as Python lambdas (its default) or C++, every variant",
+    )
+    p.add_argument(
         "--no-cudagraphs", action="store_true", help="skip the CUDA-graph compiles (second phase)"
     )
     p.add_argument(
@@ -355,6 +425,7 @@ def main() -> int:
         return 0
     global SMOKE
     SMOKE = args.smoke
+    torch._dynamo.config.enable_cpp_symbolic_shape_guards = args.shape_guards == "cpp"
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cpu" and not SMOKE:
         print("dynamic: no GPU; --smoke runs tiny models on the CPU")
@@ -373,7 +444,9 @@ def main() -> int:
             write(all_rows + rows, reports, args.names)
 
         try:
-            rows, report = run(w, device, args.profile, not args.no_cudagraphs, args.budget, done)
+            rows, report = run(
+                w, device, args.profile, not args.no_cudagraphs, args.budget, done, args.automatic
+            )
         except Exception as e:  # a failing workload is reported, not a crash
             print(f"dynamic: {name}: ERROR {type(e).__name__}: {str(e)[:400]}", flush=True)
             traceback.print_exc()

@@ -12,6 +12,7 @@ test/targets/python/constants.mlir."""
 
 from __future__ import annotations
 
+import copy
 import gc
 
 import pytest
@@ -101,6 +102,24 @@ def test_two_models_of_one_code_keep_their_own_results(runs):
     assert runs["n"] == 2
 
 
+def test_a_second_compile_reuses_the_entries(runs):
+    """Compiling the same model again (after a reset) loads the same wrapper
+    module: its entries for the same parameters at the same versions are still
+    valid, so the constants function does not run again; an update does."""
+    model = Scaled()
+    x = torch.randn(5, 16)
+    with torch.no_grad():
+        for expected in (1, 0):
+            runs["n"] = 0
+            compiled = _compiled(model)
+            for _ in range(2):
+                assert_close_to_eager(compiled(x), model(x))
+            assert runs["n"] == expected
+        model.w.mul_(-1)
+        assert_close_to_eager(compiled(x), model(x))
+        assert runs["n"] == 1
+
+
 def test_an_entry_goes_with_its_parameters():
     calls = []
     cache = wrapper.ConstantCache(lambda args: calls.append(1) or [args[0] * 2], (0,))
@@ -163,9 +182,13 @@ def test_cuda_weights_padded_and_copied_once_and_replayed(runs, tmp_path):
         def forward(self, x):
             return self.head(self.conv(x).mean((2, 3)))
 
-    model = Net().cuda().eval().to(torch.bfloat16)
+    base = Net().cuda().eval().to(torch.bfloat16)
     x = torch.randn(16, 16, 16, 16, device="cuda", dtype=torch.bfloat16)
     for cudagraphs in (False, True):
+        # A model of its own per compile: both compiles load the same wrapper
+        # module, whose entries for the same parameters at the same versions
+        # would be reused (0 runs; test_a_second_compile_reuses_the_entries).
+        model = copy.deepcopy(base)
         torch._dynamo.reset()
         runs["n"] = 0
         options = {"dump_dir": str(tmp_path / str(cudagraphs)), "cudagraphs": cudagraphs}
