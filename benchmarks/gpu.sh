@@ -200,7 +200,7 @@ if [ -n "${GEMM:-}${GEMM_ARGS:-}" ]; then
   # GEMM_ARGS="--shapes gpt2,llama,vit" times the models' products alone
   # first (cuBLAS, coil's configs, Inductor's Triton templates: gemm_shapes.csv).
   # shellcheck disable=SC2086
-  budget python3 benchmarks/gemm.py ${GEMM_ARGS:-} $GEMM 2>&1 | tee -a "$OUT/gemm.log"
+  budget python3 benchmarks/gemm.py ${GEMM_ARGS:-} ${GEMM:-} 2>&1 | tee -a "$OUT/gemm.log"
   status=$(( status | PIPESTATUS[0] ))
 fi
 if [ -n "${MODELS:-}" ]; then
