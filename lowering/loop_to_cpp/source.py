@@ -29,7 +29,8 @@ How a nest becomes loops (Inductor's ``cpp.py`` does the same with its
   ``truncf`` to them rounds (round-to-nearest-even), every other op sees floats;
 * an OpenMP region opens only where the nest has ``PARALLEL_MIN_POINTS`` points
   or more (a fork/join costs microseconds: the small kernels of a batch-1
-  graph run on the calling thread).
+  graph run on the calling thread); a nest of static size gets the pragma or
+  not (no ``if`` clause: a false one still calls into libgomp).
 
 Anything this printer cannot write (an op, a kind, a dtype, a member read at
 another point) raises :class:`CppUnsupported` naming it; ``convert-loop-to-cpp``
@@ -598,6 +599,12 @@ class KernelPrinter:
         self.emit("{")
         self.depth += 1
         parallel = f"if(({points}) >= {PARALLEL_MIN_POINTS}L)"
+        static = sympy.Mul(*[sympy.sympify(r) for r in [*outer, *inner]])
+        if static.is_Integer:
+            # Decided here: an `if(false)` clause still calls into libgomp, which
+            # sets up a team of one (~3 us a call here: a [2, 8] LayerNorm kernel
+            # took 4.4 us with it, ctypes' call included).
+            parallel = "" if int(static) >= PARALLEL_MIN_POINTS else None
         if m == 0:
             order = self._order(outer, first_out)
         else:
@@ -616,7 +623,8 @@ class KernelPrinter:
             sizes = [cexpr(outer[k], env) for k in loop_outer]
             total = " * ".join(sizes)
             x = self.fresh("x")
-            self.emit(f"#pragma omp parallel for {parallel}")
+            if parallel is not None:
+                self.emit(f"#pragma omp parallel for {parallel}".rstrip())
             self.emit(f"for (int64_t {x} = 0; {x} < {total}; ++{x}) {{")
             self.depth += 1
             rest = x
@@ -634,7 +642,9 @@ class KernelPrinter:
         if innermost is not None:
             k = innermost
             self.emit(
-                "#pragma omp simd" if loop_outer else f"#pragma omp parallel for simd {parallel}"
+                "#pragma omp simd"
+                if loop_outer or parallel is None
+                else f"#pragma omp parallel for simd {parallel}".rstrip()
             )
             size = cexpr(outer[k], env)
             self.emit(f"for (int64_t i{k} = 0; i{k} < {size}; ++i{k}) {{")

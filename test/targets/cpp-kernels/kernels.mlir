@@ -8,7 +8,9 @@
 
 // A pointwise nest writing a transposed output walks it in memory order: the
 // loop over i0 (stride 1 in the output) is innermost and `omp simd`, the rest
-// is one parallel loop, opened only for large enough nests.
+// is one parallel loop, opened only for large enough nests (an `if` clause for
+// a size known at run time; a static size below PARALLEL_MIN_POINTS gets no
+// pragma at all, one above it an unconditional one).
 
 // CHECK:       // cost: reads {{.*}}, writes {{.*}}
 // CHECK-NEXT:  extern "C" int coil_cpp_t_0(float* buf0, float* buf1, int64_t s0) {
@@ -202,7 +204,7 @@ func.func @nhwc_batch1(%x: !buffer.buffer<[1, 8, 4, 4], f32, strides [128, 1, 32
 // CHECK:           float(std::sqrt(
 // CHECK:           [[PRE]][i1] = [[R:v[0-9]+]];
 // CHECK-NEXT:    }
-// CHECK-NEXT:    #pragma omp parallel for
+// CHECK-NEXT:    for (int64_t x{{[0-9]+}} = 0; x{{[0-9]+}} < 2L * 4L * 4L; ++x{{[0-9]+}}) {
 // CHECK:           const float [[R]] = [[PRE]][i1];
 // CHECK-NEXT:      const float [[Y:v[0-9]+]] = ({{v[0-9]+}} * [[R]]);
 // CHECK-NEXT:      buf0[{{.*}}] = float([[Y]]);

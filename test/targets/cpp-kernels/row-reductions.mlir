@@ -63,9 +63,11 @@ func.func @sum_rows(%n: index {coil.symbol = #coil.expr<s0>}, %x: !buffer.buffer
 // Two reduction dimensions (a channel's statistics over [N, HW]): the outer
 // row loop is plain, the streams' accumulators live across it; int64 blocks
 // are 16 elements (128 bytes, streams of 16 here), and an exact multiple of
-// the block has no remainder loop.
+// the block has no remainder loop. 384 points, static: no OpenMP region.
 
 // CHECK-LABEL: extern "C" int coil_cpp_s_1(int64_t* buf0, int64_t* buf1) {
+// CHECK-NOT:     #pragma omp parallel
+// CHECK:         for (int64_t x{{[0-9]+}} = 0; x{{[0-9]+}} < 3L; ++x{{[0-9]+}}) {
 // CHECK:         int64_t [[ACC:acc[0-9]+]];
 // CHECK:           int64_t [[ACC]]_s0 = 0, [[ACC]]_s1 = 0, [[ACC]]_s2 = 0, [[ACC]]_s3 = 0;
 // CHECK-NOT:       _t = 0

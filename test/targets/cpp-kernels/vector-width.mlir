@@ -5,7 +5,8 @@
 // narrows floats to bf16 and calls no vector math is compiled for 128-bit
 // vectors (its packs across the halves and split stores cost more than the
 // width gains); one calling exp (libmvec's 8-wide variant) or storing f32
-// keeps 256.
+// keeps 256. (64 x 256 points, static: PARALLEL_MIN_POINTS exactly, so the
+// outer loop is parallel with no `if` clause.)
 
 // CHECK:       #define COIL_HALF_WIDTH_BF16 1
 
@@ -15,6 +16,7 @@
 // CHECK-NEXT:  #endif
 // CHECK-NEXT:  // cost:
 // CHECK-NEXT:  extern "C" int coil_cpp_o_0(uint16_t* buf0, uint16_t* buf1) {
+// CHECK:         #pragma omp parallel for{{$}}
 // CHECK:         buf0[{{.*}}] = bf16_store(
 // CHECK:       #ifdef COIL_HALF_WIDTH_BF16
 // CHECK-NEXT:  #pragma GCC pop_options
