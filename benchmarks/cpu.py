@@ -4,7 +4,8 @@
                                   [--rows mlp,layernorm,...] [--iters N]
 
 Rows: the MLP of issue 40 (``Linear(512, 2048), GELU, Linear(2048, 512),
-LayerNorm(512)``, batch 64), a LayerNorm and a softmax over ``[256, 1024]``,
+LayerNorm(512)``, batch 64), a LayerNorm, an RMSNorm and a softmax over
+``[256, 1024]``,
 an attention block written by hand (B 4, 8 heads, L 128, E 64), a small
 pre-norm transformer encoder (2 layers, d 256, 4 heads, ff 1024, batch 8 x 64
 tokens)
@@ -122,6 +123,9 @@ def rows() -> dict[str, Callable[[torch.dtype], tuple[nn.Module, list[torch.Tens
     def layernorm(dtype):
         return nn.LayerNorm(1024).to(dtype), [torch.randn(256, 1024, dtype=dtype)]
 
+    def rmsnorm(dtype):
+        return nn.RMSNorm(1024).to(dtype), [torch.randn(256, 1024, dtype=dtype)]
+
     def softmax(dtype):
         return nn.Softmax(-1), [torch.randn(256, 1024, dtype=dtype)]
 
@@ -141,6 +145,7 @@ def rows() -> dict[str, Callable[[torch.dtype], tuple[nn.Module, list[torch.Tens
     return {
         "mlp": mlp,
         "layernorm": layernorm,
+        "rmsnorm": rmsnorm,
         "softmax": softmax,
         "attention": attention,
         "encoder": encoder,

@@ -29,7 +29,8 @@ How a nest becomes loops (Inductor's ``cpp.py`` does the same with its
   ``truncf`` to them rounds (round-to-nearest-even), every other op sees floats;
 * an OpenMP region opens only where the nest has ``PARALLEL_MIN_POINTS`` points
   or more (a fork/join costs microseconds: the small kernels of a batch-1
-  graph run on the calling thread).
+  graph run on the calling thread); a nest of static size gets the pragma or
+  not (no ``if`` clause: a false one still calls into libgomp).
 
 Anything this printer cannot write (an op, a kind, a dtype, a member read at
 another point) raises :class:`CppUnsupported` naming it; ``convert-loop-to-cpp``
@@ -67,12 +68,18 @@ pass over the row."""
 
 PARTIAL_BYTES = 128
 """Bytes of independent partial accumulators a row reduction keeps (32 floats,
-16 doubles: four AVX2 vectors). With one vector accumulator (``omp simd
-reduction``) every add waits for the previous one (4 cycles of latency per 8
-floats); four in flight keep the adder busy, as ATen's cascade sums and
-Inductor's multi-accumulator reductions do. A 256x1024 f32 LayerNorm kernel
-(AVX2, g++ 12, one thread): 1.18x faster than one accumulator; the bf16
-softmax's max and sum passes: 1.11x."""
+16 doubles: four AVX2 vectors, one per stream of :data:`STREAMS`). With one
+vector accumulator (``omp simd reduction``) every add waits for the previous
+one (4 cycles of latency per 8 floats); four in flight keep the adder busy, as
+ATen's cascade sums and Inductor's multi-accumulator reductions do. A 256x1024
+f32 LayerNorm kernel (AVX2, g++ 12, one thread): 1.18x faster than one
+accumulator; the bf16 softmax's max and sum passes: 1.11x. A row is reduced
+in blocks of this many bytes (the streams' share of it: one vector each)."""
+
+STREAMS = 4
+"""Contiguous streams a blocked row reduction splits its row into, each with
+its own accumulator (a scalar under ``omp simd reduction``: one vector
+register), so the four vector adds of a step are independent."""
 
 SUM_CHUNK = 4096
 """Elements of a row after which a float sum's partials are added into a
@@ -101,6 +108,7 @@ class _Partial:
     init: str  # a partial's initial value
     update: str  # the statement adding a value: {p} the partial, {v} the value
     combine: str = ""  # the statement folding partial {b} into {a}
+    clause: str = "+"  # its OpenMP reduction operator (+, *, max, min, |)
     into_double: bool = False  # a float sum: partials added into a double total
     result_type: str = ""  # the result's type when not ctype
 
@@ -147,6 +155,16 @@ float exp2f(float);
 float log2f(float);
 #endif
 }
+#endif
+
+// CPUs that run a 256-bit vector op as two 128-bit halves (GCC tunes them for
+// 128-bit vectors: AMD Zen 1, the Bulldozer family): kernels that narrow
+// floats to bf16 and call no vector math run 128-bit there (HALF_WIDTH_OPEN;
+// the flags ask for 256-bit vectors everywhere else).
+#if defined(__GNUC__) && !defined(__clang__) && (defined(__tune_znver1__) || \
+    defined(__tune_bdver1__) || defined(__tune_bdver2__) || defined(__tune_bdver3__) || \
+    defined(__tune_bdver4__))
+#define COIL_HALF_WIDTH_BF16 1
 #endif
 
 namespace {
@@ -581,6 +599,12 @@ class KernelPrinter:
         self.emit("{")
         self.depth += 1
         parallel = f"if(({points}) >= {PARALLEL_MIN_POINTS}L)"
+        static = sympy.Mul(*[sympy.sympify(r) for r in [*outer, *inner]])
+        if static.is_Integer:
+            # Decided here: an `if(false)` clause still calls into libgomp, which
+            # sets up a team of one (~3 us a call here: a [2, 8] LayerNorm kernel
+            # took 4.4 us with it, ctypes' call included).
+            parallel = "" if int(static) >= PARALLEL_MIN_POINTS else None
         if m == 0:
             order = self._order(outer, first_out)
         else:
@@ -599,7 +623,8 @@ class KernelPrinter:
             sizes = [cexpr(outer[k], env) for k in loop_outer]
             total = " * ".join(sizes)
             x = self.fresh("x")
-            self.emit(f"#pragma omp parallel for {parallel}")
+            if parallel is not None:
+                self.emit(f"#pragma omp parallel for {parallel}".rstrip())
             self.emit(f"for (int64_t {x} = 0; {x} < {total}; ++{x}) {{")
             self.depth += 1
             rest = x
@@ -617,7 +642,9 @@ class KernelPrinter:
         if innermost is not None:
             k = innermost
             self.emit(
-                "#pragma omp simd" if loop_outer else f"#pragma omp parallel for simd {parallel}"
+                "#pragma omp simd"
+                if loop_outer or parallel is None
+                else f"#pragma omp parallel for simd {parallel}".rstrip()
             )
             size = cexpr(outer[k], env)
             self.emit(f"for (int64_t i{k} = 0; i{k} < {size}; ++i{k}) {{")
@@ -770,6 +797,7 @@ class KernelPrinter:
             op_ = "+" if kind == "sum" else "*"
             part = _Partial(acc, ct, "0" if kind == "sum" else "1", "{p} " + op_ + "= {v};")
             part.combine = "{a} " + op_ + "= {b};"
+            part.clause = op_
             part.into_double = kind == "sum" and ct == "float"
 
             def body() -> list[str]:
@@ -804,10 +832,12 @@ class KernelPrinter:
             if lanes:
                 part = _Partial(acc, ct, init, f"{{p}} = std::{kind}({{p}}, {{v}});")
                 part.combine = f"{{a}} = std::{kind}({{a}}, {{b}});"
+                part.clause = kind
                 parts = [part]
                 if nan:
                     flag = _Partial(nan, "int", "0", "{p} |= ({v} != {v});")
                     flag.combine = "{a} |= {b};"
+                    flag.clause = "|"
                     parts.append(flag)
 
                 def body() -> list[str]:
@@ -932,12 +962,21 @@ class KernelPrinter:
         parts: list[_Partial],
         body: Any,
     ) -> None:
-        """A row reduction into ``lanes`` partial accumulators per result: the
-        innermost row loop in blocks of ``lanes`` (``omp simd`` over the block,
-        element j into partial j), the remainder after it, the partials then
-        combined pairwise. ``body()`` prints the row's body and returns the
-        lines that update the partials (``part.slot``); it is printed once and
-        written into both loops (its names are local to each)."""
+        """A row reduction into :data:`STREAMS` accumulators per result: the
+        innermost row loop's first ``full`` elements (a multiple of ``lanes``)
+        split into ``STREAMS`` contiguous streams walked together by one ``omp
+        simd`` loop (stream s reads element ``s * rq + j`` into accumulator s;
+        the compiler keeps each accumulator in one vector register), the
+        remainder after it into stream 0, the streams then combined. ``body()``
+        prints the row's body and returns the lines that update the partials
+        (``part.slot``); it is printed once and written into each stream (in
+        its own scope) and the remainder loop.
+
+        Why streams and not an array of partials indexed by the lane: GCC kept
+        such an array in memory, a load and a store of each vector per block,
+        so every block waited on the last one's store (a 256x1024 f32
+        LayerNorm kernel, AVX2, g++ 12, one thread: 145 us with the array,
+        123 us with four streams; ATen's 213)."""
         for q in parts:
             self.emit(f"{q.result_type or q.ctype} {q.name};")
         self.emit("{")
@@ -946,11 +985,11 @@ class KernelPrinter:
         size = sympy.sympify(last_size)
         full = int(size) // lanes * lanes if size.is_Integer else None
         chunked = any(q.into_double for q in parts) and (full is None or full > SUM_CHUNK)
+        streams = {q.name: [f"{q.name}_s{s}" for s in range(STREAMS)] for q in parts}
         for q in parts:
-            self.emit(f"{q.ctype} {q.name}_p[{lanes}];")
+            self.emit(f"{q.ctype} " + ", ".join(f"{a} = {q.init}" for a in streams[q.name]) + ";")
             if chunked and q.into_double:
                 self.emit(f"double {q.name}_t = 0;")
-            self.emit(f"for (int j = 0; j < {lanes}; ++j) {q.name}_p[j] = {q.init};")
         self.row_depth += 1
         last = len(inner) - 1
         for k, rsize in enumerate(outer_rows):
@@ -970,30 +1009,44 @@ class KernelPrinter:
         lines = self.lines[start:] + updates
         del self.lines[start:]
         self.depth = depth
+
+        def into(s: int) -> list[str]:
+            out = lines
+            for q in parts:
+                out = [line.replace(q.slot, streams[q.name][s]) for line in out]
+            return out
+
         lo, hi = "0", full_text
         if chunked:
             self.emit(f"for (int64_t rc = 0; rc < {full_text}; rc += {SUM_CHUNK}) {{")
             self.depth += 1
             self.emit(f"const int64_t re = imin(rc + {SUM_CHUNK}L, {full_text});")
             lo, hi = "rc", "re"
-        self.emit(f"for (int64_t rb = {lo}; rb < {hi}; rb += {lanes}) {{")
+        quarter = f"{full // STREAMS}L" if full is not None and not chunked else "rq"
+        if quarter == "rq":
+            self.emit(f"const int64_t rq = ({hi} - {lo}) / {STREAMS};")
+        clauses = " ".join(f"reduction({q.clause}:{', '.join(streams[q.name])})" for q in parts)
+        self.emit(f"#pragma omp simd {clauses}")
+        self.emit(f"for (int64_t j = 0; j < {quarter}; ++j) {{")
         self.depth += 1
-        self.emit("#pragma omp simd")
-        self.emit(f"for (int64_t j = 0; j < {lanes}; ++j) {{")
-        self.depth += 1
-        self.emit(f"const int64_t r{last} = rb + j;")
-        for line in lines:
-            self.emit(line)
-        self.depth -= 1
-        self.emit("}")
+        for s in range(STREAMS):
+            first = f"{lo} + j" if lo != "0" else "j"
+            at = first if s == 0 else f"{first} + {s} * {quarter}"
+            self.emit(f"{{  // stream {s}")
+            self.depth += 1
+            self.emit(f"const int64_t r{last} = {at};")
+            for line in into(s):
+                self.emit(line)
+            self.depth -= 1
+            self.emit("}")
         self.depth -= 1
         self.emit("}")
         if chunked:
             for q in parts:
                 if q.into_double:
-                    self._combine(q, lanes)
-                    self.emit(f"{q.name}_t += double({q.name}_p[0]);")
-                    self.emit(f"for (int j = 0; j < {lanes}; ++j) {q.name}_p[j] = {q.init};")
+                    self._combine(q, streams[q.name])
+                    self.emit(f"{q.name}_t += double({streams[q.name][0]});")
+                    self.emit(" ".join(f"{a} = {q.init};" for a in streams[q.name]))
             self.depth -= 1
             self.emit("}")
         if tail != 0:
@@ -1001,7 +1054,7 @@ class KernelPrinter:
             self.emit(f"for (int64_t j = 0; j < {count}; ++j) {{")
             self.depth += 1
             self.emit(f"const int64_t r{last} = {full_text} + j;")
-            for line in lines:
+            for line in into(0):
                 self.emit(line)
             self.depth -= 1
             self.emit("}")
@@ -1010,21 +1063,20 @@ class KernelPrinter:
             self.emit("}")
         self.row_depth -= 1
         for q in parts:
-            self._combine(q, lanes)
+            self._combine(q, streams[q.name])
             if chunked and q.into_double:
-                self.emit(f"{q.name}_t += double({q.name}_p[0]);")
+                self.emit(f"{q.name}_t += double({streams[q.name][0]});")
                 self.emit(f"{q.name} = {q.result_type or q.ctype}({q.name}_t);")
             else:
-                self.emit(f"{q.name} = {q.result_type or q.ctype}({q.name}_p[0]);")
+                self.emit(f"{q.name} = {q.result_type or q.ctype}({streams[q.name][0]});")
         self.depth -= 1
         self.emit("}")
 
-    def _combine(self, q: _Partial, lanes: int) -> None:
-        """Partial ``q``'s lanes combined pairwise into its lane 0."""
-        w = lanes // 2
-        while w:  # constant bounds: each level is a few vector ops
-            step = q.combine.format(a=f"{q.name}_p[j]", b=f"{q.name}_p[j + {w}]")
-            self.emit(f"for (int j = 0; j < {w}; ++j) {step}")
+    def _combine(self, q: _Partial, names: list[str]) -> None:
+        """Partial ``q``'s streams combined pairwise into the first."""
+        w = len(names) // 2
+        while w:
+            self.emit(" ".join(q.combine.format(a=names[k], b=names[k + w]) for k in range(w)))
             w //= 2
 
     # ---- stores ----------------------------------------------------------------------
@@ -1414,10 +1466,39 @@ def kernel_checks_bounds(fn: cpu.FuncOp) -> bool:
     return printer.checks_bounds
 
 
+_VECTOR_MATH = re.compile(r"std::(?:exp|exp2|expm1|log|log2|log10|log1p|erf|tanh|sin|cos|pow)\(")
+"""Calls that vectorize into glibc's libmvec variants (see PRELUDE)."""
+
+HALF_WIDTH_OPEN = """#ifdef COIL_HALF_WIDTH_BF16
+#pragma GCC push_options
+#pragma GCC target("prefer-vector-width=128")
+#endif"""
+HALF_WIDTH_CLOSE = """#ifdef COIL_HALF_WIDTH_BF16
+#pragma GCC pop_options
+#endif"""
+
+
+def half_width(text: str) -> bool:
+    """Whether a kernel's text asks for 128-bit vectors where the CPU runs 256-bit
+    ones as two halves (``COIL_HALF_WIDTH_BF16``, PRELUDE): it narrows floats
+    to bf16 in its stores and calls no vector math.
+
+    The evidence (AMD Zen 1, g++ 12, one thread, 256x1024, process CPU time,
+    11 interleaved rounds): the bf16 LayerNorm kernel 383 us with 256-bit
+    vectors, 330 us with 128-bit ones (its output pass's packs across the
+    two halves, ``vpermq``, and split stores); the f32 LayerNorm kernel 124
+    vs 140 and the bf16 softmax (exp: libmvec's 8-wide variant) 577 vs 595
+    prefer 256, so only kernels of the first kind change."""
+    return "bf16_store(" in text and _VECTOR_MATH.search(text) is None
+
+
 def emit_cpp_kernels(module: ModuleOp) -> str:
     """Every ``cpu.func`` of ``module`` as one translation unit."""
     parts = [PRELUDE]
     for op in module.ops:
         if isinstance(op, cpu.FuncOp):
-            parts.append(emit_kernel(op))
+            text = emit_kernel(op)
+            if half_width(text):
+                text = f"{HALF_WIDTH_OPEN}\n{text}\n{HALF_WIDTH_CLOSE}"
+            parts.append(text)
     return "\n\n".join(parts) + "\n"

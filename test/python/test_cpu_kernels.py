@@ -75,8 +75,9 @@ def test_reduced_precision_computes_in_f32(dtype, kind):
     assert_close_to_eager(_compile(fn, {"cpu_kernels": kind})(x, w), fn(x, w))
 
 
-# Rows long enough for the blocked reductions (32 partials, the remainder
-# after the last block, a float sum's double total every 4096 elements).
+# Rows long enough for the blocked reductions (four streams of accumulators,
+# the remainder after the last block, a float sum's double total every 4096
+# elements).
 ROW_CASES = {
     "softmax_tail": (lambda x: torch.softmax(x, -1), [(3, 1000)]),
     "layer_norm_tail": (lambda x: F.layer_norm(x, (300,)), [(4, 300)]),
@@ -84,6 +85,9 @@ ROW_CASES = {
     "var_mean_2d": (lambda x: torch.var_mean(x, dim=(0, 2)), [(3, 5, 70)]),
     "amax_amin": (lambda x: (x.amax(1), x.amin(1)), [(4, 100)]),
     "normalize": (lambda x: x / x.abs().sum(-1, keepdim=True), [(5, 128)]),
+    # A product near 1 over 4 streams and a remainder (the `*` reduction clause).
+    "prod_streams": (lambda x: (1 + x / 64).prod(1), [(3, 300)]),
+    "int_sum_streams": (lambda x: (x * 100).long().sum(1), [(3, 1000)]),
 }
 
 
@@ -131,12 +135,13 @@ def test_blocked_max_keeps_nan():
     def fn(x):
         return x.amax(1), x.amin(1)
 
-    x = torch.randn(3, 100)
-    x[0, 5] = float("nan")  # in the first block
+    x = torch.randn(4, 100)
+    x[0, 5] = float("nan")  # in the first stream
     x[1, 98] = float("nan")  # in the remainder
+    x[3, 90] = float("nan")  # in the last stream (elements 72-95)
     got, want = _compile(fn)(x), fn(x)
     assert_close_to_eager(got, want)
-    assert got[0][:2].isnan().all() and not got[0][2].isnan()
+    assert got[0][[0, 1, 3]].isnan().all() and not got[0][2].isnan()
 
 
 @needs_compiler

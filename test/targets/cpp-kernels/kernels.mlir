@@ -8,7 +8,9 @@
 
 // A pointwise nest writing a transposed output walks it in memory order: the
 // loop over i0 (stride 1 in the output) is innermost and `omp simd`, the rest
-// is one parallel loop, opened only for large enough nests.
+// is one parallel loop, opened only for large enough nests (an `if` clause for
+// a size known at run time; a static size below PARALLEL_MIN_POINTS gets no
+// pragma at all, one above it an unconditional one).
 
 // CHECK:       // cost: reads {{.*}}, writes {{.*}}
 // CHECK-NEXT:  extern "C" int coil_cpp_t_0(float* buf0, float* buf1, int64_t s0) {
@@ -33,30 +35,33 @@ func.func @transpose(%n: index {coil.symbol = #coil.expr<s0>}, %x: !buffer.buffe
 
 // A bf16 layer norm's statistics: bf16 loads widen to float, welford is two
 // passes over the row (sum, then squared deviations: exact, vectorized), each
-// into 32 partial sums (blocks of 32 under `omp simd`, the 12 left after the
-// last block, then the partials added pairwise), the rows run over OpenMP
-// threads; a bf16 store rounds to nearest even, once (the truncf's float is
-// what it stores).
+// into four accumulators (the first 288 elements as four streams of 72 walked
+// by one `omp simd` loop, the 12 left after them into the first stream, then
+// the streams added pairwise), the rows run over OpenMP threads; a bf16 store
+// rounds to nearest even, once (the truncf's float is what it stores).
 
 // CHECK-LABEL: extern "C" int coil_cpp_a_b_c_rs_1(
 // CHECK-SAME:    float* buf0, float* buf1, float* buf2, uint16_t* buf3, uint16_t* buf4)
 // CHECK:         for (int64_t x{{[0-9]+}} = 0; x{{[0-9]+}} < 16L; ++x{{[0-9]+}}) {
 // CHECK:           double [[SUM:sum[0-9]+]];
-// CHECK:           float [[SUM]]_p[32];
-// CHECK:           for (int64_t rb = 0; rb < 288L; rb += 32) {
-// CHECK-NEXT:        #pragma omp simd
-// CHECK-NEXT:        for (int64_t j = 0; j < 32; ++j) {
-// CHECK-NEXT:          const int64_t r0 = rb + j;
+// CHECK:           float [[SUM]]_s0 = 0, [[SUM]]_s1 = 0, [[SUM]]_s2 = 0, [[SUM]]_s3 = 0;
+// CHECK-NEXT:      #pragma omp simd reduction(+:[[SUM]]_s0, [[SUM]]_s1, [[SUM]]_s2, [[SUM]]_s3)
+// CHECK-NEXT:      for (int64_t j = 0; j < 72L; ++j) {
+// CHECK-NEXT:        {  // stream 0
+// CHECK-NEXT:          const int64_t r0 = j;
 // CHECK-NEXT:          bf16_load(buf4[i0 * 300L + r0 * 1L]);
-// CHECK:               [[SUM]]_p[j] += [[X:v[0-9]+]];
+// CHECK:               [[SUM]]_s0 += [[X:v[0-9]+]];
+// CHECK:             {  // stream 3
+// CHECK-NEXT:          const int64_t r0 = j + 3 * 72L;
+// CHECK:               [[SUM]]_s3 += [[X]];
 // CHECK:           for (int64_t j = 0; j < 12L; ++j) {
 // CHECK-NEXT:        const int64_t r0 = 288L + j;
-// CHECK:             [[SUM]]_p[j] += [[X]];
-// CHECK:           for (int j = 0; j < 16; ++j) [[SUM]]_p[j] += [[SUM]]_p[j + 16];
-// CHECK:           for (int j = 0; j < 1; ++j) [[SUM]]_p[j] += [[SUM]]_p[j + 1];
-// CHECK-NEXT:      [[SUM]] = double([[SUM]]_p[0]);
+// CHECK:             [[SUM]]_s0 += [[X]];
+// CHECK:           [[SUM]]_s0 += [[SUM]]_s2; [[SUM]]_s1 += [[SUM]]_s3;
+// CHECK-NEXT:      [[SUM]]_s0 += [[SUM]]_s1;
+// CHECK-NEXT:      [[SUM]] = double([[SUM]]_s0);
 // CHECK:           float [[M2:m2[0-9]+]];
-// CHECK:             [[M2]]_p[j] += [[D:d[0-9]+]] * [[D]];
+// CHECK:             [[M2]]_s0 += [[D:d[0-9]+]] * [[D]];
 // CHECK:           buf0[i0 * 1L] = float(mean
 // CHECK:           const float [[R:v[0-9]+]] = float((1.0f / std::sqrt(
 // CHECK:           bf16_round(float([[R]]))
@@ -86,16 +91,17 @@ func.func @stats(%x: !buffer.buffer<[16, 300], bf16>) -> (!buffer.buffer<[16], f
 }
 
 // Reductions: max keeps NaN (a vectorized std::max plus an "any NaN" flag,
-// both in 32 partials), argmax is the first index of the largest (NaN
-// largest), sequential.
+// both in four streams, one omp simd reduction clause each), argmax is the
+// first index of the largest (NaN largest), sequential.
 
 // CHECK-LABEL: extern "C" int coil_cpp_m_2(
 // CHECK:         float [[ACC:acc[0-9]+]];
 // CHECK-NEXT:    int [[NAN:nan[0-9]+]];
-// CHECK:         [[ACC]]_p[j] = std::max([[ACC]]_p[j], [[V:v[0-9]+]]);
-// CHECK-NEXT:    [[NAN]]_p[j] |= ([[V]] != [[V]]);
-// CHECK:         [[ACC]]_p[j] = std::max([[ACC]]_p[j], [[ACC]]_p[j + 16]);
-// CHECK:         [[NAN]]_p[j] |= [[NAN]]_p[j + 16];
+// CHECK:         #pragma omp simd reduction(max:[[ACC]]_s0, [[ACC]]_s1, [[ACC]]_s2, [[ACC]]_s3) reduction(|:[[NAN]]_s0, [[NAN]]_s1, [[NAN]]_s2, [[NAN]]_s3)
+// CHECK:         [[ACC]]_s0 = std::max([[ACC]]_s0, [[V:v[0-9]+]]);
+// CHECK-NEXT:    [[NAN]]_s0 |= ([[V]] != [[V]]);
+// CHECK:         [[ACC]]_s0 = std::max([[ACC]]_s0, [[ACC]]_s2); [[ACC]]_s1 = std::max([[ACC]]_s1, [[ACC]]_s3);
+// CHECK:         [[NAN]]_s0 |= [[NAN]]_s2; [[NAN]]_s1 |= [[NAN]]_s3;
 // CHECK:         if ([[NAN]]) [[ACC]] = std::numeric_limits<float>::quiet_NaN();
 // CHECK-LABEL: extern "C" int coil_cpp_am_3(
 // CHECK:         if ([[FIRST:first[0-9]+]] || [[V:v[0-9]+]] > [[A:acc[0-9]+]] || ([[V]] != [[V]] && [[A]] == [[A]])) {
@@ -198,7 +204,7 @@ func.func @nhwc_batch1(%x: !buffer.buffer<[1, 8, 4, 4], f32, strides [128, 1, 32
 // CHECK:           float(std::sqrt(
 // CHECK:           [[PRE]][i1] = [[R:v[0-9]+]];
 // CHECK-NEXT:    }
-// CHECK-NEXT:    #pragma omp parallel for
+// CHECK-NEXT:    for (int64_t x{{[0-9]+}} = 0; x{{[0-9]+}} < 2L * 4L * 4L; ++x{{[0-9]+}}) {
 // CHECK:           const float [[R]] = [[PRE]][i1];
 // CHECK-NEXT:      const float [[Y:v[0-9]+]] = ({{v[0-9]+}} * [[R]]);
 // CHECK-NEXT:      buf0[{{.*}}] = float([[Y]]);

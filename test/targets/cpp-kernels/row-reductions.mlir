@@ -1,38 +1,52 @@
 // RUN: fx-opt %s -p "convert-loop-to-cpp{combine=false}" -t cpp-kernels | filecheck %s
 
-// Row reductions keep PARTIAL_BYTES (128) of partial accumulators: the
-// innermost row loop runs in blocks of `lanes` under `omp simd`, element j of a
-// block into partial j, so the adds of four vectors are in flight at once (one
-// accumulator waits on each add's latency); the partials are then combined
-// pairwise. A float sum adds its partials into a double total every SUM_CHUNK
-// (4096) elements of a longer or unknown row.
+// Row reductions keep four accumulators per result (STREAMS): the innermost
+// row loop's whole blocks (PARTIAL_BYTES, 128 bytes: 32 floats) split into four
+// contiguous streams that one `omp simd reduction` loop walks together, element
+// j of stream s into accumulator s, so the adds of four vectors are in flight
+// at once (one accumulator waits on each add's latency) and each accumulator
+// is a register (an array of partials indexed by the lane was a load and a
+// store per block); the streams are then combined pairwise. A float sum adds
+// its streams into a double total every SUM_CHUNK (4096) elements of a longer
+// or unknown row.
 
 // A row of unknown length: the blocks up to the last multiple of 32, in chunks
-// of 4096 flushed into the double total, then the remainder.
+// of 4096 (four streams of a quarter chunk each) flushed into the double
+// total, then the remainder into the first stream.
 
 // CHECK-LABEL: extern "C" int coil_cpp_s_0(float* buf0, float* buf1, int64_t s0) {
 // CHECK:         float [[ACC:acc[0-9]+]];
 // CHECK-NEXT:    {
-// CHECK-NEXT:      float [[ACC]]_p[32];
+// CHECK-NEXT:      float [[ACC]]_s0 = 0, [[ACC]]_s1 = 0, [[ACC]]_s2 = 0, [[ACC]]_s3 = 0;
 // CHECK-NEXT:      double [[ACC]]_t = 0;
 // CHECK:           const int64_t [[FULL:nfull[0-9]+]] = s0 / 32 * 32;
 // CHECK-NEXT:      for (int64_t rc = 0; rc < [[FULL]]; rc += 4096) {
 // CHECK-NEXT:        const int64_t re = imin(rc + 4096L, [[FULL]]);
-// CHECK-NEXT:        for (int64_t rb = rc; rb < re; rb += 32) {
-// CHECK-NEXT:          #pragma omp simd
-// CHECK-NEXT:          for (int64_t j = 0; j < 32; ++j) {
-// CHECK-NEXT:            const int64_t r0 = rb + j;
+// CHECK-NEXT:        const int64_t rq = (re - rc) / 4;
+// CHECK-NEXT:        #pragma omp simd reduction(+:[[ACC]]_s0, [[ACC]]_s1, [[ACC]]_s2, [[ACC]]_s3)
+// CHECK-NEXT:        for (int64_t j = 0; j < rq; ++j) {
+// CHECK-NEXT:          {  // stream 0
+// CHECK-NEXT:            const int64_t r0 = rc + j;
 // CHECK-NEXT:            const float [[X:v[0-9]+]] = float(buf1[i0 * s0 + r0 * 1L]);
-// CHECK-NEXT:            [[ACC]]_p[j] += [[X]];
-// CHECK:             [[ACC]]_t += double([[ACC]]_p[0]);
-// CHECK-NEXT:        for (int j = 0; j < 32; ++j) [[ACC]]_p[j] = 0;
+// CHECK-NEXT:            [[ACC]]_s0 += [[X]];
+// CHECK-NEXT:          }
+// CHECK-NEXT:          {  // stream 1
+// CHECK-NEXT:            const int64_t r0 = rc + j + 1 * rq;
+// CHECK-NEXT:            const float [[X]] = float(buf1[i0 * s0 + r0 * 1L]);
+// CHECK-NEXT:            [[ACC]]_s1 += [[X]];
+// CHECK:               {  // stream 3
+// CHECK-NEXT:            const int64_t r0 = rc + j + 3 * rq;
+// CHECK:             [[ACC]]_s0 += [[ACC]]_s2; [[ACC]]_s1 += [[ACC]]_s3;
+// CHECK-NEXT:        [[ACC]]_s0 += [[ACC]]_s1;
+// CHECK-NEXT:        [[ACC]]_t += double([[ACC]]_s0);
+// CHECK-NEXT:        [[ACC]]_s0 = 0; [[ACC]]_s1 = 0; [[ACC]]_s2 = 0; [[ACC]]_s3 = 0;
 // CHECK-NEXT:      }
 // CHECK-NEXT:      for (int64_t j = 0; j < s0 - [[FULL]]; ++j) {
 // CHECK-NEXT:        const int64_t r0 = [[FULL]] + j;
 // CHECK-NEXT:        const float [[X]] = float(buf1[i0 * s0 + r0 * 1L]);
-// CHECK-NEXT:        [[ACC]]_p[j] += [[X]];
+// CHECK-NEXT:        [[ACC]]_s0 += [[X]];
 // CHECK-NEXT:      }
-// CHECK:           [[ACC]]_t += double([[ACC]]_p[0]);
+// CHECK:           [[ACC]]_t += double([[ACC]]_s0);
 // CHECK-NEXT:      [[ACC]] = float([[ACC]]_t);
 // CHECK-NEXT:    }
 // CHECK-NEXT:    buf0[i0 * 1L] = float([[ACC]]);
@@ -47,25 +61,28 @@ func.func @sum_rows(%n: index {coil.symbol = #coil.expr<s0>}, %x: !buffer.buffer
 }
 
 // Two reduction dimensions (a channel's statistics over [N, HW]): the outer
-// row loop is plain, the partials live across it; int64 partials are 16 (128
-// bytes), and an exact multiple of the block has no remainder loop.
+// row loop is plain, the streams' accumulators live across it; int64 blocks
+// are 16 elements (128 bytes, streams of 16 here), and an exact multiple of
+// the block has no remainder loop. 384 points, static: no OpenMP region.
 
 // CHECK-LABEL: extern "C" int coil_cpp_s_1(int64_t* buf0, int64_t* buf1) {
+// CHECK-NOT:     #pragma omp parallel
+// CHECK:         for (int64_t x{{[0-9]+}} = 0; x{{[0-9]+}} < 3L; ++x{{[0-9]+}}) {
 // CHECK:         int64_t [[ACC:acc[0-9]+]];
-// CHECK:           int64_t [[ACC]]_p[16];
+// CHECK:           int64_t [[ACC]]_s0 = 0, [[ACC]]_s1 = 0, [[ACC]]_s2 = 0, [[ACC]]_s3 = 0;
 // CHECK-NOT:       _t = 0
 // CHECK:           for (int64_t r0 = 0; r0 < 2L; ++r0) {
-// CHECK-NEXT:        for (int64_t rb = 0; rb < 64L; rb += 16) {
-// CHECK-NEXT:          #pragma omp simd
-// CHECK-NEXT:          for (int64_t j = 0; j < 16; ++j) {
-// CHECK-NEXT:            const int64_t r1 = rb + j;
+// CHECK-NEXT:        #pragma omp simd reduction(+:[[ACC]]_s0, [[ACC]]_s1, [[ACC]]_s2, [[ACC]]_s3)
+// CHECK-NEXT:        for (int64_t j = 0; j < 16L; ++j) {
+// CHECK-NEXT:          {  // stream 0
+// CHECK-NEXT:            const int64_t r1 = j;
 // CHECK-NEXT:            const int64_t [[X:v[0-9]+]] = int64_t(buf1[r0 * 192L + i0 * 64L + r1 * 1L]);
-// CHECK-NEXT:            [[ACC]]_p[j] += [[X]];
-// CHECK-NEXT:          }
-// CHECK-NEXT:        }
-// CHECK-NEXT:      }
-// CHECK-NEXT:      for (int j = 0; j < 8; ++j) [[ACC]]_p[j] += [[ACC]]_p[j + 8];
-// CHECK:           [[ACC]] = int64_t([[ACC]]_p[0]);
+// CHECK-NEXT:            [[ACC]]_s0 += [[X]];
+// CHECK:               {  // stream 3
+// CHECK-NEXT:            const int64_t r1 = j + 3 * 16L;
+// CHECK-NOT:         for (int64_t j = 0; j <
+// CHECK:           [[ACC]]_s0 += [[ACC]]_s1;
+// CHECK-NEXT:      [[ACC]] = int64_t([[ACC]]_s0);
 func.func @channel_sum(%x: !buffer.buffer<[2, 3, 64], i64>) -> !buffer.buffer<[3], i64> {
   %s = buffer.alloc : !buffer.buffer<[3], i64>
   loop.reduction sum [3] [2, 64] outs(%s : !buffer.buffer<[3], i64>) {
@@ -82,7 +99,7 @@ func.func @channel_sum(%x: !buffer.buffer<[2, 3, 64], i64>) -> !buffer.buffer<[3
 // CHECK:         float [[ACC:acc[0-9]+]] = 1;
 // CHECK-NEXT:    #pragma omp simd reduction(*:[[ACC]])
 // CHECK-NEXT:    for (int64_t r0 = 0; r0 < 40L; ++r0) {
-// CHECK-NOT:     _p[
+// CHECK-NOT:     _s0
 func.func @short_prod(%x: !buffer.buffer<[5, 40], f32>) -> !buffer.buffer<[5], f32> {
   %p = buffer.alloc : !buffer.buffer<[5], f32>
   loop.reduction prod [5] [40] outs(%p : !buffer.buffer<[5], f32>) {
@@ -100,7 +117,7 @@ func.func @short_prod(%x: !buffer.buffer<[5, 40], f32>) -> !buffer.buffer<[5], f
 
 // CHECK-LABEL: extern "C" int coil_cpp_sum_n_o_3(_Float16* buf0, float* buf1, float* buf2) {
 // CHECK:         float [[ACC:acc[0-9]+]];
-// CHECK:         [[ACC]] = float([[ACC]]_p[0]);
+// CHECK:         [[ACC]] = float([[ACC]]_s0);
 // CHECK:         #pragma omp simd
 // CHECK-NEXT:    for (int64_t r0 = 0; r0 < 128L; ++r0) {
 // CHECK:           const float [[A:v[0-9]+]] = ({{v[0-9]+}} * (1.0f / [[ACC]]));
