@@ -379,6 +379,38 @@ def test_backend_misspelled_option_key_says_which(tmp_path):
 
 
 @pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"cache": "no"}, "coil: option cache must be True or False, not 'no'"),
+        ({"cudagraphs": "False"}, "coil: option cudagraphs must be True or False, not 'False'"),
+        ({"max_autotune": 1}, "coil: option max_autotune must be True or False, not 1"),
+        ({"pipeline": ["cse"]}, "coil: option pipeline must be a pass-pipeline string"),
+        ({"dump_dir": 3}, "coil: option dump_dir must be a directory path, not 3"),
+        ({"progress": "fast"}, "coil: option progress must be True, False or seconds >= 0"),
+        ({"progress": -1}, "coil: option progress must be True, False or seconds >= 0"),
+        ({"gemm_budget": "10"}, "coil: option gemm_budget must be seconds >= 0, not '10'"),
+        ({"cpu_kernels": "c"}, "coil: option cpu_kernels must be one of 'cpp', 'triton'"),
+    ],
+)
+def test_backend_option_of_the_wrong_kind_raises_naming_it(options, message):
+    """Checked before anything compiles: a string "False" for a switch would count
+    as true, and a bad progress value failed only on a cache miss, deep inside."""
+    from coil.backend import coil as coil_backend
+
+    gm = torch.fx.symbolic_trace(torch.nn.ReLU())
+    with pytest.raises(ValueError, match=__import__("re").escape(message)):
+        coil_backend(gm, [torch.randn(4)], options=options)
+
+
+def test_backend_options_of_none_mean_the_default():
+    from coil.backend import _check_option_types, _flag
+
+    _check_option_types({key: None for key in ("cache", "progress", "gemm_budget")})
+    assert _flag({"cudagraphs": None}, "cudagraphs", True) is True
+    assert _flag({"cudagraphs": False}, "cudagraphs", True) is False
+
+
+@pytest.mark.parametrize(
     "args, message",
     [
         (
