@@ -193,6 +193,33 @@ class FxOptMain(xDSLOptMain):
         self.available_frontends["pt2"] = load_pt2
 
 
+def _unknown_aten_op_hint(ctx, name: str) -> str:
+    """For an op name of the aten or prims dialect that is not one of the
+    generated ops: the closest ones (a misspelled op or overload), else how to
+    write an overload outside the generated set."""
+    import difflib
+
+    namespace, _, overload = name.partition(".")
+    dialect = ctx.get_optional_dialect(namespace) if namespace in ("aten", "prims") else None
+    if dialect is None or not overload:
+        return ""
+    by_op: dict[str, list[str]] = {}
+    for op in dialect.operations:
+        by_op.setdefault(op.name.split(".")[1], []).append(op.name)
+    op_name = overload.split(".")[0]
+    close = [
+        full
+        for near in difflib.get_close_matches(op_name, list(by_op), n=2, cutoff=0.8)
+        for full in difflib.get_close_matches(name, by_op[near], n=2, cutoff=0)
+    ]
+    if close:
+        return f"did you mean {' or '.join(close[:3])}?"
+    return (
+        "an overload outside the generated set is written "
+        f'aten.operator "{namespace}::{overload}"(...)'
+    )
+
+
 def parse_located(ctx, text: str, name: str, implicit_module: bool = True):
     """Parse and verify ``text``; an op that does not verify is a located error
     (``file:line:col``, the line, a caret) like a parse error, rather than
@@ -214,6 +241,15 @@ def parse_located(ctx, text: str, name: str, implicit_module: bool = True):
             op = super().parse_operation()
             self.spans[op] = span
             return op
+
+        def _get_op_by_name(self, name: str):
+            try:
+                return super()._get_op_by_name(name)
+            except ParseError as e:
+                hint = _unknown_aten_op_hint(self.ctx, name)
+                if not hint:
+                    raise
+                raise ParseError(e.span, f"{e.msg}; {hint}") from None
 
         def parse_module(self, allow_implicit_module: bool = True):
             # Nothing but whitespace and comments is an empty module, as
@@ -484,14 +520,35 @@ def coil_main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--debuginfo", action="store_true", help="print source locations")
     p.set_defaults(run=_cmd_import)
 
-    p = sub.add_parser("demo", help="import the built-in examples and check them against eager")
+    p = sub.add_parser(
+        "demo",
+        help="import the built-in examples and check them against eager",
+        description="Compile the built-in examples (an MLP block and a softmax) with the coil "
+        "backend down to Triton kernels and a Python wrapper, print each stage, run them (on "
+        "the GPU, else the CPU under Triton's interpreter) and compare with eager PyTorch; "
+        "exit 1 if one differs.",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
     p.set_defaults(run=_cmd_demo)
 
     from coil.pipeline import PIPELINES
+    from coil.pipeline import SUMMARIES as PIPELINE_SUMMARIES
 
-    p = sub.add_parser("pipeline", help="print a named pass pipeline (for fx-opt -p)")
-    p.add_argument("name", nargs="?", default="default", choices=sorted(PIPELINES))
+    p = sub.add_parser(
+        "pipeline",
+        help="print a named pass pipeline (for fx-opt -p)",
+        description='Print a pipeline as a pass-pipeline string: fx-opt -p "$(coil pipeline '
+        'NAME)" replays it.\n\npipelines:\n' + _table(PIPELINE_SUMMARIES),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "name",
+        nargs="?",
+        default="default",
+        choices=sorted(PIPELINES),
+        metavar="NAME",
+        help="one of the pipelines above (default: default, what the backend runs)",
+    )
     p.set_defaults(run=_cmd_pipeline)
 
     p = sub.add_parser(

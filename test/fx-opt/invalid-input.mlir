@@ -3,6 +3,7 @@
 // never a Python traceback.
 // RUN: not fx-opt %S/Inputs/unknown-op.mlir 2>&1 | filecheck %s --check-prefix=OP
 // RUN: not fx-opt %S/Inputs/unknown-aten-op.mlir 2>&1 | filecheck %s --check-prefix=ATEN
+// RUN: not fx-opt %S/Inputs/misspelled-aten-op.mlir 2>&1 | filecheck %s --check-prefix=MISSPELLED
 // RUN: not fx-opt %S/Inputs/unknown-type.mlir 2>&1 | filecheck %s --check-prefix=TYPE
 // RUN: not fx-opt %S/Inputs/return-type.mlir 2>&1 | filecheck %s --check-prefix=RETURN
 // RUN: not fx-opt %S/Inputs/undefined-value.mlir 2>&1 | filecheck %s --check-prefix=UNDEF
@@ -18,7 +19,11 @@
 // OP: Operation foo.bar is not registered
 // OP-NOT: Traceback
 // ATEN: unknown-aten-op.mlir:4:25
-// ATEN: Operation aten.nope.default is not registered
+// An aten op that is not registered: the closest ones, else how to write an
+// overload outside the generated set.
+// ATEN: Operation aten.nope.default is not registered; an overload outside the generated set is written aten.operator "aten::nope.default"(...){{$}}
+// MISSPELLED: misspelled-aten-op.mlir:3:25
+// MISSPELLED: Operation aten.relu.defualt is not registered; did you mean aten.relu.default or aten.relu_.default?{{$}}
 // TYPE: unknown-type.mlir:2:30
 // TYPE: 'nope.tensor' is not registered
 // RETURN: return-type.mlir:4:3
