@@ -60,6 +60,27 @@ def test_coil_errors_are_sentences(args, message):
     assert message in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_a_model_files_lone_tensor_of_inputs_is_named(tmp_path):
+    """``example_inputs = torch.randn(3)`` was unpacked into three arguments and
+    failed inside Dynamo with a page of its messages."""
+    model = tmp_path / "model.py"
+    model.write_text("import torch\nmodel = torch.nn.ReLU()\nexample_inputs = torch.randn(3)\n")
+    proc = _run(_script("coil"), "import", str(model), check=False)
+    assert proc.returncode == 1
+    assert proc.stderr == (
+        f"coil import: error: {model}: example_inputs must be a tuple of the model's "
+        "arguments, not a Tensor (one input: example_inputs = (x,))\n"
+    )
+
+
+def test_a_pass_plugin_that_fails_to_load_is_located(tmp_path):
+    plugin = tmp_path / "plugin.py"
+    plugin.write_text("import math\n\nraise RuntimeError('not ready')\n")
+    proc = _run(_script("fx-opt"), "examples/big.mlir", "--pass-plugin", str(plugin), check=False)
+    assert proc.returncode == 1
+    assert proc.stderr == f"fx-opt: error: {plugin}:3: RuntimeError: not ready\n"
+
+
 def test_fx_opt_malformed_input_exit_code(tmp_path):
     bad = tmp_path / "bad.mlir"
     bad.write_text("func.func @f(%x: !aten.tensor<[4], f32>) {\n  %0 = aten.relu.default(\n}\n")
