@@ -157,7 +157,15 @@ class FxOptMain(xDSLOptMain):
     def get_input_stream(self) -> tuple[IO[bytes], str]:
         if self.args.input_file == "-":
             return sys.stdin.buffer, "mlir"
-        return super().get_input_stream()
+        stream, extension = super().get_input_stream()
+        if not self.args.frontend and extension not in self.available_frontends:
+            stream.close()
+            what = f"unrecognized file extension '.{extension}'" if extension else "no extension"
+            raise ValueError(
+                f"{self.get_input_name()}: {what}: fx-opt reads .mlir (MLIR text) and .pt2 "
+                "(torch.export archives); -f mlir reads any file as MLIR text"
+            )
+        return stream, extension
 
     def get_input_name(self) -> str:
         return "stdin" if self.args.input_file == "-" else super().get_input_name()
@@ -433,6 +441,11 @@ def _cmd_import(args: argparse.Namespace) -> int:
     from coil.frontend.loader import load_program
     from coil.ir import print_module
 
+    if args.dynamic and args.file.endswith(".pt2"):
+        return _fail(
+            f"coil import: error: {args.file}: --dynamic traces a .py model file; a .pt2 "
+            "archive has the shapes it was exported with (torch.export's dynamic_shapes)"
+        )
     module = load_program(args.file, dynamic=args.dynamic)
     sys.stdout.write(print_module(module, debuginfo=args.debuginfo))
     return 0
