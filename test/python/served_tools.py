@@ -29,6 +29,15 @@ _shims: Path | None = None
 
 def _plain_env(warnings: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    # torch writes its default Inductor cache folder into os.environ the first
+    # time it asks for it (cache_dir_utils.cache_dir): the folder a command
+    # finds by itself when the variable is unset, but a difference from the
+    # server's start that made it decline every command after the test
+    # process's first compile.
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    if env.get("TORCHINDUCTOR_CACHE_DIR") == os.path.abspath(default_cache_dir()):
+        del env["TORCHINDUCTOR_CACHE_DIR"]
     env["PYTHONWARNINGS"] = warnings
     return env
 
