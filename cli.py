@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -137,8 +138,14 @@ class FxOptMain(xDSLOptMain):
         if self.args.print_kernel_plans:
             from coil.pipeline import with_pass_option
 
-            for name in ("loop-split-reduction", "convert-loop-to-tt"):
+            planners = ("loop-split-reduction", "convert-loop-to-tt")
+            for name in planners:
                 self.args.passes = with_pass_option(self.args.passes, name, "print-plans=true")
+            if not re.search(rf"(?<![\w-])({'|'.join(planners)})(?![\w-])", self.args.passes):
+                raise ValueError(
+                    "--print-kernel-plans: the pipeline runs neither loop-split-reduction "
+                    'nor convert-loop-to-tt, which print the plans; add -p "$(coil pipeline)"'
+                )
         parse_pipeline(self.args.passes, self.available_passes)
         super().setup_pipeline()
 

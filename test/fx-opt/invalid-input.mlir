@@ -11,6 +11,7 @@
 // RUN: not fx-opt %S/Inputs/aten-level.mlir -t triton 2>&1 | filecheck %s --check-prefix=LEVEL
 // RUN: not fx-opt %S/Inputs 2>&1 | filecheck %s --check-prefix=DIR
 // RUN: not fx-opt %S/Inputs/bisect-model.py 2>&1 | filecheck %s --check-prefix=EXT
+// RUN: not fx-opt %S/Inputs/aten-level.mlir -p cse --print-kernel-plans 2>&1 | filecheck %s --check-prefix=PLANS
 // RUN: not fx-opt %S/Inputs/aten-level.mlir -o %t.missing/out.mlir 2>&1 | filecheck %s --check-prefix=OUTPUT
 // RUN: not fx-opt %S/Inputs/aten-level.mlir -p 'convert-loop-to-tt{xblock}' 2>&1 | filecheck %s --check-prefix=NOVALUE
 // RUN: not fx-opt %S/Inputs/aten-level.mlir -p 'canonicalize,,cse' 2>&1 | filecheck %s --check-prefix=EMPTY
@@ -38,6 +39,8 @@
 // CONFLICT: operand is used with type i32, but has been previously used or defined with type !aten.tensor<[4], f32>
 // LEVEL: fx-opt: error: -t triton expects tt.func kernels; found aten.relu.default — run convert-loop-to-tt first
 // DIR: fx-opt: error: {{.*}}Inputs: is a directory, not a file
+// --print-kernel-plans with a pipeline that plans nothing printed nothing.
+// PLANS: {{^}}fx-opt: error: --print-kernel-plans: the pipeline runs neither loop-split-reduction nor convert-loop-to-tt, which print the plans; add -p "$(coil pipeline)"{{$}}
 // EXT: {{^}}fx-opt: error: {{.*}}bisect-model.py: unrecognized file extension '.py': fx-opt reads .mlir (MLIR text) and .pt2 (torch.export archives); -f mlir reads any file as MLIR text{{$}}
 // OUTPUT: fx-opt: error: {{.*}}.missing/out.mlir: no such file or directory
 // NOVALUE: fx-opt: error: convert-loop-to-tt: option 'xblock' must be an integer: 0 (heuristic) or a power of two from 1 to 65536; got no value
