@@ -511,6 +511,9 @@ def _cmd_reduce(args: argparse.Namespace) -> int:
     if not args.command_words:
         return _fail("coil reduce: error: give the command that fails, e.g. fx-opt -p PASSES")
     before = Path(args.file).read_text()
+    if args.output and not Path(args.output).resolve().parent.is_dir():
+        # Say so now, not after the reduction's many runs.
+        raise FileNotFoundError(2, "no such directory", args.output)
 
     def log(line: str) -> None:
         if not args.quiet:

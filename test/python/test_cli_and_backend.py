@@ -443,6 +443,16 @@ def test_backend_options_of_none_mean_the_default():
             "coil bisect: error: examples/big.mlir: coil bisect takes a Python model file",
         ),
         (("bisect", "no/such.py"), "coil bisect: error: no/such.py: no such file"),
+        # A command that cannot run "fails" on every candidate: it reduced to nothing.
+        (
+            ("reduce", "examples/big.mlir", "no-such-tool-xyz"),
+            "coil reduce: error: the command could not be run (exit status 127",
+        ),
+        # A folder that does not exist is said before the reduction, not after.
+        (
+            ("reduce", "-o", "no/such/dir/out.mlir", "examples/big.mlir", "false"),
+            "coil reduce: error: no/such/dir/out.mlir: no such file or directory",
+        ),
     ],
 )
 def test_coil_command_errors_are_one_sentence(args, message):
