@@ -118,6 +118,38 @@ OPTIONS = {
 }
 WRAPPERS = ("python", "cpp")
 
+_FLAGS = ("cache", "cudagraphs", "max_autotune")
+"""The options that are switches: True or False (None: the default)."""
+
+
+def _check_option_types(options: dict[str, Any]) -> None:
+    """Raise naming the option whose value is of the wrong kind, before any
+    compile: a string ``"False"`` for a switch would otherwise count as true,
+    and a bad value would surface only on a cache miss, as a TypeError deep in
+    the compile. (Options with a fixed set of values are checked where they
+    are read.)"""
+
+    def number(value: Any) -> bool:
+        return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+
+    rules: dict[str, tuple[Callable[[Any], bool], str]] = {
+        **{key: ((lambda v: isinstance(v, bool)), "True or False") for key in _FLAGS},
+        "pipeline": ((lambda v: isinstance(v, str)), "a pass-pipeline string (`coil pipeline`)"),
+        "dump_dir": ((lambda v: isinstance(v, str | os.PathLike)), "a directory path"),
+        "progress": ((lambda v: isinstance(v, bool) or number(v)), "True, False or seconds >= 0"),
+        "gemm_budget": (number, "seconds >= 0"),
+    }
+    for key, (ok, wanted) in rules.items():
+        value = options.get(key)
+        if value is not None and not ok(value):
+            raise ValueError(f"coil: option {key} must be {wanted}, not {value!r}")
+
+
+def _flag(options: dict[str, Any], key: str, default: bool) -> bool:
+    """A switch's value: the option where given (not None), else ``default``."""
+    value = options.get(key)
+    return default if value is None else value
+
 
 def with_cpu_kernels(pipeline: str) -> str:
     """``pipeline`` with ``convert-loop-to-cpp`` before ``convert-loop-to-tt``: the
@@ -729,6 +761,7 @@ def coil(
         if key not in OPTIONS:
             known = list(OPTIONS)
             raise ValueError("coil: " + unknown_name("option", key, known, known, "options", note))
+    _check_option_types(options)
     fallback = options.get("fallback") or config.fallback()
     pipeline = _with_fallback(options.get("pipeline") or PIPELINES["default"], fallback)
     if "pipeline" in options:
@@ -740,7 +773,7 @@ def coil(
             raise ValueError(f"coil: option pipeline: {e}") from None
     dump_dir = options.get("dump_dir")
     partition_fn = partition_function(check_partition(options.get("partition", DEFAULT_PARTITION)))
-    cudagraphs = bool(options.get("cudagraphs", mode == "reduce-overhead"))
+    cudagraphs = _flag(options, "cudagraphs", mode == "reduce-overhead")
     wrapper = options.get("wrapper", "python")
     if wrapper not in WRAPPERS:
         raise ValueError(f"coil: option wrapper must be 'python' or 'cpp', not {wrapper!r}")
@@ -748,15 +781,13 @@ def coil(
     if gemm not in GEMM_MODES:
         known = ", ".join(repr(m) for m in GEMM_MODES)
         raise ValueError(f"coil: option gemm must be one of {known}, not {gemm!r}")
-    max_autotune = bool(options.get("max_autotune", mode == "max-autotune"))
+    max_autotune = _flag(options, "max_autotune", mode == "max-autotune")
     pipeline = _with_gemm(pipeline, gemm, max_autotune)
     tune_gemms = None
     if max_autotune and gemm != "extern":
-        budget = options.get("gemm_budget", DEFAULT_GEMM_BUDGET_S)
-        if not isinstance(budget, int | float) or isinstance(budget, bool) or budget < 0:
-            raise ValueError(f"coil: option gemm_budget must be seconds >= 0, not {budget!r}")
+        budget = options.get("gemm_budget")
         tune_gemms = {
-            "budget_s": float(budget),
+            "budget_s": float(DEFAULT_GEMM_BUDGET_S if budget is None else budget),
             "allow_extern": gemm == "auto",
             "lower": lower_product,
         }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -137,8 +138,14 @@ class FxOptMain(xDSLOptMain):
         if self.args.print_kernel_plans:
             from coil.pipeline import with_pass_option
 
-            for name in ("loop-split-reduction", "convert-loop-to-tt"):
+            planners = ("loop-split-reduction", "convert-loop-to-tt")
+            for name in planners:
                 self.args.passes = with_pass_option(self.args.passes, name, "print-plans=true")
+            if not re.search(rf"(?<![\w-])({'|'.join(planners)})(?![\w-])", self.args.passes):
+                raise ValueError(
+                    "--print-kernel-plans: the pipeline runs neither loop-split-reduction "
+                    'nor convert-loop-to-tt, which print the plans; add -p "$(coil pipeline)"'
+                )
         parse_pipeline(self.args.passes, self.available_passes)
         super().setup_pipeline()
 
@@ -157,7 +164,15 @@ class FxOptMain(xDSLOptMain):
     def get_input_stream(self) -> tuple[IO[bytes], str]:
         if self.args.input_file == "-":
             return sys.stdin.buffer, "mlir"
-        return super().get_input_stream()
+        stream, extension = super().get_input_stream()
+        if not self.args.frontend and extension not in self.available_frontends:
+            stream.close()
+            what = f"unrecognized file extension '.{extension}'" if extension else "no extension"
+            raise ValueError(
+                f"{self.get_input_name()}: {what}: fx-opt reads .mlir (MLIR text) and .pt2 "
+                "(torch.export archives); -f mlir reads any file as MLIR text"
+            )
+        return stream, extension
 
     def get_input_name(self) -> str:
         return "stdin" if self.args.input_file == "-" else super().get_input_name()
@@ -193,6 +208,33 @@ class FxOptMain(xDSLOptMain):
         self.available_frontends["pt2"] = load_pt2
 
 
+def _unknown_aten_op_hint(ctx, name: str) -> str:
+    """For an op name of the aten or prims dialect that is not one of the
+    generated ops: the closest ones (a misspelled op or overload), else how to
+    write an overload outside the generated set."""
+    import difflib
+
+    namespace, _, overload = name.partition(".")
+    dialect = ctx.get_optional_dialect(namespace) if namespace in ("aten", "prims") else None
+    if dialect is None or not overload:
+        return ""
+    by_op: dict[str, list[str]] = {}
+    for op in dialect.operations:
+        by_op.setdefault(op.name.split(".")[1], []).append(op.name)
+    op_name = overload.split(".")[0]
+    close = [
+        full
+        for near in difflib.get_close_matches(op_name, list(by_op), n=2, cutoff=0.8)
+        for full in difflib.get_close_matches(name, by_op[near], n=2, cutoff=0)
+    ]
+    if close:
+        return f"did you mean {' or '.join(close[:3])}?"
+    return (
+        "an overload outside the generated set is written "
+        f'aten.operator "{namespace}::{overload}"(...)'
+    )
+
+
 def parse_located(ctx, text: str, name: str, implicit_module: bool = True):
     """Parse and verify ``text``; an op that does not verify is a located error
     (``file:line:col``, the line, a caret) like a parse error, rather than
@@ -214,6 +256,15 @@ def parse_located(ctx, text: str, name: str, implicit_module: bool = True):
             op = super().parse_operation()
             self.spans[op] = span
             return op
+
+        def _get_op_by_name(self, name: str):
+            try:
+                return super()._get_op_by_name(name)
+            except ParseError as e:
+                hint = _unknown_aten_op_hint(self.ctx, name)
+                if not hint:
+                    raise
+                raise ParseError(e.span, f"{e.msg}; {hint}") from None
 
         def parse_module(self, allow_implicit_module: bool = True):
             # Nothing but whitespace and comments is an empty module, as
@@ -397,6 +448,11 @@ def _cmd_import(args: argparse.Namespace) -> int:
     from coil.frontend.loader import load_program
     from coil.ir import print_module
 
+    if args.dynamic and args.file.endswith(".pt2"):
+        return _fail(
+            f"coil import: error: {args.file}: --dynamic traces a .py model file; a .pt2 "
+            "archive has the shapes it was exported with (torch.export's dynamic_shapes)"
+        )
     module = load_program(args.file, dynamic=args.dynamic)
     sys.stdout.write(print_module(module, debuginfo=args.debuginfo))
     return 0
@@ -455,6 +511,9 @@ def _cmd_reduce(args: argparse.Namespace) -> int:
     if not args.command_words:
         return _fail("coil reduce: error: give the command that fails, e.g. fx-opt -p PASSES")
     before = Path(args.file).read_text()
+    if args.output and not Path(args.output).resolve().parent.is_dir():
+        # Say so now, not after the reduction's many runs.
+        raise FileNotFoundError(2, "no such directory", args.output)
 
     def log(line: str) -> None:
         if not args.quiet:
@@ -484,14 +543,35 @@ def coil_main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--debuginfo", action="store_true", help="print source locations")
     p.set_defaults(run=_cmd_import)
 
-    p = sub.add_parser("demo", help="import the built-in examples and check them against eager")
+    p = sub.add_parser(
+        "demo",
+        help="import the built-in examples and check them against eager",
+        description="Compile the built-in examples (an MLP block and a softmax) with the coil "
+        "backend down to Triton kernels and a Python wrapper, print each stage, run them (on "
+        "the GPU, else the CPU under Triton's interpreter) and compare with eager PyTorch; "
+        "exit 1 if one differs.",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
     p.set_defaults(run=_cmd_demo)
 
     from coil.pipeline import PIPELINES
+    from coil.pipeline import SUMMARIES as PIPELINE_SUMMARIES
 
-    p = sub.add_parser("pipeline", help="print a named pass pipeline (for fx-opt -p)")
-    p.add_argument("name", nargs="?", default="default", choices=sorted(PIPELINES))
+    p = sub.add_parser(
+        "pipeline",
+        help="print a named pass pipeline (for fx-opt -p)",
+        description='Print a pipeline as a pass-pipeline string: fx-opt -p "$(coil pipeline '
+        'NAME)" replays it.\n\npipelines:\n' + _table(PIPELINE_SUMMARIES),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "name",
+        nargs="?",
+        default="default",
+        choices=sorted(PIPELINES),
+        metavar="NAME",
+        help="one of the pipelines above (default: default, what the backend runs)",
+    )
     p.set_defaults(run=_cmd_pipeline)
 
     p = sub.add_parser(

@@ -146,8 +146,9 @@ def cpu_kernels(option: str | None = None) -> str:
     ``cpp`` (C++ kernels; ``triton`` runs Triton's interpreter)."""
     value = option or os.environ.get("COIL_CPU_KERNELS") or "cpp"
     if value not in CPU_KERNELS:
+        which = "option cpu_kernels" if option else "COIL_CPU_KERNELS"
         raise ValueError(
-            f"coil: cpu_kernels must be one of {', '.join(map(repr, CPU_KERNELS))}, not {value!r}"
+            f"coil: {which} must be one of {', '.join(map(repr, CPU_KERNELS))}, not {value!r}"
         )
     return value
 

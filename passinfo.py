@@ -225,7 +225,10 @@ OPTION_RULES: dict[str, dict[str, OptionRule]] = {
     },
     "aten-channels-last": {"mode": one_of("auto", "on", "off")},
     "aten-decompose": {
-        "ops": OptionRule('aten overload names, e.g. "aten._softmax.default"', _known_aten_ops)
+        "ops": OptionRule(
+            'aten overload names, each in quotes: "aten._softmax.default","aten.mm.default"',
+            _known_aten_ops,
+        )
     },
     "loop-inline": {
         "max_cost": int_range(0),

@@ -8,6 +8,7 @@ backend loads). The named prefixes (aten, loop, buffer) stop at a level.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -212,7 +213,6 @@ def pass_from_spec(cls: type[ModulePass], spec: Any) -> ModulePass:
 def with_pass_option(pipeline: str, name: str, option: str) -> str:
     """``pipeline`` with ``option`` ("key=value") added to every ``name`` pass in
     it (inside its braces, where it has options; a key already given is left)."""
-    import re
 
     key = option.split("=", 1)[0]
 
@@ -243,7 +243,16 @@ def parse_pipeline(
     try:
         specs = tuple(parse_specs(text))
     except ArgSpecParseError as e:  # a BaseException in xDSL: make it an error
-        raise PipelineSyntaxError(f"invalid pass pipeline: {e}") from None
+        message = f"invalid pass pipeline: {e}"
+        where = re.search(r"pass-pipeline:\d+:(\d+)", message)
+        before = text[: int(where.group(1)) - 1] if where else ""
+        # xDSL's word for the dot of `ops=aten.mm.default`: inside a pass's braces
+        if "Unknown token" in message and before.count("{") > before.count("}"):
+            message += (
+                "\n(a value with dots, colons or spaces goes in double quotes: "
+                'aten-decompose{ops="aten._softmax.default"})'
+            )
+        raise PipelineSyntaxError(message) from None
     for spec in specs:
         if spec.name not in passes:
             raise UnknownPassError(unknown_pass_message(spec.name, list(passes)))

@@ -261,7 +261,8 @@ def rule(*names: str) -> Callable[[Rule], Rule]:
 def _pointwise(operand_names: Sequence[str], result: str) -> Rule:
     """``result``: "promote" (torch's type promotion), "float" (promotion, then
     integers and bool to the default float), "bool_to_long" (promotion, bool to
-    int64, as pow), "bool", or "same" (the first operand's dtype)."""
+    int64, as pow), "bool", "same" (the first operand's dtype) or "real" (the
+    same, but a complex operand's real type: abs)."""
 
     def infer(call: Call) -> list[Inferred] | None:
         entries, shapes = [], []
@@ -282,8 +283,11 @@ def _pointwise(operand_names: Sequence[str], result: str) -> Rule:
         shape = broadcast(shapes)
         if result == "bool":
             return [Inferred(shape, builtin.i1)]
-        if result == "same":
-            return [Inferred(shape, entries[0][1] if entries[0][0] != "scalar" else None)]
+        if result in ("same", "real"):
+            dtype = entries[0][1] if entries[0][0] != "scalar" else None
+            if result == "real" and dtype is not None and dtypes.is_complex(dtype):
+                dtype = dtype.element_type  # type: ignore[attr-defined]
+            return [Inferred(shape, dtype)]
         try:
             dtype = dtypes.result_type(entries)
         except dtypes.UnsupportedDtype:
@@ -297,7 +301,7 @@ def _pointwise(operand_names: Sequence[str], result: str) -> Rule:
     return infer
 
 
-_UNARY_SAME = """relu neg abs clone alias detach lift_fresh_copy bitwise_not sign floor ceil round
+_UNARY_SAME = """relu neg clone alias detach lift_fresh_copy bitwise_not sign floor ceil round
     trunc hardtanh leaky_relu elu gelu silu""".split()
 _UNARY_FLOAT = """exp expm1 log log2 log10 log1p sin cos tan asin acos atan sinh cosh tanh asinh
     acosh atanh sqrt rsqrt sigmoid erf reciprocal""".split()
@@ -312,6 +316,7 @@ _COMPARISONS = """eq.Tensor eq.Scalar ne.Tensor ne.Scalar lt.Tensor lt.Scalar le
 
 for _op in _UNARY_SAME:
     rule(f"aten.{_op}.default")(_pointwise(["self"], "same"))
+rule("aten.abs.default")(_pointwise(["self"], "real"))  # |a+bi| is real
 for _op in _UNARY_FLOAT:
     rule(f"aten.{_op}.default")(_pointwise(["self"], "float"))
 for _op in _UNARY_BOOL:

@@ -36,8 +36,9 @@ def import_module(
     return import_graph(graphs[0].gm, graphs[0].example_inputs)
 
 
-def _located_failure(path: Path, e: BaseException) -> ModelFileError:
-    """``file:line: ExcType: message`` for an exception raised running a model file:
+def located_failure(path: Path, e: BaseException) -> ModelFileError:
+    """``file:line: ExcType: message`` for an exception raised running a model file
+    (or a pass plugin):
     the innermost line of the model file, and where it was raised when elsewhere."""
     if isinstance(e, SyntaxError) and e.filename is not None:
         return ModelFileError(f"{e.filename}:{e.lineno}: SyntaxError: {e.msg}")
@@ -58,7 +59,7 @@ def load_model_file(path: str | Path) -> tuple[Any, tuple[Any, ...], bool]:
     try:
         namespace = runpy.run_path(str(path), run_name="coil_model")
     except Exception as e:  # the user's code: say where it failed and how
-        raise _located_failure(path, e) from e
+        raise located_failure(path, e) from e
     missing = [n for n in ("model", "example_inputs") if n not in namespace]
     if missing:
         raise ModelFileError(f"{path} must define {' and '.join(missing)}")
@@ -67,7 +68,13 @@ def load_model_file(path: str | Path) -> tuple[Any, tuple[Any, ...], bool]:
         try:
             inputs = inputs()
         except Exception as e:
-            raise _located_failure(path, e) from e
+            raise located_failure(path, e) from e
+    if not isinstance(inputs, tuple | list):
+        # A lone tensor would be unpacked into its rows as arguments.
+        raise ModelFileError(
+            f"{path}: example_inputs must be a tuple of the model's arguments, not a "
+            f"{type(inputs).__name__} (one input: example_inputs = (x,))"
+        )
     return namespace["model"], tuple(inputs), bool(namespace.get("dynamic", False))
 
 

@@ -64,6 +64,7 @@ from coil.strategy.hints import with_size_hints
 from coil.transforms.aten_channels_last import channels_last_strides, is_channels_last
 from coil.transforms.buffer_hoist_constants import ConstantValues
 from coil.transforms.extern_effects import extern_mutated_operands, storage_roots
+from coil.transforms.input_level import require_below_aten
 from coil.transforms.loop_layout import LayoutRules, strides_through_view, writable
 from coil.transforms.loop_utils import copy_nest, identity_copy_source
 
@@ -805,6 +806,7 @@ class BufferizePass(ModulePass):
 
     @with_size_hints
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_below_aten(op, "bufferize")
         for fn in op.ops:
             if isinstance(fn, func.FuncOp) and not fn.is_declaration:
                 _Bufferizer(

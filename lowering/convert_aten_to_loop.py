@@ -72,6 +72,7 @@ from coil.dialects.symbolic import ExprAttr, SymInt, to_expr
 from coil.passinfo import check_options
 from coil.strategy.hints import with_size_hints
 from coil.strategy.target import TARGETS, module_target
+from coil.transforms.input_level import aten_level_witness
 
 log = logging.getLogger("coil")
 
@@ -568,14 +569,6 @@ def _check_no_aten_left(fn: func.FuncOp) -> None:
             raise AssertionError(f"convert-aten-to-loop left {op.name} behind")
 
 
-def _at_aten_level(fn: func.FuncOp) -> bool:
-    """Whether ``fn`` still has aten values (a lowered function is left alone)."""
-    types = [*fn.function_type.inputs.data, *fn.function_type.outputs.data]
-    return any(isinstance(t, TensorType) for t in types) or any(
-        isinstance(op, AtenOp | OperatorOp | TensorConstantOp) for op in fn.body.block.ops
-    )
-
-
 @dataclass(frozen=True)
 class ConvertAtenToLoopPass(ModulePass):
     """Lower every aten function of the module to the loop level (see module doc)."""
@@ -621,7 +614,12 @@ class ConvertAtenToLoopPass(ModulePass):
                 f"not '{self.fallback}'"
             )
         for fn in op.ops:
-            if isinstance(fn, func.FuncOp) and not fn.is_declaration and _at_aten_level(fn):
+            # A function already lowered is left alone.
+            if (
+                isinstance(fn, func.FuncOp)
+                and not fn.is_declaration
+                and aten_level_witness(fn) is not None
+            ):
                 _lower_function(
                     fn, self.fallback, self.matvec, self.deterministic, self.gemm, self.tf32
                 )

@@ -48,6 +48,7 @@ from coil.dialects import buffer as B
 from coil.dialects import host as H
 from coil.dialects import loop as L
 from coil.ir import source_line
+from coil.transforms.input_level import require_below_aten
 
 
 def _where(op: Operation) -> str:
@@ -201,6 +202,7 @@ class ConvertBufferToHostPass(ModulePass):
     name = "convert-buffer-to-host"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_below_aten(op, "convert-buffer-to-host")
         _check_no_loop_nests(op)
         # Only the functions' bodies: the kernels (most of a large module's ops)
         # hold nothing to lower, and walking them took most of this pass.

@@ -71,6 +71,7 @@ from coil.passinfo import check_options
 from coil.strategy import decode_attention as DA
 from coil.strategy import hints
 from coil.strategy.target import module_target
+from coil.transforms.input_level import require_below_aten
 
 MAX_ROWS = 16
 """The most query rows per (batch, head) taken: decode (one token; 2-16 packed
@@ -511,7 +512,6 @@ def build_combine(
     return kn.finish(), buffers, scalars
 
 
-
 def _annotate(kernel: tt.FuncOp, call: _Call, device: str, plan: str) -> None:
     kernel.attributes["coil.kind"] = StringAttr("attention")
     kernel.attributes["coil.device"] = StringAttr(device)
@@ -543,6 +543,7 @@ class ConvertDecodeAttentionToTtPass(ModulePass):
         check_options(self)
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        require_below_aten(op, "convert-decode-attention-to-tt")
         target = module_target(op)
         counter = 0
         for f in list(op.body.block.ops):

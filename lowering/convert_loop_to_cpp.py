@@ -39,6 +39,7 @@ from coil.dialects.buffer import BufferType
 from coil.dialects.symbolic import ExprAttr, is_index_symbol
 from coil.lowering.convert_loop_to_tt import _copy_as_pointwise, dedupe_kernels
 from coil.lowering.loop_to_tt.kernel import kernel_name
+from coil.transforms.input_level import require_below_aten
 from coil.transforms.loop_cost import nest_cost
 
 _NESTS = (L.PointwiseOp, L.ReductionOp, L.FusedOp)
@@ -104,6 +105,7 @@ class ConvertLoopToCppPass(ModulePass):
     """The most buffer and size arguments a combined function takes."""
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        require_below_aten(op, "convert-loop-to-cpp")
         counter = 0
         for f in list(op.body.block.ops):
             if not isinstance(f, func.FuncOp) or not f.body.blocks:

@@ -58,6 +58,7 @@ from coil.strategy.gemm import configs as gemm_configs
 from coil.strategy.hints import with_size_hints
 from coil.strategy.target import Target, module_target
 from coil.strategy.variants import row_variants
+from coil.transforms.input_level import require_below_aten
 
 _KINDS = {
     "loop.pointwise": "pointwise",
@@ -191,6 +192,7 @@ class ConvertLoopToTtPass(ModulePass):
 
     @with_size_hints
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        require_below_aten(op, "convert-loop-to-tt")
         options = Options(
             self.xblock,
             self.rblock,

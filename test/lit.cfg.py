@@ -62,44 +62,19 @@ def _start_forkserver() -> str:
     says how, and when a command still starts the ordinary way): each RUN line
     then skips ~1.5 s of interpreter start and imports. Returns the shim
     for %served_python."""
-    import atexit
-    import subprocess
-    import tempfile
-    import time
-
     sys.path.insert(0, config.test_source_root)
     import lit_forkserver
 
-    run_dir = tempfile.mkdtemp(prefix="coil-lit-")
-    sock = os.path.join(run_dir, "sock")
-    lit_forkserver.write_shims(os.path.join(run_dir, "bin"), sock, sys.executable, bin_dir)
-    config.environment["PATH"] = os.pathsep.join(
-        [os.path.join(run_dir, "bin"), config.environment["PATH"]]
-    )
-    server = subprocess.Popen(
-        [sys.executable, os.path.join(config.test_source_root, "lit_forkserver.py"), sock],
-        env={
-            **config.environment,
-            # COIL_LIT_FORKSERVER_LOG=FILE: one line per command, served or not (and why)
-            **{k: v for k, v in os.environ.items() if k == "COIL_LIT_FORKSERVER_LOG"},
-        },
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-    )
-
-    def stop() -> None:
-        server.kill()
-        server.wait()
-        shutil.rmtree(run_dir, ignore_errors=True)
-
-    atexit.register(stop)
+    server_env = {
+        **config.environment,
+        # COIL_LIT_FORKSERVER_LOG=FILE: one line per command, served or not (and why)
+        **{k: v for k, v in os.environ.items() if k == "COIL_LIT_FORKSERVER_LOG"},
+    }
     # Wait for the imports (a few seconds) rather than import them again in
-    # the first tests; a server that dies leaves the shims running the real
-    # commands.
-    deadline = time.monotonic() + 60
-    while not os.path.exists(sock) and server.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return os.path.join(run_dir, "bin", lit_forkserver.SHIMS["python"])
+    # the first tests.
+    shims = lit_forkserver.start(sys.executable, bin_dir, server_env, "coil-lit-", 60)
+    config.environment["PATH"] = os.pathsep.join([shims, config.environment["PATH"]])
+    return os.path.join(shims, lit_forkserver.SHIMS["python"])
 
 
 # %served_python SCRIPT: a test script that imports torch and coil, run by the

@@ -98,6 +98,41 @@ def write_shims(bin_dir: str, sock_path: str, python: str, scripts_dir: str) -> 
         os.chmod(path, 0o755)
 
 
+def start(python: str, scripts_dir: str, env: dict[str, str], prefix: str, wait_s: float) -> str:
+    """Start a server for the calling process (lit.cfg.py, or a pytest worker
+    through test/python/served_tools.py): a temporary folder with its socket and
+    the shims, the server run with ``env`` and the shims first on its ``PATH``
+    (the clients' ``PATH`` must read the same, or the server declines them).
+    It is killed and its folder removed when the caller exits. Waits up to
+    ``wait_s`` for it to listen: until then a shim runs the real program, so
+    waiting only saves the work. Returns the shims' folder."""
+    import atexit
+    import shutil
+    import subprocess
+    import tempfile
+
+    run_dir = tempfile.mkdtemp(prefix=prefix)
+    sock, shims = os.path.join(run_dir, "sock"), os.path.join(run_dir, "bin")
+    write_shims(shims, sock, python, scripts_dir)
+    server = subprocess.Popen(
+        [python, os.path.abspath(__file__), sock],
+        env={**env, "PATH": os.pathsep.join([shims, env.get("PATH", "")])},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+    )
+
+    def stop() -> None:
+        server.kill()
+        server.wait()
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+    atexit.register(stop)
+    deadline = time.monotonic() + wait_s
+    while not os.path.exists(sock) and server.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return shims
+
+
 # --------------------------------------------------------------------------
 # server
 # --------------------------------------------------------------------------

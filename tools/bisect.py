@@ -71,7 +71,12 @@ class GraphReport:
 
 def load_pass_plugin(path: str | Path) -> dict[str, Callable[[], type[ModulePass]]]:
     """Pass name -> factory for every ModulePass subclass a Python file defines."""
-    namespace = runpy.run_path(str(path), run_name="coil_pass_plugin")
+    try:
+        namespace = runpy.run_path(str(path), run_name="coil_pass_plugin")
+    except Exception as e:  # the plugin's code: say where it failed
+        from coil.frontend.loader import located_failure
+
+        raise located_failure(Path(path), e) from e
     found: dict[str, Callable[[], type[ModulePass]]] = {}
     for value in namespace.values():
         if (

@@ -277,6 +277,13 @@ def reduce_file(
         first = outcome(text)
         if first.code == 0:
             raise ValueError(f"the command does not fail on {path}: nothing to reduce")
+        if first.code in (126, 127):  # the shell's "not executable", "not found"
+            # Every candidate would "fail" the same way: it reduced to nothing.
+            said = first.output.strip().splitlines()
+            raise ValueError(
+                f"the command could not be run (exit status {first.code}"
+                f"{': ' + said[-1] if said else ''})"
+            )
         pattern = match if match is not None else failure_pattern(first.output)
         log(f"a candidate must fail (exit status != 0) with output matching: {pattern}")
         regex = re.compile(pattern)

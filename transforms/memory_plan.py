@@ -72,6 +72,7 @@ from coil.transforms.extern_effects import (
     extern_results_alias,
     storage_roots,
 )
+from coil.transforms.input_level import require_below_aten
 
 
 def peak(values: list[sympy.Expr]) -> sympy.Expr:
@@ -610,6 +611,7 @@ class MemoryPlanPass(ModulePass):
     """Reuse dead buffers of the same size (``buffer.reuse``); false: only free them."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_below_aten(op, "memory-plan")
         for fn in op.ops:
             if isinstance(fn, func.FuncOp) and not fn.is_declaration:
                 _plan(fn, self.reuse)

@@ -8,6 +8,7 @@
 // RUN: fx-opt %s -p "%default_pipeline" -t python | filecheck %s --check-prefix=PY
 // RUN: coil pipeline | filecheck %s --check-prefix=PIPELINE -DPIPE="%default_pipeline"
 // RUN: coil --help | filecheck %s --check-prefix=COIL
+// RUN: coil pipeline --help | filecheck %s --check-prefix=PIPEHELP
 
 // fx-opt --help lists coil's passes with one line each and then their options
 // (name=<type>, the default, what it does, the values it allows), coil's
@@ -57,6 +58,11 @@
 // VERSION: fx-opt (coil {{[0-9.]+}}) on xDSL 0.74
 // PIPELINE: {{^}}[[PIPE]]{{$}}
 // COIL: {import,demo,pipeline,bisect,reduce}
+// `coil pipeline --help` says what each name runs.
+// PIPEHELP: usage: coil pipeline [-h] [NAME]
+// PIPEHELP: pipelines:
+// PIPEHELP-NEXT: default {{ +}}what the torch.compile backend runs
+// PIPEHELP: buffer {{ +}}loop, then bufferize and plan memory
 
 func.func @f(%x: !aten.tensor<[4, 8], f32>) -> !aten.tensor<[4, 8], f32> {
   %a = aten.clone.default(%x) : !aten.tensor<[4, 8], f32>

@@ -12,6 +12,8 @@
 // RUN: not fx-opt %s -p 'loop-fuse{max-members=1}' 2>&1 | filecheck %s --check-prefix=FUSE
 // RUN: not fx-opt %s -p 'convert-aten-to-loop{fallback=maybe}' 2>&1 | filecheck %s --check-prefix=CHOICE
 // RUN: not fx-opt %s -p 'aten-decompose{ops="aten.nope.default"}' 2>&1 | filecheck %s --check-prefix=OPS
+// RUN: not fx-opt %s -p 'aten-decompose{ops=aten._softmax.default}' 2>&1 | filecheck %s --check-prefix=UNQUOTED
+// RUN: not fx-opt %s -p 'cse;dce' 2>&1 | filecheck %s --check-prefix=SEMICOLON
 // RUN: fx-opt %s -p 'convert-aten-to-loop,bufferize,convert-loop-to-tt{xblock=64 num-warps=2}' | filecheck %s --check-prefix=OK
 
 // TYPE: fx-opt: error: convert-loop-to-tt: option 'xblock' must be an integer: 0 (heuristic) or a power of two from 1 to 65536; got abc
@@ -24,7 +26,14 @@
 // INLINE: fx-opt: error: loop-inline: option 'max-uses' must be an integer >= 0; got -1
 // FUSE: fx-opt: error: loop-fuse: option 'max-members' must be an integer >= 2; got 1
 // CHOICE: fx-opt: error: convert-aten-to-loop: option 'fallback' must be one of "extern", "error"; got maybe
-// OPS: fx-opt: error: aten-decompose: option 'ops' must be aten overload names, e.g. "aten._softmax.default"; got aten.nope.default
+// OPS: fx-opt: error: aten-decompose: option 'ops' must be aten overload names, each in quotes: "aten._softmax.default","aten.mm.default"; got aten.nope.default
+// A value with a dot written bare is xDSL's "Unknown token": say how to quote it
+// (only inside a pass's braces; `cse;dce` gets xDSL's message alone).
+// UNQUOTED: fx-opt: error: invalid pass pipeline
+// UNQUOTED: Unknown token
+// UNQUOTED: (a value with dots, colons or spaces goes in double quotes: aten-decompose{ops="aten._softmax.default"})
+// SEMICOLON: Unknown token
+// SEMICOLON-NOT: double quotes
 // TYPE-NOT: Traceback
 // OK: tt.make_range {start = 0 : i32, end = 64 : i32}
 // OK: host.launch @{{.*}} grid [2, 1, 1] {{.*}} {num_warps = 2 : i64

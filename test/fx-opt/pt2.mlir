@@ -4,6 +4,9 @@
 // RUN: fx-opt %t.pt2 -p "%buffer_pipeline" | filecheck %s --check-prefix=DEFAULT
 // RUN: fx-opt %t.pt2 -p "%default_pipeline" | filecheck %s --check-prefix=HOST
 // RUN: coil import %t.pt2 | filecheck %s
+// --dynamic traces a .py file; for an archive it is an error, not ignored.
+// RUN: not coil import %t.pt2 --dynamic 2>&1 | filecheck %s --check-prefix=DYNAMIC
+// DYNAMIC: {{^}}coil import: error: {{.*}}.pt2: --dynamic traces a .py model file; a .pt2 archive has the shapes it was exported with (torch.export's dynamic_shapes){{$}}
 // Loading prints nothing on stderr: no torch FutureWarning (lit sets
 // PYTHONWARNINGS=ignore; this line turns warnings back on).
 // RUN: env PYTHONWARNINGS=default fx-opt %t.pt2 -o %t.out.mlir 2>&1 | filecheck %s --check-prefix=QUIET --allow-empty

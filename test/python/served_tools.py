@@ -17,13 +17,8 @@ that differs in anything but ``COIL_*`` and bookkeeping variables).
 
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 TEST_DIR = Path(__file__).resolve().parents[1]
@@ -34,6 +29,15 @@ _shims: Path | None = None
 
 def _plain_env(warnings: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    # torch writes its default Inductor cache folder into os.environ the first
+    # time it asks for it (cache_dir_utils.cache_dir): the folder a command
+    # finds by itself when the variable is unset, but a difference from the
+    # server's start that made it decline every command after the test
+    # process's first compile.
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    if env.get("TORCHINDUCTOR_CACHE_DIR") == os.path.abspath(default_cache_dir()):
+        del env["TORCHINDUCTOR_CACHE_DIR"]
     env["PYTHONWARNINGS"] = warnings
     return env
 
@@ -46,30 +50,11 @@ def _start() -> Path | None:
     sys.path.insert(0, str(TEST_DIR))
     import lit_forkserver
 
-    run_dir = Path(tempfile.mkdtemp(prefix="coil-served-"))
-    sock, shims = run_dir / "sock", run_dir / "bin"
-    lit_forkserver.write_shims(str(shims), str(sock), sys.executable, str(BIN))
     server_env = _plain_env("ignore")
-    server_env["PATH"] = os.pathsep.join([str(shims), str(BIN), server_env.get("PATH", "")])
-    server = subprocess.Popen(
-        [sys.executable, str(TEST_DIR / "lit_forkserver.py"), str(sock)],
-        env=server_env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-    )
-
-    def stop() -> None:
-        server.kill()
-        server.wait()
-        shutil.rmtree(run_dir, ignore_errors=True)
-
-    atexit.register(stop)
-    # The imports take a few seconds (more on a loaded machine); until the
-    # socket exists a shim runs the real program, so waiting only saves work.
-    deadline = time.monotonic() + 120
-    while not sock.exists() and server.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return shims if sock.exists() else None
+    server_env["PATH"] = os.pathsep.join([str(BIN), server_env.get("PATH", "")])
+    # The imports take a few seconds (more on a loaded machine).
+    shims = Path(lit_forkserver.start(sys.executable, str(BIN), server_env, "coil-served-", 120))
+    return shims if (shims.parent / "sock").exists() else None
 
 
 def env(warnings: str = "ignore") -> dict[str, str]:

@@ -60,6 +60,27 @@ def test_coil_errors_are_sentences(args, message):
     assert message in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_a_model_files_lone_tensor_of_inputs_is_named(tmp_path):
+    """``example_inputs = torch.randn(3)`` was unpacked into three arguments and
+    failed inside Dynamo with a page of its messages."""
+    model = tmp_path / "model.py"
+    model.write_text("import torch\nmodel = torch.nn.ReLU()\nexample_inputs = torch.randn(3)\n")
+    proc = _run(_script("coil"), "import", str(model), check=False)
+    assert proc.returncode == 1
+    assert proc.stderr == (
+        f"coil import: error: {model}: example_inputs must be a tuple of the model's "
+        "arguments, not a Tensor (one input: example_inputs = (x,))\n"
+    )
+
+
+def test_a_pass_plugin_that_fails_to_load_is_located(tmp_path):
+    plugin = tmp_path / "plugin.py"
+    plugin.write_text("import math\n\nraise RuntimeError('not ready')\n")
+    proc = _run(_script("fx-opt"), "examples/big.mlir", "--pass-plugin", str(plugin), check=False)
+    assert proc.returncode == 1
+    assert proc.stderr == f"fx-opt: error: {plugin}:3: RuntimeError: not ready\n"
+
+
 def test_fx_opt_malformed_input_exit_code(tmp_path):
     bad = tmp_path / "bad.mlir"
     bad.write_text("func.func @f(%x: !aten.tensor<[4], f32>) {\n  %0 = aten.relu.default(\n}\n")
@@ -379,6 +400,38 @@ def test_backend_misspelled_option_key_says_which(tmp_path):
 
 
 @pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"cache": "no"}, "coil: option cache must be True or False, not 'no'"),
+        ({"cudagraphs": "False"}, "coil: option cudagraphs must be True or False, not 'False'"),
+        ({"max_autotune": 1}, "coil: option max_autotune must be True or False, not 1"),
+        ({"pipeline": ["cse"]}, "coil: option pipeline must be a pass-pipeline string"),
+        ({"dump_dir": 3}, "coil: option dump_dir must be a directory path, not 3"),
+        ({"progress": "fast"}, "coil: option progress must be True, False or seconds >= 0"),
+        ({"progress": -1}, "coil: option progress must be True, False or seconds >= 0"),
+        ({"gemm_budget": "10"}, "coil: option gemm_budget must be seconds >= 0, not '10'"),
+        ({"cpu_kernels": "c"}, "coil: option cpu_kernels must be one of 'cpp', 'triton'"),
+    ],
+)
+def test_backend_option_of_the_wrong_kind_raises_naming_it(options, message):
+    """Checked before anything compiles: a string "False" for a switch would count
+    as true, and a bad progress value failed only on a cache miss, deep inside."""
+    from coil.backend import coil as coil_backend
+
+    gm = torch.fx.symbolic_trace(torch.nn.ReLU())
+    with pytest.raises(ValueError, match=__import__("re").escape(message)):
+        coil_backend(gm, [torch.randn(4)], options=options)
+
+
+def test_backend_options_of_none_mean_the_default():
+    from coil.backend import _check_option_types, _flag
+
+    _check_option_types({key: None for key in ("cache", "progress", "gemm_budget")})
+    assert _flag({"cudagraphs": None}, "cudagraphs", True) is True
+    assert _flag({"cudagraphs": False}, "cudagraphs", True) is False
+
+
+@pytest.mark.parametrize(
     "args, message",
     [
         (
@@ -390,6 +443,16 @@ def test_backend_misspelled_option_key_says_which(tmp_path):
             "coil bisect: error: examples/big.mlir: coil bisect takes a Python model file",
         ),
         (("bisect", "no/such.py"), "coil bisect: error: no/such.py: no such file"),
+        # A command that cannot run "fails" on every candidate: it reduced to nothing.
+        (
+            ("reduce", "examples/big.mlir", "no-such-tool-xyz"),
+            "coil reduce: error: the command could not be run (exit status 127",
+        ),
+        # A folder that does not exist is said before the reduction, not after.
+        (
+            ("reduce", "-o", "no/such/dir/out.mlir", "examples/big.mlir", "false"),
+            "coil reduce: error: no/such/dir/out.mlir: no such file or directory",
+        ),
     ],
 )
 def test_coil_command_errors_are_one_sentence(args, message):

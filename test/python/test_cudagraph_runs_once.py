@@ -7,73 +7,38 @@ what it reads -- transformers' ``StaticCache`` advancing its fill counter,
 went to two cache slots and its query attended to both (logits 7e-2 from
 eager's on the 150M Llama decode step, the same argmax), and every later token
 wrote one slot past the one it attended to. CUDA's stream and graph API is
-replaced here by a CPU stand-in with the same contract: capturing executes
-nothing and keeps the work, a replay executes it.
+replaced here by a CPU stand-in with the same contract (cuda_graph_standin.py):
+capturing executes nothing and keeps the work, a replay executes it.
 """
 
 from __future__ import annotations
 
-import contextlib
-
 import pytest
 import torch
+from cuda_graph_standin import CudaGraphStandIn
 
 from coil.runtime import cudagraphs as cg
 
 
-class _Stream:
-    def wait_stream(self, other):
-        pass
-
-
-class _Graph:
-    capturing: list[_Graph] = []
-
-    def __init__(self):
-        self.work = None
-
-    def replay(self):
-        self.work()
-
-
-@contextlib.contextmanager
-def _capture(graph, pool=None, stream=None):
-    _Graph.capturing.append(graph)
-    try:
-        yield
-    finally:
-        _Graph.capturing.pop()
-
-
 @pytest.fixture
 def cpu_cuda_graphs(monkeypatch):
-    for name, value in {
-        "Stream": lambda device=None: _Stream(),
-        "current_stream": lambda device=None: _Stream(),
-        "stream": lambda s: contextlib.nullcontext(),
-        "graph": _capture,
-        "CUDAGraph": _Graph,
-        "graph_pool_handle": lambda: object(),
-    }.items():
-        monkeypatch.setattr(torch.cuda, name, value, raising=False)
-    monkeypatch.setattr(cg.CudaGraphRunner, "_unrecordable", lambda self, args: None)
+    return CudaGraphStandIn(monkeypatch)
 
 
-def _counting_graph(events: list[str]):
+def _counting_graph(standin: CudaGraphStandIn, events: list[str]):
     """``n += 1; return x * n`` with ``n`` a static input updated in place: what a
     KV cache's position counter does. Under capture it keeps its work for the
     replays instead of running it."""
 
     def run(n, x):
-        if _Graph.capturing:
-            out = torch.empty_like(x)
+        out = torch.empty_like(x)
 
-            def work():
-                events.append("replay")
-                n.add_(1)
-                torch.mul(x, n, out=out)
+        def work():
+            events.append("replay")
+            n.add_(1)
+            torch.mul(x, n, out=out)
 
-            _Graph.capturing[-1].work = work
+        if standin.keep(work):
             return (out,)
         events.append("run")
         n.add_(1)
@@ -84,7 +49,9 @@ def _counting_graph(events: list[str]):
 
 def test_the_recording_call_runs_the_graph_once(cpu_cuda_graphs):
     events: list[str] = []
-    runner = cg.CudaGraphRunner(_counting_graph(events), static_inputs=[0], name="count")
+    runner = cg.CudaGraphRunner(
+        _counting_graph(cpu_cuda_graphs, events), static_inputs=[0], name="count"
+    )
     n = torch.zeros((), dtype=torch.int64)
     for call in range(1, 5):
         x = torch.randn(6)
@@ -101,9 +68,8 @@ def test_a_result_in_the_graphs_own_input_buffer_is_copied(cpu_cuda_graphs):
     copy of a plain input (rewritten by the next call's input copy) is copied."""
 
     def run(x):
-        if _Graph.capturing:
-            out = torch.empty_like(x)
-            _Graph.capturing[-1].work = lambda: torch.mul(x, 2, out=out)
+        out = torch.empty_like(x)
+        if cpu_cuda_graphs.keep(lambda: torch.mul(x, 2, out=out)):
             return (x, out)
         return (x, x * 2)
 

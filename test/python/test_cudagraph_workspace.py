@@ -13,10 +13,9 @@ each capture, so the capture makes its own inside the pool the graph holds.
 
 from __future__ import annotations
 
-import contextlib
-
 import pytest
 import torch
+from cuda_graph_standin import CudaGraphStandIn
 
 from coil.runtime import cudagraphs as cg
 
@@ -25,32 +24,8 @@ def test_workspaces_are_cleared_around_the_capture_only(monkeypatch):
     """A CPU stand-in for CUDA's stream and graph API records the order: the
     warm-up runs with the cached workspaces, the capture starts and ends with
     them cleared."""
-    events: list[str] = []
-
-    class Graph:
-        def replay(self):
-            events.append("replay")
-
-    @contextlib.contextmanager
-    def capture(graph, pool=None, stream=None):
-        events.append("capture")
-        yield
-        events.append("captured")
-
-    class Stream:
-        def wait_stream(self, other):
-            pass
-
-    for name, value in {
-        "Stream": lambda device=None: Stream(),
-        "current_stream": lambda device=None: Stream(),
-        "stream": lambda s: contextlib.nullcontext(),
-        "graph": capture,
-        "CUDAGraph": Graph,
-        "graph_pool_handle": lambda: object(),
-    }.items():
-        monkeypatch.setattr(torch.cuda, name, value, raising=False)
-    monkeypatch.setattr(cg.CudaGraphRunner, "_unrecordable", lambda self, args: None)
+    standin = CudaGraphStandIn(monkeypatch)
+    events = standin.events
     monkeypatch.setattr(
         torch._C, "_cuda_clearCublasWorkspaces", lambda: events.append("clear"), raising=False
     )

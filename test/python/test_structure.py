@@ -103,6 +103,15 @@ def test_no_transform_imports_a_lowering_or_later():
     assert _offenders(("coil.transforms",), forbidden) == {}
 
 
+def test_lowerings_and_targets_import_down_only():
+    """The rest of the chain: a lowering knows no emitter and nothing that runs
+    code, a target (IR -> text) nothing that runs it. (Nothing below the
+    drivers imports them: test_no_layer_below_the_drivers_imports_them.)"""
+    assert _offenders(("coil.lowering",), ("coil.targets", "coil.runtime")) == {}
+    assert _offenders(("coil.targets",), ("coil.runtime",)) == {}
+    assert _offenders(("coil.strategy",), ("coil.transforms", "coil.lowering")) == {}
+
+
 BUFFER_LEVEL_PASSES = (
     "coil.transforms.memory_plan",
     "coil.transforms.buffer_",
@@ -243,6 +252,13 @@ def test_a_planted_upward_import_fails(monkeypatch):
         test_the_frontend_importer_needs_only_the_dialects()
     with pytest.raises(AssertionError):
         test_passes_use_only_the_frontend_importer()
+    monkeypatch.setitem(
+        IMPORTS,
+        "coil.targets.triton",
+        IMPORTS["coil.targets.triton"] | {"coil.runtime.codecache.load_module"},
+    )
+    with pytest.raises(AssertionError):
+        test_lowerings_and_targets_import_down_only()
     lazy = "def f():\n    from coil.pipeline import check_options\n"
     source = ROOT / "transforms" / "aten_decompose.py"
     monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: lazy)
