@@ -34,12 +34,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xdsl.dialects import builtin, func
-from xdsl.dialects.builtin import StringAttr
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, StringAttr, UnitAttr
 from xdsl.ir import Operation
 
 from coil.dialects import dtypes
 from coil.dialects.aten import AtenOp
-from coil.lowering.aten_to_loop.gemm import FLOATS, TUNED, _epilogue
+from coil.lowering.aten_to_loop.gemm import _CASTS, FLOATS, TUNED, _epilogue
 from coil.strategy import gemm as G
 from coil.strategy.target import module_target
 
@@ -63,9 +63,15 @@ class Problem:
     device: str
     candidates: tuple[str, ...]  # "extern" and config keys
     epilogue_s: float  # the round trip a fused epilogue saves (0 without one)
+    # Per tensor operand: a view of an argument the graph passes unchanged call
+    # after call (a weight): measured so, its pad for cuBLAS is made once, as
+    # in the graph (bufferize's pad-constants), not timed with the product.
+    static: tuple[bool, ...] = ()
 
     def digest(self, device_name: str, versions: str) -> str:
-        text = json.dumps([self.name, self.operands, device_name, versions, self.candidates])
+        text = json.dumps(
+            [self.name, self.operands, device_name, versions, self.candidates, self.static]
+        )
         return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
@@ -127,6 +133,8 @@ def problems(module: builtin.ModuleOp, allow_extern: bool = True) -> list[Proble
         configs = [c.key() for c in G.configs(shape, target)[:MAX_CONFIGS]]
         epilogue, extra = _epilogue(op)
         saved = 0.0
+        if epilogue and not _epilogue_saves(op):
+            epilogue = False
         if epilogue:
             points = shape.batch * shape.m * shape.n
             saved = points * (2 * shape.out_bytes) / target.dram_bytes_per_s + target.launch_s
@@ -140,9 +148,77 @@ def problems(module: builtin.ModuleOp, allow_extern: bool = True) -> list[Proble
                 device.data if device is not None else "cpu",
                 candidates,
                 saved,
+                tuple(_is_static(v) for v in tensors),
             )
         )
     return found
+
+
+_VIEW_OPS = (
+    "aten.view.default",
+    "aten._unsafe_view.default",
+    "aten.reshape.default",
+    "aten.permute.default",
+    "aten.t.default",
+    "aten.transpose.int",
+    "aten.expand.default",
+    "aten.unsqueeze.default",
+    "aten.squeeze.dim",
+    "aten.alias.default",
+)
+
+
+def _is_static(value) -> bool:
+    """Whether ``value`` is (a view of) a function argument marked static or
+    constant (a parameter: the same tensor call after call)."""
+    from xdsl.ir import BlockArgument
+
+    from coil.transforms.buffer_hoist_constants import STATIC_ATTRS
+
+    while isinstance(value.owner, AtenOp) and value.owner.name in _VIEW_OPS:
+        value = value.owner.operands[0]
+    if not isinstance(value, BlockArgument):
+        return False
+    fn = value.owner.parent_op()
+    attrs = getattr(fn, "arg_attrs", None)
+    if attrs is None or value.index >= len(attrs.data):
+        return False
+    return any(k in attrs.data[value.index].data for k in STATIC_ATTRS)
+
+
+def _epilogue_saves(op: AtenOp) -> bool:
+    """Whether fusing the product's pointwise consumer (``_epilogue``) into the
+    template saves a round trip of the product: not where a reduction reads
+    what that consumer computes (through views and pointwise ops), since the
+    default pipeline fuses the consumer into that reduction's kernel, which
+    reads the product once either way (a residual add before a layer norm: GPT-2's projections
+    were credited a round trip they do not save)."""
+    from coil.lowering.aten_to_loop.gemm import LOWERINGS
+
+    value = op.results[0]
+    while True:
+        uses = list(value.uses)
+        if len(uses) != 1 or uses[0].operation.name not in _VIEW_OPS:
+            break
+        value = uses[0].operation.results[0]
+    consumers = [u.operation for u in value.uses]
+    work = [r for c in consumers for r in c.results]
+    seen = 0
+    while work and seen < 64:
+        seen += 1
+        v = work.pop()
+        for use in v.uses:
+            user = use.operation
+            if user.name in _VIEW_OPS:
+                work.extend(user.results)
+                continue
+            lowering = LOWERINGS.get(user.name)
+            module = lowering.__module__ if lowering is not None else ""
+            if module.endswith("aten_to_loop.reductions"):
+                return False
+            if module.endswith("aten_to_loop.pointwise") or user.name in _CASTS:
+                work.extend(user.results)  # still at the product's points
+    return True
 
 
 def choose(problem: Problem, times: dict[str, float]) -> str:
@@ -284,7 +360,15 @@ def standalone_module(p: Problem, config_key: str | None, lower: Lower) -> built
     ``config_key`` (``None``: cuBLAS's call), at the host level."""
     op = p.op
     tensors = [v for v in op.operands if hasattr(v.type, "element_type")]
-    fn = func.FuncOp("forward", ([v.type for v in tensors], [op.results[0].type]))
+    static = p.static or (False,) * len(tensors)
+    arg_attrs = ArrayAttr(
+        [DictionaryAttr({"coil.static": UnitAttr()} if s else {}) for s in static]
+    )
+    fn = func.FuncOp(
+        "forward",
+        ([v.type for v in tensors], [op.results[0].type]),
+        arg_attrs=arg_attrs if any(static) else None,
+    )
     mapping = dict(zip(tensors, fn.body.block.args))
     block = fn.body.block
     for v in op.operands:  # scalar operands: their constants come along

@@ -290,6 +290,28 @@ def _costly_gemm_prologue(producer: L.PointwiseOp, loads: list[L.LoadOp]) -> boo
     return not G.cheap_prologue(compute_ops(producer.body.block), _math_ops(producer.body.block))
 
 
+def _gemm_epilogue_into_reduction(producer: L.PointwiseOp, loads: list[L.LoadOp]) -> bool:
+    """Whether ``producer`` reads a gemm template's result (the product's own
+    finish: its rounding, bias, a residual add) and a reduction would take it
+    inline. Stored, it is the template's epilogue (``loop-fuse``) and the
+    template writes what the reduction reads; inlined into the reduction
+    (GPT-2's last projection into the final layer norm), the template wrote its
+    f32 accumulator and the norm read it, the bias and the residual: 10 bytes an
+    element, 8 with the finish kept (the norm's f32 upcast of the sum joins the
+    epilogue and is what is stored; the 16-bit sum alone would be 4)."""
+
+    def is_gemm(v: SSAValue) -> bool:
+        while isinstance(v.owner, L.ViewOp):
+            v = v.owner.source
+        return isinstance(v.owner, L.ReductionOp) and v.owner.is_gemm
+
+    if not any(is_gemm(ld.source) for ld in producer.body.block.ops if isinstance(ld, L.LoadOp)):
+        return False
+    return any(
+        isinstance(r := L.enclosing_loop(load), L.ReductionOp) and not r.is_gemm for load in loads
+    )
+
+
 def _math_ops(block: Block) -> int:
     return sum(1 for op in block.walk() if op.name.startswith("math."))
 
@@ -434,6 +456,8 @@ class _Inliner:
         if _epilogue_broadcast_into_reduction(producer, loads):
             return False
         if _costly_gemm_prologue(producer, loads):
+            return False
+        if _gemm_epilogue_into_reduction(producer, loads):
             return False
         if not all(self._can_inline(producer, load) for load in loads):
             return False
