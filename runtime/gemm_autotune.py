@@ -1,9 +1,9 @@
 """Compile-time tuning of matrix products (``mode="max-autotune"``): for each
-``mm``/``addmm``/``bmm``/``baddbmm`` of an imported graph, time cuBLAS's
-product against the ``tt.dot`` template in each of its candidate configs
-(``strategy/gemm.py``) on random operands of the product's shapes, strides
-and dtype, and write the choice on the op as ``coil.gemm = "extern"`` or
-``"triton 64x64x32w4s3g8"``, which ``convert-aten-to-loop`` follows
+``mm``/``addmm``/``bmm``/``baddbmm`` and 1x1 convolution of an imported graph,
+time cuBLAS's product (cuDNN's convolution) against the ``tt.dot`` template
+in each of its candidate configs (``strategy/gemm.py``) on random operands
+of the product's shapes, strides and dtype, and write the choice on the op
+as ``coil.gemm = "extern"`` or ``"triton 64x64x32w4s3g8"``, which ``convert-aten-to-loop`` follows
 (``aten_to_loop/gemm.py``; the config travels to the kernel as the
 reduction's ``template "gemm:..."``). Inductor's ``select_algorithm.py``
 (``AlgorithmSelectorCache``) is the model.
@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,13 +40,20 @@ from xdsl.ir import Operation
 
 from coil.dialects import dtypes
 from coil.dialects.aten import AtenOp
-from coil.lowering.aten_to_loop.gemm import _CASTS, FLOATS, TUNED, _epilogue
+from coil.lowering.aten_to_loop.gemm import (
+    _CASTS,
+    FLOATS,
+    TUNED,
+    _epilogue,
+    _is_pointwise_conv,
+)
 from coil.strategy import gemm as G
 from coil.strategy.target import module_target
 
 log = logging.getLogger("coil")
 
 OPS = ("aten.mm.default", "aten.addmm.default", "aten.bmm.default", "aten.baddbmm.default")
+CONV = "aten.convolution.default"  # a 1x1 one (lowering/aten_to_loop/gemm.py)
 MAX_CONFIGS = 6
 """Template configs timed per product (the heuristic's first)."""
 DEFAULT_BUDGET_S = 60.0
@@ -106,7 +114,10 @@ def problems(module: builtin.ModuleOp, allow_extern: bool = True) -> list[Proble
     target = module_target(module)
     found = []
     for op in module.walk():
-        if not isinstance(op, AtenOp) or op.name not in OPS:
+        if not isinstance(op, AtenOp):
+            continue
+        conv = op.name == CONV and _is_pointwise_conv(op)
+        if op.name not in OPS and not conv:
             continue
         out = op.results[0].type
         tensors = [v for v in op.operands if hasattr(v.type, "element_type")]
@@ -121,16 +132,26 @@ def problems(module: builtin.ModuleOp, allow_extern: bool = True) -> list[Proble
         dtype = str(out.element_type)
         operands = tuple((s[0], s[1], dtype) for s in specs if s is not None)
         sizes = result[0]
-        k = specs[-2][0][-1] if specs[-2] is not None else 1
+        if conv:  # rows are the output pixels, columns C_out, K is C_in
+            m = sizes[0] * math.prod(sizes[2:])
+            n, k, batch = sizes[1], specs[0][0][1], 1
+        else:
+            m, n = sizes[-2], sizes[-1]
+            k = specs[-2][0][-1] if specs[-2] is not None else 1
+            batch = sizes[0] if len(sizes) == 3 else 1
         shape = G.GemmShape(
-            m=sizes[-2],
-            n=sizes[-1],
+            m=m,
+            n=n,
             k=k,
-            batch=sizes[0] if len(sizes) == 3 else 1,
+            batch=batch,
             in_bytes=dtypes.itemsize(out.element_type),
             out_bytes=dtypes.itemsize(out.element_type),
         )
-        configs = [c.key() for c in G.configs(shape, target)[:MAX_CONFIGS]]
+        configs = [
+            c.key()
+            for c in G.configs(shape, target)
+            if not (conv and c.k_split > 1)  # decompose-K is the matmul lowering's
+        ][:MAX_CONFIGS]
         epilogue, extra = _epilogue(op)
         saved = 0.0
         if epilogue and not _epilogue_saves(op):

@@ -135,6 +135,31 @@ def test_choose_counts_the_epilogue():
     assert GA.choose(p, {"extern": 1.0, cfg: 1.0 + saved_ms * 2}) == "extern"
 
 
+def test_conv1x1_is_a_candidate(tmp_path):
+    # A strided 1x1 convolution is measured as the product it is (rows: the
+    # output pixels, N: C_out, K: C_in) and the choice reaches the kernel.
+    def fn(x, w):
+        return torch.relu(F.conv2d(x, w, stride=2))
+
+    def args():
+        return [torch.randn(2, 12, 7, 5), torch.randn(9, 12, 1, 1) / 12**0.5]
+
+    module = coil.import_module(fn, args())
+    (p,) = GA.problems(module)
+    assert p.name == "aten.convolution.default" and p.epilogue_s > 0
+    assert p.candidates[0] == "extern" and len(p.candidates) > 2
+    pick = p.candidates[1]
+    bench, _ = _fake(lambda c: 1.0 if c == pick else 2.0)
+    GA.tune_module(module, bench=bench, cache_dir=tmp_path, device_name="test")
+    run_pipeline(module, PIPELINES["default"])
+    assert not [op for op in module.walk() if isinstance(op, host.ExternOp | B.ExternOp)]
+    source = emit_python(module)
+    assert "(tuned at compile time)" in source and "tl.dot(" in source
+    mod = load_module(source, interpret=True)
+    a = args()
+    assert_close_to_eager(mod.call([t.clone() for t in a])[0], fn(*a))
+
+
 def test_no_epilogue_credit_before_a_reduction():
     # A residual add whose sum a layer norm reads: the default pipeline fuses
     # the add into the norm's kernel, which reads the product once either way,

@@ -239,10 +239,32 @@ def test_conv1x1_is_a_template(dtype):
         ],
     )
 
+    # A bottleneck's downsampling shortcut: stride 2 over odd spatial sizes
+    # (7x5 -> 4x3), a folded batch norm's per-channel scale and shift, the
+    # residual and ReLU, channels-last and not: one kernel.
+    def shortcut(x, w, scale, shift, r):
+        y = F.conv2d(x, w, stride=2) * scale[:, None, None] + shift[:, None, None]
+        return torch.relu(y + r)
+
+    for fmt in (torch.channels_last, torch.contiguous_format):
+        _check(
+            shortcut,
+            lambda fmt=fmt: [
+                _rand(2, c, 7, 5, dtype=dtype).to(memory_format=fmt),
+                _rand(9, c, 1, 1, dtype=dtype, scale=c**-0.5).to(memory_format=fmt),
+                _rand(9, dtype=dtype),
+                _rand(9, dtype=dtype),
+                _rand(2, 9, 4, 3, dtype=dtype),
+            ],
+        )
+
 
 def test_other_convolutions_stay_cudnn():
     x, w = _rand(1, 4, 5, 5), _rand(3, 4, 1, 1)
-    for fn in (lambda x, w: F.conv2d(x, w, stride=2), lambda x, w: F.conv2d(x, w, padding=1)):
+    for fn in (
+        lambda x, w: F.conv2d(x, w, padding=1),
+        lambda x, w: F.conv2d(x, w, dilation=2, padding=2),
+    ):
         _, launches, externs, _ = _compile(fn, [x, w])
         assert len(externs) == 1
     _, _, externs, _ = _compile(lambda x, w: F.conv2d(x, w), [x, _rand(3, 4, 3, 3)])
