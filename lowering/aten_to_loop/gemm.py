@@ -319,6 +319,10 @@ def _conv1x1(lw: Lowerer, op: AtenOp):
     and shift, ReLU, a residual add) fuse as for a ``Linear``. Only where
     ``gemm`` chooses the template; every other convolution is cuDNN's."""
     if not _is_pointwise_conv(op):
+        from coil.lowering.aten_to_loop.depthwise import is_depthwise, lower_depthwise
+
+        if is_depthwise(op):
+            return lower_depthwise(lw, op)
         raise CannotLower("a convolution (cuDNN)")
     x, w, bias = tensor_arg(op, "input"), tensor_arg(op, "weight"), tensor_arg(op, "bias")
     out = result_type(op)

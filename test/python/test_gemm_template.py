@@ -259,6 +259,62 @@ def test_conv1x1_is_a_template(dtype):
         )
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+def test_depthwise_conv_is_a_reduction(dtype):
+    # groups == C_in == C_out: one reduction over the 3x3 window (padding
+    # masked to 0), its folded batch norm, residual and ReLU in the same
+    # kernel; stride 2 over odd sizes channels-last, and stride 1 dilated
+    # contiguous.
+    c = 6
+
+    def block(x, w, scale, shift, r):
+        y = F.conv2d(x, w, stride=2, padding=1, groups=c)
+        return torch.relu(y * scale[:, None, None] + shift[:, None, None] + r)
+
+    def dilated(x, w, b):
+        return F.conv2d(x, w, b, padding=2, dilation=2, groups=c)
+
+    for fn, make in (
+        (
+            block,
+            lambda: [
+                _rand(2, c, 7, 5, dtype=dtype).to(memory_format=torch.channels_last),
+                _rand(c, 1, 3, 3, dtype=dtype, scale=1 / 3),
+                _rand(c, dtype=dtype),
+                _rand(c, dtype=dtype),
+                _rand(2, c, 4, 3, dtype=dtype),
+            ],
+        ),
+        (
+            dilated,
+            lambda: [
+                _rand(2, c, 5, 6, dtype=dtype),
+                _rand(c, 1, 3, 3, dtype=dtype, scale=1 / 3),
+                _rand(c, dtype=dtype),
+            ],
+        ),
+    ):
+        args = make()
+        mod, launches, externs, _ = _compile(fn, args)
+        assert not externs and len(launches) == 1
+        for _ in range(2):
+            args = make()
+            assert_close_to_eager(mod.call([a.clone() for a in args])[0], fn(*args))
+    # The default (and gemm=extern) keeps cuDNN's.
+    _, _, externs, _ = _compile(block, _dw_args(c), DEFAULT)
+    assert len(externs) == 1
+
+
+def _dw_args(c):
+    return [
+        _rand(2, c, 7, 5),
+        _rand(c, 1, 3, 3),
+        _rand(c),
+        _rand(c),
+        _rand(2, c, 4, 3),
+    ]
+
+
 def test_other_convolutions_stay_cudnn():
     x, w = _rand(1, 4, 5, 5), _rand(3, 4, 1, 1)
     for fn in (

@@ -126,6 +126,25 @@ func.func @conv1x1_strided(%x: !aten.tensor<[2, 8, 5, 5], f32>, %w: !aten.tensor
 
 // -----
 
+// A depthwise convolution (groups = C_in = C_out) under gemm=triton: a
+// reduction over the 3x3 window reading the input pixel each window point
+// covers, masked in the padding, times the channel's weight; cuDNN's otherwise.
+// CHECK-LABEL: func.func @depthwise
+// CHECK: loop.reduction sum [2, 6, 3, 3] [3, 3] : !loop.tensor<[2, 6, 3, 3], f32>
+// CHECK-NEXT: ^bb0(%i0: index, %i1: index, %i2: index, %i3: index, %r0: index, %r1: index):
+// CHECK: loop.load %x[i0, i1, 2*i2 + r0 - 1, 2*i3 + r1 - 1] mask(
+// CHECK: loop.load %w[i1, 0, r0, r1]
+// EXTERN-LABEL: func.func @depthwise
+// EXTERN: buffer.extern "aten.convolution.default"
+// AUTO-LABEL: func.func @depthwise
+// AUTO: buffer.extern "aten.convolution.default"
+func.func @depthwise(%x: !aten.tensor<[2, 6, 5, 5], f32>, %w: !aten.tensor<[6, 1, 3, 3], f32>) -> !aten.tensor<[2, 6, 3, 3], f32> {
+  %0 = aten.convolution.default(%x, %w, none, stride = [2, 2], padding = [1, 1], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 6) : !aten.tensor<[2, 6, 3, 3], f32>
+  func.return %0 : !aten.tensor<[2, 6, 3, 3], f32>
+}
+
+// -----
+
 // A padded 1x1 convolution stays cuDNN's (its border reads zeros).
 // CHECK-LABEL: func.func @conv1x1_padded
 // CHECK: buffer.extern "aten.convolution.default"
