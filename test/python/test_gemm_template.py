@@ -110,6 +110,24 @@ def test_mm_odd_sizes_and_layouts(dtype):
     )
 
 
+def test_dynamic_sizes():
+    # Every size symbolic (rows, K, N): the operands' rows and columns wrapped
+    # by a symbol (rm % s), the K loop to a symbolic bound, B's pointers
+    # advanced by a symbolic stride; one compile, several shapes.
+    def fn(x, w, b):
+        return torch.relu(x @ w + b)
+
+    module = coil.import_module(fn, [_rand(13, 24), _rand(24, 40), _rand(40)], dynamic=True)
+    run_pipeline(module, TRITON)
+    source = emit_python(module)
+    assert "rm_wrapped" in source and "b_ptrs_2 = b_ptrs_1 +" in source
+    mod = load_module(source, interpret=True)
+    for rows, k, n in ((13, 24, 40), (37, 50, 7), (5, 70, 64)):
+        args = [_rand(rows, k), _rand(k, n, scale=k**-0.5), _rand(n)]
+        out = mod.call([rows, k, args[0].clone(), n, args[1].clone(), args[2].clone()])[0]
+        assert_close_to_eager(out, fn(*args))
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
 def test_bmm_and_broadcast_matmul(dtype):
     k = 21
