@@ -248,3 +248,21 @@ def test_backend_budget_option():
         torch.compile(model, backend="coil", options={"max_autotune": True, "gemm_budget": "x"})(
             torch.randn(2, 4)
         )
+
+
+def test_without_pass_option():
+    # How lower_product drops the graph pipeline's gemm options before setting
+    # a candidate's own.
+    from coil.pipeline import without_pass_option as drop
+
+    p = 'a,convert-loop-to-tt{gemm-autotune=6 gemm-config="64x64x32w4s3g8" x=1},b{gemm=1}'
+    assert drop(p, "convert-loop-to-tt", "gemm-config") == (
+        "a,convert-loop-to-tt{gemm-autotune=6 x=1},b{gemm=1}"
+    )
+    assert drop(drop(p, "convert-loop-to-tt", "gemm-autotune"), "convert-loop-to-tt", "x") == (
+        'a,convert-loop-to-tt{gemm-config="64x64x32w4s3g8"},b{gemm=1}'
+    )
+    assert drop("convert-aten-to-loop{gemm=triton}", "convert-aten-to-loop", "gemm") == (
+        "convert-aten-to-loop"
+    )
+    assert drop(p, "b", "gemm") == p.replace("b{gemm=1}", "b")
