@@ -1,9 +1,10 @@
 // RUN: fx-opt %s -p 'convert-aten-to-loop{gemm=triton},loop-inline,loop-fuse,bufferize,convert-loop-to-tt' -t triton | filecheck %s
 
 // The emitted form of a large 16-bit Linear (GPT-2's c_attn: 4096 rows, 768
-// in, 2304 out, bf16), the form of Triton's matmul tutorial and Inductor's
-// template, which Triton pipelines on Hopper (cp.async stages and
-// asynchronous wgmma): the default config of the large class; i32 index math
+// in, 2304 out, bf16), the form of Triton's matmul tutorial (compiled offline
+// for sm90 with Triton 3.9 both give warp-group dots and the same TTGIR op
+// mix; this kernel's PTX has 75 64-bit integer ops, the previous form's 274):
+// the default config of the large class; i32 index math
 // (every buffer has fewer than 2^31 elements: the M x N x K points are no
 // index); each operand's pointers built once before the K loop and carried
 // through it, advanced by BLOCK_K times its K stride (64) each step; no mask
