@@ -23,6 +23,7 @@ loads, ops), the wrapper module (``wrapper.py``) and ``repro.sh``, the
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import io
 import logging
@@ -53,6 +54,7 @@ from coil.pipeline import (
     parse_pipeline,
     unknown_name,
     with_pass_option,
+    without_pass_option,
 )
 from coil.runtime.aotcache import AotCache
 from coil.runtime.compiled import (
@@ -194,12 +196,24 @@ def run_pipeline(
         trace.end()
 
 
-def lower_product(module: ModuleOp, config_key: str | None) -> None:
+def lower_product(module: ModuleOp, config_key: str | None, pipeline: str | None = None) -> None:
     """Lower a module of one matrix product (max-autotune's candidates,
     runtime/gemm_autotune.py) to the host level: cuBLAS's call where
-    ``config_key`` is None, else the Triton template in that config."""
+    ``config_key`` is None, else the Triton template in that config.
+    ``pipeline``: the graph's own (default: the default pipeline), so each
+    candidate runs as it would in the graph: an inference graph's cuBLAS
+    product with its N padded and its result left padded (bufferize's
+    ``padded-results``/``pad-constants``/``tf32``). Timed on the default
+    pipeline, GPT-2's vocabulary projection (N = 50257) paid a copy of its
+    padded result back to eager's layout and a pad of its weight per call that
+    the graph does not, and max-autotune chose the template for it where the
+    graph's padded cuBLAS call is faster."""
+    pipeline = pipeline or PIPELINES["default"]
+    pipeline = without_pass_option(pipeline, "convert-aten-to-loop", "gemm")
+    for key in ("gemm-autotune", "gemm-config"):
+        pipeline = without_pass_option(pipeline, "convert-loop-to-tt", key)
     pipeline = with_pass_option(
-        PIPELINES["default"],
+        pipeline,
         "convert-aten-to-loop",
         "gemm=extern" if config_key is None else "gemm=triton",
     )
@@ -409,8 +423,12 @@ def _compile(
         # Each product's measured choice goes into the IR (and so the cache key).
         from coil.runtime.gemm_autotune import tune_module
 
+        tune = dict(tune_gemms)
+        if tune.get("lower") is lower_product:
+            # Each candidate is lowered by this graph's pipeline (its padding rules).
+            tune["lower"] = functools.partial(lower_product, pipeline=pipeline)
         with trace.stage("gemm-autotune"):
-            tune_module(module, **tune_gemms)
+            tune_module(module, **tune)
 
     key = None
     bypass = graphcache.bypass_reason(cache, dump_dir=dump_dir, observed=observe is not None)

@@ -229,6 +229,22 @@ def with_pass_option(pipeline: str, name: str, option: str) -> str:
     return re.sub(rf"(?<![\w-])({re.escape(name)})(\{{[^}}]*\}})?(?=,|$)", add, pipeline)
 
 
+def without_pass_option(pipeline: str, name: str, key: str) -> str:
+    """``pipeline`` with the option ``key`` of every ``name`` pass removed (its
+    braces too when nothing else is left in them)."""
+    import re
+
+    def drop(m: re.Match) -> str:
+        braces = m.group(2)
+        if braces is None:
+            return m.group(0)
+        inside = re.sub(rf'(?<![\w-]){re.escape(key)}\s*=\s*("[^"]*"|[^\s}}]*)', "", braces[1:-1])
+        inside = " ".join(inside.split())
+        return f"{m.group(1)}{{{inside}}}" if inside else m.group(1)
+
+    return re.sub(rf"(?<![\w-])({re.escape(name)})(\{{[^}}]*\}})?(?=,|$)", drop, pipeline)
+
+
 def parse_pipeline(
     text: str,
     passes: dict[str, Callable[[], type[ModulePass]]] | None = None,

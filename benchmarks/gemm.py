@@ -10,13 +10,21 @@ first-call (compile) seconds, median ms, error against the f32 eager output.
 
 ``--shapes`` first times the products of those models' Linears alone (bf16,
 ``x @ w.t()`` as a Linear computes it, the token counts of the model rows):
-cuBLAS (``torch.mm``), coil's template in each candidate config of its shape
+cuBLAS (``torch.mm``; where N is not a multiple of 8, also on the weight
+padded to it, ``cublas_padded_ms``, which is what coil's default runs),
+coil's template in each candidate config of its shape
 class (``strategy/gemm.py``; all candidates compiled in parallel, as
 ``mode="max-autotune"`` does, the wall time reported as ``coil_compile_s``)
 and Inductor's Triton templates alone (``max_autotune`` with
 ``max_autotune_gemm_backends="TRITON"``: its best config, persistent TMA
 included where its heuristics offer it), with TFLOP/s; rows go to
-``$OUT/gemm_shapes.csv``. Then the model rows, unless no model is named.
+``$OUT/gemm_shapes.csv``. ``--shapes resnet50`` times ResNet-50's 1x1
+convolutions the same way (batch 32 at 224, channels-last bf16: cuDNN's
+``conv2d``, coil's template over the pixels, Inductor's Triton convolution
+templates with ``max_autotune_conv_backends="TRITON"``), the bottlenecks'
+reductions, expansions and stride-2 shortcuts. Then the model rows, unless
+no model is named: ``gemm=triton`` and ``max-autotune`` rows of resnet50
+put its 1x1 convolutions on the template (or measure them against cuDNN).
 
 Writes a table on stdout and ``$OUT/gemm.csv`` where ``OUT`` is set. Each
 variant's row is printed as soon as it is measured, so a run cut by the time
@@ -94,6 +102,28 @@ SHAPES = {
     ],
     "vit": [(6304, 768, 768), (6304, 768, 3072), (6304, 3072, 768)],
 }
+# ResNet-50's 1x1 convolutions at batch 32, 224x224 (timm: the stride in the
+# 3x3, so each stage's first reduction runs at the previous resolution):
+# (batch, H_in, W_in, C_in, C_out, stride).
+CONVS = {
+    "resnet50": [
+        (32, 56, 56, 64, 64, 1),
+        (32, 56, 56, 64, 256, 1),
+        (32, 56, 56, 256, 64, 1),
+        (32, 56, 56, 256, 128, 1),
+        (32, 56, 56, 256, 512, 2),
+        (32, 28, 28, 128, 512, 1),
+        (32, 28, 28, 512, 128, 1),
+        (32, 28, 28, 512, 256, 1),
+        (32, 28, 28, 512, 1024, 2),
+        (32, 14, 14, 256, 1024, 1),
+        (32, 14, 14, 1024, 256, 1),
+        (32, 14, 14, 1024, 512, 1),
+        (32, 14, 14, 1024, 2048, 2),
+        (32, 7, 7, 512, 2048, 1),
+        (32, 7, 7, 2048, 512, 1),
+    ],
+}
 
 
 def _linear_module(m: int, k: int, n: int, device: str = "cuda:0"):
@@ -113,6 +143,30 @@ def _linear_module(m: int, k: int, n: int, device: str = "cuda:0"):
         f"func.func @linear(%x: {x}, %w: {w}) -> {y} {{\n"
         f"  %t = aten.permute.default(%w, dims = [1, 0]) : {wt}\n"
         f"  %0 = aten.mm.default(%x, %t) : {y}\n"
+        f"  func.return %0 : {y}\n}}\n"
+    )
+    module = parse_module(text)
+    set_module_target(module, for_device(device))
+    return module
+
+
+def _conv_module(b: int, h: int, w: int, cin: int, cout: int, stride: int, device: str):
+    """A 1x1 convolution over a channels-last bf16 input, as a graph imports it."""
+    from coil.ir import parse_module
+    from coil.strategy.target import for_device, set_module_target
+
+    ho, wo = -(-h // stride), -(-w // stride)
+
+    def ty(n: int, c: int, hh: int, ww: int) -> str:
+        strides = f"{hh * ww * c}, 1, {ww * c}, {c}"
+        return f'!aten.tensor<[{n}, {c}, {hh}, {ww}], bf16, strides [{strides}], device "{device}">'
+
+    x, wt, y = ty(b, cin, h, w), ty(cout, cin, 1, 1), ty(b, cout, ho, wo)
+    text = (
+        f"func.func @conv(%x: {x}, %w: {wt}) -> {y} {{\n"
+        f"  %0 = aten.convolution.default(%x, %w, none, stride = [{stride}, {stride}], "
+        "padding = [0, 0], dilation = [1, 1], transposed = false, output_padding = [0, 0], "
+        f"groups = 1) : {y}\n"
         f"  func.return %0 : {y}\n}}\n"
     )
     module = parse_module(text)
@@ -150,12 +204,29 @@ def run_shapes(
     device = "cuda:0" if M.DEVICE == "cuda" else "cpu"
     target = for_device(device)
     for name in names:
-        for m, k, n in [(64, 32, 48)] if M.SMOKE else SHAPES[name]:
-            label = f"{name} {m}x{k}x{n}"
+        if name in CONVS:
+            todo = [("conv", c) for c in ([(2, 7, 5, 12, 9, 2)] if M.SMOKE else CONVS[name])]
+        else:
+            smoke = [(64, 32, 48), (16, 32, 45)]  # the second pads N for cuBLAS
+            todo = [("mm", c) for c in (smoke if M.SMOKE else SHAPES[name])]
+        for kind, spec in todo:
+            if kind == "conv":
+                b, h, w, cin, cout, stride = spec
+                m, k, n = b * -(-h // stride) * -(-w // stride), cin, cout
+                label = f"{name} 1x1 {b}x{h}x{w}x{cin}->{cout}/{stride}"
+                module = _conv_module(b, h, w, cin, cout, stride, device)
+            else:
+                m, k, n = spec
+                label = f"{name} {m}x{k}x{n}"
+                module = _linear_module(m, k, n, device)
             flops = 2.0 * m * n * k
-            (p,) = GA.problems(_linear_module(m, k, n, device))
+            (p,) = GA.problems(module)
             shape = G.GemmShape(m=m, n=n, k=k)
-            configs = [c.key() for c in G.configs(shape, target)[:max_configs]]
+            configs = [
+                c.key()
+                for c in G.configs(shape, target)
+                if not (kind == "conv" and c.k_split > 1)  # the matmul lowering's
+            ][:max_configs]
             p = GA.Problem(p.op, p.name, p.operands, p.device, tuple(configs), 0.0)
             bench = GA.CudaBench(lower_product)
             t0 = time.perf_counter()
@@ -168,7 +239,16 @@ def run_shapes(
                 except Exception as e:  # a config that fails is a line, not the end
                     print(f"{label:28s} coil {c} failed: {type(e).__name__}: {e}", flush=True)
             x, wt = bench._args.get(id(p)) or GA._operands(p)
-            cublas = _bench_ms(lambda: torch.mm(x, wt))
+            if kind == "conv":
+
+                def extern(a, b, stride=stride):
+                    return torch.nn.functional.conv2d(a, b, stride=stride)
+            else:
+
+                def extern(a, b):
+                    return torch.mm(a, b)
+
+            cublas = _bench_ms(lambda: extern(x, wt))
             row = {
                 "shape": label,
                 "m": m,
@@ -177,17 +257,25 @@ def run_shapes(
                 "cublas_ms": cublas,
                 "coil_compile_s": compile_s,
             }
+            if kind == "mm" and n % 8:
+                # What coil's default runs: the weight padded to a multiple of 8
+                # columns once (a constant), the product left padded.
+                n8 = -(-n // 8) * 8
+                wp = torch.zeros(n8, k, dtype=wt.dtype, device=wt.device)
+                wp[:n] = wt.t()
+                row["cublas_padded_ms"] = _bench_ms(lambda: torch.mm(x, wp.t()))
+                wp = None
             if times:
                 best = min(times, key=times.__getitem__)
                 res = bench._module(p, best).call([x, wt])[0].double()
-                ref = torch.mm(x.double(), wt.double())
+                ref = extern(x.double(), wt.double())
                 row.update(
                     coil_best=best,
                     coil_best_ms=times[best],
                     coil_first=configs[0],
                     coil_first_ms=times.get(configs[0]),
                     coil_err=float((res - ref).norm() / ref.norm()),
-                    cublas_err=float((torch.mm(x, wt).double() - ref).norm() / ref.norm()),
+                    cublas_err=float((extern(x, wt).double() - ref).norm() / ref.norm()),
                     coil_times=" ".join(f"{c}={t:.4f}" for c, t in times.items()),
                 )
                 res = ref = None
@@ -195,11 +283,12 @@ def run_shapes(
             if inductor:
                 torch._dynamo.reset()
                 f = torch.compile(
-                    lambda a, b: torch.mm(a, b),
+                    extern,
                     dynamic=False,
                     options={
                         "max_autotune": True,
                         "max_autotune_gemm_backends": "TRITON",
+                        "max_autotune_conv_backends": "TRITON",
                         "triton.cudagraphs": False,
                     },
                 )
@@ -219,15 +308,26 @@ def run_shapes(
                 return f"{flops / (ms * 1e-3) / 1e12:6.0f}" if ms else "     -"
 
             ind = row.get("inductor_triton_ms")
+            padded = row.get("cublas_padded_ms")
+            if padded:
+                print(
+                    f"{label:28s} cuBLAS on N padded to 8: {padded:7.3f} ms {tf(padded)} TF/s",
+                    flush=True,
+                )
             print(
-                f"{label:28s} cuBLAS {cublas:7.3f} ms {tf(cublas)} TF/s | coil "
+                f"{label:28s} {'cuDNN ' if kind == 'conv' else 'cuBLAS'} {cublas:7.3f} ms "
+                f"{tf(cublas)} TF/s | coil "
                 f"{row.get('coil_best_ms', 0):7.3f} ms {tf(row.get('coil_best_ms'))} TF/s "
                 f"({row.get('coil_best', '-')}; first {row.get('coil_first_ms') or 0:.3f} ms) "
                 f"compile {compile_s:5.1f} s | inductor "
                 f"{ind or 0:7.3f} ms {tf(ind)} TF/s "
                 f"compile {row.get('inductor_compile_s', 0):5.1f} s"
+                f" | coil {_ratio(cublas, row.get('coil_best_ms'))} of "
+                f"{'cuDNN' if kind == 'conv' else 'cuBLAS'}"
+                f"{', ' + _ratio(ind, row.get('coil_best_ms')) + ' of inductor' if ind else ''}"
                 f" | err {row.get('coil_err', float('nan')):.1e}"
-                f" (cuBLAS {row.get('cublas_err', float('nan')):.1e})",
+                f" ({'cuDNN' if kind == 'conv' else 'cuBLAS'} "
+                f"{row.get('cublas_err', float('nan')):.1e})",
                 flush=True,
             )
             print(f"{label:28s} coil configs (ms): {row.get('coil_times', '-')}", flush=True)
@@ -236,12 +336,18 @@ def run_shapes(
                 torch.cuda.empty_cache()
 
 
+def _ratio(base: float | None, ms: float | None) -> str:
+    """``base / ms`` as ``0.84x`` (how fast ``ms`` runs against ``base``)."""
+    return f"{base / ms:.2f}x" if base and ms else "-"
+
+
 SHAPE_KEYS = [
     "shape",
     "m",
     "k",
     "n",
     "cublas_ms",
+    "cublas_padded_ms",
     "coil_best",
     "coil_best_ms",
     "coil_first",
@@ -262,7 +368,9 @@ def main() -> int:
     )
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--smoke", action="store_true", help="tiny configs, any device")
-    parser.add_argument("--shapes", default="", help="products alone first: " + ",".join(SHAPES))
+    parser.add_argument(
+        "--shapes", default="", help="products alone first: " + ",".join([*SHAPES, *CONVS])
+    )
     parser.add_argument("--no-inductor", action="store_true", help="--shapes without Inductor's")
     parser.add_argument("--configs", type=int, default=8, help="coil configs per shape")
     a = parser.parse_args()
@@ -285,8 +393,9 @@ def main() -> int:
         shape_rows: list[dict] = []
         names = [n for n in a.shapes.split(",") if n]
         for n in names:
-            if n not in SHAPES:
-                parser.error(f"unknown --shapes {n!r} (one of {', '.join(SHAPES)})")
+            if n not in SHAPES and n not in CONVS:
+                known = ", ".join([*SHAPES, *CONVS])
+                parser.error(f"unknown --shapes {n!r} (one of {known})")
         run_shapes(names, not a.no_inductor, a.configs, shape_rows, out)
         print(f"shapes {time.perf_counter() - t0:.0f} s", flush=True)
     for name in a.names:

@@ -53,7 +53,8 @@
 #   MEMORY="vit_hf ..."      benchmarks/memory_probe.py (planned vs measured peak);
 #   GEMM="gpt2 llama vit_hf resnet50"  benchmarks/gemm.py: eager, inductor,
 #            inductor max-autotune, coil, coil gemm=triton, coil max-autotune;
-#            GEMM_ARGS="--shapes gpt2,llama,vit": the products alone first
+#            GEMM_ARGS="--shapes gpt2,llama,vit,resnet50": the products
+#            (resnet50: its 1x1 convolutions) alone first
 #   COMPILE="gpt2 bert ..."  benchmarks/compile_time.py on those models (cold and
 #                            warm first calls, coil and Inductor, new processes);
 #   BEFORE="gpt2 ..."        the same with the coil of .whl/coil_before.tar
@@ -197,8 +198,9 @@ fi
 if [ -n "${GEMM:-}${GEMM_ARGS:-}" ]; then
   # GEMM="gpt2 llama vit_hf resnet50": issue 38's table (gemm templates and
   # max-autotune against Inductor's); GEMM_ARGS="--variants ..." narrows it;
-  # GEMM_ARGS="--shapes gpt2,llama,vit" times the models' products alone
-  # first (cuBLAS, coil's configs, Inductor's Triton templates: gemm_shapes.csv).
+  # GEMM_ARGS="--shapes gpt2,llama,vit,resnet50" times the models' products
+  # (resnet50's 1x1 convolutions) alone first (cuBLAS/cuDNN, coil's configs,
+  # Inductor's Triton templates: gemm_shapes.csv).
   # shellcheck disable=SC2086
   budget python3 benchmarks/gemm.py ${GEMM_ARGS:-} ${GEMM:-} 2>&1 | tee -a "$OUT/gemm.log"
   status=$(( status | PIPESTATUS[0] ))

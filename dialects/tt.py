@@ -35,6 +35,7 @@ from xdsl.dialects.builtin import (
     I32,
     AnyFloat,
     BoolAttr,
+    DenseArrayBase,
     FlatSymbolRefAttrConstr,
     IntegerAttr,
     IntegerType,
@@ -358,6 +359,66 @@ class ReshapeOp(_ReshapeLikeOp):
             self,
             "element counts differ",
         )
+
+
+# --------------------------------------------------------------------------
+# Compiler hints
+# --------------------------------------------------------------------------
+
+
+class _HintOp(IRDLOperation):
+    """A block of integers passed through with a fact the compiler cannot see
+    (Triton sets it as an attribute of the defining op: ``tt.divisibility``,
+    ``tt.contiguity``); a false hint is undefined behaviour, as in Triton."""
+
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    src = operand_def(T)
+    values = prop_def(DenseArrayBase)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$src attr-dict `:` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, src: SSAValue | Operation, values: Sequence[int]):
+        src = SSAValue.get(src)
+        super().__init__(
+            operands=[src],
+            result_types=[src.type],
+            properties={"values": DenseArrayBase.from_list(i32, list(values))},
+        )
+
+    def hint(self) -> tuple[int, ...]:
+        return tuple(int(v) for v in self.values.get_values())
+
+    def verify_(self) -> None:
+        _require(self.values.get_element_type() == i32, self, "values are i32")
+        _require(isinstance(element_of(self.src.type), IntegerType), self, "hints an integer block")
+        rank = len(shape_of(self.src.type))
+        _require(
+            len(self.hint()) == rank,
+            self,
+            f"needs one value per dimension ({rank}), got {len(self.hint())}",
+        )
+        for v in self.hint():
+            _require(v > 0 and v & (v - 1) == 0, self, f"value {v} must be a power of two")
+
+
+@irdl_op_definition
+class MultipleOfOp(_HintOp):
+    """``tt.multiple_of %x {values = array<i32: 16, 1>}``: along dimension ``d``,
+    the first element of every contiguous group is a multiple of ``values[d]``
+    (``tl.multiple_of``)."""
+
+    name = "tt.multiple_of"
+
+
+@irdl_op_definition
+class MaxContiguousOp(_HintOp):
+    """``tt.max_contiguous %x {values = array<i32: 128, 1>}``: along dimension
+    ``d``, the elements form runs of ``values[d]`` consecutive integers
+    (``tl.max_contiguous``)."""
+
+    name = "tt.max_contiguous"
 
 
 # --------------------------------------------------------------------------
@@ -960,6 +1021,8 @@ TT = Dialect(
         BroadcastOp,
         ExpandDimsOp,
         ReshapeOp,
+        MultipleOfOp,
+        MaxContiguousOp,
         AddPtrOp,
         LoadOp,
         StoreOp,

@@ -1,9 +1,9 @@
 """Compile-time tuning of matrix products (``mode="max-autotune"``): for each
-``mm``/``addmm``/``bmm``/``baddbmm`` of an imported graph, time cuBLAS's
-product against the ``tt.dot`` template in each of its candidate configs
-(``strategy/gemm.py``) on random operands of the product's shapes, strides
-and dtype, and write the choice on the op as ``coil.gemm = "extern"`` or
-``"triton 64x64x32w4s3g8"``, which ``convert-aten-to-loop`` follows
+``mm``/``addmm``/``bmm``/``baddbmm`` and 1x1 convolution of an imported graph,
+time cuBLAS's product (cuDNN's convolution) against the ``tt.dot`` template
+in each of its candidate configs (``strategy/gemm.py``) on random operands
+of the product's shapes, strides and dtype, and write the choice on the op
+as ``coil.gemm = "extern"`` or ``"triton 64x64x32w4s3g8"``, which ``convert-aten-to-loop`` follows
 (``aten_to_loop/gemm.py``; the config travels to the kernel as the
 reduction's ``template "gemm:..."``). Inductor's ``select_algorithm.py``
 (``AlgorithmSelectorCache``) is the model.
@@ -28,24 +28,32 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from xdsl.dialects import builtin, func
-from xdsl.dialects.builtin import StringAttr
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, StringAttr, UnitAttr
 from xdsl.ir import Operation
 
 from coil.dialects import dtypes
 from coil.dialects.aten import AtenOp
-from coil.lowering.aten_to_loop.gemm import FLOATS, TUNED, _epilogue
+from coil.lowering.aten_to_loop.gemm import (
+    _CASTS,
+    FLOATS,
+    TUNED,
+    _epilogue,
+    _is_pointwise_conv,
+)
 from coil.strategy import gemm as G
 from coil.strategy.target import module_target
 
 log = logging.getLogger("coil")
 
 OPS = ("aten.mm.default", "aten.addmm.default", "aten.bmm.default", "aten.baddbmm.default")
+CONV = "aten.convolution.default"  # a 1x1 one (lowering/aten_to_loop/gemm.py)
 MAX_CONFIGS = 6
 """Template configs timed per product (the heuristic's first)."""
 DEFAULT_BUDGET_S = 60.0
@@ -63,9 +71,15 @@ class Problem:
     device: str
     candidates: tuple[str, ...]  # "extern" and config keys
     epilogue_s: float  # the round trip a fused epilogue saves (0 without one)
+    # Per tensor operand: a view of an argument the graph passes unchanged call
+    # after call (a weight): measured so, its pad for cuBLAS is made once, as
+    # in the graph (bufferize's pad-constants), not timed with the product.
+    static: tuple[bool, ...] = ()
 
     def digest(self, device_name: str, versions: str) -> str:
-        text = json.dumps([self.name, self.operands, device_name, versions, self.candidates])
+        text = json.dumps(
+            [self.name, self.operands, device_name, versions, self.candidates, self.static]
+        )
         return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
@@ -100,7 +114,10 @@ def problems(module: builtin.ModuleOp, allow_extern: bool = True) -> list[Proble
     target = module_target(module)
     found = []
     for op in module.walk():
-        if not isinstance(op, AtenOp) or op.name not in OPS:
+        if not isinstance(op, AtenOp):
+            continue
+        conv = op.name == CONV and _is_pointwise_conv(op)
+        if op.name not in OPS and not conv:
             continue
         out = op.results[0].type
         tensors = [v for v in op.operands if hasattr(v.type, "element_type")]
@@ -115,18 +132,30 @@ def problems(module: builtin.ModuleOp, allow_extern: bool = True) -> list[Proble
         dtype = str(out.element_type)
         operands = tuple((s[0], s[1], dtype) for s in specs if s is not None)
         sizes = result[0]
-        k = specs[-2][0][-1] if specs[-2] is not None else 1
+        if conv:  # rows are the output pixels, columns C_out, K is C_in
+            m = sizes[0] * math.prod(sizes[2:])
+            n, k, batch = sizes[1], specs[0][0][1], 1
+        else:
+            m, n = sizes[-2], sizes[-1]
+            k = specs[-2][0][-1] if specs[-2] is not None else 1
+            batch = sizes[0] if len(sizes) == 3 else 1
         shape = G.GemmShape(
-            m=sizes[-2],
-            n=sizes[-1],
+            m=m,
+            n=n,
             k=k,
-            batch=sizes[0] if len(sizes) == 3 else 1,
+            batch=batch,
             in_bytes=dtypes.itemsize(out.element_type),
             out_bytes=dtypes.itemsize(out.element_type),
         )
-        configs = [c.key() for c in G.configs(shape, target)[:MAX_CONFIGS]]
+        configs = [
+            c.key()
+            for c in G.configs(shape, target)
+            if not (conv and c.k_split > 1)  # decompose-K is the matmul lowering's
+        ][:MAX_CONFIGS]
         epilogue, extra = _epilogue(op)
         saved = 0.0
+        if epilogue and not _epilogue_saves(op):
+            epilogue = False
         if epilogue:
             points = shape.batch * shape.m * shape.n
             saved = points * (2 * shape.out_bytes) / target.dram_bytes_per_s + target.launch_s
@@ -140,9 +169,77 @@ def problems(module: builtin.ModuleOp, allow_extern: bool = True) -> list[Proble
                 device.data if device is not None else "cpu",
                 candidates,
                 saved,
+                tuple(_is_static(v) for v in tensors),
             )
         )
     return found
+
+
+_VIEW_OPS = (
+    "aten.view.default",
+    "aten._unsafe_view.default",
+    "aten.reshape.default",
+    "aten.permute.default",
+    "aten.t.default",
+    "aten.transpose.int",
+    "aten.expand.default",
+    "aten.unsqueeze.default",
+    "aten.squeeze.dim",
+    "aten.alias.default",
+)
+
+
+def _is_static(value) -> bool:
+    """Whether ``value`` is (a view of) a function argument marked static or
+    constant (a parameter: the same tensor call after call)."""
+    from xdsl.ir import BlockArgument
+
+    from coil.transforms.buffer_hoist_constants import STATIC_ATTRS
+
+    while isinstance(value.owner, AtenOp) and value.owner.name in _VIEW_OPS:
+        value = value.owner.operands[0]
+    if not isinstance(value, BlockArgument):
+        return False
+    fn = value.owner.parent_op()
+    attrs = getattr(fn, "arg_attrs", None)
+    if attrs is None or value.index >= len(attrs.data):
+        return False
+    return any(k in attrs.data[value.index].data for k in STATIC_ATTRS)
+
+
+def _epilogue_saves(op: AtenOp) -> bool:
+    """Whether fusing the product's pointwise consumer (``_epilogue``) into the
+    template saves a round trip of the product: not where a reduction reads
+    what that consumer computes (through views and pointwise ops), since the
+    default pipeline fuses the consumer into that reduction's kernel, which
+    reads the product once either way (a residual add before a layer norm: GPT-2's projections
+    were credited a round trip they do not save)."""
+    from coil.lowering.aten_to_loop.gemm import LOWERINGS
+
+    value = op.results[0]
+    while True:
+        uses = list(value.uses)
+        if len(uses) != 1 or uses[0].operation.name not in _VIEW_OPS:
+            break
+        value = uses[0].operation.results[0]
+    consumers = [u.operation for u in value.uses]
+    work = [r for c in consumers for r in c.results]
+    seen = 0
+    while work and seen < 64:
+        seen += 1
+        v = work.pop()
+        for use in v.uses:
+            user = use.operation
+            if user.name in _VIEW_OPS:
+                work.extend(user.results)
+                continue
+            lowering = LOWERINGS.get(user.name)
+            module = lowering.__module__ if lowering is not None else ""
+            if module.endswith("aten_to_loop.reductions"):
+                return False
+            if module.endswith("aten_to_loop.pointwise") or user.name in _CASTS:
+                work.extend(user.results)  # still at the product's points
+    return True
 
 
 def choose(problem: Problem, times: dict[str, float]) -> str:
@@ -284,7 +381,15 @@ def standalone_module(p: Problem, config_key: str | None, lower: Lower) -> built
     ``config_key`` (``None``: cuBLAS's call), at the host level."""
     op = p.op
     tensors = [v for v in op.operands if hasattr(v.type, "element_type")]
-    fn = func.FuncOp("forward", ([v.type for v in tensors], [op.results[0].type]))
+    static = p.static or (False,) * len(tensors)
+    arg_attrs = ArrayAttr(
+        [DictionaryAttr({"coil.static": UnitAttr()} if s else {}) for s in static]
+    )
+    fn = func.FuncOp(
+        "forward",
+        ([v.type for v in tensors], [op.results[0].type]),
+        arg_attrs=arg_attrs if any(static) else None,
+    )
     mapping = dict(zip(tensors, fn.body.block.args))
     block = fn.body.block
     for v in op.operands:  # scalar operands: their constants come along

@@ -465,6 +465,14 @@ class KernelPrinter:
         self.assign(op, f"tl.reshape({self.val(op.src)}, {_shape(op.result.type)})")
 
     @emit.register
+    def _(self, op: tt.MultipleOfOp) -> None:
+        self.assign(op, f"tl.multiple_of({self.val(op.src)}, {list(op.hint())})")
+
+    @emit.register
+    def _(self, op: tt.MaxContiguousOp) -> None:
+        self.assign(op, f"tl.max_contiguous({self.val(op.src)}, {list(op.hint())})")
+
+    @emit.register
     def _(self, op: tt.AddPtrOp) -> None:
         self.assign(op, f"{self.val(op.ptr)} + {self.val(op.offset)}")
 
@@ -522,7 +530,10 @@ class KernelPrinter:
     @emit.register
     def _(self, op: tt.DotOp) -> None:
         args = [self.val(op.a), self.val(op.b), f"acc={self.val(op.c)}"]
-        args.append(f'input_precision="{op.input_precision.data}"')
+        if isinstance(element_of(op.a.type), Float32Type):
+            # Triton reads the precision of f32 operands only; 16-bit ones
+            # multiply in their own type (Inductor prints none for them).
+            args.append(f'input_precision="{op.input_precision.data}"')
         out = element_of(op.c.type)
         if not isinstance(out, Float32Type):
             args.append(f"out_dtype={dtype(out)}")

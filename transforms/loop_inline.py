@@ -290,6 +290,53 @@ def _costly_gemm_prologue(producer: L.PointwiseOp, loads: list[L.LoadOp]) -> boo
     return not G.cheap_prologue(compute_ops(producer.body.block), _math_ops(producer.body.block))
 
 
+def _gemm_epilogue_into_reduction(producer: L.PointwiseOp, loads: list[L.LoadOp]) -> bool:
+    """Whether ``producer`` reads a gemm template's result (the product's own
+    finish: its rounding, bias, a residual add) and would be inlined into a
+    reduction, or into a pointwise nest only reductions and their epilogues
+    read (a cast to the norm's f32). Stored, it is the template's epilogue (``loop-fuse``) and the
+    template writes the 16-bit finish the reduction reads (through the cast,
+    inlined there); inlined into the reduction (GPT-2's last projection into
+    the final layer norm), the template wrote its f32 accumulator and the norm
+    read it, the bias and the residual: 10 bytes an element moved, not 4."""
+
+    def is_gemm(v: SSAValue) -> bool:
+        while isinstance(v.owner, L.ViewOp):
+            v = v.owner.source
+        return isinstance(v.owner, L.ReductionOp) and v.owner.is_gemm
+
+    def is_reduction(nest: Operation | None) -> bool:
+        return isinstance(nest, L.ReductionOp) and not nest.is_gemm
+
+    def only_reductions_read(nest: L.PointwiseOp) -> bool:
+        """Read only by reductions and by their epilogues (nests that also
+        read those reductions' results: a norm's normalizing step)."""
+        reads = _body_loads_of(nest.res[0])
+        if not reads or len(reads) != len(list(nest.res[0].uses)):
+            return False  # stored anyway (a result, or read by a view)
+        readers = {L.enclosing_loop(ld) for ld in reads}
+        reductions = {r for r in readers if is_reduction(r)}
+        results = {v for r in reductions for v in r.results}
+        return bool(reductions) and all(
+            r in reductions
+            or (
+                isinstance(r, L.PointwiseOp)
+                and any(isinstance(o, L.LoadOp) and o.source in results for o in r.walk())
+            )
+            for r in readers
+        )
+
+    if not any(is_gemm(ld.source) for ld in producer.body.block.ops if isinstance(ld, L.LoadOp)):
+        return False
+    for load in loads:
+        reader = L.enclosing_loop(load)
+        if is_reduction(reader):
+            return True
+        if isinstance(reader, L.PointwiseOp) and only_reductions_read(reader):
+            return True
+    return False
+
+
 def _math_ops(block: Block) -> int:
     return sum(1 for op in block.walk() if op.name.startswith("math."))
 
@@ -434,6 +481,8 @@ class _Inliner:
         if _epilogue_broadcast_into_reduction(producer, loads):
             return False
         if _costly_gemm_prologue(producer, loads):
+            return False
+        if _gemm_epilogue_into_reduction(producer, loads):
             return False
         if not all(self._can_inline(producer, load) for load in loads):
             return False

@@ -290,8 +290,10 @@ __all__ = ["FLOATS", "TUNED", "tuned_choice"]
 
 
 def _is_pointwise_conv(op: AtenOp) -> bool:
-    """A 1x1 convolution with stride 1, no padding, one group: at each pixel a
-    product of the channels with the ``[C_out, C_in]`` weight."""
+    """A 1x1 convolution with no padding, one group, any stride: at each output
+    pixel a product of the input pixel's channels (at ``stride`` times its
+    position) with the ``[C_out, C_in]`` weight (a strided 1x1 is a ResNet
+    bottleneck's downsampling shortcut)."""
     w = tensor_arg(op, "weight")
     if w is None or len(shape_of(w)) < 3:
         return False
@@ -299,9 +301,11 @@ def _is_pointwise_conv(op: AtenOp) -> bool:
         return False
     if op.arg("transposed") or _normalize(op.arg("groups")) != 1:
         return False
+    if not all(isinstance(v := _normalize(s), int) and v >= 1 for s in op.arg("stride") or ()):
+        return False
     return all(
         all(v == want for v in (op.arg(name) or ()))
-        for name, want in (("stride", 1), ("padding", 0), ("dilation", 1))
+        for name, want in (("padding", 0), ("dilation", 1))
     )
 
 
@@ -309,11 +313,16 @@ def _is_pointwise_conv(op: AtenOp) -> bool:
 def _conv1x1(lw: Lowerer, op: AtenOp):
     """A 1x1 convolution as a gemm template over the output
     ``[N, C_out, *spatial]`` (Inductor's ``conv1x1_via_mm``): rows are the pixels
-    (N and the spatial dimensions, one flat row index in the kernel), columns
-    the output channels, K the input channels; the bias and what follows fuse
-    as for a ``Linear``. Only where ``gemm`` chooses the template; every other
-    convolution is cuDNN's."""
+    (N and the spatial dimensions, one flat row index in the kernel; a strided
+    one reads every ``stride``-th input pixel), columns the output channels, K
+    the input channels; the bias and what follows (a folded batch norm's scale
+    and shift, ReLU, a residual add) fuse as for a ``Linear``. Only where
+    ``gemm`` chooses the template; every other convolution is cuDNN's."""
     if not _is_pointwise_conv(op):
+        from coil.lowering.aten_to_loop.depthwise import is_depthwise, lower_depthwise
+
+        if is_depthwise(op):
+            return lower_depthwise(lw, op)
         raise CannotLower("a convolution (cuDNN)")
     x, w, bias = tensor_arg(op, "input"), tensor_arg(op, "weight"), tensor_arg(op, "bias")
     out = result_type(op)
@@ -323,15 +332,20 @@ def _conv1x1(lw: Lowerer, op: AtenOp):
     acc = dtypes.f32
     n_spatial = len(shape) - 2
     zeros = [sympy.Integer(0)] * n_spatial
+    strides = [_normalize(v) for v in op.arg("stride") or ()] or [1]
+    if len(strides) == 1:
+        strides = strides * n_spatial
 
     def product(bb: BodyBuilder, idx):
         n, co, *px, r = idx
-        xv = bb.load(x, [n, r, *px])
+        xv = bb.load(x, [n, r, *[p * st for p, st in zip(px, strides)]])
         wv = bb.load(w, [co, r, *zeros])
         return bb.mul(bb.cast(xv, acc), bb.cast(wv, acc))
 
     k = shape_of(x)[1]
-    (red,) = lw.reduction("sum", shape, [k], acc, product, template="gemm")
+    tuned = tuned_choice(op)  # max-autotune's config, where it measured one
+    template = f"gemm:{tuned[1]}" if tuned is not None and tuned[1] else "gemm"
+    (red,) = lw.reduction("sum", shape, [k], acc, product, template=template)
     if bias is None and out.element_type == acc:
         return [red]
 

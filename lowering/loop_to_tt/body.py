@@ -135,6 +135,9 @@ class BodyEmitter:
     """The L2 eviction hints of the kernel's loads (see ``eviction.py``)."""
     stores: int = 0
     """Stores emitted so far: a load is reused only while this is unchanged."""
+    preloaded: dict[Operation, SSAValue] = field(default_factory=dict)
+    """Loads whose tile value the kernel built itself (a gemm template's operand
+    loads through pointers it advances along K): ``emit`` uses the value."""
 
     def emit(self, block: Block, tile: Tile) -> list[SSAValue]:
         """The values the body yields, as blocks of ``tile.shape``."""
@@ -168,6 +171,8 @@ class BodyEmitter:
     def _emit_op(self, op: Operation, vals, tile: Tile) -> list[SSAValue]:
         b = self.b
         if isinstance(op, L.LoadOp):
+            if op in self.preloaded:
+                return [self.preloaded[op]]
             return [self.load(op, vals, tile)]
         if isinstance(op, L.IndexOp):
             v = b.broadcast_to(b.emit_index(tile.index(op.value)), tile.shape)

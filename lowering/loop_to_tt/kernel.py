@@ -266,11 +266,15 @@ class KernelLowering(IndexBinding, PointwiseTiles, ScanTile, GroupTiles, RowBodi
         )
         big = False
         if static:
-            total = int(_prod(nest.ranges.data)) * int(_prod(self._rranges()))
-            big = total >= 2**31 - 2**16
+            big = self._index_points() >= 2**31 - 2**16
             for buf in buffers:
                 big |= int(buf.type.storage_numel()) >= 2**31
         self.index_type = i32 if static and not big else i64
+
+    def _index_points(self) -> int:
+        """The largest flat index the kernel computes (static sizes): every
+        point of the nest and its reduction."""
+        return int(_prod(self.nest.ranges.data)) * int(_prod(self._rranges()))
 
     def _rranges(self) -> tuple[sympy.Expr, ...]:
         if isinstance(self.nest, L.ReductionOp | L.FusedOp):

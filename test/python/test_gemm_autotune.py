@@ -135,6 +135,85 @@ def test_choose_counts_the_epilogue():
     assert GA.choose(p, {"extern": 1.0, cfg: 1.0 + saved_ms * 2}) == "extern"
 
 
+def test_conv1x1_is_a_candidate(tmp_path):
+    # A strided 1x1 convolution is measured as the product it is (rows: the
+    # output pixels, N: C_out, K: C_in) and the choice reaches the kernel.
+    def fn(x, w):
+        return torch.relu(F.conv2d(x, w, stride=2))
+
+    def args():
+        return [torch.randn(2, 12, 7, 5), torch.randn(9, 12, 1, 1) / 12**0.5]
+
+    module = coil.import_module(fn, args())
+    (p,) = GA.problems(module)
+    assert p.name == "aten.convolution.default" and p.epilogue_s > 0
+    assert p.candidates[0] == "extern" and len(p.candidates) > 2
+    pick = p.candidates[1]
+    bench, _ = _fake(lambda c: 1.0 if c == pick else 2.0)
+    GA.tune_module(module, bench=bench, cache_dir=tmp_path, device_name="test")
+    run_pipeline(module, PIPELINES["default"])
+    assert not [op for op in module.walk() if isinstance(op, host.ExternOp | B.ExternOp)]
+    source = emit_python(module)
+    assert "(tuned at compile time)" in source and "tl.dot(" in source
+    mod = load_module(source, interpret=True)
+    a = args()
+    assert_close_to_eager(mod.call([t.clone() for t in a])[0], fn(*a))
+
+
+def test_no_epilogue_credit_before_a_reduction():
+    # A residual add whose sum a layer norm reads: the default pipeline fuses
+    # the add into the norm's kernel, which reads the product once either way,
+    # so the template's epilogue saves no round trip (GPT-2's projections).
+    def fn(x, w, r):
+        return F.layer_norm(r + x @ w, (12,))
+
+    module = coil.import_module(fn, [torch.randn(9, 24), torch.randn(24, 12), torch.randn(9, 12)])
+    (p,) = GA.problems(module)
+    assert p.epilogue_s == 0.0
+
+
+_PADDED = """
+func.func @forward(%x: !aten.tensor<[64, 32], bf16, device "cuda:0">,
+                   %w: !aten.tensor<[1003, 32], bf16, device "cuda:0"> {coil.static})
+    -> !aten.tensor<[64, 1003], bf16, device "cuda:0"> {
+  %t = aten.permute.default(%w, dims = [1, 0])
+      : !aten.tensor<[32, 1003], bf16, strides [1, 32], device "cuda:0">
+  %0 = aten.mm.default(%x, %t) : !aten.tensor<[64, 1003], bf16, device "cuda:0">
+  func.return %0 : !aten.tensor<[64, 1003], bf16, device "cuda:0">
+}
+"""
+
+
+def test_extern_is_measured_as_the_graph_runs_it():
+    # A product whose N (1003) cuBLAS wants padded, over a weight (a static
+    # argument): lowered by an inference graph's pipeline, cuBLAS's candidate
+    # is the padded call with the weight's pad made once (a constant) and the
+    # result left padded, as in the graph; the default pipeline's module
+    # called the unpadded product (GPT-2's vocabulary projection was timed so
+    # and lost to the template, which then ran slower than the graph's call).
+    import functools
+
+    from xdsl.parser import Parser
+
+    from coil.backend import _graph_pipeline
+    from coil.ir import coil_context
+
+    module = Parser(coil_context(), _PADDED).parse_module()
+    (p,) = GA.problems(module)
+    assert p.static == (False, True)
+    graph = _graph_pipeline(PIPELINES["default"], True, False)
+    lower = functools.partial(lower_product, pipeline=graph)
+    source = emit_python(GA.standalone_module(p, None, lower))
+    call = source[source.index("def call") :]
+    assert "_constants.get(" in call and "(64, 1008)" in call and "torch.mm(" in call
+    assert "torch.mm(" in emit_python(GA.standalone_module(p, None, lower_product))
+    # A template candidate lowered by the graph's pipeline drops its autotune option.
+    tuned = graph.replace("convert-loop-to-tt", "convert-loop-to-tt{gemm-autotune=6}")
+    lower = functools.partial(lower_product, pipeline=tuned)
+    tpl = emit_python(GA.standalone_module(p, p.candidates[1], lower))
+    assert tpl.count("@triton.jit") == 1 and "tl.dot(" in tpl
+
+
 @pytest.mark.slow
 def test_cuda_bench_builds_each_candidate():
     # The default measurement's modules (cuBLAS's and a template's), run under
@@ -169,3 +248,21 @@ def test_backend_budget_option():
         torch.compile(model, backend="coil", options={"max_autotune": True, "gemm_budget": "x"})(
             torch.randn(2, 4)
         )
+
+
+def test_without_pass_option():
+    # How lower_product drops the graph pipeline's gemm options before setting
+    # a candidate's own.
+    from coil.pipeline import without_pass_option as drop
+
+    p = 'a,convert-loop-to-tt{gemm-autotune=6 gemm-config="64x64x32w4s3g8" x=1},b{gemm=1}'
+    assert drop(p, "convert-loop-to-tt", "gemm-config") == (
+        "a,convert-loop-to-tt{gemm-autotune=6 x=1},b{gemm=1}"
+    )
+    assert drop(drop(p, "convert-loop-to-tt", "gemm-autotune"), "convert-loop-to-tt", "x") == (
+        'a,convert-loop-to-tt{gemm-config="64x64x32w4s3g8"},b{gemm=1}'
+    )
+    assert drop("convert-aten-to-loop{gemm=triton}", "convert-aten-to-loop", "gemm") == (
+        "convert-aten-to-loop"
+    )
+    assert drop(p, "b", "gemm") == p.replace("b{gemm=1}", "b")

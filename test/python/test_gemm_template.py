@@ -110,6 +110,24 @@ def test_mm_odd_sizes_and_layouts(dtype):
     )
 
 
+def test_dynamic_sizes():
+    # Every size symbolic (rows, K, N): the operands' rows and columns wrapped
+    # by a symbol (rm % s), the K loop to a symbolic bound, B's pointers
+    # advanced by a symbolic stride; one compile, several shapes.
+    def fn(x, w, b):
+        return torch.relu(x @ w + b)
+
+    module = coil.import_module(fn, [_rand(13, 24), _rand(24, 40), _rand(40)], dynamic=True)
+    run_pipeline(module, TRITON)
+    source = emit_python(module)
+    assert "rm_wrapped" in source and "b_ptrs_2 = b_ptrs_1 +" in source
+    mod = load_module(source, interpret=True)
+    for rows, k, n in ((13, 24, 40), (37, 50, 7), (5, 70, 64)):
+        args = [_rand(rows, k), _rand(k, n, scale=k**-0.5), _rand(n)]
+        out = mod.call([rows, k, args[0].clone(), n, args[1].clone(), args[2].clone()])[0]
+        assert_close_to_eager(out, fn(*args))
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
 def test_bmm_and_broadcast_matmul(dtype):
     k = 21
@@ -239,10 +257,88 @@ def test_conv1x1_is_a_template(dtype):
         ],
     )
 
+    # A bottleneck's downsampling shortcut: stride 2 over odd spatial sizes
+    # (7x5 -> 4x3), a folded batch norm's per-channel scale and shift, the
+    # residual and ReLU, channels-last and not: one kernel.
+    def shortcut(x, w, scale, shift, r):
+        y = F.conv2d(x, w, stride=2) * scale[:, None, None] + shift[:, None, None]
+        return torch.relu(y + r)
+
+    for fmt in (torch.channels_last, torch.contiguous_format):
+        _check(
+            shortcut,
+            lambda fmt=fmt: [
+                _rand(2, c, 7, 5, dtype=dtype).to(memory_format=fmt),
+                _rand(9, c, 1, 1, dtype=dtype, scale=c**-0.5).to(memory_format=fmt),
+                _rand(9, dtype=dtype),
+                _rand(9, dtype=dtype),
+                _rand(2, 9, 4, 3, dtype=dtype),
+            ],
+        )
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+def test_depthwise_conv_is_a_reduction(dtype):
+    # groups == C_in == C_out: one reduction over the 3x3 window (padding
+    # masked to 0), its folded batch norm, residual and ReLU in the same
+    # kernel; stride 2 over odd sizes channels-last, and stride 1 dilated
+    # contiguous.
+    c = 6
+
+    def block(x, w, scale, shift, r):
+        y = F.conv2d(x, w, stride=2, padding=1, groups=c)
+        return torch.relu(y * scale[:, None, None] + shift[:, None, None] + r)
+
+    def dilated(x, w, b):
+        return F.conv2d(x, w, b, padding=2, dilation=2, groups=c)
+
+    for fn, make in (
+        (
+            block,
+            lambda: [
+                _rand(2, c, 7, 5, dtype=dtype).to(memory_format=torch.channels_last),
+                _rand(c, 1, 3, 3, dtype=dtype, scale=1 / 3),
+                _rand(c, dtype=dtype),
+                _rand(c, dtype=dtype),
+                _rand(2, c, 4, 3, dtype=dtype),
+            ],
+        ),
+        (
+            dilated,
+            lambda: [
+                _rand(2, c, 5, 6, dtype=dtype),
+                _rand(c, 1, 3, 3, dtype=dtype, scale=1 / 3),
+                _rand(c, dtype=dtype),
+            ],
+        ),
+    ):
+        args = make()
+        mod, launches, externs, _ = _compile(fn, args)
+        assert not externs and len(launches) == 1
+        for _ in range(2):
+            args = make()
+            assert_close_to_eager(mod.call([a.clone() for a in args])[0], fn(*args))
+    # The default (and gemm=extern) keeps cuDNN's.
+    _, _, externs, _ = _compile(block, _dw_args(c), DEFAULT)
+    assert len(externs) == 1
+
+
+def _dw_args(c):
+    return [
+        _rand(2, c, 7, 5),
+        _rand(c, 1, 3, 3),
+        _rand(c),
+        _rand(c),
+        _rand(2, c, 4, 3),
+    ]
+
 
 def test_other_convolutions_stay_cudnn():
     x, w = _rand(1, 4, 5, 5), _rand(3, 4, 1, 1)
-    for fn in (lambda x, w: F.conv2d(x, w, stride=2), lambda x, w: F.conv2d(x, w, padding=1)):
+    for fn in (
+        lambda x, w: F.conv2d(x, w, padding=1),
+        lambda x, w: F.conv2d(x, w, dilation=2, padding=2),
+    ):
         _, launches, externs, _ = _compile(fn, [x, w])
         assert len(externs) == 1
     _, _, externs, _ = _compile(lambda x, w: F.conv2d(x, w), [x, _rand(3, 4, 3, 3)])

@@ -97,3 +97,48 @@ func.func @gelu_between_linears(%x: !aten.tensor<[32, 48], bf16>, %b1: !aten.ten
   %o = aten.addmm.default(%b2, %mul_3, %w2) : !aten.tensor<[32, 48], bf16>
   func.return %o : !aten.tensor<[32, 48], bf16>
 }
+
+// -----
+
+// A product whose finish (bias, rounding) a residual add reads that only a
+// layer norm reads: the finish stays the template's epilogue (loop-inline
+// leaves it out of the add, loop-fuse takes it), so the template writes the
+// bf16 finish and the norm reads it and the residual (the add inlined
+// there), rather than the template's f32 accumulator.
+// CHECK-LABEL: func.func @residual_norm
+// CHECK: %[[G:.*]] = loop.fused [8, 32] [64] : !loop.tensor<[8, 32], bf16>
+// CHECK: loop.reduction sum [8, 32] [64] template gemm
+// CHECK: loop.pointwise [8, 32] : !loop.tensor<[8, 32], bf16>
+// CHECK: loop.fused [8] [32]
+// CHECK: loop.load %[[G]][i0, r0] : !loop.tensor<[8, 32], bf16>
+// CHECK: loop.load %r[i0, r0]
+// CHECK-NOT: template gemm
+func.func @residual_norm(%x: !aten.tensor<[8, 64], bf16>, %w: !aten.tensor<[32, 64], bf16>, %b: !aten.tensor<[32], bf16>, %r: !aten.tensor<[8, 32], bf16>) -> !aten.tensor<[8, 32], bf16> {
+  %t = aten.permute.default(%w, dims = [1, 0]) : !aten.tensor<[64, 32], bf16, strides [1, 64]>
+  %0 = aten.addmm.default(%b, %x, %t) : !aten.tensor<[8, 32], bf16>
+  %1 = aten.add.Tensor(%0, %r) : !aten.tensor<[8, 32], bf16>
+  %2, %3, %4 = aten.native_layer_norm.default(%1, normalized_shape = [32], none, none, eps = 1.0e-05) : (!aten.tensor<[8, 32], bf16>, !aten.tensor<[8, 1], f32>, !aten.tensor<[8, 1], f32>)
+  func.return %2 : !aten.tensor<[8, 32], bf16>
+}
+
+// -----
+
+// The same with the norm computed in f32 (a cast between): the finish is
+// not inlined into the cast that only the norm and its normalizing step
+// read, so the template writes the bf16 sum and the norm's group reads it
+// (the cast inlined there), not an f32 copy of it.
+// CHECK-LABEL: func.func @residual_cast_norm
+// CHECK: %[[G:.*]] = loop.fused [8, 32] [64] : !loop.tensor<[8, 32], bf16>
+// CHECK: loop.reduction sum [8, 32] [64] template gemm
+// CHECK: loop.fused [8] [32] : !loop.tensor<[8, 32], f32>
+// CHECK: loop.reduction welford
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: loop.load %[[G]][i0, r0] : !loop.tensor<[8, 32], bf16>
+func.func @residual_cast_norm(%x: !aten.tensor<[8, 64], bf16>, %w: !aten.tensor<[32, 64], bf16>, %b: !aten.tensor<[32], bf16>, %r: !aten.tensor<[8, 32], bf16>) -> !aten.tensor<[8, 32], f32> {
+  %t = aten.permute.default(%w, dims = [1, 0]) : !aten.tensor<[64, 32], bf16, strides [1, 64]>
+  %0 = aten.addmm.default(%b, %x, %t) : !aten.tensor<[8, 32], bf16>
+  %1 = aten.add.Tensor(%0, %r) : !aten.tensor<[8, 32], bf16>
+  %c = aten._to_copy.default(%1, dtype = f32) : !aten.tensor<[8, 32], f32>
+  %2, %3, %4 = aten.native_layer_norm.default(%c, normalized_shape = [32], none, none, eps = 1.0e-05) : (!aten.tensor<[8, 32], f32>, !aten.tensor<[8, 1], f32>, !aten.tensor<[8, 1], f32>)
+  func.return %2 : !aten.tensor<[8, 32], f32>
+}

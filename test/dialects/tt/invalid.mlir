@@ -458,3 +458,27 @@ tt.func public @scan_combiner_return(%x: tensor<4x8xf32>) {
   tt.return
 }
 // CHECK: tt.scan: combiner must end with tt.scan.return of the element types
+
+// -----
+
+tt.func public @hint_rank(%x: tensor<128x1xi32>) {
+  %m = tt.multiple_of %x {values = array<i32: 16>} : tensor<128x1xi32>
+  tt.return
+}
+// CHECK: tt.multiple_of: needs one value per dimension (2), got 1
+
+// -----
+
+tt.func public @hint_power(%x: tensor<128xi32>) {
+  %m = tt.max_contiguous %x {values = array<i32: 24>} : tensor<128xi32>
+  tt.return
+}
+// CHECK: tt.max_contiguous: value 24 must be a power of two
+
+// -----
+
+tt.func public @hint_float(%x: tensor<128xf32>) {
+  %m = tt.multiple_of %x {values = array<i32: 16>} : tensor<128xf32>
+  tt.return
+}
+// CHECK: tt.multiple_of: hints an integer block

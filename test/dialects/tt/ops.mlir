@@ -51,6 +51,17 @@ tt.func public @shapes(%x: tensor<64xf32>) {
   tt.return
 }
 
+// Compiler hints: a block passed through with its divisibility and contiguity
+// per dimension (tl.multiple_of, tl.max_contiguous).
+// CHECK-LABEL: tt.func public @hints
+tt.func public @hints(%x: tensor<128x1xi32>) {
+  // CHECK:      %m = tt.multiple_of %x {values = array<i32: 16, 1>} : tensor<128x1xi32>
+  // CHECK-NEXT: %c = tt.max_contiguous %m {values = array<i32: 16, 1>} : tensor<128x1xi32>
+  %m = tt.multiple_of %x {values = array<i32: 16, 1>} : tensor<128x1xi32>
+  %c = tt.max_contiguous %m {values = array<i32: 16, 1>} : tensor<128x1xi32>
+  tt.return
+}
+
 // Loads: plain, masked, masked with `other`, with cache/eviction hints;
 // stores with and without a mask; an atomic update; scalar pointers.
 // CHECK-LABEL: tt.func public @memory

@@ -110,12 +110,47 @@ func.func @conv1x1(%x: !aten.tensor<[2, 8, 5, 5], f32>, %w: !aten.tensor<[6, 8, 
 
 // -----
 
-// A strided 1x1 convolution stays cuDNN's.
+// A strided 1x1 convolution (a bottleneck's downsampling shortcut): each
+// output pixel reads the input pixel at twice its position.
 // CHECK-LABEL: func.func @conv1x1_strided
-// CHECK: buffer.extern "aten.convolution.default"
+// CHECK: loop.reduction sum [2, 6, 3, 3] [8] template gemm
+// CHECK-NEXT: ^bb0(%i0: index, %i1: index, %i2: index, %i3: index, %r0: index):
+// CHECK-NEXT: loop.load %x[i0, r0, 2*i2, 2*i3]
+// CHECK-NEXT: loop.load %w[i1, r0, 0, 0]
+// EXTERN-LABEL: func.func @conv1x1_strided
+// EXTERN: buffer.extern "aten.convolution.default"
 func.func @conv1x1_strided(%x: !aten.tensor<[2, 8, 5, 5], f32>, %w: !aten.tensor<[6, 8, 1, 1], f32>, %b: !aten.tensor<[6], f32>) -> !aten.tensor<[2, 6, 3, 3], f32> {
   %0 = aten.convolution.default(%x, %w, %b, stride = [2, 2], padding = [0, 0], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1) : !aten.tensor<[2, 6, 3, 3], f32>
   func.return %0 : !aten.tensor<[2, 6, 3, 3], f32>
+}
+
+// -----
+
+// A depthwise convolution (groups = C_in = C_out) under gemm=triton: a
+// reduction over the 3x3 window reading the input pixel each window point
+// covers, masked in the padding, times the channel's weight; cuDNN's otherwise.
+// CHECK-LABEL: func.func @depthwise
+// CHECK: loop.reduction sum [2, 6, 3, 3] [3, 3] : !loop.tensor<[2, 6, 3, 3], f32>
+// CHECK-NEXT: ^bb0(%i0: index, %i1: index, %i2: index, %i3: index, %r0: index, %r1: index):
+// CHECK: loop.load %x[i0, i1, 2*i2 + r0 - 1, 2*i3 + r1 - 1] mask(
+// CHECK: loop.load %w[i1, 0, r0, r1]
+// EXTERN-LABEL: func.func @depthwise
+// EXTERN: buffer.extern "aten.convolution.default"
+// AUTO-LABEL: func.func @depthwise
+// AUTO: buffer.extern "aten.convolution.default"
+func.func @depthwise(%x: !aten.tensor<[2, 6, 5, 5], f32>, %w: !aten.tensor<[6, 1, 3, 3], f32>) -> !aten.tensor<[2, 6, 3, 3], f32> {
+  %0 = aten.convolution.default(%x, %w, none, stride = [2, 2], padding = [1, 1], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 6) : !aten.tensor<[2, 6, 3, 3], f32>
+  func.return %0 : !aten.tensor<[2, 6, 3, 3], f32>
+}
+
+// -----
+
+// A padded 1x1 convolution stays cuDNN's (its border reads zeros).
+// CHECK-LABEL: func.func @conv1x1_padded
+// CHECK: buffer.extern "aten.convolution.default"
+func.func @conv1x1_padded(%x: !aten.tensor<[2, 8, 5, 5], f32>, %w: !aten.tensor<[6, 8, 1, 1], f32>) -> !aten.tensor<[2, 6, 7, 7], f32> {
+  %0 = aten.convolution.default(%x, %w, none, stride = [1, 1], padding = [1, 1], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1) : !aten.tensor<[2, 6, 7, 7], f32>
+  func.return %0 : !aten.tensor<[2, 6, 7, 7], f32>
 }
 
 // -----
