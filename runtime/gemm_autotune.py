@@ -40,6 +40,7 @@ from xdsl.ir import Operation
 
 from coil.dialects import dtypes
 from coil.dialects.aten import AtenOp
+from coil.dialects.aten_ops import VIEW_OPS
 from coil.lowering.aten_to_loop.gemm import (
     _CASTS,
     FLOATS,
@@ -175,20 +176,6 @@ def problems(module: builtin.ModuleOp, allow_extern: bool = True) -> list[Proble
     return found
 
 
-_VIEW_OPS = (
-    "aten.view.default",
-    "aten._unsafe_view.default",
-    "aten.reshape.default",
-    "aten.permute.default",
-    "aten.t.default",
-    "aten.transpose.int",
-    "aten.expand.default",
-    "aten.unsqueeze.default",
-    "aten.squeeze.dim",
-    "aten.alias.default",
-)
-
-
 def _is_static(value) -> bool:
     """Whether ``value`` is (a view of) a function argument marked static or
     constant (a parameter: the same tensor call after call)."""
@@ -196,7 +183,7 @@ def _is_static(value) -> bool:
 
     from coil.transforms.buffer_hoist_constants import STATIC_ATTRS
 
-    while isinstance(value.owner, AtenOp) and value.owner.name in _VIEW_OPS:
+    while isinstance(value.owner, AtenOp) and value.owner.name in VIEW_OPS:
         value = value.owner.operands[0]
     if not isinstance(value, BlockArgument):
         return False
@@ -219,7 +206,7 @@ def _epilogue_saves(op: AtenOp) -> bool:
     value = op.results[0]
     while True:
         uses = list(value.uses)
-        if len(uses) != 1 or uses[0].operation.name not in _VIEW_OPS:
+        if len(uses) != 1 or uses[0].operation.name not in VIEW_OPS:
             break
         value = uses[0].operation.results[0]
     consumers = [u.operation for u in value.uses]
@@ -230,7 +217,7 @@ def _epilogue_saves(op: AtenOp) -> bool:
         v = work.pop()
         for use in v.uses:
             user = use.operation
-            if user.name in _VIEW_OPS:
+            if user.name in VIEW_OPS:
                 work.extend(user.results)
                 continue
             lowering = LOWERINGS.get(user.name)

@@ -43,6 +43,7 @@ from xdsl.passes import ModulePass
 from xdsl.traits import is_side_effect_free
 
 from coil.dialects.aten import AtenOp, OperatorOp
+from coil.dialects.aten_ops import VIEW_OPS
 from coil.dialects.c10d import WAIT_TENSOR, C10dOp, is_collective_call
 from coil.passinfo import check_options
 
@@ -78,24 +79,6 @@ SCATTERS = frozenset(
     }
 )
 """Collectives whose result is a shard of their input: outside the prefetch chain."""
-
-VIEWS = frozenset(
-    {
-        "aten.view.default",
-        "aten._unsafe_view.default",
-        "aten.reshape.default",
-        "aten.slice.Tensor",
-        "aten.select.int",
-        "aten.permute.default",
-        "aten.t.default",
-        "aten.transpose.int",
-        "aten.expand.default",
-        "aten.unsqueeze.default",
-        "aten.squeeze.dim",
-        "aten.alias.default",
-    }
-)
-"""Ops that only view their input: a wait's result read through them is not yet used."""
 
 
 def schedule(
@@ -214,7 +197,7 @@ def _read(
             if u in seen:
                 continue
             seen.add(u)
-            if u not in waits and ops[u].name not in VIEWS:
+            if u not in waits and ops[u].name not in VIEW_OPS:
                 return True
             stack.append(u)
     return False
