@@ -40,6 +40,17 @@ def _fake(times):
     return bench, calls
 
 
+def _runs_the_tuned_template(module, fn, args) -> None:
+    """The default pipeline lowers ``module``'s tuned product as the template
+    (no extern left), and the kernel matches ``fn`` under the interpreter."""
+    run_pipeline(module, PIPELINES["default"])
+    assert not [op for op in module.walk() if isinstance(op, host.ExternOp | B.ExternOp)]
+    source = emit_python(module)
+    assert "(tuned at compile time)" in source and "tl.dot(" in source
+    mod = load_module(source, interpret=True)
+    assert_close_to_eager(mod.call([a.clone() for a in args])[0], fn(*args))
+
+
 def test_template_choice_reaches_the_kernel(tmp_path):
     args = _args()
     module = coil.import_module(_fn, args)
@@ -52,13 +63,7 @@ def test_template_choice_reaches_the_kernel(tmp_path):
     assert report.measured == 1 and calls == list(p.candidates)
     assert list(report.choices.values()) == [f"triton {pick}"]
     # The default pipeline (gemm=auto, which keeps cuBLAS on the CPU) follows the choice.
-    run_pipeline(module, PIPELINES["default"])
-    assert not [op for op in module.walk() if isinstance(op, host.ExternOp | B.ExternOp)]
-    source = emit_python(module)
-    assert "(tuned at compile time)" in source and "tl.dot(" in source
-    mod = load_module(source, interpret=True)
-    args = _args()
-    assert_close_to_eager(mod.call([a.clone() for a in args])[0], _fn(*args))
+    _runs_the_tuned_template(module, _fn, _args())
 
 
 def test_decompose_k_candidate_reaches_the_kernel(tmp_path):
@@ -151,13 +156,7 @@ def test_conv1x1_is_a_candidate(tmp_path):
     pick = p.candidates[1]
     bench, _ = _fake(lambda c: 1.0 if c == pick else 2.0)
     GA.tune_module(module, bench=bench, cache_dir=tmp_path, device_name="test")
-    run_pipeline(module, PIPELINES["default"])
-    assert not [op for op in module.walk() if isinstance(op, host.ExternOp | B.ExternOp)]
-    source = emit_python(module)
-    assert "(tuned at compile time)" in source and "tl.dot(" in source
-    mod = load_module(source, interpret=True)
-    a = args()
-    assert_close_to_eager(mod.call([t.clone() for t in a])[0], fn(*a))
+    _runs_the_tuned_template(module, fn, args())
 
 
 def test_no_epilogue_credit_before_a_reduction():
