@@ -64,11 +64,24 @@ KINDS = {
 }
 
 
-@pytest.mark.parametrize("split", [3, 4])
-@pytest.mark.parametrize("shape", [(37, 5), (40, 3)])
-@pytest.mark.parametrize("name", sorted(KINDS))
+# 37 rows in 3 or 4 chunks leave a partial last chunk (masked); 40 in 4 do not.
+SPLIT_SHAPES = [((37, 5), 3), ((37, 5), 4), ((40, 3), 3), ((40, 3), 4)]
+
+
+def _forced_cases():
+    """Every kind with every (shape, split): by default each kind with one of
+    them, in turn (so each shape and split count runs four kinds, and every
+    kind a masked or an unmasked chunk), the rest with ``-m slow``."""
+    for i, name in enumerate(sorted(KINDS)):
+        for j, (shape, split) in enumerate(SPLIT_SHAPES):
+            marks = () if j == i % len(SPLIT_SHAPES) else (pytest.mark.slow,)
+            yield pytest.param(
+                name, shape, split, marks=marks, id=f"{name}-{shape[0]}x{shape[1]}-{split}"
+            )
+
+
+@pytest.mark.parametrize("name, shape, split", list(_forced_cases()))
 def test_forced_split_matches_eager(name, shape, split):
-    # 37 rows in 3 or 4 chunks leave a partial last chunk (masked); 40 in 4 do not.
     fn = KINDS[name]
     x = torch.randn(*shape)
     assert_close_to_eager(_compile(fn, split)(x), fn(x))
