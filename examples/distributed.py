@@ -741,11 +741,16 @@ PROGRAMS = {
 }
 
 
-def all_programs(rank: int, world: int, device: str, dump_dir: str) -> dict[str, Any]:
-    """Every program in turn, in one process group (one start-up for all), then
-    :func:`in_flight_buffer` with and without the plan's hold (small on the CPU)."""
+def all_programs(
+    rank: int, world: int, device: str, dump_dir: str, skip: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """Every program (but those named in ``skip``) in turn, in one process group
+    (one start-up for all), then :func:`in_flight_buffer` with and without the
+    plan's hold (small on the CPU)."""
     results = {
-        name: run(rank, world, device, Path(dump_dir, name)) for name, run in PROGRAMS.items()
+        name: run(rank, world, device, Path(dump_dir, name))
+        for name, run in PROGRAMS.items()
+        if name not in skip
     }
     numel = 1 << 12 if device == "cpu" else 1 << 25
     for hold in (True, False):

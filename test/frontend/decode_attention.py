@@ -1,4 +1,4 @@
-# RUN: %python %s | filecheck %s
+# RUN: %served_python %s | filecheck %s
 # pack_grouped_queries (frontend/decode_attention.py): one query position over
 # key/value heads repeated for grouped-query attention attends the unrepeated
 # heads, the query heads packed as positions; no copy of the keys/values.

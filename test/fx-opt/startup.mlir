@@ -1,22 +1,31 @@
 // fx-opt must not import torch (seconds of start-up) for IR that does not need
 // it: parsing, verifying and printing the aten dialect, and the aten and loop
 // pipelines on affine index math, run without it.
-// RUN: %python %S/Inputs/run_without_torch.py %s 2>&1 >/dev/null | filecheck %s --check-prefix=NOTORCH
-// RUN: %python %S/Inputs/run_without_torch.py %s -p "%aten_pipeline" 2>&1 >/dev/null | filecheck %s --check-prefix=NOTORCH
-// RUN: %python %S/Inputs/run_without_torch.py %s -p "%loop_pipeline" 2>&1 >/dev/null | filecheck %s --check-prefix=NOTORCH
-// RUN: %python %S/Inputs/run_without_torch.py %s -p "%loop_pipeline" | filecheck %s --check-prefix=LOOP
-// --help lists every pass's options, read from the sources without importing them.
-// RUN: %python %S/Inputs/run_without_torch.py --help 2>&1 >/dev/null | filecheck %s --check-prefix=NOTORCH
-// Loop- and buffer-level passes read an extern call's schema from the
+// Each command runs in a child forked after `coil.cli` was imported, as a
+// fresh fx-opt starts (run_without_torch.py; one interpreter start for all).
+// 1-3: this file printed, through the aten and the loop pipeline.
+// 4: --help lists every pass's options, read from the sources without importing them.
+// 5-6: Loop- and buffer-level passes read an extern call's schema from the
 // generated op classes, devices and element sizes from the types, not from
 // torch (IR whose index expressions hold no floordiv/mod).
-// RUN: %python %S/Inputs/run_without_torch.py %S/../transforms/memory-plan-collectives.mlir -p memory-plan --split-input-file 2>&1 >/dev/null | filecheck %s --check-prefix=NOTORCH
-// RUN: %python %S/Inputs/run_without_torch.py %S/../transforms/aten-channels-last.mlir -p "aten-channels-last{mode=on},convert-aten-to-loop,bufferize" --split-input-file 2>&1 >/dev/null | filecheck %s --check-prefix=NOTORCH
-// A pass that calls torch (a decomposition) or a floordiv in the text loads it.
-// RUN: %python %S/Inputs/run_without_torch.py %S/Inputs/needs-torch.mlir -p aten-decompose 2>&1 >/dev/null | filecheck %s --check-prefix=TORCH
+// 7: A pass that calls torch (a decomposition) or a floordiv in the text loads it.
+// RUN: %python %S/Inputs/run_without_torch.py %s \
+// RUN:   --- %s -p "%aten_pipeline" \
+// RUN:   --- %s -p "%loop_pipeline" -o %t.loop.mlir \
+// RUN:   --- --help \
+// RUN:   --- %S/../transforms/memory-plan-collectives.mlir -p memory-plan --split-input-file \
+// RUN:   --- %S/../transforms/aten-channels-last.mlir -p "aten-channels-last{mode=on},convert-aten-to-loop,bufferize" --split-input-file \
+// RUN:   --- %S/Inputs/needs-torch.mlir -p aten-decompose \
+// RUN:   2>&1 >/dev/null | filecheck %s --check-prefix=IMPORTS
+// RUN: filecheck %s --check-prefix=LOOP < %t.loop.mlir
 
-// NOTORCH: exit code 0, torch imported: False
-// TORCH: exit code 0, torch imported: True
+// IMPORTS: command 1: exit code 0, torch imported: False
+// IMPORTS: command 2: exit code 0, torch imported: False
+// IMPORTS: command 3: exit code 0, torch imported: False
+// IMPORTS: command 4: exit code 0, torch imported: False
+// IMPORTS: command 5: exit code 0, torch imported: False
+// IMPORTS: command 6: exit code 0, torch imported: False
+// IMPORTS: command 7: exit code 0, torch imported: True
 
 // LOOP-LABEL: func.func @f
 // LOOP: loop.reduction sum [s0] [8]

@@ -88,22 +88,27 @@ def _cpu_kernel_kind(request, monkeypatch):
 # The files that take longest, longest first: pytest-xdist sends whole files
 # (--dist loadfile --no-loadscope-reorder, pyproject.toml) in collection order
 # to whichever worker is free, so these go out first and the many short files
-# even out the end (longest-first scheduling). Seconds of one worker each, on
-# this 2-core machine shared with other work (a full run's --durations and
-# single-file runs): test_split_reduction ~660 (its online softmax and
-# heuristic cases run long reductions under the interpreter),
-# test_opinfo_backend ~275, test_models ~250, test_lower_pointwise_reductions
-# ~230, test_cpp_target's three C++ builds ~185, test_distributed's 2-process
-# group ~170 to start, test_readme's commands ~120 s of CPU. Every other file
-# follows in name order.
+# even out the end (longest-first scheduling). Seconds of CPU each in a default
+# run on the 2-core CI machine (Nov 2026; the first four after that week's
+# cuts): test_distributed's 2-process group ~166 (both ranks),
+# test_middle_end ~93 (the executor after every pass), test_cpp_target's
+# three C++ wrapper builds ~89 (13 s of g++ each), test_bufferize ~63,
+# test_opinfo_backend ~61, test_tile2d ~54, test_readme ~52 (its
+# opinfo_sweep and fuzz lines start interpreters), test_backend ~48,
+# test_split_finish ~47, test_split_reduction ~44, test_aotcache ~44 (two
+# processes at once). Every other file follows in name order.
 LONGEST_FIRST = (
-    "test_split_reduction.py",
-    "test_opinfo_backend.py",
-    "test_models.py",
-    "test_lower_pointwise_reductions.py",
-    "test_cpp_target.py",
     "test_distributed.py",
+    "test_middle_end.py",
+    "test_cpp_target.py",
+    "test_bufferize.py",
+    "test_opinfo_backend.py",
+    "test_tile2d.py",
     "test_readme.py",
+    "test_backend.py",
+    "test_split_finish.py",
+    "test_split_reduction.py",
+    "test_aotcache.py",
 )
 
 

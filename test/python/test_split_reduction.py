@@ -64,11 +64,24 @@ KINDS = {
 }
 
 
-@pytest.mark.parametrize("split", [3, 4])
-@pytest.mark.parametrize("shape", [(37, 5), (40, 3)])
-@pytest.mark.parametrize("name", sorted(KINDS))
+# 37 rows in 3 or 4 chunks leave a partial last chunk (masked); 40 in 4 do not.
+SPLIT_SHAPES = [((37, 5), 3), ((37, 5), 4), ((40, 3), 3), ((40, 3), 4)]
+
+
+def _forced_cases():
+    """Every kind with every (shape, split): by default each kind with one of
+    them, in turn (so each shape and split count runs four kinds, and every
+    kind a masked or an unmasked chunk), the rest with ``-m slow``."""
+    for i, name in enumerate(sorted(KINDS)):
+        for j, (shape, split) in enumerate(SPLIT_SHAPES):
+            marks = () if j == i % len(SPLIT_SHAPES) else (pytest.mark.slow,)
+            yield pytest.param(
+                name, shape, split, marks=marks, id=f"{name}-{shape[0]}x{shape[1]}-{split}"
+            )
+
+
+@pytest.mark.parametrize("name, shape, split", list(_forced_cases()))
 def test_forced_split_matches_eager(name, shape, split):
-    # 37 rows in 3 or 4 chunks leave a partial last chunk (masked); 40 in 4 do not.
     fn = KINDS[name]
     x = torch.randn(*shape)
     assert_close_to_eager(_compile(fn, split)(x), fn(x))
@@ -113,9 +126,9 @@ def test_forced_split_dynamic(name):
 
 def test_heuristic_long_rows_and_full():
     # Few outputs, long rows: split by the strategy (three programs walking
-    # 100003 points each are latency-bound).
+    # 20011 points each are latency-bound; 5 chunks, the last one masked).
     fn = lambda x, y: (x.sum(1), x.var(1), x.argmax(1), y.sum(), y.amax(), y.argmin())  # noqa: E731
-    x, y = torch.randn(3, 100003), torch.randn(12288)
+    x, y = torch.randn(3, 20011), torch.randn(12288)
     reds = _reductions(fn, [x, y], PIPELINES["loop"])
     assert any(len(r.ranges.data) == 2 and r.ranges.data[1] == 3 for r in reds)  # [chunks, 3]
     assert_close_to_eager(_compile(fn)(x, y), fn(x, y))
@@ -170,7 +183,7 @@ def _reads_chunk_max(red: L.ReductionOp) -> bool:
 ONLINE_CASES = (
     (lambda x: torch.softmax(x, 0), (3001, 7)),
     (lambda x: torch.log_softmax(x, 0), (3001, 7)),
-    (lambda x: torch.softmax(x, 1), (3, 100003)),
+    (lambda x: torch.softmax(x, 1), (3, 20011)),
     (lambda x: torch.logsumexp(x, 0), (3001, 7)),  # exp(x - (M if |M| != inf else 0))
 )
 
@@ -242,11 +255,12 @@ def test_full_reductions_from_partial_ones():
     # reductions x.sum(0) / x.amax(1) (issue 9's four-reduction row): fewer
     # reads of x, the same values; bf16 sums keep reading x.
     fn = lambda x: (x.sum(0), x.amax(1), x.var(1), x.mean(), x.sum(), x.amax())  # noqa: E731
-    assert _nests_reading_input(fn, torch.empty(4099, 33)) == 2  # sum(0)'s, the rows'
-    assert _nests_reading_input(fn, torch.empty(4099, 33, dtype=torch.bfloat16)) == 3
+    # 1025 rows: sum(0) is split (9 chunks in f32, 17 in bf16), as for 4099.
+    assert _nests_reading_input(fn, torch.empty(1025, 33)) == 2  # sum(0)'s, the rows'
+    assert _nests_reading_input(fn, torch.empty(1025, 33, dtype=torch.bfloat16)) == 3
     for dtype in (torch.float32, torch.bfloat16):
-        x = torch.randn(4099, 33, dtype=dtype)
-        # Sums of 4099 elements: judged against float64 as well (Inductor's rule).
+        x = torch.randn(1025, 33, dtype=dtype)
+        # Sums of 33825 elements: judged against float64 as well (Inductor's rule).
         assert difference(_compile(fn)(x), fn(x), fn(x.double())) is None
         torch._dynamo.reset()
 
