@@ -31,7 +31,7 @@ def __getattr__(name: str):
 
         return run_module
     if name == "compile_graph":
-        from coil.backend import compile_graph
+        from coil.compile_driver import compile_graph
 
         return compile_graph
     raise AttributeError(f"module 'coil' has no attribute {name!r}")

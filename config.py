@@ -20,7 +20,7 @@ change the environment after ``import coil`` and be heard.
   says on stderr which stage it is in, once per stage; ``0`` turns it off (so
   does the backend option ``progress=False``).
 * ``COIL_DUMP_DIR=dir`` -- write every stage's IR and the generated code per
-  graph (see :mod:`coil.backend`); compiles with a dump bypass the graph cache.
+  graph (see :mod:`coil.compile_driver`); compiles with a dump bypass the graph cache.
 * ``COIL_FALLBACK`` -- the backend's fallback policy when ``options`` names none
   (``eager``, ``extern`` or ``error``; see ``coil.backend.OPTIONS``). Default:
   ``eager``. The test suite sets ``extern`` so that a graph coil fails to

@@ -18,7 +18,7 @@ from collections import Counter
 import torch
 from xdsl.dialects.builtin import ModuleOp
 
-from coil.backend import compile_graph
+from coil.compile_driver import compile_graph
 from coil.examples.models import build
 from coil.frontend.capture import aot_backend
 from coil.ir import print_module

@@ -157,7 +157,7 @@ def print_imported(
 ) -> None:
     """Import through AOTAutograd and print the aten IR (for FileCheck tests),
     after running ``pipeline`` on it when one is given."""
-    from coil.backend import run_pipeline
+    from coil.compile_driver import run_pipeline
     from coil.frontend.loader import import_module
 
     torch.manual_seed(0)
@@ -293,7 +293,8 @@ def cuda_plan(
     ``wrapper='cpp'``)."""
     from torch.export.graph_signature import InputKind
 
-    from coil.backend import _graph_pipeline, run_pipeline
+    from coil.backend import _graph_pipeline
+    from coil.compile_driver import run_pipeline
     from coil.frontend.decompositions import decomposition_table
     from coil.pipeline import PIPELINES
 

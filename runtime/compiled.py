@@ -1,9 +1,9 @@
 """A compiled graph as a callable: what runs what coil compiled.
 
-The backend (``coil.backend``) compiles a graph to a ``-t python`` module; this
-module turns that module into the callable torch.compile gets, and rebuilds the
-same callable without compiling from a :class:`Recipe` (a graph-cache or
-AOTAutograd-cache hit, :mod:`coil.runtime.aotcache`):
+The compile driver (``coil.compile_driver``) compiles a graph to a ``-t
+python`` module; this module turns that module into the callable torch.compile
+gets, and rebuilds the same callable without compiling from a :class:`Recipe`
+(a graph-cache or AOTAutograd-cache hit, :mod:`coil.runtime.aotcache`):
 
 * :func:`runner`: the module's ``call`` with the lifted constants appended, the
   effect tokens' stand-ins fed in, and AOTAutograd's boxed form (``.boxed``);

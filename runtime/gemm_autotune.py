@@ -359,8 +359,9 @@ def _operands(p: Problem):
 
 Lower = Callable[[builtin.ModuleOp, "str | None"], None]
 """Lowers a module of one product to the host level, with the template in the
-given config (``None``: cuBLAS's call). The driver passes it (backend.py runs
-its pipelines): the runtime does not import the pipeline layer."""
+given config (``None``: cuBLAS's call). The driver passes it
+(compile_driver.lower_product runs its pipelines): the runtime does not import
+the pipeline layer."""
 
 
 def standalone_module(p: Problem, config_key: str | None, lower: Lower) -> builtin.ModuleOp:

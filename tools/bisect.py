@@ -99,7 +99,7 @@ def _clone_args(args: Sequence[Any]) -> list[Any]:
 def _run_ir(module: ModuleOp, inputs: Sequence[Any]) -> Any:
     """Run ``module`` on ``inputs``: the reference executors, or at the host level
     the ``-t python`` module (its kernels compiled, or interpreted on the CPU)."""
-    from coil.backend import _at_host_level, _on_gpu, emit_python
+    from coil.compile_driver import _at_host_level, _on_gpu, emit_python
     from coil.runtime.aten_executor import run_module
     from coil.runtime.codecache import load_module
 

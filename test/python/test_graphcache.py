@@ -86,8 +86,8 @@ def test_second_compile_hits_and_skips_the_pipeline(caplog, monkeypatch, tmp_pat
     def no_passes(*args, **kwargs):
         raise AssertionError("a hit must not run the pipeline")
 
-    monkeypatch.setattr("coil.backend.run_pipeline", no_passes)
-    monkeypatch.setattr("coil.backend.emit_python", no_passes)
+    monkeypatch.setattr("coil.compile_driver.run_pipeline", no_passes)
+    monkeypatch.setattr("coil.compile_driver.emit_python", no_passes)
     second = _compile(_f, _inputs())
     assert _outcomes(caplog) == ["hit"]
     assert second.coil_source == first.coil_source

@@ -1,5 +1,5 @@
 """Imports go one way (DESIGN.md): dialects <- transforms/lowering <- targets <-
-runtime <- backend/cli. Every import statement of the package counts, those
+runtime <- compile_driver <- backend/cli. Every import statement of the package counts, those
 inside functions too: a lazy import hides a cycle from the interpreter, not
 from the reader."""
 
@@ -59,8 +59,8 @@ def test_the_executors_import_one_way():
 
 def test_the_walk_sees_lazy_imports():
     """The check above would pass vacuously if imports inside functions were
-    missed: backend.py imports the reference executor inside a function."""
-    assert "coil.runtime.aten_executor.run_module" in IMPORTS["coil.backend"]
+    missed: compile_driver.py imports the reference executor inside a function."""
+    assert "coil.runtime.aten_executor.run_module" in IMPORTS["coil.compile_driver"]
 
 
 def _offenders(among: tuple[str, ...], forbidden: tuple[str, ...]) -> dict[str, list[str]]:
@@ -80,6 +80,7 @@ ABOVE_DIALECTS = (
     "coil.lowering",
     "coil.targets",
     "coil.runtime",
+    "coil.compile_driver",
     "coil.backend",
     "coil.frontend",
     "coil.cli",
@@ -99,7 +100,13 @@ def test_no_transform_imports_a_lowering_or_later():
     (the body builder, copy nests, the extern-effect analysis) lives in
     dialects/ or transforms/, so transforms/ imports nothing from lowering/,
     targets/, runtime/ or the backend."""
-    forbidden = ("coil.lowering", "coil.targets", "coil.runtime", "coil.backend")
+    forbidden = (
+        "coil.lowering",
+        "coil.targets",
+        "coil.runtime",
+        "coil.compile_driver",
+        "coil.backend",
+    )
     assert _offenders(("coil.transforms",), forbidden) == {}
 
 
@@ -138,10 +145,36 @@ def test_the_memory_plan_shares_no_analysis():
 def test_runtime_imports_no_driver():
     """runtime/ runs what was compiled: a cache hit rebuilds its callable through
     runtime/compiled.py, and the standalone C++ export (a driver) lives in
-    backend.py, so nothing under runtime/ imports the backend, the CLI or the
-    torch.compile glue (frontend/capture.py)."""
-    forbidden = ("coil.backend", "coil.cli", "coil.frontend.capture")
+    backend.py, so nothing under runtime/ imports the compile driver, the
+    backend, the CLI or the torch.compile glue (frontend/capture.py)."""
+    forbidden = ("coil.compile_driver", "coil.backend", "coil.cli", "coil.frontend.capture")
     assert _offenders(("coil.runtime",), forbidden) == {}
+
+
+TORCH_COMPILE_GLUE = (
+    "coil.backend",
+    "coil.cli",
+    "coil.frontend.capture",
+    "coil.frontend.partition",
+    "coil.frontend.attention",
+)
+"""What belongs to torch.compile (options, AOTAutograd, partition, the
+attention rewrite before autograd) or to the command line: above the compile
+driver."""
+
+
+def test_the_compile_driver_sits_below_the_backend():
+    """compile_driver.py turns one aten FX graph into a loaded module; the
+    torch.compile glue (backend.py: options, fallback to eager, AOTAutograd,
+    partition, CUDA graphs, export_cpp) calls it, never the other way, and
+    backend.py re-exports the driver's public names unchanged."""
+    assert _offenders(("coil.compile_driver",), TORCH_COMPILE_GLUE) == {}
+    assert "coil.compile_driver.compile_graph" in IMPORTS["coil.backend"]
+    import coil.backend
+    import coil.compile_driver
+
+    for name in ("compile_graph", "run_pipeline", "lower_product", "emit_python"):
+        assert getattr(coil.backend, name) is getattr(coil.compile_driver, name)
 
 
 SIZE_HELPERS = {"prod", "numel", "cdiv", "pow2", "next_pow2", "is_pow2"}
@@ -180,7 +213,14 @@ def test_a_planted_size_helper_is_found(tmp_path):
     assert _size_helper_definitions(planted) == {"_prod"}
 
 
-DRIVERS = ("coil.pipeline", "coil.cli", "coil.backend", "coil.demo", "coil.tools")
+DRIVERS = (
+    "coil.pipeline",
+    "coil.cli",
+    "coil.compile_driver",
+    "coil.backend",
+    "coil.demo",
+    "coil.tools",
+)
 """What builds and runs pipelines for a user, above every layer of passes."""
 
 FRONTEND_IMPORTER = (
