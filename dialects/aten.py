@@ -67,6 +67,7 @@ def op_class_for(overload: torch._ops.OpOverload) -> type[AtenOp] | None:
 
 
 __all__ = [
+    "VIEW_OPS",
     "Aten",
     "AtenOp",
     "C10dFunctional",
@@ -82,3 +83,24 @@ __all__ = [
     "op_class_named",
     "overload_name",
 ]
+
+VIEW_OPS = frozenset(
+    {
+        "aten.view.default",
+        "aten._unsafe_view.default",
+        "aten.reshape.default",
+        "aten.slice.Tensor",
+        "aten.select.int",
+        "aten.permute.default",
+        "aten.t.default",
+        "aten.transpose.int",
+        "aten.expand.default",
+        "aten.unsqueeze.default",
+        "aten.squeeze.dim",
+        "aten.squeeze.dims",
+        "aten.squeeze.default",
+        "aten.alias.default",
+    }
+)
+"""Overloads whose result views their first operand's storage (reshapes,
+slices, transposes, broadcasts): what reads through a view reads the operand."""

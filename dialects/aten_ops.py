@@ -11688,24 +11688,3 @@ C10D_FUNCTIONAL_AUTOGRAD_OPS = [
 ]
 
 TORCH_VERSION = "2.13.0"
-
-VIEW_OPS = frozenset(
-    {
-        "aten.view.default",
-        "aten._unsafe_view.default",
-        "aten.reshape.default",
-        "aten.slice.Tensor",
-        "aten.select.int",
-        "aten.permute.default",
-        "aten.t.default",
-        "aten.transpose.int",
-        "aten.expand.default",
-        "aten.unsqueeze.default",
-        "aten.squeeze.dim",
-        "aten.squeeze.dims",
-        "aten.squeeze.default",
-        "aten.alias.default",
-    }
-)
-"""Overloads whose result views their first operand's storage (reshapes,
-slices, transposes, broadcasts): what reads through a view reads the operand."""

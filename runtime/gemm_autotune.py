@@ -39,8 +39,7 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, StringAttr, UnitAtt
 from xdsl.ir import Operation
 
 from coil.dialects import dtypes
-from coil.dialects.aten import AtenOp
-from coil.dialects.aten_ops import VIEW_OPS
+from coil.dialects.aten import VIEW_OPS, AtenOp
 from coil.lowering.aten_to_loop.gemm import (
     _CASTS,
     FLOATS,

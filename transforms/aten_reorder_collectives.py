@@ -42,8 +42,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.traits import is_side_effect_free
 
-from coil.dialects.aten import AtenOp, OperatorOp
-from coil.dialects.aten_ops import VIEW_OPS
+from coil.dialects.aten import VIEW_OPS, AtenOp, OperatorOp
 from coil.dialects.c10d import WAIT_TENSOR, C10dOp, is_collective_call
 from coil.passinfo import check_options
 
