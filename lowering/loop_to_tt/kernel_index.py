@@ -5,15 +5,18 @@ from a flat block index, and the ceiling division of a symbolic size. A mixin of
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 import sympy
 from torch.utils._sympy.functions import FloorDiv, PythonMod
 from xdsl.dialects import arith as xarith
+from xdsl.dialects import scf
 from xdsl.dialects.builtin import (
     i64,
 )
-from xdsl.ir import SSAValue
+from xdsl.ir import Block, Region, SSAValue
 
 from coil.dialects import tt
 from coil.dialects.symbolic import symbol
@@ -53,6 +56,16 @@ def decompose(flat: sympy.Symbol, sizes: Sequence[sympy.Expr]) -> list[sympy.Exp
     return out
 
 
+@dataclass
+class RLoop:
+    """A loop over the reduction dimension (``IndexBinding._r_loop``): inside
+    its body, ``rindex`` and the values it carries; after it, the ``scf.for``."""
+
+    rindex: SSAValue
+    carried: list[SSAValue]
+    op: scf.ForOp | None = field(default=None)
+
+
 class IndexBinding:
     """Binds the kernel's index symbols (see ``KernelLowering``)."""
 
@@ -83,6 +96,28 @@ class IndexBinding:
         xmask = b.cmpi(xindex, b.emit_index(xnumel), "slt")
         xmask.name_hint = "xmask"
         return xmask
+
+    @contextmanager
+    def _r_loop(
+        self, inits: Sequence[SSAValue], rnumel: sympy.Expr, rblock: int, rbase: SSAValue
+    ) -> Iterator[RLoop]:
+        """Emit into the body of a loop over ``rnumel`` in steps of ``rblock``
+        carrying ``inits`` (``roffset`` and ``rindex = roffset + rbase``; loads
+        stream); the caller ends the body with its ``scf.yield``. On exit the
+        ``scf.for`` is inserted and set as the loop's ``op``."""
+        b, it = self.b, self.index_type
+        body = Block(arg_types=[it] + [v.type for v in inits])
+        body.args[0].name_hint = "roffset"
+        lb, ub, step = b.const(0, it), b.emit_index(rnumel), b.const(rblock, it)
+        with b.at(body):
+            self.body.eviction.streaming = True
+            rindex = b.binary(xarith.AddiOp, body.args[0], rbase)
+            rindex.name_hint = "rindex"
+            loop = RLoop(rindex, list(body.args[1:]))
+            yield loop
+            self.body.eviction.streaming = False
+        loop.op = scf.ForOp(lb, ub, step, list(inits), Region(body))
+        b.insert(loop.op)
 
     def _bind_indices(self, flat: sympy.Symbol, syms, sizes) -> None:
         self.body.flat_groups.append((flat, tuple(syms), tuple(sizes)))

@@ -13,7 +13,7 @@ from xdsl.dialects import scf
 from xdsl.dialects.builtin import (
     i64,
 )
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.ir import SSAValue
 
 from coil.dialects.tt import element_of
 from coil.lowering.loop_to_tt import reductions as R
@@ -82,7 +82,7 @@ class RowBodies:
     # looped: one scf.for per phase
 
     def _looped(self, rbase: SSAValue, rnumel: sympy.Expr, rblock: int) -> None:
-        b, it = self.b, self.index_type
+        b = self.b
         online = online_softmax_pairs(self.members) if self.options.online_softmax else {}
         if online:
             schedule_members(self.members, online)
@@ -99,15 +99,9 @@ class RowBodies:
             inits: list[SSAValue] = []
             for m in here:
                 inits += self._acc_init(m, shape)
-            body = Block(arg_types=[it] + [v.type for v in inits])
-            body.args[0].name_hint = "roffset"
-            lb, ub, step = b.const(0, it), b.emit_index(rnumel), b.const(rblock, it)
-            with b.at(body):
-                self.body.eviction.streaming = True
-                rindex = b.binary(xarith.AddiOp, body.args[0], rbase)
-                rindex.name_hint = "rindex"
-                self._rtile(rindex, rnumel, rblock)
-                accs = list(body.args[1:])
+            with self._r_loop(inits, rnumel, rblock, rbase) as rloop:
+                self._rtile(rloop.rindex, rnumel, rblock)
+                accs = rloop.carried
                 new: list[SSAValue] = []
                 steps: dict[int, tuple[SSAValue, SSAValue]] = {}  # id -> (old, new)
                 for m in here:
@@ -124,10 +118,7 @@ class RowBodies:
                         vals = [vals] if vals is not None else self._compute_pointwise(m)
                         self._store_outputs(m, vals)
                 b.insert(scf.YieldOp(*new))
-                self.body.eviction.streaming = False
-            loop = scf.ForOp(lb, ub, step, inits, Region(body))
-            b.insert(loop)
-            results = list(loop.res)
+            results = list(rloop.op.res)
             finals: dict[int, SSAValue] = {}  # id -> the per-lane accumulator of a max
             for m in here:
                 n_acc = len(self._acc_init_kinds(m))

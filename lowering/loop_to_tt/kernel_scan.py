@@ -7,12 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sympy
-from xdsl.dialects import arith as xarith
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import (
     i64,
 )
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.ir import SSAValue
 
 from coil.dialects import loop as L
 from coil.dialects import tt
@@ -121,20 +120,12 @@ class ScanTile:
             inits = [
                 b.const(v, t, (xblock, 1)) for v, t in zip(S.identities(kind, elem), carry_types)
             ]
-            body = Block(arg_types=[it] + [v.type for v in inits])
-            body.args[0].name_hint = "roffset"
-            lb, ub, step = b.const(0, it), b.emit_index(rnumel), b.const(rblock, it)
-            with b.at(body):
-                self.body.eviction.streaming = True
-                rindex = b.binary(xarith.AddiOp, body.args[0], rbase)
-                rindex.name_hint = "rindex"
-                self._rtile(rindex, rnumel, rblock, [rnumel])
-                carry = list(body.args[1:])
+            with self._r_loop(inits, rnumel, rblock, rbase) as rloop:
+                self._rtile(rloop.rindex, rnumel, rblock, [rnumel])
+                carry = rloop.carried
                 values = S.combine(b, kind, carry, chunk(), self.device)
                 store(values)
                 is_last = b.cmpi(rbase, b.const(rblock - 1, it), "eq")
                 b.insert(scf.YieldOp(*[S.last(b, v, is_last) for v in values]))
-                self.body.eviction.streaming = False
-            b.insert(scf.ForOp(lb, ub, step, inits, Region(body)))
         warps = 8 if xblock * rblock >= 4096 else 4
         return [cdiv(xnumel, xblock), sympy.Integer(1), sympy.Integer(1)], warps
