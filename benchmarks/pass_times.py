@@ -25,15 +25,40 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-def pass_times(name: str, layers: int | None, repeat: int) -> dict[str, float]:
+def time_stages(gm, inputs, pipeline: str, add) -> None:
+    """Compile one graph as the backend does, calling ``add(stage, cpu_seconds)``
+    for the import, each pass (by name), the final verify and the emit."""
     import contextlib
-
-    import models
 
     from coil import backend
     from coil.backend import emit_python, run_pipeline
-    from coil.frontend.capture import capture_graphs
     from coil.frontend.fx_importer import import_graph
+
+    # As compile_graph does (an older coil, measured for a comparison, has none).
+    scope = getattr(backend, "collector_paused", contextlib.nullcontext)
+    with scope():
+        start = time.process_time()
+        ir = import_graph(gm, inputs)
+        last = time.process_time()
+        add("import", last - start)
+
+        def observe(spec: str, _module) -> None:
+            nonlocal last
+            now = time.process_time()
+            add(spec.split("{")[0], now - last)
+            last = now
+
+        run_pipeline(ir, pipeline, observe)
+        now = time.process_time()
+        add("verify", now - last)
+        emit_python(ir)
+        add("emit", time.process_time() - now)
+
+
+def pass_times(name: str, layers: int | None, repeat: int) -> dict[str, float]:
+    import models
+
+    from coil.frontend.capture import capture_graphs
     from coil.pipeline import PIPELINES
 
     if layers:
@@ -49,25 +74,7 @@ def pass_times(name: str, layers: int | None, repeat: int) -> dict[str, float]:
             times[stage] = times.get(stage, 0.0) + seconds
 
         for g in graphs:
-            # As compile_graph does (an older coil, measured for a comparison, has none).
-            scope = getattr(backend, "collector_paused", contextlib.nullcontext)
-            with scope():
-                start = time.process_time()
-                ir = import_graph(g.gm, g.example_inputs)
-                last = time.process_time()
-                add("import", last - start)
-
-                def observe(spec: str, _module) -> None:
-                    nonlocal last
-                    now = time.process_time()
-                    add(spec.split("{")[0], now - last)
-                    last = now
-
-                run_pipeline(ir, PIPELINES["default"], observe)
-                now = time.process_time()
-                add("verify", now - last)
-                emit_python(ir)
-                add("emit", time.process_time() - now)
+            time_stages(g.gm, g.example_inputs, PIPELINES["default"], add)
         for stage, seconds in times.items():
             best[stage] = min(best.get(stage, seconds), seconds)
     best["total"] = sum(best.values())

@@ -21,7 +21,6 @@ Run: ``python benchmarks/traced_compile.py --layers 2,4,8 [--width 256]``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 import time
 from pathlib import Path
@@ -71,9 +70,7 @@ def traced_graphs(layers: int, width: int, seq: int, recompute: bool) -> list[An
 
 def stage_times(gm: torch.fx.GraphModule, pipeline: str) -> dict[str, float]:
     """CPU seconds of each stage of one graph's compile (a pass run twice is summed)."""
-    from coil import backend
-    from coil.backend import emit_python, run_pipeline
-    from coil.frontend.fx_importer import import_graph
+    from pass_times import time_stages
 
     inputs = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
     times: dict[str, float] = {}
@@ -81,24 +78,7 @@ def stage_times(gm: torch.fx.GraphModule, pipeline: str) -> dict[str, float]:
     def add(stage: str, seconds: float) -> None:
         times[stage] = times.get(stage, 0.0) + seconds
 
-    scope = getattr(backend, "collector_paused", contextlib.nullcontext)
-    with scope():
-        start = time.process_time()
-        ir = import_graph(gm, inputs)
-        last = time.process_time()
-        add("import", last - start)
-
-        def observe(spec: str, _module) -> None:
-            nonlocal last
-            now = time.process_time()
-            add(spec.split("{")[0], now - last)
-            last = now
-
-        run_pipeline(ir, pipeline, observe)
-        now = time.process_time()
-        add("verify", now - last)
-        emit_python(ir)
-        add("emit", time.process_time() - now)
+    time_stages(gm, inputs, pipeline, add)
     times["total"] = sum(times.values())
     return times
 
