@@ -627,13 +627,29 @@ def run_variant(
                 with torch.profiler.profile(activities=acts) as prof:
                     tok, p = decode(args.profile_steps, tok, p)
                     _sync(device)
-                n = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
-                row.kernels = n / args.profile_steps
+                cuda = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+                row.kernels = len(cuda) / args.profile_steps
+                _print_top_kernels(row, cuda, args.profile_steps)
     finally:
         coil_log.removeHandler(watch)
     if watch.messages:
         row.note = "; ".join([row.note, *dict.fromkeys(watch.messages)]).strip("; ")
     return row, got if ref is None else None
+
+
+def _print_top_kernels(row: Row, events: list, steps: int, top: int = 12) -> None:
+    """The GPU kernels taking the most time per token (name, us per token,
+    launches per token), printed under the row: where a slow row's time goes."""
+    by: dict[str, list[float]] = {}
+    for e in events:
+        # torch 2.11 names it device_time_total; older, cuda_time_total
+        us = getattr(e, "device_time_total", None)
+        by.setdefault(e.name, []).append(e.cuda_time_total if us is None else us)
+    total = sum(sum(v) for v in by.values()) / steps
+    print(f"profile {row.model} batch {row.batch} {row.variant}: {total:.1f} us of kernels a token")
+    ranked = sorted(by.items(), key=lambda kv: -sum(kv[1]))[:top]
+    for name, times in ranked:
+        print(f"  {sum(times) / steps:8.1f} us {len(times) / steps:6.1f}x  {name[:110]}")
 
 
 def _fmt(v: float, spec: str) -> str:
