@@ -58,10 +58,29 @@ class PointwiseTiles:
         tile = Tile((xblock,), xmask)
         (value,) = self.body.emit(op.body.block, tile)
         self.body.store(op.outs[0], syms, value, tile)
-        warps = 4 if xblock <= 1024 else 8
+        warps = self._pointwise_warps(xblock, xnumel)
         what = f"pointwise 1-D [XBLOCK {xblock}], {warps} warps"
         self._pointwise_plan(what, order, xblock, 0, 0, warps)
         return [cdiv(xnumel, xblock), sympy.Integer(1), sympy.Integer(1)], warps
+
+    def _pointwise_warps(self, xblock: int, xnumel: sympy.Expr) -> int:
+        """Warps of a 1-D tile: 8 elements a thread (Inductor's 256 a warp), but 4
+        where the accesses go element by element. A masked tile whose element
+        count is not a whole number of 16-byte vectors of the narrowest access:
+        Triton cannot prove the mask constant over a vector, so each load and
+        store is issued per element, and 8 such accesses a thread measured
+        1.04-1.9x slower than 4 on all four odd-count shapes of the shape sweep
+        (gelu_odd f32 and bf16, add_col_bcast f16, tiny_add; 4 a thread lost
+        1.14x on the aligned silu_bias bf16): benchmarks/RESULTS.md, seventeenth
+        session."""
+        if xblock > 1024:
+            return 8
+        if xblock == 1024 and xnumel.is_Integer:
+            widths = [a.weight for a in self.accesses if a.weight > 0]
+            vector = 16 // min(widths) if widths and min(widths) <= 16 else 1
+            if vector > 1 and int(xnumel) % vector:
+                return 8
+        return 4
 
     def _pointwise_xblock(self, xnumel: sympy.Expr) -> int:
         if self.options.xblock:
