@@ -34,6 +34,12 @@ class CannotLower(Exception):
     """This op (or these operand types) has no loop-level lowering: call ATen."""
 
 
+class ExternByDesign(CannotLower):
+    """This instance of the op is not a kernel's work and is called through ATen
+    by design, with no fallback warning: a copy to another device is a transfer
+    (``cudaMemcpy``), which Inductor also leaves to ATen."""
+
+
 def is_float(t: Attribute) -> bool:
     return isinstance(t, AnyFloat)
 

@@ -65,6 +65,7 @@ from coil.dialects.aten import AtenOp, ConstantOp, OperatorOp, TensorConstantOp,
 from coil.dialects.body_builder import (
     BodyBuilder,
     CannotLower,
+    ExternByDesign,
     check_supported,
 )
 from coil.dialects.c10d import NAMESPACES as C10D_NAMESPACES
@@ -518,6 +519,10 @@ def _lower_op(lowerer: Lowerer, op: Operation, fallback: str = "extern") -> list
     before = op.prev_op
     try:
         values = list(lowering(lowerer, op))
+    except ExternByDesign as e:
+        _erase_between(before, op)
+        log.debug("coil: %s is called through ATen (%s)", name, e)
+        return lowerer.extern(op)
     except CannotLower as e:
         _erase_between(before, op)
         return _fall_back(lowerer, op, name, str(e), fallback)

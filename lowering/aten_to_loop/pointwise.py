@@ -22,6 +22,7 @@ from coil.dialects.aten import AtenOp
 from coil.dialects.body_builder import (
     BodyBuilder,
     CannotLower,
+    ExternByDesign,
     compute_dtype,
     is_bool,
     is_float,
@@ -696,7 +697,7 @@ def _lower_cast(lw: Lowerer, op: AtenOp, x: SSAValue):
     src = _aten_type(lw, x)
     src_device = getattr(src, "device_attr", None)
     if src_device is not None and src_device != out.device_attr:
-        raise CannotLower("a copy to another device")
+        raise ExternByDesign("a copy to another device")
     # Load in the source dtype; the pointwise converts to the result's as .to() does.
     return [elementwise(lw, op, [x], lambda b, v: v, dtype_of(x))]
 
