@@ -120,7 +120,9 @@ def per_call_us(wrappers: dict, inputs: list, calls: int, rounds: int = 7) -> di
     return best
 
 
-def wrapper_rows(name: str, model, inputs, opts: list[str], calls: int, work: Path) -> None:
+def wrapper_rows(
+    name: str, model, inputs, opts: list[str], calls: int, work: Path, device: str
+) -> None:
     from coil.backend import run_pipeline
     from coil.frontend.capture import capture_graphs
     from coil.frontend.fx_importer import import_graph
@@ -130,7 +132,13 @@ def wrapper_rows(name: str, model, inputs, opts: list[str], calls: int, work: Pa
     start = time.perf_counter()
     (graph,) = capture_graphs(model, tuple(inputs), dynamic=False)
     module = import_graph(graph.gm, graph.example_inputs)
-    flat = list(graph.example_inputs)  # the parameters too
+    # The graph's inputs, parameters too, as real tensors of the same layouts.
+    flat = [
+        torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=device).normal_()
+        if isinstance(t, torch.Tensor)
+        else t
+        for t in graph.example_inputs
+    ]
     run_pipeline(module, PIPELINES["default"])
     passes = time.perf_counter() - start
     start = time.perf_counter()
@@ -226,7 +234,7 @@ def main() -> None:
             model, inputs = table[name]
             if "wrapper" in args.paths:
                 opts = [f"-{o.lstrip('-')}" for o in args.opt.split(",")]
-                wrapper_rows(name, model, inputs, opts, args.calls, work)
+                wrapper_rows(name, model, inputs, opts, args.calls, work, device)
             if "cpu-kernels" in args.paths:
                 cpu_model, cpu_inputs = models("cpu")[name]
                 cpu_kernel_rows(name, cpu_model, cpu_inputs)
