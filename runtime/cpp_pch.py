@@ -47,6 +47,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -164,8 +165,24 @@ def discard(directory: Path) -> None:
                 del _valid[key]
 
 
+ABANDONED_S = 3600
+
+
+def _remove_abandoned(root: Path) -> None:
+    """Temporary build directories older than an hour: a builder that was killed
+    (a 242 MiB .gch each for the wrapper's header)."""
+    now = time.time()
+    for entry in root.glob(".*"):
+        try:
+            if entry.is_dir() and now - entry.stat().st_mtime > ABANDONED_S:
+                shutil.rmtree(entry, ignore_errors=True)
+        except OSError:
+            pass
+
+
 def _build(compiler: str, header: Path, flags: Sequence[str], final: Path) -> None:
     name = header.name
+    _remove_abandoned(final.parent)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name[:16]}.", dir=final.parent))
     try:
         # The stub is what GCC reads when it rejects the .gch: the real header.

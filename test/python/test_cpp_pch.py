@@ -258,3 +258,19 @@ def test_cpu_kernels_use_the_prelude_pch_and_survive_a_corrupt_one(cache, monkey
     x, y = run_kernel(lib)
     torch.testing.assert_close(y, x.exp().clamp(min=0.5) + 1)
     assert not pch.parent.exists()
+
+
+@needs_gcc
+def test_a_killed_builders_directory_is_removed_by_the_next_build(cache):
+    import os
+
+    root = cpp_pch.pch_root()
+    old = root / ".0123456789abcdef.killed"
+    old.mkdir(parents=True)
+    (old / "tiny.h.gch").write_bytes(b"half")
+    young = root / ".fedcba9876543210.running"
+    young.mkdir()
+    past = old.stat().st_mtime - cpp_pch.ABANDONED_S - 60
+    os.utime(old, (past, past))
+    assert cpp_pch.include_dir(GXX, header(cache / "src"), FLAGS) is not None
+    assert not old.exists() and young.exists()  # another builder's may be running
