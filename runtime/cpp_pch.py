@@ -22,7 +22,9 @@ also records every file the header pulled in (``-MD``) with its size and
 modification time; a PCH whose files changed since is stale and rebuilt. A
 build runs under an advisory lock (``fcntl.flock``, one builder per key), in a
 temporary directory renamed into place, so a reader sees a complete PCH or
-none. A compile the PCH breaks (a truncated ``.gch`` is a hard error in GCC,
+none; each use touches the directory, and a new build removes all but the
+``KEPT`` most recently used (an edited header or a new torch is a new key; the
+wrapper's PCH is 242 MiB). A compile the PCH breaks (a truncated ``.gch`` is a hard error in GCC,
 not a silent miss) is the caller's to retry without it: :func:`discard` removes
 the PCH and :func:`say_once` says so.
 
@@ -212,6 +214,31 @@ def _build(compiler: str, header: Path, flags: Sequence[str], final: Path) -> No
         os.replace(tmp, final)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    _prune(final.parent, keep=final)
+
+
+KEPT = 6
+
+
+def _prune(root: Path, keep: Path) -> None:
+    """Keep the ``KEPT`` most recently used PCHs (each use touches its directory):
+    an edited header or an upgraded torch is a new key, and the old PCH (up to
+    242 MiB) would stay forever. One used in the last hour stays regardless:
+    another process may be compiling with it."""
+    now = time.time()
+    entries = []
+    for entry in root.iterdir():
+        try:
+            if entry.is_dir() and not entry.name.startswith(".") and entry != keep:
+                entries.append((entry.stat().st_mtime, entry))
+        except OSError:
+            pass
+    entries.sort(reverse=True)
+    for mtime, entry in entries[KEPT - 1 :]:
+        if now - mtime > ABANDONED_S:
+            discard(entry)
+            with contextlib.suppress(OSError):
+                (root / f"{entry.name}.lock").unlink()
 
 
 def include_dir(
@@ -241,6 +268,8 @@ def include_dir(
                 _failed.add(key)  # not tried again in this process
             say_once(f"coil: could not precompile {header.name} ({e}); C++ builds parse it in full")
             return None
+    with contextlib.suppress(OSError):
+        os.utime(final)  # used now (for _prune)
     with _lock:
         _valid[key] = final
     return final

@@ -274,3 +274,23 @@ def test_a_killed_builders_directory_is_removed_by_the_next_build(cache):
     os.utime(old, (past, past))
     assert cpp_pch.include_dir(GXX, header(cache / "src"), FLAGS) is not None
     assert not old.exists() and young.exists()  # another builder's may be running
+
+
+@needs_gcc
+def test_old_pchs_beyond_the_kept_number_are_removed(cache):
+    import os
+
+    root = cpp_pch.pch_root()
+    root.mkdir(parents=True)
+    past = 1_000_000_000
+    for k in range(cpp_pch.KEPT + 2):
+        d = root / f"{k:032x}"
+        d.mkdir()
+        os.utime(d, (past + k, past + k))  # all long unused, the later k the more recent
+    recent = root / ("f" * 32)
+    recent.mkdir()  # used just now: kept
+    pch = cpp_pch.include_dir(GXX, header(cache / "src"), FLAGS)
+    left = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    # The new PCH, the recent one, and the KEPT - 2 most recent old ones.
+    old_kept = [f"{k:032x}" for k in range(cpp_pch.KEPT + 2)][-(cpp_pch.KEPT - 2) :]
+    assert left == sorted([pch.name, recent.name, *old_kept])
