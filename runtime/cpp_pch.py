@@ -229,7 +229,8 @@ def _prune(root: Path, keep: Path) -> None:
     entries = []
     for entry in root.iterdir():
         try:
-            if entry.is_dir() and not entry.name.startswith(".") and entry != keep:
+            # PCH directories only (not the CPU kernels' headers/).
+            if (entry / DEPS_FILE).is_file() and not entry.name.startswith(".") and entry != keep:
                 entries.append((entry.stat().st_mtime, entry))
         except OSError:
             pass

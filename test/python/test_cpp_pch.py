@@ -286,11 +286,16 @@ def test_old_pchs_beyond_the_kept_number_are_removed(cache):
     for k in range(cpp_pch.KEPT + 2):
         d = root / f"{k:032x}"
         d.mkdir()
+        (d / cpp_pch.DEPS_FILE).write_text("")
         os.utime(d, (past + k, past + k))  # all long unused, the later k the more recent
     recent = root / ("f" * 32)
     recent.mkdir()  # used just now: kept
+    (recent / cpp_pch.DEPS_FILE).write_text("")
+    headers = root / "headers"  # not a PCH: never pruned
+    headers.mkdir()
+    os.utime(headers, (past, past))
     pch = cpp_pch.include_dir(GXX, header(cache / "src"), FLAGS)
     left = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
     # The new PCH, the recent one, and the KEPT - 2 most recent old ones.
     old_kept = [f"{k:032x}" for k in range(cpp_pch.KEPT + 2)][-(cpp_pch.KEPT - 2) :]
-    assert left == sorted([pch.name, recent.name, *old_kept])
+    assert left == sorted([pch.name, recent.name, "headers", *old_kept])
