@@ -33,12 +33,13 @@ looked up next to a header; with clang :func:`include_dir` returns None and the
 build parses the header as before. ``COIL_CPP_PCH=0`` turns PCHs off.
 
 Module state (caches, not options): the per-process memo of validated PCH
-directories, of the keys whose build failed (not retried in the process), and
-the messages already said.
+directories, of the keys whose build failed (not retried in the process), of
+the builds running in the background thread, and the messages already said.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import fcntl
 import functools
@@ -58,9 +59,11 @@ from coil import config
 
 DEPS_FILE = "deps.txt"
 
-_lock = threading.Lock()
+_lock = threading.RLock()
 _valid: dict[str, Path] = {}
 _failed: set[str] = set()
+_pending: dict[str, concurrent.futures.Future] = {}
+_executor: concurrent.futures.ThreadPoolExecutor | None = None
 _said: set[str] = set()
 
 
@@ -242,13 +245,25 @@ def _prune(root: Path, keep: Path) -> None:
                 (root / f"{entry.name}.lock").unlink()
 
 
+def _background() -> concurrent.futures.ThreadPoolExecutor:
+    global _executor
+    with _lock:
+        if _executor is None:
+            _executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="coil-pch")
+        return _executor
+
+
 def include_dir(
-    compiler: str, header: Path, flags: Sequence[str], *, extra: str = ""
+    compiler: str, header: Path, flags: Sequence[str], *, extra: str = "", wait: bool = True
 ) -> Path | None:
     """The directory holding ``header``'s PCH for a compile with ``flags`` (every
     flag that reaches the compiler but the source, output and link flags),
     built now if absent or stale; None where PCHs are off, the compiler is not
-    GCC, or the PCH cannot be built (said once; the build goes on without)."""
+    GCC, or the PCH cannot be built (said once; the build goes on without).
+    ``wait=False``: where the PCH is not built yet, start building it in a
+    background thread and return None (this compile parses the header; the
+    next one in this process waits for that build, sooner done than a plain
+    compile)."""
     if not config.cpp_pch() or not is_gcc(compiler):
         return None
     key = pch_key(compiler, header, flags, extra)
@@ -257,7 +272,21 @@ def include_dir(
             return None
         if key in _valid and _valid[key].is_dir():
             return _valid[key]
+        pending = _pending.get(key)
+    if pending is not None:
+        return pending.result()
     final = pch_root() / key[:32]
+    if not wait and not is_current(final):
+        with _lock:
+            if key not in _pending:
+                _pending[key] = _background().submit(_ensure, compiler, header, flags, key, final)
+        return None
+    return _ensure(compiler, header, flags, key, final)
+
+
+def _ensure(
+    compiler: str, header: Path, flags: Sequence[str], key: str, final: Path
+) -> Path | None:
     if not is_current(final):
         try:
             final.parent.mkdir(parents=True, exist_ok=True)

@@ -198,9 +198,26 @@ def _pch_extra() -> str:
     return f"torch {torch.__version__} {torch.__file__}"
 
 
-def wrapper_pch_dir() -> Path | None:
-    """The precompiled ``coil_runtime.h`` for wrapper builds (None: build without)."""
-    return cpp_pch.include_dir(find_compiler(), HEADER, compile_flags(), extra=_pch_extra())
+# With this many CPUs or more, the first wrapper of a cold cache is compiled in
+# full while the PCH builds beside it in a thread (it waits ~13 s, not 17 + 5:
+# benchmarks/results/cpp_build_time.md, CPU seconds); with fewer, the two would
+# share the CPUs (and a test run's other workers), so the PCH is built first.
+BACKGROUND_PCH_MIN_CPUS = 4
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def wrapper_pch_dir(wait: bool = True) -> Path | None:
+    """The precompiled ``coil_runtime.h`` for wrapper builds (None: build without;
+    ``wait=False``: None while it is built in the background)."""
+    return cpp_pch.include_dir(
+        find_compiler(), HEADER, compile_flags(), extra=_pch_extra(), wait=wait
+    )
 
 
 def _run_compiler(cmd: list[str]) -> subprocess.CompletedProcess:
@@ -220,7 +237,7 @@ def compile_library(source: Path, output: Path, *, python: bool = False) -> None
     is compiled against the precompiled ``coil_runtime.h`` where there is one; a
     compile that fails with it and succeeds without it (a corrupt ``.gch``)
     removes the PCH and says so once."""
-    pch_dir = None if python else wrapper_pch_dir()
+    pch_dir = None if python else wrapper_pch_dir(wait=_cpus() < BACKGROUND_PCH_MIN_CPUS)
     cmd = compile_command(source, output, python=python, pch_dir=pch_dir)
     proc = _run_compiler(cmd)
     if proc.returncode != 0 and pch_dir is not None:

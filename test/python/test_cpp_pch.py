@@ -33,6 +33,7 @@ def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("COIL_CPP_CACHE_DIR", str(tmp_path / "cpp-cache"))
     monkeypatch.setattr(cpp_pch, "_valid", {})
     monkeypatch.setattr(cpp_pch, "_failed", set())
+    monkeypatch.setattr(cpp_pch, "_pending", {})
     monkeypatch.setattr(cpp_pch, "_said", set())
     return tmp_path
 
@@ -167,7 +168,7 @@ def test_a_corrupt_pch_falls_back_to_a_plain_build_with_one_message(cache, monke
         cpp_wrapper, "compile_flags", lambda python=False: [*FLAGS, f"-I{h.parent}"]
     )
     monkeypatch.setattr(cpp_wrapper, "link_flags", lambda python=False: ["-shared"])
-    monkeypatch.setattr(cpp_wrapper, "wrapper_pch_dir", lambda: pch)
+    monkeypatch.setattr(cpp_wrapper, "wrapper_pch_dir", lambda wait=True: pch)
     src = cache / "wrapper.cpp"
     src.write_text('#include "coil_runtime.h"\nextern "C" int answer() { return coil_answer(); }\n')
     with warnings.catch_warnings(record=True) as caught:
@@ -179,7 +180,7 @@ def test_a_corrupt_pch_falls_back_to_a_plain_build_with_one_message(cache, monke
     assert (cache / "wrapper.so").is_file() and not pch.exists()
     # A genuine error in the source is the source's: raised, the PCH left alone.
     good = cpp_pch.include_dir(GXX, h, [*FLAGS, f"-I{h.parent}"])
-    monkeypatch.setattr(cpp_wrapper, "wrapper_pch_dir", lambda: good)
+    monkeypatch.setattr(cpp_wrapper, "wrapper_pch_dir", lambda wait=True: good)
     src.write_text('#include "coil_runtime.h"\nint broken( {\n')
     with pytest.raises(cpp_wrapper.CppBuildError, match="compiling wrapper.cpp failed"):
         cpp_wrapper.compile_library(src, cache / "broken.so")
@@ -299,3 +300,17 @@ def test_old_pchs_beyond_the_kept_number_are_removed(cache):
     # The new PCH, the recent one, and the KEPT - 2 most recent old ones.
     old_kept = [f"{k:032x}" for k in range(cpp_pch.KEPT + 2)][-(cpp_pch.KEPT - 2) :]
     assert left == sorted([pch.name, recent.name, "headers", *old_kept])
+
+
+@needs_gcc
+def test_without_waiting_the_pch_builds_in_the_background(cache, monkeypatch):
+    """wait=False (many CPUs): a cold cache's first compile goes on without the PCH
+    while it builds; the next caller waits for that build instead of starting one."""
+    h = header(cache / "src", "inline int f() { return 5; }")
+    builds = []
+    real_build = cpp_pch._build
+    monkeypatch.setattr(cpp_pch, "_build", lambda *a: builds.append(a) or real_build(*a))
+    assert cpp_pch.include_dir(GXX, h, FLAGS, wait=False) is None
+    pch = cpp_pch.include_dir(GXX, h, FLAGS, wait=False)  # pending: waits for it
+    assert pch is not None and cpp_pch.is_current(pch)
+    assert cpp_pch.include_dir(GXX, h, FLAGS) == pch and len(builds) == 1
