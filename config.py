@@ -36,7 +36,10 @@ change the environment after ``import coil`` and be heard.
   (default: ``$COIL_CACHE_DIR/cpp``). They are keyed by their source, the
   compiler and flags, and the CPU, so one directory can serve many runs: the
   test suite keeps its libraries in the user's cache across runs while every
-  run gets a fresh ``COIL_CACHE_DIR``.
+  run gets a fresh ``COIL_CACHE_DIR``. The precompiled headers of the C++
+  wrapper (``runtime/cpp_pch.py``) and its Python bridge live there too.
+* ``COIL_CPP_PCH=0`` -- build the C++ wrapper without a precompiled header
+  (by default one is built once per compiler, flags and torch, and reused).
 * ``COIL_CXX`` -- the C++ compiler for CPU kernels (default: ``$CXX``, then
   ``g++``, ``clang++``, ``c++`` on ``PATH``); ``none`` hides every compiler
   (the fallback path: CPU graphs run as ATen ops).
@@ -164,6 +167,11 @@ def cudagraph_pool() -> str:
             f"coil: COIL_CUDAGRAPH_POOL must be one of {', '.join(CUDAGRAPH_POOLS)}, not {value!r}"
         )
     return value
+
+
+def cpp_pch() -> bool:
+    """``COIL_CPP_PCH`` is not set to 0/false/no/off."""
+    return os.environ.get("COIL_CPP_PCH", "1").strip().lower() not in _FALSE
 
 
 def cxx() -> str | None:

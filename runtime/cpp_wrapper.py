@@ -45,6 +45,7 @@ the loaded bridge.
 
 from __future__ import annotations
 
+import concurrent.futures
 import ctypes
 import functools
 import hashlib
@@ -63,7 +64,9 @@ from typing import Any
 
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
 
+from coil import config
 from coil.dialects.signature import decode_output_tree
+from coil.runtime import cpp_pch
 from coil.runtime.codecache import cache_dir, write_atomic
 
 RUNTIME_DIR = Path(__file__).parent / "cpp"
@@ -117,9 +120,18 @@ def toolchain_problem() -> str | None:
     return None
 
 
-def compile_command(source: Path, output: Path, *, python: bool = False) -> list[str]:
-    """The compiler line for one wrapper library (``python=True``: the bridge, which
-    also includes Python's headers and links libtorch_python)."""
+# Host glue: -O1, as Inductor compiles its AOT wrapper (compile_wrapper_opt_level).
+# benchmarks/cpp_build_time.py, g++ 12, fake driver on CPU tensors: host time
+# per call -O1/-O2/-O3 14.9/15.5/15.9 us (a 3-op graph), 236/239/237 us (a
+# transformer block, its matmuls run by ATen), while -O1 compiles 1.3 s of CPU
+# faster than -O2 with the PCH (5.1-5.4 s against 6.3-6.7).
+WRAPPER_OPT = "-O1"
+
+
+def compile_flags(*, python: bool = False) -> list[str]:
+    """Every flag of a wrapper's compile but its source, output and link flags
+    (``python=True``: the bridge's, with Python's headers); a precompiled header
+    is valid for exactly these."""
     import torch
     from torch.utils import cpp_extension
 
@@ -130,17 +142,9 @@ def compile_command(source: Path, output: Path, *, python: bool = False) -> list
     includes = [str(RUNTIME_DIR), *cpp_extension.include_paths(), str(cuda_include_dir())]
     if python:
         includes.append(sysconfig.get_paths()["include"])
-    lib_dirs = cpp_extension.library_paths()
-    libs = ["torch_python"] if python else []
-    libs += ["torch", "torch_cpu", "c10"]
     return [
-        find_compiler(),
-        str(source),
-        "-o",
-        str(output),
-        "-shared",
         "-fPIC",
-        "-O2",
+        WRAPPER_OPT,
         "-std=c++20",
         # Default visibility: with -fvisibility=hidden the library gets private
         # copies of libstdc++'s template statics (the locale facets' ids), and
@@ -150,6 +154,17 @@ def compile_command(source: Path, output: Path, *, python: bool = False) -> list
         "-w",
         f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
         *(f"-I{d}" for d in includes),
+    ]
+
+
+def link_flags(*, python: bool = False) -> list[str]:
+    from torch.utils import cpp_extension
+
+    lib_dirs = cpp_extension.library_paths()
+    libs = ["torch_python"] if python else []
+    libs += ["torch", "torch_cpu", "c10"]
+    return [
+        "-shared",
         *(f"-L{d}" for d in lib_dirs),
         *(f"-Wl,-rpath,{d}" for d in lib_dirs),
         *(f"-l{lib}" for lib in libs),
@@ -157,17 +172,88 @@ def compile_command(source: Path, output: Path, *, python: bool = False) -> list
     ]
 
 
+def compile_command(
+    source: Path, output: Path, *, python: bool = False, pch_dir: Path | None = None
+) -> list[str]:
+    """The compiler line for one wrapper library (``python=True``: the bridge, which
+    also includes Python's headers and links libtorch_python; ``pch_dir``: a
+    directory of precompiled headers searched first, :mod:`coil.runtime.cpp_pch`)."""
+    flags = compile_flags(python=python)
+    first = [f"-I{pch_dir}"] if pch_dir is not None else []
+    return [
+        find_compiler(),
+        str(source),
+        "-o",
+        str(output),
+        *first,
+        *flags,
+        *link_flags(python=python),
+    ]
+
+
+def _pch_extra() -> str:
+    """What a wrapper PCH depends on beyond its flags and header text."""
+    import torch
+
+    return f"torch {torch.__version__} {torch.__file__}"
+
+
+# With this many CPUs or more, the first wrapper of a cold cache is compiled in
+# full while the PCH builds beside it in a thread (it waits ~13 s, not 17 + 5:
+# benchmarks/results/cpp_build_time.md, CPU seconds); with fewer, the two would
+# share the CPUs (and a test run's other workers), so the PCH is built first.
+BACKGROUND_PCH_MIN_CPUS = 4
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def wrapper_pch_dir(wait: bool = True) -> Path | None:
+    """The precompiled ``coil_runtime.h`` for wrapper builds (None: build without;
+    ``wait=False``: None while it is built in the background)."""
+    return cpp_pch.include_dir(
+        find_compiler(), HEADER, compile_flags(), extra=_pch_extra(), wait=wait
+    )
+
+
+def _run_compiler(cmd: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+def _failure(source: Path, cmd: list[str], proc: subprocess.CompletedProcess) -> CppBuildError:
+    tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-30:])
+    return CppBuildError(
+        f"coil: compiling {source.name} failed (exit {proc.returncode}):\n{shlex.join(cmd)}\n{tail}"
+    )
+
+
 def compile_library(source: Path, output: Path, *, python: bool = False) -> None:
     """Compile one C++ file into a shared library; a failure raises with the
-    compiler's command and its last lines of output."""
-    cmd = compile_command(source, output, python=python)
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    compiler's command and its last lines of output. A wrapper (not the bridge)
+    is compiled against the precompiled ``coil_runtime.h`` where there is one; a
+    compile that fails with it and succeeds without it (a corrupt ``.gch``)
+    removes the PCH and says so once."""
+    pch_dir = None if python else wrapper_pch_dir(wait=_cpus() < BACKGROUND_PCH_MIN_CPUS)
+    cmd = compile_command(source, output, python=python, pch_dir=pch_dir)
+    proc = _run_compiler(cmd)
+    if proc.returncode != 0 and pch_dir is not None:
+        plain = compile_command(source, output, python=python)
+        retry = _run_compiler(plain)
+        if retry.returncode == 0:
+            first = next(iter((proc.stderr or proc.stdout).strip().splitlines()), "")
+            cpp_pch.discard(pch_dir)
+            cpp_pch.say_once(
+                f"coil: the precompiled header in {pch_dir} broke a C++ build ({first}); "
+                "built without it and removed it (the next build makes a new one)"
+            )
+            return
+        cmd, proc = plain, retry
     if proc.returncode != 0:
-        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-30:])
-        raise CppBuildError(
-            f"coil: compiling {source.name} failed (exit {proc.returncode}):\n"
-            f"{shlex.join(cmd)}\n{tail}"
-        )
+        raise _failure(source, cmd, proc)
 
 
 # ---- kernels ------------------------------------------------------------------------
@@ -289,6 +375,7 @@ def build_key(cpp_source: str, kernel_source: str, options: dict, arch: int) -> 
         HEADER.read_text(),
         str(arch),
         shlex.join(compile_command(Path("wrapper.cpp"), Path("wrapper.so"))),
+        cpp_pch.compiler_version(find_compiler()),
     ):
         digest.update(b"\0")
         digest.update(part.encode())
@@ -308,12 +395,16 @@ def _emit(module: ModuleOp) -> tuple[str, str]:
 
 def _build_into(directory: Path, module: ModuleOp, cpp: str, kernels: str, arch: int) -> None:
     (directory / "kernels").mkdir(parents=True, exist_ok=True)
-    for name, k in compile_kernels(module, kernels, arch).items():
-        (directory / "kernels" / f"{name}.cubin").write_bytes(k.asm["cubin"])
-        (directory / "kernels" / f"{name}.meta").write_text(meta_text(k.metadata))
     (directory / "kernels.py").write_text(kernels)
     (directory / "wrapper.cpp").write_text(cpp)
-    compile_library(directory / "wrapper.cpp", directory / "wrapper.so")
+    # The C++ compiler (a subprocess) runs while Triton compiles the kernels in
+    # this thread: the wrapper loads its cubins only when it runs.
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="coil-cxx") as pool:
+        library = pool.submit(compile_library, directory / "wrapper.cpp", directory / "wrapper.so")
+        for name, k in compile_kernels(module, kernels, arch).items():
+            (directory / "kernels" / f"{name}.cubin").write_bytes(k.asm["cubin"])
+            (directory / "kernels" / f"{name}.meta").write_text(meta_text(k.metadata))
+        library.result()
 
 
 def build(
@@ -358,7 +449,10 @@ def _bridge() -> Any:
     digest = hashlib.sha256(_versions().encode())
     digest.update(source.encode())
     digest.update(shlex.join(compile_command(BRIDGE, Path("bridge.so"), python=True)).encode())
-    path = cache_dir() / "cpp" / f"bridge-{digest.hexdigest()[:32]}.so"
+    digest.update(cpp_pch.compiler_version(find_compiler()).encode())
+    # Keyed by everything it is made of, so it is kept with the C++ kernel
+    # libraries (config.cpp_cache_dir: across runs, as the test suite keeps them).
+    path = config.cpp_cache_dir() / f"bridge-{digest.hexdigest()[:32]}.so"
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=path.parent) as tmp:

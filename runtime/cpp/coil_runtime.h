@@ -34,11 +34,14 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/grad_mode.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/empty_strided.h>
-#include <ATen/ops/randint.h>
-#include <ATen/ops/scalar_tensor.h>
-#include <ATen/ops/zeros.h>
+// The factory functions through their operator structs (at::_ops::X::call):
+// ATen/ops/X.h, for at::X, also pulls in ATen/Context.h and the tracer, ~20%
+// of this header's parse (g++ 12, -fsyntax-only), for nothing used here.
+#include <ATen/ops/empty_ops.h>
+#include <ATen/ops/empty_strided_ops.h>
+#include <ATen/ops/randint_ops.h>
+#include <ATen/ops/scalar_tensor_ops.h>
+#include <ATen/ops/zeros_ops.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/Stream.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -159,31 +162,41 @@ inline void check_input(const char* name, const at::Tensor& t, c10::IntArrayRef 
 
 // ---- allocation and ATen calls --------------------------------------------------
 
+// at::empty_strided(sizes, strides, TensorOptions().dtype(dtype).device(device)).
 inline at::Tensor empty_strided(c10::IntArrayRef sizes, c10::IntArrayRef strides,
                                 at::ScalarType dtype, at::Device device) {
-  return at::empty_strided(sizes, strides, at::TensorOptions().dtype(dtype).device(device));
+  return at::_ops::empty_strided::call(c10::fromIntArrayRefSlow(sizes),
+                                       c10::fromIntArrayRefSlow(strides), dtype, std::nullopt,
+                                       device, std::nullopt);
+}
+
+// at::empty(sizes, TensorOptions().dtype(dtype).device(device)).
+inline at::Tensor empty(c10::IntArrayRef sizes, at::ScalarType dtype,
+                        std::optional<at::Device> device = std::nullopt) {
+  return at::_ops::empty_memory_format::call(c10::fromIntArrayRefSlow(sizes), dtype,
+                                             std::nullopt, device, std::nullopt, std::nullopt);
 }
 
 // Storage for a layout that starts `offset` elements into it.
 inline at::Tensor empty_with_offset(int64_t numel, c10::IntArrayRef sizes,
                                     c10::IntArrayRef strides, int64_t offset,
                                     at::ScalarType dtype, at::Device device) {
-  return at::empty({numel}, at::TensorOptions().dtype(dtype).device(device))
-      .as_strided(sizes, strides, offset);
+  return empty({numel}, dtype, device).as_strided(sizes, strides, offset);
 }
 
 // A fresh seed from torch's default CPU generator, as the Python wrapper's
 // int(torch.randint(2**31 - 1, (), device="cpu")) draws it.
 inline int64_t draw_seed() {
-  return at::randint(2147483647, {}, at::TensorOptions().dtype(at::kLong)).item<int64_t>();
+  return at::_ops::randint::call(2147483647, {}, at::kLong, std::nullopt, std::nullopt,
+                                 std::nullopt)
+      .item<int64_t>();
 }
 
 template <typename T>
 at::Tensor constant_tensor(const std::vector<T>& values, c10::IntArrayRef sizes,
                            at::ScalarType dtype, at::Device device) {
   auto host_type = std::is_floating_point_v<T> ? at::kDouble : at::kLong;
-  at::Tensor t = at::empty({static_cast<int64_t>(values.size())},
-                           at::TensorOptions().dtype(host_type));
+  at::Tensor t = empty({static_cast<int64_t>(values.size())}, host_type);
   std::memcpy(t.data_ptr(), values.data(), values.size() * sizeof(T));
   return t.to(device, dtype).reshape(sizes);
 }
@@ -193,9 +206,12 @@ at::Tensor constant_tensor(const std::vector<T>& values, c10::IntArrayRef sizes,
 // converts it.
 inline at::Tensor wrapped_number(const c10::IValue& v) {
   at::Tensor t;
-  if (v.isDouble()) t = at::scalar_tensor(v.toDouble(), at::TensorOptions().dtype(at::kDouble));
-  else if (v.isBool()) t = at::scalar_tensor(v.toBool(), at::TensorOptions().dtype(at::kBool));
-  else t = at::scalar_tensor(v.toInt(), at::TensorOptions().dtype(at::kLong));
+  auto scalar = [](const at::Scalar& s, at::ScalarType dtype) {
+    return at::_ops::scalar_tensor::call(s, dtype, std::nullopt, std::nullopt, std::nullopt);
+  };
+  if (v.isDouble()) t = scalar(v.toDouble(), at::kDouble);
+  else if (v.isBool()) t = scalar(v.toBool(), at::kBool);
+  else t = scalar(v.toInt(), at::kLong);
   t.unsafeGetTensorImpl()->set_wrapped_number(true);
   return t;
 }
@@ -308,7 +324,8 @@ class Semaphores {
     std::lock_guard<std::mutex> lock(mutex_);
     auto found = by_stream_.find(stream);
     if (found != by_stream_.end()) return found->second;
-    at::Tensor sems = at::zeros({n_}, at::TensorOptions().dtype(at::kInt).device(device));
+    at::Tensor sems = at::_ops::zeros::call(c10::fromIntArrayRefSlow({n_}), at::kInt,
+                                            std::nullopt, device, std::nullopt);
     by_stream_.emplace(stream, sems);
     return sems;
   }
@@ -464,7 +481,7 @@ class Kernel {
       auto [size, align] = k.meta.scratch[s];
       if (size > 0) {
         int64_t bytes = gx * gy * gz * k.meta.num_ctas * size + align;
-        scratch_storage[s] = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(device));
+        scratch_storage[s] = empty({bytes}, at::kByte, device);
         auto p = reinterpret_cast<uintptr_t>(scratch_storage[s].data_ptr());
         scratch_ptrs[s] = static_cast<CUdeviceptr>((p + align - 1) / align * align);
       }
