@@ -334,7 +334,7 @@ def _streams_rows(shape: ReductionShape, target: Target) -> bool:
         and x.is_Integer
         and r.is_Integer
         and int(x) >= target.num_sms
-        and int(r) * max(1, acc.sector) >= target.warp_size * STREAM_MIN_VECTOR
+        and int(r) * max(1, acc.inner_sector) >= target.warp_size * STREAM_MIN_VECTOR
     )
 
 
@@ -346,7 +346,7 @@ def stream_candidates(shape: ReductionShape, target: Target) -> list[tuple[bool,
     16-byte vector of a row a step (:data:`STREAM_MIN_VECTOR`), rows of a
     step at least a 128-byte line."""
     x, r = int(shape.xnumel), int(shape.rnumel)
-    elem = max(1, shape.access.sector)
+    elem = max(1, shape.access.inner_sector)
     out: list[tuple[bool, int, int, int]] = []
     rblocks = [(True, next_pow2(r))] if next_pow2(r) <= PERSISTENT_THRESHOLD else []
     rb = max(16, LINE_BYTES // elem)
