@@ -18,7 +18,10 @@ and batch size, in one process and from the same prompt:
   before/after on one machine; ``coil-ro-atenattn``, coil-ro with the
   attention left to ATen's kernel (no ``convert-decode-attention-to-tt``);
   ``coil-ro-prologue``, coil-ro with every matrix-vector product taking its
-  norm prologue (``loop-matvec-prologue{max-read-bytes=0}``); and without
+  norm prologue (``loop-matvec-prologue{max-read-bytes=0}``);
+  ``coil-ro-rows``, coil-ro with every product of at most 16 rows (a batch)
+  streamed as a matrix-vector reduction (``convert-aten-to-loop{matvec=on}``,
+  where ``auto`` keeps cuBLAS's at batch 8); and without
   CUDA graphs (``--no-graphs`` adds them): ``coil`` (Python wrapper),
   ``coil-cpp`` (the C++ wrapper: launches through the CUDA driver) and
   ``inductor``;
@@ -466,11 +469,24 @@ VARIANTS = {
     "coil-ro-prologue": ("coil", {"mode": "reduce-overhead", "prologue_bytes": 0}),
     # coil-ro with the attention left to ATen's kernel (no convert-decode-attention-to-tt)
     "coil-ro-atenattn": ("coil", {"mode": "reduce-overhead", "aten_attention": True}),
+    # coil-ro with every product of at most 16 rows a streamed matrix-vector
+    # reduction (convert-aten-to-loop{matvec=on}; auto asks strategy/rows.py)
+    "coil-ro-rows": ("coil", {"mode": "reduce-overhead", "matvec_on": True}),
     "inductor": ("inductor", {}),
 }
 
 
 DECODE_PASSES = ("aten-fuse-matvec", "loop-matvec-prologue", "convert-decode-attention-to-tt")
+
+
+def with_matvec_on(pipeline: str) -> str:
+    """``pipeline`` with ``convert-aten-to-loop{matvec=on}`` (its other options kept)."""
+
+    def on(m: re.Match) -> str:
+        opts = [o for o in (m.group(1) or "").split() if not o.startswith("matvec=")]
+        return "convert-aten-to-loop{" + " ".join([*opts, "matvec=on"]) + "}"
+
+    return re.sub(r"convert-aten-to-loop(?:\{([^}]*)\})?", on, pipeline)
 
 
 def without_decode_passes(pipeline: str) -> str:
@@ -553,6 +569,8 @@ def run_variant(
                     f"loop-matvec-prologue{{max-read-bytes={limit}}}",
                     options.get("pipeline", PIPELINES["default"]),
                 )
+            if kw.pop("matvec_on", False):
+                options["pipeline"] = with_matvec_on(options.get("pipeline", PIPELINES["default"]))
             if kw.pop("mode", None) == "reduce-overhead":
                 options["cudagraphs"] = True
             kw["options"] = options

@@ -390,7 +390,39 @@ def held_out() -> list[Shape]:
             memory_format=CL,
         ),
         s("gelu_odd", lambda x: F.gelu(x), BF16, 777, 1001, grid="pointwise"),
+        # Matrix-vector products of one token (a ~1B Llama's projections at
+        # batch 1; matvec=auto lowers them on CUDA): streamed tiles
+        # (plan.stream_tile) against the default and forced tiles.
+        *(
+            s(f"linear_b1 n{n}", _linear, BF16, 1, k, grid="matvec", extra=(_matvec_weight(n),))
+            for n, k in ((5632, 2048), (32000, 2048), (2048, 5632), (2048, 2048))
+        ),
+        s(
+            "gated_b1 n5632",
+            lambda x, wg, wu: F.silu(F.linear(x, wg)) * F.linear(x, wu),
+            BF16,
+            1,
+            2048,
+            grid="matvec",
+            extra=(_matvec_weight(5632), _matvec_weight(5632)),
+        ),
     ]
+
+
+def _linear(x, w):
+    return F.linear(x, w)
+
+
+def _matvec_weight(n: int):
+    """A ``Linear`` weight of ``n`` rows for the row ``x`` (9 rows under
+    ``--smoke``, whose ``x`` is shrunk), scaled by 1/sqrt(K)."""
+
+    def make(x):
+        k = x.shape[-1]
+        rows = n if k > 37 else 9
+        return torch.randn(rows, k, device=x.device, dtype=x.dtype) / k**0.5
+
+    return make
 
 
 # Alternatives to coil's own choice, per kind of shape: options of
@@ -412,6 +444,16 @@ GRIDS: dict[str, list[dict]] = {
     "rows": [dict(xblock=1), dict(persistent_threshold=0)],
     "pointwise": [dict(xblock=512), dict(num_warps=8)],
     "tile2d": [dict(tile2d="off"), dict(yblock=64, xblock=64)],
+    # The tiles before streamed ones (one or two persistent rows a program)
+    # and streamed ones the H100/H200/A100 plans take for some of the shapes.
+    "matvec": [
+        dict(xblock=1),
+        dict(xblock=2),
+        dict(xblock=2, rblock=256, num_warps=2),
+        dict(xblock=2, rblock=512, num_warps=2),
+        dict(xblock=16, rblock=128, num_warps=2),
+        dict(xblock=8, rblock=256, num_warps=4),
+    ],
 }
 
 SPLIT_OPTIONS = ("split",)

@@ -308,6 +308,9 @@ class ReductionAccess:
     its row for the maximum and for the sum) and a load the same for every
     output (a layer norm's weight, read once and then from the cache). They
     count in the vote and the access's efficiency, not in the bytes moved."""
+    inner_sector: int = 4
+    """Bytes of an element of the narrowest load contiguous along the reduction
+    (2 for a bf16 weight's rows): how many a 16-byte vector load holds."""
 
     @property
     def inner(self) -> bool:
@@ -429,6 +432,7 @@ def classify_reduction(
     last_r = rorder[-1] if rorder else None
     inner = outer = strided = 0
     sizes: list[int] = []
+    inner_sizes: list[int] = []
     votes, rows = 0, last_r is not None
     all_dims = ranges + rranges
     for a in moving:
@@ -438,6 +442,7 @@ def classify_reduction(
             sizes.append(a.weight)
         elif c is not None and c == last_r:
             inner += a.weight
+            inner_sizes.append(a.weight)
         else:
             strided += a.weight
         s = a.strides[last_r] if last_r is not None else None
@@ -462,6 +467,7 @@ def classify_reduction(
         rows_contiguous=rows and votes > 0,
         ops=ops,
         reused_bytes=reused,
+        inner_sector=min(inner_sizes) if inner_sizes else 4,
     )
 
 

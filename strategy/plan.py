@@ -284,6 +284,10 @@ def reduction_tile(
         if x.is_Integer:
             xb = min(xb, next_pow2(int(x)))
     default = _tile(shape, target, persistent, xb, rb, inner, outer)
+    if not xblock and not rblock and spread and _streams_rows(shape, target):
+        streamed = stream_tile(shape, target, default)
+        if streamed is not default:
+            return streamed
     if xblock or not persistent or not x.is_Integer or not spread or xb == 1:
         return default
     # Fewer rows a program, where that spreads few rows over more SMs.
@@ -298,6 +302,97 @@ def reduction_tile(
         note = f"{xb} -> {best.xblock} rows a program ({default.estimate.us:.3g} us at {xb})"
         return replace(best, notes=(*best.notes, note))
     return default
+
+
+STREAM_MAX_POINTS = 4096
+"""The most points a streaming tile takes a step (XBLOCK x RBLOCK): Inductor's
+largest reduction tile, 16 values a thread at 8 warps."""
+
+STREAM_MAX_PER_THREAD = 32
+"""Points a thread holds a step at most (f32 accumulators in registers): the
+largest the register fit of ``cost.registers`` saw (the shape sweep's
+kernels, sm_90) is Inductor's 4096-point tile at 4 warps."""
+
+STREAM_MIN_VECTOR = 16
+"""Bytes a thread loads of a row at least, one 16-byte vector (``ld.global.v4``):
+fewer leaves each load instruction moving part of what it can."""
+
+
+def _streams_rows(shape: ReductionShape, target: Target) -> bool:
+    """Whether ``shape`` streams many rows once, each read along the reduction: a
+    matrix-vector product (a weight's rows against one cached vector), a row
+    sum. One pass over the rows (no softmax's second read, no per-point
+    output), static sizes, at least a row for every SM and rows of at least a
+    16-byte vector a lane of a warp."""
+    acc = shape.access
+    x, r = sympy.sympify(shape.xnumel), sympy.sympify(shape.rnumel)
+    return (
+        acc.axis != "outer"
+        and acc.rows_contiguous
+        and shape.phases == 1
+        and shape.point_out_bytes == 0
+        and x.is_Integer
+        and r.is_Integer
+        and int(x) >= target.num_sms
+        and int(r) * max(1, acc.inner_sector) >= target.warp_size * STREAM_MIN_VECTOR
+    )
+
+
+def stream_candidates(shape: ReductionShape, target: Target) -> list[tuple[bool, int, int, int]]:
+    """(persistent, XBLOCK, RBLOCK, warps) a streaming reduction may take: a whole
+    row in registers (RBLOCK the row) or a loop over it in steps that divide it
+    (unmasked, so ptxas can issue the next steps' loads ahead), each step at
+    most :data:`STREAM_MAX_POINTS` points, every thread loading at least a
+    16-byte vector of a row a step (:data:`STREAM_MIN_VECTOR`), rows of a
+    step at least a 128-byte line."""
+    x, r = int(shape.xnumel), int(shape.rnumel)
+    elem = max(1, shape.access.inner_sector)
+    out: list[tuple[bool, int, int, int]] = []
+    rblocks = [(True, next_pow2(r))] if next_pow2(r) <= PERSISTENT_THRESHOLD else []
+    rb = max(16, LINE_BYTES // elem)
+    while rb < r and rb <= INNER_RBLOCK:
+        if r % rb == 0:
+            rblocks.append((False, rb))
+        rb *= 2
+    for persistent, rb in rblocks:
+        xb = 1
+        while xb * rb <= STREAM_MAX_POINTS and xb <= min(64, next_pow2(x)):
+            for warps in (2, 4, 8, 16):
+                per_thread = xb * rb // (target.warp_size * warps)
+                if per_thread * elem < STREAM_MIN_VECTOR or per_thread > STREAM_MAX_PER_THREAD:
+                    continue
+                out.append((persistent, xb, rb, warps))
+            xb *= 2
+    return out
+
+
+def stream_tile(shape: ReductionShape, target: Target, default: ReductionTile) -> ReductionTile:
+    """The tile of a streaming reduction (``_streams_rows``) with the best
+    estimate among :func:`stream_candidates`, where it beats ``default`` by
+    ``cost.MARGIN``; else ``default``. What the model weighs: the bytes each
+    SM's programs have in flight against the DRAM latency (more rows or longer
+    steps a program, more programs an SM), the programs' fixed costs (the
+    first load, the trees, the stores) against the bytes they move, and the
+    rounds of programs (a grid of just under one wave pays no partial last
+    round). Each choice is the target's: its SMs, bandwidth and latency."""
+    best = default
+    for persistent, xb, rb, warps in stream_candidates(shape, target):
+        est = estimate(reduction_work(shape, (persistent, xb, rb, warps)), target)
+        if est.seconds < best.estimate.seconds:
+            inner = not persistent and xb == 1
+            best = ReductionTile(persistent, xb, rb, warps, inner, False, est)
+    if best is default or best.estimate.seconds >= default.estimate.seconds * (1 - MARGIN):
+        return default
+    kind = "persistent" if default.persistent else "looped"
+    note = (
+        f"streamed rows, {default.estimate.us:.3g} us {kind} "
+        f"[XBLOCK {default.xblock}, RBLOCK {default.rblock}] {default.warps} warps"
+    )
+    return replace(best, notes=(*best.notes, note))
+
+
+LINE_BYTES = 128
+"""A cache line: a looped step reads at least this much of each row."""
 
 
 def _tile(

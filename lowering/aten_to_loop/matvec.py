@@ -28,11 +28,21 @@ of a sweep, 0.0113), so it stays cuBLAS's.
 Only on CUDA by default (``convert-aten-to-loop{matvec=auto}``): on the CPU
 ATen's GEMV is faster than Triton's interpreter. ``matvec=on`` lowers them on
 any device (the CPU tests run the kernels this way), ``matvec=off`` never.
-Two rows or more stay cuBLAS's: each row would read the whole matrix again
-(or become ``gemm.py``'s template, which registers the ops and tries this first).
+A product of a few rows (``[M, K] @ [K, N]``, 2 <= M <= 16: a decode step's
+batch) with such a weight is the same reduction over ``[M, N]``: its kernel
+computes all M rows a program (``loop_to_tt/kernel_group.py``
+``_shared_rows``), so the weight streams once, M accumulators a lane. Where
+``matvec=auto`` takes it is ``strategy/rows.py``'s estimate against cuBLAS's
+product (and the epilogue kernel it needs); ``matvec=on`` takes every one.
+``gemm=triton`` (templates forced) and a product ``mode="max-autotune"``
+measured keep theirs.
+More rows stay cuBLAS's (or ``gemm.py``'s template, which registers the ops
+and tries this first).
 """
 
 from __future__ import annotations
+
+import logging
 
 from coil.dialects import dtypes
 from coil.dialects.aten import AtenOp
@@ -41,6 +51,9 @@ from coil.dialects.symbolic import to_expr
 from coil.lowering.aten_to_loop.common import broadcast_index, result_type, shape_of, tensor_arg
 from coil.lowering.aten_to_loop.pointwise import _normalize
 from coil.lowering.convert_aten_to_loop import Lowerer
+from coil.strategy import rows as R
+
+log = logging.getLogger("coil")
 
 FLOATS = (dtypes.f16, dtypes.bf16, dtypes.f32)
 
@@ -52,7 +65,8 @@ def _is_matvec(lw: Lowerer, op: AtenOp) -> bool:
     if out.element_type not in FLOATS:
         return False
     m, n = (to_expr(s) for s in out.shape)
-    if m == 1:  # [1, K] @ [K, N]: the matrix is mat2, K its dimension 0
+    rows = m.is_Integer and 2 <= int(m) <= R.MAX_ROWS and n != 1
+    if m == 1 or rows:  # [M, K] @ [K, N]: the matrix is mat2, K its dimension 0
         matrix, k_dim = tensor_arg(op, "mat2"), 0
     elif n == 1:  # [M, K] @ [K, 1]: the matrix is the left one, K its dimension 1
         matrix, k_dim = tensor_arg(op, "mat1" if op.name == "aten.addmm.default" else "self"), 1
@@ -60,7 +74,31 @@ def _is_matvec(lw: Lowerer, op: AtenOp) -> bool:
         return False
     layout = lw.aten_types.get(matrix, matrix.type)
     strides = getattr(layout, "strides", None)
-    return bool(strides) and to_expr(strides[k_dim]) == 1
+    if not (bool(strides) and to_expr(strides[k_dim]) == 1):
+        return False
+    if not rows:
+        return True
+    if lw.matvec == "on":
+        return lw.gemm != "triton"
+    return _rows_pay(lw, op, int(m))
+
+
+def _rows_pay(lw: Lowerer, op: AtenOp, m: int) -> bool:
+    """Whether a product of ``m`` rows streams its weight faster than cuBLAS
+    (``strategy/rows.py``), at the static sizes."""
+    from coil.lowering.aten_to_loop.gemm import _epilogue, tuned_choice
+
+    if lw.gemm == "triton" or tuned_choice(op) is not None:
+        return False  # templates forced, or max-autotune measured the product
+    out = result_type(op)
+    n, k = to_expr(out.shape[1]), to_expr(shape_of(tensor_arg(op, "mat2"))[0])
+    if not (n.is_Integer and k.is_Integer):
+        return False
+    epilogue, extra = _epilogue(op)
+    elem = dtypes.itemsize(out.element_type)
+    take, why = R.choose(m, int(n), int(k), elem, lw.target, epilogue, extra)
+    log.debug("coil: %s of %d rows: %s", op.name, m, why)
+    return take
 
 
 def _matvec(lw: Lowerer, op: AtenOp):

@@ -34,6 +34,11 @@ from coil.strategy import plan as P
 # Inductor lowers pooling windows up to 25 points as pointwise kernels.
 UNROLL = 25
 
+SHARED_ROWS = 16
+"""The most rows of a leading output dimension a program computes all of
+(``_shared_rows``): a decode batch of up to 16 sequences, M accumulators a
+lane besides the tile's own."""
+
 
 # --------------------------------------------------------------------------
 # Group structure
@@ -147,6 +152,13 @@ class GroupTiles:
         self.members = group_members(nest)
         self.outputs: dict[tuple[int, int], list[SSAValue]] = {}
         self._collect_outputs()
+        self.rows = self._shared_rows(ranges, rranges)
+        if self.rows:
+            # Each program computes all rows of the leading dimension for its
+            # tile of the others: the loads that do not depend on it (a
+            # weight's rows) are read once for all of them (rows_unrolled).
+            xnumel = _prod(ranges[1:])
+            self.order = [k for k in self.order if k != 0]
         unrolled = self._unrolls(xnumel, rnumel)
         if unrolled:
             persistent, rblock, inner = True, 1, False
@@ -190,6 +202,14 @@ class GroupTiles:
         self.xblock, self.rblock, self.persistent = xblock, rblock, persistent
         self.xmask = self._xindex(xblock, xnumel, 2)
         self.isyms = index_symbols(n, len(rranges))[:n]
+        if self.rows:
+            self.plan += f"; {self.rows} rows a program, unrolled (loads shared by the rows once)"
+            i0 = self.isyms[0]
+            self.members = [
+                Member(m.op, m.kind, {**m.subs, i0: sympy.Integer(c)}, m.deps, m.phase, m.avail)
+                for m in self.members
+                for c in range(self.rows)
+            ]
         self.rsyms = index_symbols(n, len(rranges))[n:]
         self._bind_indices(
             XINDEX, [self.isyms[k] for k in self.order], [ranges[k] for k in self.order]
@@ -206,6 +226,48 @@ class GroupTiles:
         else:
             self._looped(rbase, rnumel, rblock)
         return [cdiv(xnumel, xblock), sympy.Integer(1), sympy.Integer(1)], warps
+
+    def _shared_rows(self, ranges, rranges) -> int:
+        """The rows of the leading output dimension each program computes all of
+        (0: none): a small static count (2 to :data:`SHARED_ROWS`) of a group of
+        sums (a matrix product of a few rows, ``[M, K] @ [K, N]``: M rows) whose
+        loads moving along the reduction and the other outputs read at least
+        as many bytes a point independently of that dimension (the weight's
+        rows) as depending on it (the rows of ``x``); a vector alike for all
+        outputs (a norm's weight) comes from the cache and does not count.
+        Each program then reads the shared rows once for all M (each member
+        emitted once a row, the shared loads one load), where a tile over all
+        outputs reads them once a row.
+        Inductor has no such tile; it is the form of a GEMV over a few
+        vectors (the weight streamed once, M accumulators a lane)."""
+        if len(ranges) < 2 or not rranges or self.options.xblock:
+            return 0
+        rows = sympy.sympify(ranges[0])
+        if not rows.is_Integer or not 2 <= int(rows) <= SHARED_ROWS:
+            return 0
+        if any(m.kind == "R" and m.op.kind.data != "sum" for m in self.members):
+            return 0
+        n = len(ranges)
+        syms = index_symbols(n, len(rranges))
+        i0, rs = syms[0], set(syms[n:])
+        shared = per_row = 0
+        for m in self.members:
+            if m.kind == "P1":
+                continue
+            names = dict(m.subs)
+            for op in m.op.walk():
+                if not isinstance(op, L.LoadOp) or op.source in self.member_results:
+                    continue
+                index = [sympy.sympify(e).xreplace(names) for e in op.index.data]
+                used = set().union(*(e.free_symbols for e in index)) if index else set()
+                if not used & rs:
+                    continue
+                size = A.element_bytes(op.source.type.element_type)
+                if i0 in used:
+                    per_row += size
+                elif used & set(syms[1:n]):  # streamed with the outputs (a weight's rows)
+                    shared += size
+        return int(rows) if shared and shared >= per_row else 0
 
     def _unrolls(self, xnumel: sympy.Expr, rnumel: sympy.Expr) -> bool:
         """Whether the nest is a small window reduced in registers, one output per
@@ -283,15 +345,16 @@ class GroupTiles:
                 point_out_bytes += size
             else:
                 out_bytes += size
+        rows = max(1, getattr(self, "rows", 0))
         return P.ReductionShape(
             xnumel,
             rnumel,
             self.access,
             phases=max(1, phases),
-            accumulators=accumulators,
-            out_bytes=out_bytes or 4,
-            point_out_bytes=point_out_bytes,
-            reductions=max(1, len(reds)),
+            accumulators=accumulators * rows,
+            out_bytes=(out_bytes or 4) * rows,
+            point_out_bytes=point_out_bytes * rows,
+            reductions=max(1, len(reds)) * rows,
         )
 
     def _collect_outputs(self) -> None:
@@ -304,13 +367,27 @@ class GroupTiles:
         for v, out in zip(term.values, nest.outs):
             self.outputs.setdefault((id(v.owner), v.index), []).append(out)
 
+    def _row_of(self, subs) -> sympy.Expr | None:
+        """The row of the leading dimension ``subs`` fixes (``_shared_rows``), or None."""
+        return subs.get(self.isyms[0]) if getattr(self, "rows", 0) else None
+
+    def _member_key(self, value: SSAValue, subs) -> tuple:
+        return ("member", value, self._row_of(subs))
+
+    def _member_tile(self, tile: Tile, m: Member) -> Tile:
+        """``tile`` with member ``m``'s renaming (its row, its reduction indices)."""
+        return Tile(tile.shape, tile.mask, m.subs) if m.subs else tile
+
     def _member_value(self, value: SSAValue, tile: Tile) -> SSAValue | None:
         if value not in self.member_results:
             return None
-        found = self.b.lookup(("member", value))
+        found = self.b.lookup(self._member_key(value, tile.subs))
         if found is not None:
             return found
-        member = next(m for m in self.members if value in m.op.results)
+        row = self._row_of(tile.subs)
+        member = next(
+            m for m in self.members if value in m.op.results and self._row_of(m.subs) == row
+        )
         if member.kind != "P2":
             raise LoweringError(
                 f"convert-loop-to-tt: {member.op.name} result read before it is computed"
@@ -323,18 +400,19 @@ class GroupTiles:
         tile = Tile(tile.shape, tile.mask, m.subs)
         vals = self.body.emit(m.op.body.block, tile)
         for r, v in zip(m.op.results, vals):
-            self.b.remember(("member", r), v)
+            self.b.remember(self._member_key(r, m.subs), v)
         return vals
 
     def _store_outputs(self, m: Member, values: Sequence[SSAValue]) -> None:
         for k, v in enumerate(values):
             for out in self.outputs.get((id(m.op), k), []):
                 if m.kind == "P2":
-                    self.body.store(out, self.isyms + self.rsyms, v, self.tile2)
+                    tile = self._member_tile(self.tile2, m)
+                    self.body.store(out, self.isyms + self.rsyms, v, tile)
                 else:
-                    self.body.store(out, self.isyms, v, self.tile1)
+                    self.body.store(out, self.isyms, v, self._member_tile(self.tile1, m))
 
     def _set_results(self, m: Member, values: Sequence[SSAValue]) -> None:
         for r, v in zip(m.op.results, values):
-            self.b.remember(("member", r), v)
+            self.b.remember(self._member_key(r, m.subs), v)
         self._store_outputs(m, values)

@@ -39,12 +39,13 @@ class RowBodies:
             if m.kind == "P1":
                 self._set_results(m, self._compute_pointwise(m))
             elif m.kind == "P2":
-                vals = self.b.lookup(("member", m.op.results[0])) if m.op.results else None
+                key = self._member_key(m.op.results[0], m.subs) if m.op.results else None
+                vals = self.b.lookup(key) if key is not None else None
                 if (id(m.op), 0) in self.outputs:
                     vals = [vals] if vals is not None else self._compute_pointwise(m)
                     self._store_outputs(m, vals)
             else:
-                (v,) = self.body.emit(m.op.body.block, self.tile2)
+                (v,) = self.body.emit(m.op.body.block, self._member_tile(self.tile2, m))
                 self._set_results(m, self._reduce_row(m.op.kind.data, v))
         del b
 
@@ -114,7 +115,7 @@ class RowBodies:
                     steps[id(m)] = (mine[0], new[-1])
                 for m in p2_out:
                     if m.avail == k:
-                        vals = b.lookup(("member", m.op.results[0]))
+                        vals = b.lookup(self._member_key(m.op.results[0], m.subs))
                         vals = [vals] if vals is not None else self._compute_pointwise(m)
                         self._store_outputs(m, vals)
                 b.insert(scf.YieldOp(*new))
@@ -156,7 +157,7 @@ class RowBodies:
     def _acc_update(self, m: Member, acc: list[SSAValue]) -> list[SSAValue]:
         b = self.b
         kind = m.op.kind.data
-        (v,) = self.body.emit(m.op.body.block, self.tile2)
+        (v,) = self.body.emit(m.op.body.block, self._member_tile(self.tile2, m))
         if kind == "welford":
             new = R.welford_step(b, acc, v)
         elif kind in R.ARG_KINDS:
@@ -182,7 +183,8 @@ class RowBodies:
         scale is 1 (also for lanes still at -inf, where exp(-inf - -inf) is NaN)."""
         b = self.b
         m_old, m_new = steps[id(top)]
-        b.remember(("member", top.op.results[0]), m_new)  # the body's max is the running one
+        # the body's max is the running one
+        b.remember(self._member_key(top.op.results[0], {}), m_new)
         (term,) = self.body.emit(m.op.body.block, self.tile2)
         elem = element_of(term.type)
         same = b.cmpf(m_old, m_new, "oeq")
@@ -199,7 +201,7 @@ class RowBodies:
         """The row's sum from per-lane (s, max) pairs: each lane rescaled to the
         row's max (read back from the max member's result)."""
         b = self.b
-        row = b.broadcast_to(b.lookup(("member", top.op.results[0])), self.tile2.shape)
+        row = b.broadcast_to(b.lookup(self._member_key(top.op.results[0], {})), self.tile2.shape)
         same = b.cmpf(lanes, row, "oeq")
         scale = self._exp(b.binary(xarith.SubfOp, lanes, row))
         scaled = b.select(same, s, b.binary(xarith.MulfOp, s, scale))

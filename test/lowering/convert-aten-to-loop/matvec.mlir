@@ -48,7 +48,8 @@ func.func @one_column(%a: !aten.tensor<[16, 64], f32, device "cuda:0">, %v: !ate
 
 // -----
 
-// Two rows would each read the whole matrix: cuBLAS, even with matvec=on.
+// Two rows of a row-major [K, N] matrix would each read it down its columns:
+// cuBLAS, even with matvec=on.
 // CHECK-LABEL: func.func @two_rows
 // CHECK: buffer.extern "aten.mm.default"
 // ON-LABEL: func.func @two_rows
@@ -102,4 +103,42 @@ func.func @scaled(%b: !aten.tensor<[32], f32, device "cuda:0">, %x: !aten.tensor
 func.func @integers(%x: !aten.tensor<[1, 64], i64, device "cuda:0">, %w: !aten.tensor<[64, 32], i64, device "cuda:0">) -> !aten.tensor<[1, 32], i64, device "cuda:0"> {
   %0 = aten.mm.default(%x, %w) : !aten.tensor<[1, 32], i64, device "cuda:0">
   func.return %0 : !aten.tensor<[1, 32], i64, device "cuda:0">
+}
+
+// -----
+
+// A few rows of a Linear's weight (a decode batch): the same sum over K, over
+// [M, N]; its kernel computes all M rows a program, the weight read once
+// (convert-loop-to-tt). matvec=auto takes it where strategy/rows.py estimates
+// it faster than cuBLAS and its epilogue kernel (here: 4 rows, a bias and a
+// ReLU after; without the ReLU, cuBLAS's addmm adds the bias itself and
+// the estimates are within the margin); matvec=on always.
+// CHECK-LABEL: func.func @rows_linear
+// CHECK: loop.reduction sum [4, 32] [64]
+// CHECK-NOT: buffer.extern
+// ON-LABEL: func.func @rows_linear
+// ON: loop.reduction sum [4, 32] [64]
+// ON: loop.load %b[i1]
+// OFF-LABEL: func.func @rows_linear
+// OFF: buffer.extern "aten.addmm.default"
+func.func @rows_linear(%x: !aten.tensor<[4, 64], bf16, device "cuda:0">, %w: !aten.tensor<[32, 64], bf16, device "cuda:0">, %b: !aten.tensor<[32], bf16, device "cuda:0">) -> !aten.tensor<[4, 32], bf16, device "cuda:0"> {
+  %t = aten.permute.default(%w, dims = [1, 0]) : !aten.tensor<[64, 32], bf16, strides [1, 64], device "cuda:0">
+  %0 = aten.addmm.default(%b, %x, %t) : !aten.tensor<[4, 32], bf16, device "cuda:0">
+  %1 = aten.relu.default(%0) : !aten.tensor<[4, 32], bf16, device "cuda:0">
+  func.return %1 : !aten.tensor<[4, 32], bf16, device "cuda:0">
+}
+
+// -----
+
+// Eight rows of a 2048 x 5632 weight with no epilogue: cuBLAS's tensor cores
+// beat eight f32 accumulators a lane on the FMA units (strategy/rows.py);
+// matvec=on lowers it anyway.
+// CHECK-LABEL: func.func @rows_large
+// CHECK: buffer.extern "aten.mm.default"
+// ON-LABEL: func.func @rows_large
+// ON: loop.reduction sum [8, 5632] [2048]
+func.func @rows_large(%x: !aten.tensor<[8, 2048], bf16, device "cuda:0">, %w: !aten.tensor<[5632, 2048], bf16, device "cuda:0">) -> !aten.tensor<[8, 5632], bf16, device "cuda:0"> {
+  %t = aten.permute.default(%w, dims = [1, 0]) : !aten.tensor<[2048, 5632], bf16, strides [1, 2048], device "cuda:0">
+  %0 = aten.mm.default(%x, %t) : !aten.tensor<[8, 5632], bf16, device "cuda:0">
+  func.return %0 : !aten.tensor<[8, 5632], bf16, device "cuda:0">
 }
