@@ -199,17 +199,19 @@ def test_scan_falls_back_to_triton_with_a_warning():
     assert any("loop.scan" in str(w.message) for w in caught)
 
 
-def test_no_compiler_runs_aten_after_one_warning(monkeypatch, tmp_path):
+@pytest.mark.parametrize("wrapper", ["python", "cpp"])
+def test_no_compiler_runs_aten_after_one_warning(monkeypatch, tmp_path, wrapper):
     """The fallback path (CI runs it with the compiler hidden too): with the
     default kind and no compiler, coil says so once and compiles nothing (no
-    dump: the graph runs as ATen ops, not in Triton's interpreter)."""
+    dump: the graph runs as ATen ops, not in Triton's interpreter), with
+    either wrapper (the C++ one calls the same C++ kernels)."""
     monkeypatch.setenv("COIL_CXX", "none")
     monkeypatch.delenv("COIL_CPU_KERNELS", raising=False)
     cpp_kernels.find_compiler.cache_clear()
     monkeypatch.setattr(cpp_kernels, "_said", set())
     try:
         x = torch.randn(5, 7)
-        options = {"dump_dir": str(tmp_path)}
+        options = {"dump_dir": str(tmp_path), "wrapper": wrapper}
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             out = _compile(lambda x: torch.softmax(x, -1), options)(x)
