@@ -248,3 +248,23 @@ def test_unknown_cpu_kernels_option():
         torch.compile(lambda x: x + 1, backend="coil", options={"cpu_kernels": "fast"})(
             torch.randn(2)
         )
+
+
+@needs_compiler
+@pytest.mark.parametrize("shape", [(6, 40), (3, 4, 2, 8)])
+def test_bf16_row_reads_at_the_row_index_widened_once(shape, tmp_path):
+    """A bf16 LayerNorm's gamma and beta, read by its output pass at the row index
+    alone, are widened to f32 once per call (arrays before the parallel loop),
+    over one and over two normalized dimensions; the results equal eager's."""
+    norm = shape[-1:] if len(shape) == 2 else shape[-2:]
+    x = torch.randn(*shape, dtype=torch.bfloat16)
+    w = torch.randn(norm, dtype=torch.bfloat16)
+    b = torch.randn(norm, dtype=torch.bfloat16)
+
+    def fn(x, w, b):
+        return F.layer_norm(x, norm, w, b)
+
+    out = _compile(fn, {"dump_dir": str(tmp_path)})(x, w, b)
+    assert_close_to_eager(out, fn(x, w, b))
+    source = "".join(p.read_text() for p in tmp_path.glob("graph_*/kernels.cpp"))
+    assert "float wide0_" in source and "float wide1_" in source
