@@ -16,8 +16,12 @@ kernels run asynchronously, so this is the host's time):
 * ``dynamo+alloc``: the same backend allocating its outputs each call (one
   ATen allocation per output inside Dynamo's call);
 * ``coil``: ``torch.compile(backend="coil")``;
-* ``aot forward``: what coil's backend returned to Dynamo (AOTAutograd's
-  forward and its runtime wrappers around coil's callable), called directly;
+* ``coil via aot``: the same with AOTAutograd's forward returned to Dynamo
+  where coil returns its direct call (coil.runtime.direct_call): before/after;
+* ``direct``: what coil's backend returned, called alone, where it is the
+  direct call;
+* ``aot forward``: AOTAutograd's forward (its runtime wrappers around coil's
+  callable), called alone;
 * ``coil call``: coil's compiled callable alone (the ``-t python`` wrapper:
   input check, allocations, the kernels);
 * ``coil cpp call`` (``--cpp``): the same graph's C++ wrapper, called directly.
@@ -44,6 +48,11 @@ import torch
 from coil.benchmarks.cpu import rows
 
 
+def _is_direct(fn: Any) -> bool:
+    """Whether coil's backend returned its direct call (coil.runtime.direct_call)."""
+    return getattr(fn, "__qualname__", "") == "direct.<locals>.call"
+
+
 def _innermost(fn: Any) -> Any:
     while hasattr(fn, "__wrapped__"):
         fn = fn.__wrapped__
@@ -66,10 +75,12 @@ def layers(module: torch.nn.Module, x: torch.Tensor, cpp: bool) -> dict[str, Cal
 
     got: dict[str, Any] = {}
 
-    def recording(options: dict[str, Any], key: str):
+    def recording(options: dict[str, Any], key: str, aot: bool = False):
         def backend(gm, example_inputs):
             forward = coil_backend(gm, example_inputs, options=dict(options))
             got[key] = (forward, [n for n in gm.graph.nodes if n.op == "placeholder"])
+            if aot and _is_direct(forward):  # AOTAutograd's forward, as before
+                return forward.__wrapped__
             return forward
 
         return backend
@@ -79,6 +90,7 @@ def layers(module: torch.nn.Module, x: torch.Tensor, cpp: bool) -> dict[str, Cal
         "dynamo": torch.compile(module, backend=preallocated),
         "dynamo+alloc": torch.compile(module, backend=allocating),
         "coil": torch.compile(module, backend=recording({}, "python")),
+        "coil via aot": torch.compile(module, backend=recording({}, "aot", aot=True)),
     }
     if cpp:
         compiled["coil cpp"] = torch.compile(module, backend=recording({"wrapper": "cpp"}, "cpp"))
@@ -100,6 +112,9 @@ def layers(module: torch.nn.Module, x: torch.Tensor, cpp: bool) -> dict[str, Cal
         out[name] = lambda f=f: f(x)
     forward, placeholders = got["python"]
     args = graph_args(placeholders)
+    if _is_direct(forward):
+        out["direct"] = lambda: forward(*args)
+        forward = forward.__wrapped__
     out["aot forward"] = lambda: forward(*args)
     inner = _innermost(forward)
     out["coil call"] = lambda: inner(list(args))
@@ -148,13 +163,16 @@ def main(argv: list[str] | None = None) -> int:
     for k, v in med.items():
         print(f"  {k:14s} {v:9.1f}")
     aot = med["aot forward"] - med["coil call"]
-    rest = med["coil"] - med["dynamo"] - med["aot forward"]
+    called = med.get("direct", med["aot forward"])  # what Dynamo calls
+    rest = med["coil"] - med["dynamo"] - called
     alloc = med["dynamo+alloc"] - med["dynamo"]
     print(f"  Dynamo's frame, guards and call (dynamo): {med['dynamo']:.1f}")
     print(f"  AOTAutograd's runtime wrappers (aot forward - coil call): {aot:.1f}")
     print(f"  coil's wrapper and kernels (coil call): {med['coil call']:.1f}")
-    print(f"  in sequence, beyond the sum (coil - dynamo - aot forward): {rest:.1f}")
+    print(f"  in sequence, beyond the sum (coil - dynamo - what it calls): {rest:.1f}")
     print(f"    of which outputs allocated in Dynamo's call (dynamo+alloc - dynamo): {alloc:.1f}")
+    saved = med["coil via aot"] - med["coil"]
+    print(f"  coil's direct call saves (coil via aot - coil): {saved:.1f}")
     return 0
 
 
