@@ -420,7 +420,7 @@ def coil(
             # The backward's saved activations change every step: none is static.
             static = _static_input_indices(not inference) if kind == "forward" else ()
             this_pipeline = graph_pipeline
-            if cpu_kernels == "cpp" and wrapper == "python" and _cpu_graph(graph, inputs):
+            if cpu_kernels == "cpp" and _cpu_graph(graph, inputs):
                 from coil.runtime.cpp_kernels import find_compiler, say_once
 
                 if find_compiler() is None:

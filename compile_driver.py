@@ -431,13 +431,18 @@ def _cpp_wrapper(
     module: ModuleOp, constants: list[Any], dump: _Dump | None
 ) -> Callable[..., Any] | None:
     """The graph's C++ wrapper, built and loaded; None (after one warning) where it
-    cannot run: a graph on the CPU (its kernels launch through the CUDA driver) or
+    cannot run: a CPU graph with Triton kernels (they run only under Triton's
+    interpreter, from Python; a CPU graph's C++ kernels are called directly) or
     no C++ toolchain. The caller then uses the Python wrapper."""
+    from coil.dialects import tt
     from coil.runtime import cpp_wrapper
 
     problem = None
-    if not _on_gpu(module):
-        problem = "needs CUDA tensors (its kernels launch through the CUDA driver)"
+    if not _on_gpu(module) and any(isinstance(op, tt.FuncOp) for op in module.ops):
+        problem = (
+            "runs Triton kernels on the CPU (Triton's interpreter runs from Python; "
+            "cpu_kernels='cpp' makes C++ kernels the C++ wrapper calls)"
+        )
     elif (missing := cpp_wrapper.toolchain_problem()) is not None:
         problem = f"cannot be built here: {missing}"
     if problem is not None:

@@ -21,6 +21,7 @@ from coil.frontend.attention import contiguous_attention_masks
 from coil.frontend.decode_attention import pack_grouped_queries
 from coil.frontend.decompositions import LazyTable
 from coil.runtime.compiled import boxed
+from coil.runtime.direct_call import direct, marking
 
 if TYPE_CHECKING:
     from coil.runtime.aotcache import AotCache
@@ -70,6 +71,8 @@ def aot_backend(
     def compile_inference_boxed(gm: torch.fx.GraphModule, inputs: list[Any]) -> Callable:
         return boxed((inference_compile_fn or compile_fn)(gm, inputs))
 
+    compile_inference_boxed = marking(compile_inference_boxed)
+
     def traced(training: bool, cached: bool = False):
         fw, bw, inference = compile_boxed, compile_bw_boxed, compile_inference_boxed
         if cached:  # compilers returning what the cache stores (itself boxed)
@@ -78,6 +81,7 @@ def aot_backend(
             fw = serializable(compile_fn)
             bw = serializable(bw_compile_fn or compile_fn)
             inference = serializable(inference_compile_fn or compile_fn)
+            inference.compiler_fn = marking(inference.compiler_fn)
         return aot_autograd(
             fw_compiler=fw,
             bw_compiler=bw,
@@ -101,12 +105,12 @@ def aot_backend(
         )
         if training and before_autograd is not None:
             before_autograd(gm)
-        if aot_cache is None:
-            return traced(training)(gm, example_inputs)
-        if not aot_cache.admits(gm, training):
-            return traced(training)(gm, example_inputs)
+        # An inference graph none of AOTAutograd's runtime wrappers has work for
+        # is called directly (coil.runtime.direct_call).
+        if aot_cache is None or not aot_cache.admits(gm, training):
+            return direct(traced(training)(gm, example_inputs))
         with aot_cache.scope(gm, example_inputs):
-            return traced(training, cached=True)(gm, example_inputs)
+            return direct(traced(training, cached=True)(gm, example_inputs))
 
     return backend
 

@@ -393,8 +393,37 @@ def _emit(module: ModuleOp) -> tuple[str, str]:
     return cpp, kernels
 
 
+def cpu_kernel_source(module: ModuleOp) -> str:
+    """The module's ``cpu.func`` kernels as ``-t cpp-kernels`` prints them ("" for none)."""
+    from coil.dialects import cpu
+
+    if not any(isinstance(op, cpu.FuncOp) for op in module.ops):
+        return ""
+    from coil.targets.cpp_kernels import emit_cpp_kernels
+
+    return emit_cpp_kernels(module)
+
+
+def _cpu_kernels_key(source: str) -> str:
+    """What the CPU kernel library depends on (its own cache key: the source, the
+    compiler and its flags, the CPU's features), "" without CPU kernels."""
+    if not source:
+        return ""
+    from coil.runtime import cpp_kernels
+
+    compiler = cpp_kernels.find_compiler()
+    return cpp_kernels.library_key(source, compiler) if compiler is not None else "no compiler"
+
+
 def _build_into(directory: Path, module: ModuleOp, cpp: str, kernels: str, arch: int) -> None:
     (directory / "kernels").mkdir(parents=True, exist_ok=True)
+    if cpu_source := cpu_kernel_source(module):
+        # The library the Python wrapper would load (built once, in its cache),
+        # copied beside the wrapper: the directory stands alone (run_cpp.cpp).
+        from coil.runtime.cpp_kernels import load_cpp_kernels
+
+        shutil.copyfile(load_cpp_kernels(cpu_source).path, directory / "kernels" / "cpu_kernels.so")
+        (directory / "kernels.cpp").write_text(cpu_source)
     (directory / "kernels.py").write_text(kernels)
     (directory / "wrapper.cpp").write_text(cpp)
     # The C++ compiler (a subprocess) runs while Triton compiles the kernels in
@@ -420,7 +449,8 @@ def build(
         out.mkdir(parents=True, exist_ok=True)
         _build_into(out, module, cpp, kernels, arch)
         return out
-    key = build_key(cpp, kernels, launch_options(module), arch)
+    cpu_key = _cpu_kernels_key(cpu_kernel_source(module))
+    key = build_key(cpp, kernels + cpu_key, launch_options(module), arch)
     final = cache_dir() / "cpp" / key
     if (final / "wrapper.so").is_file():
         return final

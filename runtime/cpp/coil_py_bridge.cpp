@@ -76,7 +76,8 @@ extern "C" __attribute__((visibility("default"))) PyObject* coil_bridge_call(
   status = reinterpret_cast<RunFn>(run)(&inputs, &outputs, &error);
   Py_END_ALLOW_THREADS;
   if (status != 0) {
-    PyErr_SetString(status == 1 ? input_error : PyExc_RuntimeError, error.c_str());
+    PyObject* type = status == 1 ? input_error : status == 3 ? PyExc_IndexError : PyExc_RuntimeError;
+    PyErr_SetString(type, error.c_str());
     return nullptr;
   }
   PyObject* result = PyList_New(static_cast<Py_ssize_t>(outputs.size()));

@@ -600,6 +600,52 @@ class Autotuner {
   std::map<std::vector<int64_t>, size_t> choices_;
 };
 
+// ---- CPU kernels -------------------------------------------------------------------
+
+// A graph on the CPU runs C++ kernels (`-t cpp-kernels`), not Triton's: the
+// library coil.runtime.cpp_kernels builds from the graph's kernel source (the
+// one the Python wrapper loads through ctypes), copied to `<kernel dir>/
+// cpu_kernels.so` and opened at the first call. `Fn` is the kernel's C type
+// (buffers as void*, size symbols as int64_t); a kernel returns nonzero for an
+// out-of-range indirect index, which throws c10::IndexError as eager does.
+template <typename Fn>
+class CpuKernel;
+
+template <typename... Args>
+class CpuKernel<int(Args...)> {
+ public:
+  CpuKernel(const char* name, const std::string* dir) : name_(name), dir_(dir) {}
+
+  void operator()(Args... args) {
+    std::call_once(once_, [this] { fn_ = resolve(); });
+    if (fn_(args...) != 0) {
+      TORCH_CHECK_INDEX(false, "coil: an index is out of bounds in CPU kernel ", name_);
+    }
+  }
+
+ private:
+  using Pointer = int (*)(Args...);
+
+  Pointer resolve() const {
+    std::string path = *dir_ + "/cpu_kernels.so";
+    void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      throw std::runtime_error(cat("coil: cannot open the CPU kernel library ", path, " (",
+                                   dlerror(), ")"));
+    }
+    void* fn = dlsym(lib, name_);
+    if (fn == nullptr) {
+      throw std::runtime_error(cat("coil: ", path, " has no kernel ", name_));
+    }
+    return reinterpret_cast<Pointer>(fn);
+  }
+
+  const char* name_;
+  const std::string* dir_;
+  std::once_flag once_;
+  Pointer fn_ = nullptr;
+};
+
 // ---- the library's entry points --------------------------------------------------
 
 // Where the kernels are: `<directory of this library>/kernels` unless
@@ -619,7 +665,8 @@ inline std::string default_kernel_dir(const void* address_in_library) {
 //   int coil_run(std::vector<c10::IValue>* args, std::vector<c10::IValue>* outputs,
 //                std::string* error)
 //       runs the wrapper (args are consumed); 0 on success, 1 when an input does
-//       not match (error says which), 2 on any other error.
+//       not match (error says which), 3 on an index out of range (c10::IndexError:
+//       a CPU kernel's indirect index), 2 on any other error.
 //   void coil_set_kernel_dir(const char* dir)
 //       where the .cubin/.meta files are (default: kernels/ beside the library).
 //   int coil_num_inputs()
@@ -632,6 +679,9 @@ inline std::string default_kernel_dir(const void* address_in_library) {
     } catch (const coil::InputError& e) {                                                 \
       *error = e.what();                                                                  \
       return 1;                                                                           \
+    } catch (const c10::IndexError& e) {                                                  \
+      *error = e.what_without_backtrace();                                                \
+      return 3;                                                                           \
     } catch (const c10::Error& e) {                                                       \
       *error = e.what_without_backtrace();                                                \
       return 2;                                                                           \

@@ -190,20 +190,52 @@ def hasattr_profile_scratch() -> bool:
     return tuple(int(p) for p in triton.__version__.split(".")[:2]) >= (3, 5)
 
 
-def test_backend_on_the_cpu_falls_back_to_the_python_wrapper_with_one_warning():
+def test_cpu_graph_with_triton_kernels_falls_back_to_the_python_wrapper_with_one_warning():
+    # cpu_kernels='triton': the kernels run under Triton's interpreter, from Python.
     class Model(nn.Module):
         def forward(self, x):
             return torch.relu(x) * 3
 
     x = torch.randn(4, 8)
-    compiled = torch.compile(Model(), backend="coil", options={"wrapper": "cpp"})
+    options = {"wrapper": "cpp", "cpu_kernels": "triton"}
+    compiled = torch.compile(Model(), backend="coil", options=options)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = compiled(x)
     torch.testing.assert_close(out, torch.relu(x) * 3)
     messages = [str(c.message) for c in caught if "wrapper" in str(c.message)]
     assert len(messages) == 1
-    assert "needs CUDA tensors" in messages[0] and "Python wrapper" in messages[0]
+    assert "runs Triton kernels on the CPU" in messages[0] and "Python wrapper" in messages[0]
+
+
+def test_cpu_graph_calls_its_cpp_kernels_from_the_cpp_wrapper(tmp_path):
+    """Issue 40 item 3: a CPU graph's C++ wrapper calls the C++ kernels (the library
+    the Python wrapper would load, copied beside it); dynamic sizes reach them as
+    int64_t, an out-of-range gather index raises IndexError as eager does."""
+    from coil.runtime.cpp_kernels import find_compiler
+    from coil.testing import assert_close_to_eager
+
+    if find_compiler() is None:
+        pytest.skip("no C++ compiler for the CPU kernels")
+
+    def f(x, i):
+        return torch.softmax(x, -1) * 2, x[i]
+
+    # This file runs the interpreter by default (conftest.TRITON_FILES).
+    options = {"wrapper": "cpp", "cpu_kernels": "cpp", "dump_dir": str(tmp_path)}
+    compiled = torch.compile(f, backend="coil", dynamic=True, options=options)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for rows, cols in ((5, 8), (7, 3)):
+            x = torch.randn(rows, cols)
+            i = torch.randint(-rows, rows, (2,))
+            out = compiled(x, i)
+            assert_close_to_eager(out, f(x, i))
+    assert not [str(c.message) for c in caught if "wrapper" in str(c.message)]
+    (source,) = [p.read_text() for p in tmp_path.glob("graph_*/wrapper.cpp")]
+    assert "coil::CpuKernel<int(void*, void*, void*, void*, int64_t" in source
+    with pytest.raises(IndexError, match="out of bounds in CPU kernel"):
+        compiled(torch.randn(5, 8), torch.tensor([0, 5]))
 
 
 def test_unknown_wrapper_option_is_a_sentence():

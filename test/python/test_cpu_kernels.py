@@ -199,17 +199,19 @@ def test_scan_falls_back_to_triton_with_a_warning():
     assert any("loop.scan" in str(w.message) for w in caught)
 
 
-def test_no_compiler_runs_aten_after_one_warning(monkeypatch, tmp_path):
+@pytest.mark.parametrize("wrapper", ["python", "cpp"])
+def test_no_compiler_runs_aten_after_one_warning(monkeypatch, tmp_path, wrapper):
     """The fallback path (CI runs it with the compiler hidden too): with the
     default kind and no compiler, coil says so once and compiles nothing (no
-    dump: the graph runs as ATen ops, not in Triton's interpreter)."""
+    dump: the graph runs as ATen ops, not in Triton's interpreter), with
+    either wrapper (the C++ one calls the same C++ kernels)."""
     monkeypatch.setenv("COIL_CXX", "none")
     monkeypatch.delenv("COIL_CPU_KERNELS", raising=False)
     cpp_kernels.find_compiler.cache_clear()
     monkeypatch.setattr(cpp_kernels, "_said", set())
     try:
         x = torch.randn(5, 7)
-        options = {"dump_dir": str(tmp_path)}
+        options = {"dump_dir": str(tmp_path), "wrapper": wrapper}
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             out = _compile(lambda x: torch.softmax(x, -1), options)(x)
@@ -246,3 +248,23 @@ def test_unknown_cpu_kernels_option():
         torch.compile(lambda x: x + 1, backend="coil", options={"cpu_kernels": "fast"})(
             torch.randn(2)
         )
+
+
+@needs_compiler
+@pytest.mark.parametrize("shape", [(6, 40), (3, 4, 2, 8)])
+def test_bf16_row_reads_at_the_row_index_widened_once(shape, tmp_path):
+    """A bf16 LayerNorm's gamma and beta, read by its output pass at the row index
+    alone, are widened to f32 once per call (arrays before the parallel loop),
+    over one and over two normalized dimensions; the results equal eager's."""
+    norm = shape[-1:] if len(shape) == 2 else shape[-2:]
+    x = torch.randn(*shape, dtype=torch.bfloat16)
+    w = torch.randn(norm, dtype=torch.bfloat16)
+    b = torch.randn(norm, dtype=torch.bfloat16)
+
+    def fn(x, w, b):
+        return F.layer_norm(x, norm, w, b)
+
+    out = _compile(fn, {"dump_dir": str(tmp_path)})(x, w, b)
+    assert_close_to_eager(out, fn(x, w, b))
+    source = "".join(p.read_text() for p in tmp_path.glob("graph_*/kernels.cpp"))
+    assert "float wide0_" in source and "float wide1_" in source
