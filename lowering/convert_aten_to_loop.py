@@ -99,6 +99,8 @@ EXTERN_BY_DESIGN = frozenset(
         # torch's other fused attention kernels and the backwards (where
         # aten-fuse-attention or SDPA in a training graph gets them):
         # generic ops, named as buffer.extern names them
+        "aten._scaled_dot_product_flash_attention",
+        "aten._scaled_dot_product_efficient_attention",
         "aten._scaled_dot_product_flash_attention_for_cpu",
         "aten._scaled_dot_product_flash_attention_for_cpu_backward",
         "aten._scaled_dot_product_cudnn_attention",

@@ -152,3 +152,22 @@ def test_coil_fallback_sets_the_default(monkeypatch):
         warnings.simplefilter("always")
         assert_close_to_eager(_compile(torch.relu)(torch.randn(4)).shape, torch.Size([4]))
     assert len(_coil_warnings(caught)) == 1
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "aten.mm.default",
+        "aten._scaled_dot_product_flash_attention.default",
+        # the generic forms a graph names them by (aten.operator "ns::op"): the
+        # model sweep counted the fused attention kernels as fallbacks
+        "aten::_scaled_dot_product_flash_attention",
+        "aten::_scaled_dot_product_efficient_attention",
+        "_c10d_functional::all_reduce",
+    ],
+)
+def test_ops_called_by_design_are_not_fallbacks(name):
+    from coil.lowering.convert_aten_to_loop import extern_by_design
+
+    assert extern_by_design(name)
+    assert not extern_by_design("aten.cumsum.default")
