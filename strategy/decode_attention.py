@@ -18,8 +18,9 @@ what the SMs hold at once run in later rounds; the bytes (keys, values, and the
 partials written and read back) over the bandwidth bound it from below; a split
 adds the combine kernel's launch and its own latency. Only splits of whole
 ``BLOCK_L`` blocks, at least :data:`MIN_BLOCKS_PER_SPLIT` each, are considered.
-The model is a ranking, not a measurement: no GPU run has checked it yet
-(benchmarks/decode.py's attention rows are the measurement to make).
+A step of the key loop costs :data:`STEP_LATENCIES` DRAM latencies, measured
+(not the generic loop's half latency): each step loads the mask, then keys and
+values behind it, and reduces across the tile three times.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from coil.strategy.cost import DRAM_EFFICIENCY, MARGIN, STEP_LATENCY, STORE_WAIT
+from coil.strategy.cost import DRAM_EFFICIENCY, MARGIN, STORE_WAIT
 from coil.strategy.target import Target
 
 BLOCK_L = 64
@@ -58,6 +59,14 @@ partials to combine)."""
 MAX_SPLITS = 64
 """The most splits per (batch, head): the combine kernel holds one max and sum
 per split and query row in registers."""
+
+STEP_LATENCIES = 7.0
+"""DRAM latencies a step of the key loop takes. Measured (benchmarks/RESULTS.md,
+seventeenth session: decode.py's profile on an H200, cache of 248 slots, one
+split): the ~1B Llama's kernel ([8, 32, 64] tiles, 8 steps) 34.2 us a call, the
+~150M's ([4, 64, 64], 4 steps) 12.9 us: 7.9 and 6.5 latencies a step against
+the 0.5 (``cost.STEP_LATENCY``) of a streaming loop, which had estimated 3.3
+us and kept one split; at 7 a split of one block a program is chosen there."""
 
 PROGRAMS_PER_SM = 4
 """Attention programs an SM runs at once (4 warps each: 16 of 64 warp slots;
@@ -95,7 +104,7 @@ def estimate(
     ``splits > 1``."""
     lat = target.dram_latency_s
     steps = max(1, math.ceil(math.ceil(keys / splits) / block_l))
-    program = lat * (1 + STEP_LATENCY * (steps - 1) + STORE_WAIT)
+    program = lat * (1 + STEP_LATENCIES * (steps - 1) + STORE_WAIT)
     programs = heads * splits
     resident = max(1, target.num_sms * PROGRAMS_PER_SM)
     rounds = math.ceil(programs / resident)

@@ -1,30 +1,43 @@
 // RUN: fx-opt %s --device h200 -p 'convert-aten-to-loop,bufferize,convert-decode-attention-to-tt' | filecheck %s
 // RUN: fx-opt %s --device h200 -p 'convert-aten-to-loop,bufferize,convert-decode-attention-to-tt{splits=4 all-devices=true}' | filecheck %s --check-prefix=FORCED
+// RUN: fx-opt %s --device h200 -p 'convert-aten-to-loop,bufferize,convert-decode-attention-to-tt{splits=1}' | filecheck %s --check-prefix=ONE
 // RUN: fx-opt %s --device h200 -p 'convert-aten-to-loop,bufferize,convert-decode-attention-to-tt,convert-loop-to-tt,convert-buffer-to-host' -t triton | filecheck %s --check-prefix=PY
 
 // A decode step's attention (4 query heads of a group packed as rows over one
 // key/value head, a static cache of 256 slots, transformers' additive mask):
-// coil's kernel instead of ATen's. 4 (batch x head) programs walking 4 blocks
-// of 64 keys are estimated faster than a split plus the combine's launch.
+// coil's kernel instead of ATen's. A step of the key loop costs ~7 DRAM
+// latencies (measured, strategy/decode_attention.STEP_LATENCIES), so 16
+// programs walking one block of 64 keys each plus the combine's launch are
+// estimated faster than 4 walking all 4 blocks.
 // CHECK: tt.func public @coil_decode_attention_0({{.*}}) attributes {coil.kind = "attention"
-// CHECK-SAME: coil.plan = "decode attention: 1 split(s) of the keys
+// CHECK-SAME: coil.plan = "decode attention: 4 split(s) of the keys
 // CHECK-SAME: [4, 64, 64] tiles"
-// CHECK: scf.for %k0 = {{.*}} iter_args(%m_i = {{.*}}, %l_i = {{.*}}, %acc = {{.*}}) -> (tensor<4x1x1xf32>, tensor<4x1x1xf32>, tensor<4x1x64xf32>)
-// The mask is read first; keys no row keeps are not loaded.
-// CHECK: %[[BIAS:.*]] = tt.load {{.*}} : tensor<1x64x1x!tt.ptr<bf16>>
-// CHECK: tt.reduce
-// CHECK: %[[KEEP:.*]] = arith.cmpf ogt
-// CHECK: tt.load {{.*}} : tensor<1x64x64x!tt.ptr<bf16>>
-// CHECK: math.exp
-// CHECK: scf.yield
-// CHECK: arith.divf
-// CHECK: tt.store
 // CHECK-LABEL: func.func @decode_step
-// CHECK: %[[OUT:.*]] = buffer.alloc : !buffer.buffer<[1, 4, 4, 64], bf16, device "cuda:0">
-// CHECK: host.launch @coil_decode_attention_0 grid [4, 1, 1] ({{.*}}, %[[OUT]] :
-// CHECK-SAME: num_warps = 4 : i64, num_stages = 1 : i64
+// CHECK: host.launch @coil_decode_attention_0 grid [4, 4, 1]
+// CHECK: host.launch @coil_decode_attention_combine_0 grid [4, 4, 1]
 // CHECK-NOT: buffer.extern
-// CHECK: func.return %[[OUT]]
+// CHECK: func.return
+// The unsplit kernel ({splits=1}: one program a head walks the whole cache and
+// writes the output itself).
+// ONE: tt.func public @coil_decode_attention_0({{.*}}) attributes {coil.kind = "attention"
+// ONE-SAME: coil.plan = "decode attention: 4 split(s) of the keys, {{.*}}; forced 1;
+// ONE-SAME: [4, 64, 64] tiles"
+// ONE: scf.for %k0 = {{.*}} iter_args(%m_i = {{.*}}, %l_i = {{.*}}, %acc = {{.*}}) -> (tensor<4x1x1xf32>, tensor<4x1x1xf32>, tensor<4x1x64xf32>)
+// The mask is read first; keys no row keeps are not loaded.
+// ONE: %[[BIAS:.*]] = tt.load {{.*}} : tensor<1x64x1x!tt.ptr<bf16>>
+// ONE: tt.reduce
+// ONE: %[[KEEP:.*]] = arith.cmpf ogt
+// ONE: tt.load {{.*}} : tensor<1x64x64x!tt.ptr<bf16>>
+// ONE: math.exp
+// ONE: scf.yield
+// ONE: arith.divf
+// ONE: tt.store
+// ONE-LABEL: func.func @decode_step
+// ONE: %[[OUT:.*]] = buffer.alloc : !buffer.buffer<[1, 4, 4, 64], bf16, device "cuda:0">
+// ONE: host.launch @coil_decode_attention_0 grid [4, 1, 1] ({{.*}}, %[[OUT]] :
+// ONE-SAME: num_warps = 4 : i64, num_stages = 1 : i64
+// ONE-NOT: buffer.extern
+// ONE: func.return %[[OUT]]
 // FORCED-LABEL: func.func @decode_step
 // FORCED: buffer.alloc : !buffer.buffer<[1, 4, 4, 64], bf16, device "cuda:0">
 // FORCED: %attn_acc = buffer.alloc : !buffer.buffer<[4, 4, 4, 64], f32, device "cuda:0">
