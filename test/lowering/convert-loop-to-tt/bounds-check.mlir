@@ -55,3 +55,46 @@ func.func @dynamic(%n: index {coil.symbol = #coil.expr<s0>}, %w: !buffer.buffer<
   }
   func.return %gather : !buffer.buffer<[37], f32>
 }
+
+// -----
+
+// An index in range by construction needs no assert (value_range.py): DeBERTa's
+// relative-position buckets, clamped by the model to [0, size - 1] before the
+// gather. The kernel then compiles without debug=True. A clamp that can reach
+// the size keeps its assert.
+
+// CHECK-LABEL: tt.func public @coil_in_0
+// CHECK-NOT:     tt.assert
+// CHECK:         tt.return
+// CHECK-LABEL: tt.func public @coil_out_1
+// CHECK:         tt.assert {{.*}} "index out of bounds: 0 <= index < 10 (dim 0)"
+// OFF-LABEL:   func.func @clamped
+// TRITON:      @triton.jit
+// TRITON-NEXT: def coil_in_0(
+// TRITON:      @triton.jit(debug=True)
+// TRITON-NEXT: def coil_out_1(
+func.func @clamped(%w: !buffer.buffer<[10, 8], f32>, %ix: !buffer.buffer<[32], i64>) -> (!buffer.buffer<[32], f32>, !buffer.buffer<[32], f32>) {
+  %in = buffer.alloc : !buffer.buffer<[32], f32>
+  loop.pointwise [32] outs(%in : !buffer.buffer<[32], f32>) {
+  ^bb0(%i0: index):
+    %t = loop.load %ix[i0] : !buffer.buffer<[32], i64>
+    %zero = arith.constant 0 : i64
+    %nine = arith.constant 9 : i64
+    %lo = arith.maxsi %t, %zero : i64
+    %c = arith.minsi %lo, %nine : i64
+    %v = loop.load %w[t0, 3] indirect(%c : i64) : !buffer.buffer<[10, 8], f32>
+    loop.yield %v : f32
+  }
+  %out = buffer.alloc : !buffer.buffer<[32], f32>
+  loop.pointwise [32] outs(%out : !buffer.buffer<[32], f32>) {
+  ^bb0(%i0: index):
+    %t = loop.load %ix[i0] : !buffer.buffer<[32], i64>
+    %zero = arith.constant 0 : i64
+    %ten = arith.constant 10 : i64
+    %lo = arith.maxsi %t, %zero : i64
+    %c = arith.minsi %lo, %ten : i64
+    %v = loop.load %w[t0, 3] indirect(%c : i64) : !buffer.buffer<[10, 8], f32>
+    loop.yield %v : f32
+  }
+  func.return %in, %out : !buffer.buffer<[32], f32>, !buffer.buffer<[32], f32>
+}
