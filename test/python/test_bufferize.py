@@ -5,12 +5,11 @@ convert-aten-to-loop, the fusion passes that exist, bufferize and memory-plan,
 one pass at a time (``check_pipeline_per_pass``: after every pass the reference
 executor must give what it gave before, on the same inputs). The buffer-level
 result is then compared with the graph run eagerly: values, output strides, and
-the inputs it mutates.
+the inputs it mutates. The model set through the same pipeline is
+test_middle_end.py's.
 """
 
 from __future__ import annotations
-
-import copy
 
 import pytest
 import torch
@@ -19,7 +18,6 @@ from xdsl.dialects.func import FuncOp as _Func
 
 from coil.dialects import buffer as B
 from coil.dialects import loop as L
-from coil.examples.models import MODELS, build
 from coil.frontend.capture import aot_backend
 from coil.frontend.fx_importer import constant_inputs, import_graph
 from coil.pipeline import PIPELINES
@@ -94,34 +92,6 @@ def _check_buffer_level(final) -> None:
     for fn in _ops(final, _Func):
         assert "coil.peak_bytes" in fn.attributes
         assert "coil.result_types" not in fn.attributes
-
-
-# --------------------------------------------------------------------------
-# The model set
-# --------------------------------------------------------------------------
-
-DYNAMIC = ("mlp", "softmax", "layernorm", "attention")
-
-
-@pytest.mark.parametrize(
-    "name,dynamic",
-    [(n, False) for n in MODELS] + [(n, True) for n in DYNAMIC if n in MODELS],
-    ids=lambda v: v if isinstance(v, str) else ("dynamic" if v else "static"),
-)
-def test_model(name, dynamic):
-    case = MODELS[name]
-    model, inputs = build(name)
-    eager_model = copy.deepcopy(model)
-    finals, out = compile_checked(model, inputs, dynamic=dynamic, random=case.random)
-    for final in finals:
-        _check_buffer_level(final)
-    with torch.no_grad():
-        expected = eager_model(*inputs)
-    if not case.random:
-        assert_close_to_eager(out, expected)
-        # Mutated module state (batch-norm running stats in training).
-        for (_, b), (_, e) in zip(model.named_buffers(), eager_model.named_buffers()):
-            assert_close_to_eager(b, e)
 
 
 # --------------------------------------------------------------------------

@@ -96,20 +96,35 @@ def _drawn(examples: int):
     )
 
 
-@_drawn(30)
-@given(graphs())
-def test_random_fx_graph_matches_eager(program: Program):
-    problem = check(program)
-    assert problem is None, f"{problem}\n{program.describe()}"
+# CI draws 12 graphs (6 with split reductions), ~1 s of CPU each; `-m slow`
+# draws 100 (50). The README's `python -m coil.tools.fuzz --graphs 5 --seed 1`
+# (test_readme.py) draws 5 more from another seed.
+@pytest.mark.parametrize(
+    "examples", [12, pytest.param(100, marks=pytest.mark.slow)], ids=lambda n: f"{n}graphs"
+)
+def test_random_fx_graph_matches_eager(examples):
+    @_drawn(examples)
+    @given(graphs())
+    def drawn(program: Program):
+        problem = check(program)
+        assert problem is None, f"{problem}\n{program.describe()}"
+
+    drawn()
 
 
-@_drawn(15)
-@given(graphs())
-def test_random_fx_graph_with_split_reductions_matches_eager(program: Program):
+@pytest.mark.parametrize(
+    "examples", [6, pytest.param(50, marks=pytest.mark.slow)], ids=lambda n: f"{n}graphs"
+)
+def test_random_fx_graph_with_split_reductions_matches_eager(examples):
     # The fuzzer's tensors are too small for the split heuristic: --split 3
     # forces every reduction over 3 or more elements into chunks.
-    problem = check(program, split=3)
-    assert problem is None, f"{problem}\n{program.describe()}"
+    @_drawn(examples)
+    @given(graphs())
+    def drawn(program: Program):
+        problem = check(program, split=3)
+        assert problem is None, f"{problem}\n{program.describe()}"
+
+    drawn()
 
 
 # ---- graphs the fuzzer failed on ----------------------------------------------------------

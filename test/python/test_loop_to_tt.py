@@ -234,7 +234,12 @@ def _kernel_backend(gm, example_inputs):
     return aot_module_simplified(gm, example_inputs, fw_compiler=inner)
 
 
-@pytest.mark.parametrize("dynamic", [False, True])
+# Dynamic sizes are `slow` here (~75 % of this test's time: the interpreter
+# runs the symbolic kernels): test_backend.py::test_model_matches_eager runs
+# the same models dynamic through the same lowering (the default pipeline is
+# this one plus the host level) against eager, and test_dropout_law the
+# dropout's kernels.
+@pytest.mark.parametrize("dynamic", [False, pytest.param(True, marks=pytest.mark.slow)])
 @pytest.mark.parametrize(
     "name",
     [
