@@ -88,6 +88,35 @@ def assert_close_to_eager(actual: Any, expected: Any) -> None:
             assert a == e, f"{a} != {e}"
 
 
+def significant_strides(t: torch.Tensor) -> list[int]:
+    """A tensor's strides along its dimensions of more than one element (the
+    ones a layout can differ in)."""
+    return [s for n, s in zip(t.shape, t.stride()) if n > 1]
+
+
+def assert_module_matches_graph(module: Any, gm: torch.fx.GraphModule, inputs: list, nargs: int):
+    """Run a compiled (buffer-level) ``module`` and the graph ``gm`` it came from
+    on clones of ``inputs`` (``gm`` takes the first ``nargs``; the rest are
+    lifted constants) and compare what users see: the outputs' values and
+    strides, and the inputs either one mutates. Returns the module's outputs."""
+    from torch.utils._pytree import tree_leaves
+
+    def clone(values: list) -> list:
+        return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
+
+    ours_in, eager_in = clone(inputs), clone(inputs)
+    ours = run_module(module, ours_in)
+    eager = gm(*eager_in[:nargs])
+    assert_close_to_eager(ours, eager)
+    for o, e in zip(tree_leaves(ours), tree_leaves(eager)):
+        if isinstance(e, torch.Tensor):
+            assert significant_strides(o) == significant_strides(e), (o, e)
+    for o, e in zip(ours_in, eager_in):
+        if isinstance(e, torch.Tensor):
+            assert_close_to_eager(o, e)
+    return ours
+
+
 def difference(actual: Any, expected: Any, reference: Any = None) -> str | None:
     """None when ``actual`` matches ``expected`` (eager's outputs), else a sentence
     saying what differs: the structure, a shape, dtype or device, an integer or

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch.utils._pytree import tree_leaves
 from xdsl.dialects.func import FuncOp as _Func
 
 from coil.dialects import buffer as B
@@ -22,19 +21,15 @@ from coil.frontend.capture import aot_backend
 from coil.frontend.fx_importer import constant_inputs, import_graph
 from coil.pipeline import PIPELINES
 from coil.runtime.aten_executor import run_module
-from coil.testing import assert_close_to_eager, check_pipeline_per_pass
+from coil.testing import (
+    assert_close_to_eager,
+    assert_module_matches_graph,
+    check_pipeline_per_pass,
+)
 
 PIPELINE = PIPELINES["buffer"]
 UNFUSED = f"{PIPELINES['aten']},convert-aten-to-loop,bufferize,memory-plan"
 """No fusion: every reduction of a chain is its own nest with its own buffer."""
-
-
-def _significant_strides(t: torch.Tensor) -> list[int]:
-    return [s for n, s in zip(t.shape, t.stride()) if n > 1]
-
-
-def _clone(inputs):
-    return [a.clone() if isinstance(a, torch.Tensor) else a for a in inputs]
 
 
 def compile_checked(fn, inputs, *, dynamic=False, random=False, pipeline=PIPELINE):
@@ -52,19 +47,8 @@ def compile_checked(fn, inputs, *, dynamic=False, random=False, pipeline=PIPELIN
             finals.append(final)
             # The buffer level against the graph run eagerly: values, strides,
             # and what happens to the inputs it mutates.
-            ours_in, eager_in = _clone(graph_inputs), _clone(graph_inputs)
-            torch.manual_seed(0)
-            ours = run_module(final, ours_in)
-            torch.manual_seed(0)
-            eager = gm(*eager_in[: len(args)])
             if not random:
-                assert_close_to_eager(ours, eager)
-                for o, e in zip(tree_leaves(ours), tree_leaves(eager)):
-                    if isinstance(e, torch.Tensor):
-                        assert _significant_strides(o) == _significant_strides(e), (o, e)
-                for o, e in zip(ours_in, eager_in):
-                    if isinstance(e, torch.Tensor):
-                        assert_close_to_eager(o, e)
+                assert_module_matches_graph(final, gm, graph_inputs, len(args))
             return gm(*args)  # the real call (mutating its inputs as the graph does)
 
         return run

@@ -32,11 +32,12 @@ from coil.ir import parse_module, print_module
 from coil.lowering.convert_aten_to_loop import EXTERN_BY_DESIGN, extern_by_design
 from coil.pipeline import PIPELINES
 from coil.runtime.aten_executor import run_module
-from coil.testing import assert_close_to_eager, check_pipeline_per_pass
-
-
-def _clone(values):
-    return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
+from coil.testing import (
+    assert_close_to_eager,
+    assert_module_matches_graph,
+    check_pipeline_per_pass,
+    significant_strides,
+)
 
 
 def _check_import_round_trips(module) -> None:
@@ -83,16 +84,7 @@ def _checking_backend(case, finals: list):
             if not case.random:
                 # The buffer level against the graph run eagerly: values,
                 # strides, and what happens to the inputs it mutates.
-                ours_in, eager_in = _clone(inputs), _clone(inputs)
-                ours = run_module(final, ours_in)
-                eager = gm(*eager_in[: len(args)])
-                assert_close_to_eager(ours, eager)
-                for o, e in zip(tree_leaves(ours), tree_leaves(eager)):
-                    if isinstance(e, torch.Tensor):
-                        assert _significant_strides(o) == _significant_strides(e), (o, e)
-                for o, e in zip(ours_in, eager_in):
-                    if isinstance(e, torch.Tensor):
-                        assert_close_to_eager(o, e)
+                assert_module_matches_graph(final, gm, inputs, len(args))
             torch.manual_seed(1234)
             return run_module(final, inputs)
 
@@ -121,7 +113,7 @@ def test_middle_end_pass_by_pass(name, dynamic):
     assert_close_to_eager(out, expected)
     for o, e in zip(tree_leaves(out), tree_leaves(expected)):
         if isinstance(e, torch.Tensor) and e.numel() > 1:
-            assert _significant_strides(o) == _significant_strides(e)
+            assert significant_strides(o) == significant_strides(e)
     # Mutated module state (batch-norm running stats in training).
     for (_, b), (_, e) in zip(model.named_buffers(), eager_model.named_buffers()):
         assert_close_to_eager(b, e)
@@ -135,10 +127,6 @@ def _check_dropout(x, out, p):
     kept = out != 0
     torch.testing.assert_close(out[kept], expected[kept])
     assert abs((~kept).float().mean().item() - p) < 0.1
-
-
-def _significant_strides(t: torch.Tensor) -> list[int]:
-    return [s for n, s in zip(t.shape, t.stride()) if n > 1]
 
 
 @torch.library.custom_op("coiltest::twice_plus", mutates_args=())
