@@ -98,6 +98,8 @@ class KernelBuilder:
     def __init__(self, block: Block, index_type: IntegerType):
         self.block = block
         self.index_type = index_type
+        self.ranges: dict[SSAValue, tuple[float, float]] = {}
+        """Values whose range the kernel knows (``value_range.py``'s seeds)."""
         self._scopes: list[dict[Hashable, Any]] = [{}]
         self._isolated: list[int] = [0]
 

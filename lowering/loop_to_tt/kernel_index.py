@@ -89,6 +89,10 @@ class IndexBinding:
         xindex.name_hint = "xindex"
         b.bind(XINDEX, xindex)
         xnumel = sympy.sympify(xnumel)
+        if xnumel.is_Integer and int(xnumel) > 0:
+            # On every lane a bounds check looks at (the mask's, or all where
+            # the grid covers xnumel exactly): value_range's seed.
+            b.ranges[xindex] = (0, int(xnumel) - 1)
         # No mask where every lane is in range; an empty nest (a zero-size
         # dimension) still masks all: a split's finish launches one program.
         if xnumel.is_Integer and int(xnumel) > 0 and int(xnumel) % xblock == 0:

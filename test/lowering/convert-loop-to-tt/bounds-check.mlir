@@ -98,3 +98,36 @@ func.func @clamped(%w: !buffer.buffer<[10, 8], f32>, %ix: !buffer.buffer<[32], i
   }
   func.return %in, %out : !buffer.buffer<[32], f32>, !buffer.buffer<[32], f32>
 }
+
+// -----
+
+// An index computed from the tile's own position: xindex lies in [0, 32) on
+// every lane the check looks at, so (xindex mod 10) is within 10 rows (no
+// assert) and (xindex mod 11) is not.
+
+// CHECK-LABEL: tt.func public @coil_in_0
+// CHECK-NOT:     tt.assert
+// CHECK:         tt.return
+// CHECK-LABEL: tt.func public @coil_out_1
+// CHECK:         tt.assert {{.*}} "index out of bounds: 0 <= index < 10 (dim 0)"
+func.func @positional(%w: !buffer.buffer<[10, 8], f32>) -> (!buffer.buffer<[32], f32>, !buffer.buffer<[32], f32>) {
+  %in = buffer.alloc : !buffer.buffer<[32], f32>
+  loop.pointwise [32] outs(%in : !buffer.buffer<[32], f32>) {
+  ^bb0(%i0: index):
+    %t = loop.index i0 : i64
+    %ten = arith.constant 10 : i64
+    %r = arith.remsi %t, %ten : i64
+    %v = loop.load %w[t0, 3] indirect(%r : i64) : !buffer.buffer<[10, 8], f32>
+    loop.yield %v : f32
+  }
+  %out = buffer.alloc : !buffer.buffer<[32], f32>
+  loop.pointwise [32] outs(%out : !buffer.buffer<[32], f32>) {
+  ^bb0(%i0: index):
+    %t = loop.index i0 : i64
+    %eleven = arith.constant 11 : i64
+    %r = arith.remsi %t, %eleven : i64
+    %v = loop.load %w[t0, 3] indirect(%r : i64) : !buffer.buffer<[10, 8], f32>
+    loop.yield %v : f32
+  }
+  func.return %in, %out : !buffer.buffer<[32], f32>, !buffer.buffer<[32], f32>
+}
