@@ -96,6 +96,19 @@ def _drawn(examples: int):
     )
 
 
+def _check_drawn(examples: int, **options) -> None:
+    """Each of ``examples`` drawn graphs compiles and matches eager (``check``
+    with ``options``); a failure names the graph."""
+
+    @_drawn(examples)
+    @given(graphs())
+    def drawn(program: Program):
+        problem = check(program, **options)
+        assert problem is None, f"{problem}\n{program.describe()}"
+
+    drawn()
+
+
 # CI draws 12 graphs (6 with split reductions), ~1 s of CPU each; `-m slow`
 # draws 100 (50). The README's `python -m coil.tools.fuzz --graphs 5 --seed 1`
 # (test_readme.py) draws 5 more from another seed.
@@ -103,13 +116,7 @@ def _drawn(examples: int):
     "examples", [12, pytest.param(100, marks=pytest.mark.slow)], ids=lambda n: f"{n}graphs"
 )
 def test_random_fx_graph_matches_eager(examples):
-    @_drawn(examples)
-    @given(graphs())
-    def drawn(program: Program):
-        problem = check(program)
-        assert problem is None, f"{problem}\n{program.describe()}"
-
-    drawn()
+    _check_drawn(examples)
 
 
 @pytest.mark.parametrize(
@@ -118,13 +125,7 @@ def test_random_fx_graph_matches_eager(examples):
 def test_random_fx_graph_with_split_reductions_matches_eager(examples):
     # The fuzzer's tensors are too small for the split heuristic: --split 3
     # forces every reduction over 3 or more elements into chunks.
-    @_drawn(examples)
-    @given(graphs())
-    def drawn(program: Program):
-        problem = check(program, split=3)
-        assert problem is None, f"{problem}\n{program.describe()}"
-
-    drawn()
+    _check_drawn(examples, split=3)
 
 
 # ---- graphs the fuzzer failed on ----------------------------------------------------------
