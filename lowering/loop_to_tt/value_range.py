@@ -176,15 +176,10 @@ def value_range(
     return UNKNOWN
 
 
-def int_range(v: SSAValue, known: Mapping[SSAValue, Range] | None = None) -> Range:
-    """:func:`value_range` of an integer value."""
-    return value_range(v, known)
-
-
 def within(v: SSAValue, size: int, known: Mapping[SSAValue, Range] | None = None) -> bool:
     """Whether every element of ``v`` is known to lie in ``[0, size)``."""
     lo, hi = value_range(v, known)
     return lo >= 0 and hi < size
 
 
-__all__ = ["UNKNOWN", "int_range", "value_range", "within"]
+__all__ = ["UNKNOWN", "value_range", "within"]
