@@ -308,6 +308,33 @@ def _with_gemm(pipeline: str, gemm: str, max_autotune: bool) -> str:
     return pipeline
 
 
+def _symbolic(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> bool:
+    """The graph takes symbolic sizes (``dynamic=True`` or a dynamic recompile):
+    a SymInt/SymFloat input, or a tensor input whose traced sizes are symbolic."""
+    if any(isinstance(x, (torch.SymInt, torch.SymFloat)) for x in example_inputs):
+        return True
+    for node in gm.graph.find_nodes(op="placeholder"):
+        value = node.meta.get("example_value")
+        if isinstance(value, torch.Tensor) and any(
+            isinstance(s, torch.SymInt) for s in value.shape
+        ):
+            return True
+    return False
+
+
+def _cpp_shape_guards(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> None:
+    """Dynamo's C++ symbolic-shape guards for a graph with symbolic sizes
+    (``COIL_SHAPE_GUARDS``, config.py says why). Dynamo builds a frame's guards
+    after its backend returns, so setting the flag here already serves this
+    frame; it stays set for the process (later dynamic frames profit too)."""
+    dynamo_config = torch._dynamo.config
+    if dynamo_config.enable_cpp_symbolic_shape_guards or config.shape_guards() != "cpp":
+        return
+    if _symbolic(gm, example_inputs):
+        dynamo_config.enable_cpp_symbolic_shape_guards = True
+        log.info("coil: symbolic sizes: Dynamo's C++ shape guards on (COIL_SHAPE_GUARDS)")
+
+
 def _static_input_indices(training: bool) -> list[int]:
     """Inputs AOTAutograd passes unchanged call after call (parameters, buffers),
     as positions among the compiled forward graph's inputs. Effect tokens come
@@ -371,6 +398,7 @@ def coil(
             known = list(OPTIONS)
             raise ValueError("coil: " + unknown_name("option", key, known, known, "options", note))
     _check_option_types(options)
+    _cpp_shape_guards(gm, example_inputs)
     fallback = options.get("fallback") or config.fallback()
     pipeline = _with_fallback(options.get("pipeline") or PIPELINES["default"], fallback)
     if "pipeline" in options:

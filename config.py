@@ -49,6 +49,17 @@ change the environment after ``import coil`` and be heard.
   share theirs) or ``per-graph`` (a pool of its own for each recording: more
   memory, no recording's allocations ever overlap another's; a diagnostic for
   a replay failing after recordings at other sizes, ``runtime/cudagraphs.py``).
+* ``COIL_SHAPE_GUARDS`` -- ``cpp`` (the default) or ``python``: with ``cpp``,
+  the first graph coil compiles with symbolic sizes (``dynamic=True``, or a
+  dynamic recompile) turns on Dynamo's C++ symbolic-shape guards
+  (``torch._dynamo.config.enable_cpp_symbolic_shape_guards``) for the rest of
+  the process: Dynamo otherwise checks every compiled frame's size guards,
+  and the nn.Module float attributes ``dynamic=True`` makes symbolic, in one
+  Python lambda per call (0.2-0.3 ms a call on GPT-2 and ResNet-50; with C++
+  guards coil's dynamic compiles ran at 0.94-0.96x of its static ones on an
+  H200, ``benchmarks/RESULTS.md``, eighteenth session). Dynamo falls back to
+  the Python guards by itself where it cannot build C++ ones (no compiler,
+  values beyond int64). ``python`` leaves Dynamo's setting alone.
 * ``COIL_LIBCUDA_PATH`` -- read by the C++ wrapper's runtime
   (``runtime/cpp/coil_runtime.h``), not by Python: the CUDA driver library it
   opens instead of ``libcuda.so.1``.
@@ -165,6 +176,19 @@ def cudagraph_pool() -> str:
     if value not in CUDAGRAPH_POOLS:
         raise ValueError(
             f"coil: COIL_CUDAGRAPH_POOL must be one of {', '.join(CUDAGRAPH_POOLS)}, not {value!r}"
+        )
+    return value
+
+
+SHAPE_GUARDS = ("cpp", "python")
+
+
+def shape_guards() -> str:
+    """``COIL_SHAPE_GUARDS`` (``cpp`` when unset)."""
+    value = os.environ.get("COIL_SHAPE_GUARDS", "").strip().lower() or "cpp"
+    if value not in SHAPE_GUARDS:
+        raise ValueError(
+            f"coil: COIL_SHAPE_GUARDS must be one of {', '.join(SHAPE_GUARDS)}, not {value!r}"
         )
     return value
 

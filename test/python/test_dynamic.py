@@ -152,3 +152,51 @@ def test_inference_batch_norm_lowers_with_symbolic_sizes(caplog):
                 model, [(torch.randn(2, 3, 9, 9),), (torch.randn(3, 3, 12, 10),)]
             )
     assert not [r for r in caplog.records if "no loop lowering" in r.getMessage()]
+
+
+def _compiles(model: nn.Module, dynamic: bool | None, sizes: list[int]) -> int:
+    """Compile ``model`` with coil, run it at each leading size, check each
+    against eager; the number of graphs coil compiled (a call Dynamo restarts,
+    as ``dynamic=True`` does for LayerNorm's ``eps``, is not one)."""
+    from coil.backend import coil as coil_backend
+
+    graphs = []
+
+    def counting(gm, example_inputs):
+        run = coil_backend(gm, example_inputs)
+        graphs.append(gm)
+        return run
+
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=counting, dynamic=dynamic)
+    with torch.no_grad():
+        for n in sizes:
+            x = torch.randn(n, 16)
+            assert_close_to_eager(compiled(x), model(x))
+    return len(graphs)
+
+
+def test_symbolic_sizes_turn_on_dynamos_cpp_shape_guards(monkeypatch):
+    """COIL_SHAPE_GUARDS=cpp (the default): a graph with symbolic sizes turns on
+    Dynamo's C++ shape guards (the guard of the same frame already uses them),
+    which still admit every size the graph serves and reject the ones it does
+    not (size 1 is specialized: a recompile); a static graph leaves the
+    setting alone, and COIL_SHAPE_GUARDS=python never touches it."""
+    config = torch._dynamo.config
+    monkeypatch.setattr(config, "enable_cpp_symbolic_shape_guards", False)
+    monkeypatch.delenv("COIL_SHAPE_GUARDS", raising=False)
+    model = nn.LayerNorm(16)
+    assert _compiles(model, False, [3]) == 1
+    assert not config.enable_cpp_symbolic_shape_guards
+    # 3, 5 and 9 share the dynamic graph; 1 is outside its guards.
+    assert _compiles(model, True, [3, 5, 9, 1]) == 2
+    assert config.enable_cpp_symbolic_shape_guards
+
+    monkeypatch.setattr(config, "enable_cpp_symbolic_shape_guards", False)
+    monkeypatch.setenv("COIL_SHAPE_GUARDS", "python")
+    assert _compiles(model, True, [3, 5]) == 1
+    assert not config.enable_cpp_symbolic_shape_guards
+
+    monkeypatch.setenv("COIL_SHAPE_GUARDS", "lambda")
+    with pytest.raises(Exception, match="COIL_SHAPE_GUARDS must be one of cpp, python"):
+        _compiles(model, True, [3])
