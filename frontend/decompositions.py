@@ -6,12 +6,15 @@ composite ops that table keeps (views, ``_to_copy``, norms ...). Later stages
 that want an op kept whole remove it here, in one place; :data:`EXTRA` lists
 ops outside that table coil decomposes too, :data:`TRAINING` the few it keeps
 that coil decomposes before AOTAutograd partitions a graph; the multi-tensor
-``_foreach_*`` ops become one aten op per tensor (:mod:`coil.frontend.foreach`).
+``_foreach_*`` ops become one aten op per tensor (:mod:`coil.frontend.foreach`);
+``as_strided_scatter`` over a dense row-major window becomes a cat
+(:func:`_as_strided_scatter`).
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Iterator, Mapping
 
 import torch
@@ -70,6 +73,27 @@ TRAINING: tuple[torch._ops.OpOverload, ...] = (
 that needs autograd."""
 
 
+def _as_strided_scatter(input, src, size, stride, storage_offset=None):
+    """``aten.as_strided_scatter`` where the strided window is a dense row-major
+    block of a contiguous input: ``src``'s elements in place of that block,
+    as a cat of the input's flat pieces around it. AOTAutograd writes it for the
+    gradient of an output view it replays with ``as_strided`` (timm ConvNeXt's
+    pooled features, a training sweep row's only ATen call). Anything else
+    stays the ATen op (NotImplemented: no decomposition)."""
+    offset = 0 if storage_offset is None else storage_offset
+    ints = all(isinstance(v, int) for v in (*size, *stride, offset, *input.shape))
+    if not ints or not input.is_contiguous() or input.storage_offset() != 0:
+        return NotImplemented
+    dense = [s for s, n in zip(stride, size) if n != 1]
+    expected = [math.prod(size[i + 1 :]) for i, n in enumerate(size) if n != 1]
+    n = math.prod(size)
+    if dense != expected or offset + n > input.numel():
+        return NotImplemented
+    flat = input.reshape(-1)
+    pieces = [flat[:offset], src.reshape(-1), flat[offset + n :]]
+    return torch.cat([p for p in pieces if p.numel()]).view(input.shape).clone()
+
+
 @functools.cache
 def decomposition_table(training: bool = False) -> dict[torch._ops.OpOverload, object]:
     """The table; ``training`` adds :data:`TRAINING` (for graphs AOTAutograd
@@ -85,6 +109,7 @@ def decomposition_table(training: bool = False) -> dict[torch._ops.OpOverload, o
     from coil.frontend.foreach import foreach_decompositions
 
     table.update(foreach_decompositions())
+    table[torch.ops.aten.as_strided_scatter.default] = _as_strided_scatter
     return table
 
 

@@ -358,7 +358,12 @@ def _is_contiguous_storage(lw: Lowerer, value: SSAValue) -> bool:
     row-major. A graph input is not: its storage offset is only known at run
     time, and as_strided's offset counts from the storage's start."""
     t = lw.aten_types.get(value)
-    return isinstance(value.owner, L.LoopOp) and isinstance(t, TensorType) and t.is_contiguous()
+    if not isinstance(value.owner, L.LoopOp) or not isinstance(t, TensorType):
+        return False
+    # A dimension of size 1 may carry any stride (a mean with keepdim over a
+    # channels-last input: strides [768, 1, 768, 768] for [2, 768, 1, 1]).
+    row_major = contiguous_strides(t.shape)
+    return all(n == 1 or s == r for n, s, r in zip(t.shape, t.strides, row_major))
 
 
 @register("aten.as_strided.default")

@@ -118,6 +118,21 @@ func.func @as_strided_diagonal_alias(%x: !aten.tensor<[4, 6], f32>) -> (!aten.te
 
 // -----
 
+// A nest's result whose strides differ from row-major only on dimensions of
+// size 1 (a keepdim mean over a channels-last tensor) is its own row-major
+// data: as_strided of it is an index map (timm ConvNeXt's pooled features).
+// CHECK-LABEL: func.func @as_strided_size_one_strides
+// CHECK: %[[N:.*]] = loop.pointwise [2, 8, 1, 1]
+// CHECK: loop.view %[[N]][i0 + i1 floordiv 8, (8*i0 + i1) mod 8, 0, 0] : !loop.tensor<[2, 8, 1, 1], f32> -> !loop.tensor<[2, 8], f32>
+// CHECK-NOT: buffer.extern
+func.func @as_strided_size_one_strides(%x: !aten.tensor<[2, 8, 1, 1], f32, strides [8, 1, 8, 8]>) -> !aten.tensor<[2, 8], f32> {
+  %n = aten.neg.default(%x) : !aten.tensor<[2, 8, 1, 1], f32, strides [8, 1, 8, 8]>
+  %a = aten.as_strided.default(%n, size = [2, 8], stride = [8, 1], storage_offset = 0) : !aten.tensor<[2, 8], f32>
+  func.return %a : !aten.tensor<[2, 8], f32>
+}
+
+// -----
+
 // as_strided reads storage: a transposed input is not its own row-major data.
 // CHECK-LABEL: func.func @as_strided_of_strided_input
 // CHECK-NOT: loop.view
