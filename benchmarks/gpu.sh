@@ -27,7 +27,9 @@
 #                            model-zoo sweep: one process per model, resumable by
 #                            commit through benchmarks/results/sweep.csv; its
 #                            deadline is what is left of DEADLINE; SWEEP_COMMIT
-#                            names the commit, as the device has no .git);
+#                            names the commit, as the device has no .git;
+#                            MODEL_SWEEP="--retime --gpus 4" re-times, one process per
+#                            GPU, the rows that lost under the compiles' load);
 #   DYNAMIC="gpt2 bert resnet50 mlp"  benchmarks/dynamic.py (coil dynamic vs coil
 #                            static vs Inductor dynamic over many sizes;
 #                            DYNAMIC_ARGS adds options, e.g. --profile);

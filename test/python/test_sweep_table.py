@@ -1,0 +1,49 @@
+"""benchmarks/sweep.py's table: rows re-timed quietly (``--retime``) replace the
+ones timed under load, and only the rows that lost are picked for it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+import sweep  # noqa: E402
+
+
+def _row(commit: str, name: str, vs_inductor: float, vs_eager: float = 1.5) -> dict:
+    row = dict.fromkeys(sweep.COLUMNS, "")
+    row.update(
+        commit=commit,
+        name=name,
+        family="f",
+        kind="infer-bf16",
+        status="ok",
+        eager_ms="3",
+        inductor_ms="2",
+        coil_ms=str(round(2 / vs_inductor, 3)),
+        vs_inductor=str(vs_inductor),
+        vs_eager=str(vs_eager),
+        eager_peak_mb="10",
+        inductor_peak_mb="10",
+        coil_peak_mb="10",
+    )
+    return row
+
+
+def test_quiet_rows_replace_loaded_ones():
+    rows = [
+        _row("c1", "a", 0.7),
+        _row("c1", "b", 1.2),
+        _row("c1", "c", 1.1, vs_eager=0.9),
+        _row("c1-quiet", "a", 1.3),
+        _row("c0", "a", 0.5),
+    ]
+    assert [r["name"] for r in rows if r["commit"] == "c1" and sweep._slow(r)] == ["a", "c"]
+    text = sweep.table(rows, "c1")
+    assert "| a | f | infer-bf16 | 3 | 2 | 1.538 | 1.30x |" in text
+    assert "ok (quiet) |" in text
+    assert "3 rows (3 inference timed, 0 errors, 0 wrong, 0 with graphs run eagerly; " in text
+    assert "1 re-timed quietly)" in text
+    assert "below 0.9x" in text and "0 below 0.9x" in text
