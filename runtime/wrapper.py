@@ -1,5 +1,5 @@
 """What generated host modules import at run time: ``cdiv``, ``CoilInputError``,
-``check_input``, ``ConstantCache``, ``empty_strided_on``, ``InputGuard``,
+``check_input``, ``ConstantCache``, ``current_allocator``, ``empty_strided_on``, ``InputGuard``,
 ``interpret_kernels``, ``reinterpret_tensor``, ``Semaphores``.
 
 Kept tiny and cheap: inputs are checked on every call. ``InputGuard`` makes the
@@ -26,6 +26,7 @@ __all__ = [
     "InputGuard",
     "cdiv",
     "check_input",
+    "current_allocator",
     "empty_strided_on",
     "interpret_kernels",
     "reinterpret_tensor",
@@ -96,12 +97,30 @@ def empty_strided_on(device: str) -> Callable[..., torch.Tensor]:
                 return fast(sizes, strides, dtype)
             return torch.empty_strided(sizes, strides, dtype=dtype, device=target)
 
+        def here() -> Callable[..., torch.Tensor]:
+            # The device is checked once: a call allocates through the C++
+            # helper itself while it stays current (current_allocator).
+            return fast if current() == index else alloc
+
+        alloc.here = here  # type: ignore[attr-defined]
         return alloc
 
     def alloc_any(sizes, strides, dtype):
         return torch.empty_strided(sizes, strides, dtype=dtype, device=target)
 
     return alloc_any
+
+
+def current_allocator(alloc: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    """What a call allocates through after its first allocation on ``alloc``'s
+    device (``alloc`` an :func:`empty_strided_on` helper): on a GPU that is the
+    current device, torch's C++ ``empty_strided_cuda`` itself, so the device is
+    checked once a call and each allocation costs no Python frame (Inductor's
+    wrapper likewise sets the device once and calls ``empty_strided_cuda``);
+    elsewhere ``alloc`` unchanged. The current device does not change during a
+    call: the wrapper never sets it, and ATen calls restore it."""
+    here = getattr(alloc, "here", None)
+    return alloc if here is None else here()
 
 
 class CoilInputError(ValueError):

@@ -61,13 +61,14 @@ from coil.dialects import host as H
 from coil.dialects.aten import (
     AtenOp,
     ConstantOp,
+    OperatorOp,
     TensorType,
 )
 from coil.dialects.buffer import BufferType
 from coil.dialects.symbolic import ExprAttr, to_expr
 from coil.ir import short_lines, source_line
 from coil.targets.lifetimes import last_reads, released_after
-from coil.targets.python_aten import PUBLIC_BINDINGS, AtenCallPrinter
+from coil.targets.python_aten import FRESH_FIRST_RESULT, PUBLIC_BINDINGS, AtenCallPrinter
 from coil.targets.python_launch import LaunchPrinter
 from coil.targets.python_values import (
     PythonTargetError,
@@ -80,7 +81,7 @@ from coil.targets.scalar_inputs import moved_to_device
 
 WRAPPER_IMPORT = (
     "from coil.runtime.wrapper import cdiv, check_input, CoilInputError, empty_strided_on, "
-    "InputGuard, reinterpret_tensor, Semaphores"
+    "InputGuard, reinterpret_tensor, Semaphores, current_allocator"
 )
 DEVICE_SCALAR_IMPORT = "from coil.runtime.wrapper import device_scalar"
 CONSTANTS_IMPORT = "from coil.runtime.wrapper import ConstantCache"
@@ -107,6 +108,7 @@ _RESERVED = {
     "raw_stream",
     "call",
     "args",
+    "current_allocator",
     "constants",
     "_constants",
     "ConstantCache",
@@ -152,6 +154,9 @@ class HostPrinter(LaunchPrinter, AtenCallPrinter):
         self.streams: dict[str, str] = {}  # device -> the name of its stream
         self.module_lines: list[str] = []  # module-level state call() uses
         self.allocators: dict[str, str] = {}  # device -> its allocation helper's name
+        # device -> the name, in the function being printed, of the allocation
+        # function bound for the rest of the call (GPU devices).
+        self.local_allocators: dict[str, str] = {}
         self.counters: dict[str, int] = {}
         # Inside a host.extern: region values the extern yields -> the result's name hint.
         self.hints: dict[SSAValue, str | None] = {}
@@ -373,6 +378,7 @@ class HostPrinter(LaunchPrinter, AtenCallPrinter):
         self.fn = fn
         self.bound = set()
         self.streams = {}
+        self.local_allocators = {}
         attrs = fn.arg_attrs.data if fn.arg_attrs is not None else [None] * len(fn.args)
         folded = [a for a, d in zip(fn.args, attrs) if d is not None and "coil.folded" in d.data]
         args = [a for a in fn.args if a not in folded]
@@ -488,7 +494,7 @@ class HostPrinter(LaunchPrinter, AtenCallPrinter):
             self.aligned.add(op.result)
         sizes, strides = self.exprs(t.shape_attr.data), self.exprs(t.strides_attr.data)
         # Every allocation goes through the one helper (tests poison it).
-        allocate = self.allocator(t.device_attr.data)
+        allocate = self.local_allocator(t.device_attr.data)
         if to_expr(t.offset_attr.data) == 0:
             self.emit(f"{name} = {allocate}({sizes}, {strides}, {t.dtype})")
         else:
@@ -497,6 +503,24 @@ class HostPrinter(LaunchPrinter, AtenCallPrinter):
                 f"{name} = {allocate}(({numel},), (1,), {t.dtype})"
                 f".as_strided({sizes}, {strides}, {self.expr(t.offset_attr.data)})"
             )
+
+    def local_allocator(self, device: str) -> str:
+        """The name to allocate on ``device`` with in the function being printed.
+        On a GPU, the module's helper checks that the current device is
+        ``device`` (a wrapper runs wherever its caller left the current device);
+        the first allocation of a call binds, once, the function the rest of the
+        call allocates through (``runtime.wrapper.current_allocator``: torch's
+        C++ helper itself where the device is current), rather than a Python
+        frame and a device query per allocation (81 a call in HF's Swin)."""
+        helper = self.allocator(device)
+        if device == "cpu":
+            return helper  # torch's C++ helper itself: nothing to bind
+        local = self.local_allocators.get(device)
+        if local is None:
+            local = self.fresh_name("alloc_" + device.replace(":", ""), "alloc")
+            self.local_allocators[device] = local
+            self.emit(f"{local} = current_allocator({helper})")
+        return local
 
     def allocator(self, device: str) -> str:
         """The module-level name of ``device``'s allocation helper
@@ -662,15 +686,28 @@ class HostPrinter(LaunchPrinter, AtenCallPrinter):
             else:
                 self.names[r] = self.name(v)
                 owner = v.owner
-                if isinstance(owner, AtenOp) and owner.OVERLOAD in PUBLIC_BINDINGS:
-                    # A matmul's or convolution's result is a fresh allocation
-                    # (offset 0, aligned): kernels reading it need no check.
+                if (isinstance(owner, AtenOp) and owner.OVERLOAD in PUBLIC_BINDINGS) or (
+                    v.index == 0 and _overload_name(owner) in FRESH_FIRST_RESULT
+                ):
+                    # A matmul's, convolution's or fused attention's result is a
+                    # fresh allocation (offset 0, aligned): kernels reading it
+                    # need no check.
                     self.fresh.add(r)
                     self.aligned.add(r)
             taken.add(v)
         # Unbacked sizes: known once ATen has computed the result.
         for r in op.res:
             self.bind_from(r, r.type)
+
+
+def _overload_name(op: Operation) -> str | None:
+    """``aten.<op>.<overload>`` of an aten op, or of a generic ``aten.operator``
+    (an overload outside the generated set, such as the fused attention kernels)."""
+    if isinstance(op, AtenOp):
+        return op.OVERLOAD
+    if isinstance(op, OperatorOp) and (overload := op.resolve()) is not None:
+        return f"{overload._schema.name.replace('::', '.')}.{overload._overloadname}"
+    return None
 
 
 def _aligned_offset(offset: Any, dtype: torch.dtype) -> bool:

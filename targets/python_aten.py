@@ -43,6 +43,20 @@ the C++ argument parser instead of ``torch.ops``' schema-driven one (on a CPU
 here a convolution call costs 3.0 us that way, 6.8 us through
 ``torch.ops.aten.convolution.default``; a ResNet-50 call makes 53)."""
 
+FRESH_FIRST_RESULT = {
+    "aten._scaled_dot_product_flash_attention.default",
+    "aten._scaled_dot_product_efficient_attention.default",
+    "aten._scaled_dot_product_cudnn_attention.default",
+    "aten._scaled_dot_product_flash_attention_for_cpu.default",
+}
+"""ATen calls whose first result is a tensor ATen allocates (storage offset 0,
+so 16-byte aligned), as the matmuls' and convolutions' of ``PUBLIC_BINDINGS``:
+the fused attention kernels' outputs (``at::empty``, ``empty_like`` of the
+query, or cuDNN's allocation in the query's layout; a padded head dimension is
+sliced from 0). Kernels reading them, or views of them at aligned offsets, need
+no alignment check at launch: HF's Swin launched 32 kernels a call through the
+checking path, each reading an attention output or its storage reused."""
+
 
 class AtenCallPrinter:
     """How the aten ops inside a ``host.extern`` region print (see ``HostPrinter``)."""

@@ -11,7 +11,7 @@ import torch
 from coil.backend import compile_graph
 from coil.examples.models import ResidualStack, build
 from coil.frontend.capture import aot_backend, capture_graphs
-from coil.runtime.wrapper import CoilInputError, empty_strided_on
+from coil.runtime.wrapper import CoilInputError, current_allocator, empty_strided_on
 from coil.testing import assert_close_to_eager
 
 
@@ -186,6 +186,91 @@ def test_allocation_helper_makes_the_layout_asked_for(dtype):
     for sizes, strides in [((3, 5), (1, 3)), ((), ()), ((0, 4), (4, 1)), ((2, 3, 4), (12, 1, 3))]:
         t = alloc(sizes, strides, dtype)
         assert (t.shape, t.stride(), t.dtype, t.device.type) == (sizes, strides, dtype, "cpu")
+
+
+def test_a_call_binds_its_gpu_allocator_once(monkeypatch):
+    """current_allocator, what a GPU wrapper calls at its first allocation: torch's
+    C++ helper itself while the module's device is current (no Python frame or
+    device query per allocation), the checking helper when another device is
+    current, and any other helper (the CPU's, a test's poisoned one) unchanged.
+    On this CPU build torch's CUDA entry points are stood in for."""
+    from torch._C._dynamo import guards
+
+    made = []
+
+    def fast(sizes, strides, dtype):
+        made.append(sizes)
+        return torch.empty_strided(sizes, strides, dtype=dtype)
+
+    current = [0]
+    monkeypatch.setattr(guards, "_empty_strided_cuda", fast, raising=False)
+    monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: current[0], raising=False)
+    alloc = empty_strided_on("cuda:0")
+    assert current_allocator(alloc) is fast
+    current[0] = 1  # another device current: every allocation goes through the check
+    assert current_allocator(alloc) is alloc
+    cpu = empty_strided_on("cpu")
+    assert current_allocator(cpu) is cpu
+
+    def poisoned(sizes, strides, dtype):
+        return torch.full(sizes, float("nan"), dtype=dtype)
+
+    assert current_allocator(poisoned) is poisoned
+
+
+class _WindowAttention(torch.nn.Module):
+    """The pattern of HF's Swin block (the sweep's host-bound row): LayerNorm,
+    q/k/v projections, fused attention with an additive float mask, the output
+    projection, a residual add."""
+
+    def __init__(self, dim: int = 32, heads: int = 2):
+        super().__init__()
+        self.heads = heads
+        self.norm = torch.nn.LayerNorm(dim)
+        self.q, self.k, self.v, self.o = (torch.nn.Linear(dim, dim) for _ in range(4))
+        self.bias = torch.nn.Parameter(torch.randn(1, heads, 49, 49))
+
+    def forward(self, x):
+        b, n, c = x.shape
+        h = self.norm(x)
+        q, k, v = (
+            p(h).view(b, n, self.heads, c // self.heads).transpose(1, 2)
+            for p in (self.q, self.k, self.v)
+        )
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=self.bias)
+        return x + self.o(y.transpose(1, 2).reshape(b, n, c))
+
+
+def test_gpu_wrapper_binds_its_allocator_once_a_call():
+    """The GPU wrapper coil emits for a Swin-style attention block (planned for
+    cuda:0 on this CPU, coil.testing.cuda_plan; export decomposes the attention
+    here, so the fused kernel's output alignment is lit's
+    targets/python/attention-aligned.mlir): every allocation goes through the
+    allocator bound once a call (before: a Python frame and a device query
+    each), and only the graph's input is checked for alignment at launch."""
+    from coil.compile_driver import emit_python
+    from coil.pipeline import PIPELINES
+    from coil.testing import cuda_plan
+
+    module = cuda_plan(
+        _WindowAttention().eval(), (torch.randn(4, 49, 32),), pipeline=PIPELINES["default"]
+    )
+    source = emit_python(module)
+    body = source[source.index("def call(args):") :]
+    allocations = re.findall(r"= (\w+)\(\(", body)
+    assert allocations and set(allocations) == {"alloc_cuda0"}, allocations
+    assert body.count("current_allocator(empty_cuda0)") == 1
+    assert body.index("current_allocator(") < body.index("alloc_cuda0((")
+    # Launchers check only the activation input (x): parameters are aligned
+    # (coil.aligned), everything else a fresh allocation or a matmul result.
+    names = re.search(r"^    (.+?),? = args$", body, re.M).group(1).split(", ")
+    user = {n for n in names if not n.startswith(("p_", "b_", "c_"))}  # export's names
+    assert len(user) == 1, names
+    checked = re.findall(r"^(\w+) = Launcher\(.*checked=\(([\d, ]+)\)\)$", source, re.M)
+    for name, positions in checked:
+        for call in re.findall(rf"{name}\.run\(([^)]*)\)", body):
+            args = [a.strip() for a in call.split(",")][4:]
+            assert {args[int(k)] for k in positions.split(",") if k.strip()} <= user, call
 
 
 @pytest.mark.gpu

@@ -33,11 +33,15 @@
 // CHECK-NEXT:         _inputs.learn((s0,), arg0, arg1)
 // An input is deleted after its last use (here: none), so a boxed caller frees it.
 // CHECK-NEXT:     del arg1
-// CHECK-NEXT:     exp = empty_cuda0((s0, 64), (64, 1), torch.float32)
+// The device is checked once a call, at the first allocation: the rest of the
+// call allocates through what that returns (torch's C++ empty_strided_cuda
+// itself where the device is current), with no Python frame each.
+// CHECK-NEXT:     alloc_cuda0 = current_allocator(empty_cuda0)
+// CHECK-NEXT:     exp = alloc_cuda0((s0, 64), (64, 1), torch.float32)
 // CHECK-NEXT:     stream = raw_stream("cuda:0")
 // CHECK-NEXT:     coil_exp_0_launch.run((s0 + 7) // 8, 1, 1, stream, arg0, exp, s0)
 // CHECK-NEXT:     del arg0
-// CHECK-NEXT:     buf0 = empty_cuda0((s0,), (1,), torch.float32)
+// CHECK-NEXT:     buf0 = alloc_cuda0((s0,), (1,), torch.float32)
 // CHECK-NEXT:     coil_exp_0_launch.run(s0, 1, 1, stream, exp, buf0, s0)
 // CHECK-NEXT:     del exp
 // CHECK-NEXT:     return (buf0,)
