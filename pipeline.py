@@ -33,7 +33,7 @@ LOOP = (
     "convert-aten-to-loop,loop-inline,loop-matvec-prologue,cse,loop-split-reduction,"
     "loop-fuse,loop-simplify-indexing,cse,dce"
 )
-BUFFER = "bufferize,buffer-hoist-constants,memory-plan"
+BUFFER = "bufferize,buffer-hoist-constants,buffer-fold-concat,memory-plan"
 BACKEND = (
     "convert-decode-attention-to-tt,convert-loop-to-tt,host-combine-launches,convert-buffer-to-host"
 )
