@@ -47,7 +47,8 @@ PIPELINES: dict[str, str] = {
     # loop: lower to loop nests, fuse, simplify index math, clean up bodies;
     # buffer: give what must exist in memory a buffer, compute what reads only
     # parameters once per parameter version (inference graphs: the backend
-    # sets inference=true), plan reuse;
+    # sets inference=true), write a concatenation's stored inputs into its
+    # slices, plan reuse;
     # backend: each nest becomes a Triton kernel (tt), independent elementwise
     # kernels in a row run as one launch, the rest becomes the wrapper (host).
     # `-t python` then emits the module the torch.compile backend loads.
