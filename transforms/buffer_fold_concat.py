@@ -131,9 +131,13 @@ def _before(a: sympy.Expr | int, b: sympy.Expr) -> bool:
     diff = sympy.expand(sympy.sympify(b) - sympy.sympify(a))
     if diff.is_number:
         return bool(diff > 0)
-    return bool(diff.is_positive) or all(
-        c > 0 for c in sympy.Poly(diff, *diff.free_symbols).coeffs()
-    )
+    if diff.is_positive:
+        return True
+    try:  # a polynomial in positive sizes with positive coefficients
+        poly = sympy.Poly(diff, *sorted(diff.free_symbols, key=str))
+    except sympy.PolynomialError:
+        return False
+    return all(c > 0 for c in poly.coeffs())
 
 
 def _decided(cat: _Concat, lo: int, hi: int) -> dict[SSAValue, bool]:
