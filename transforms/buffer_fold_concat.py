@@ -255,8 +255,9 @@ class _Folder:
             return False
         first = min((folded[k].owner for k in folded), key=_position)
         alloc = out.owner
-        alloc.detach()
-        Rewriter.insert_op(alloc, InsertPoint.before(first))
+        if _position(first) < _position(alloc):
+            alloc.detach()
+            Rewriter.insert_op(alloc, InsertPoint.before(first))
         extent = to_expr(nest.ranges.data[cat.dim])
         for k, src in folded.items():
             view = self.slice(out, cat.dim, cat.start(k), cat.end(k, extent), src.name_hint)
