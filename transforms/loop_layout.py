@@ -210,10 +210,18 @@ class LayoutRules:
         zero = {s: 0 for s in L.index_symbols(len(producer.ranges.data), 8)[4:]}
         channels = width = 0
         for load in producer.walk():
-            if not isinstance(load, L.LoadOp) or load.indirect or load.source in member_results:
+            if not isinstance(load, L.LoadOp) or load.source in member_results:
                 continue
             t = load.source.type
-            if len(getattr(t, "shape_attr", ArrayAttr([])).data) != 4:
+            rank = len(getattr(t, "shape_attr", ArrayAttr([])).data)
+            if load.indirect:
+                # A gather (a bilinear upsample's taps, an index): its rows
+                # follow the nest's indices through the indirect operands, so
+                # only the positional part of its address orders the layout.
+                if _gather_along_channels(load, self.strides(load.source), syms, shape):
+                    channels += element_bytes(t.element_type)
+                continue
+            if rank != 4:
                 continue
             # Symbolic strides vote too (a dynamic batch or image size): only
             # the coefficient of each index matters, and the channel stride of
@@ -235,6 +243,53 @@ class LayoutRules:
         if channels > width:
             return nhwc
         return None
+
+
+def _gather_along_channels(
+    load: L.LoadOp, strides: Sequence | None, syms: list[sympy.Symbol], shape: Sequence[SymInt]
+) -> bool:
+    """Whether the gather ``load`` (of a source of any rank: a Linear's ``[B*HW,
+    C]`` output viewed as an image) reads contiguously along the nest's
+    channel index (stride 1 in ``i1``, the indirect operands held at 0) while
+    its indirect operands move with the nest's spatial indices (``i2``/``i3``):
+    a gather of a channels-last image, whose 1-D tile walking NCHW would read
+    every tap a whole row of channels apart (Inductor's fill order, from the
+    stride of each index in the read)."""
+    if strides is None:
+        return False
+    held = {L.indirect_symbol(k): 0 for k in range(len(load.indirect))}
+    held.update({s: 0 for s in L.index_symbols(len(syms), 8)[len(syms) :]})
+    index = [sympy.sympify(e).xreplace(held) for e in load.index.data]
+    address = sum((e * to_expr(st) for e, st in zip(index, strides)), sympy.Integer(0))
+    along = linear_strides(address, syms, [to_expr(d) for d in shape])
+    if along[1] != 1 or any(a is None for a in along):
+        return False
+    moved = set().union(*(_indices_of(v) for v in load.indirect))
+    return bool(moved & {syms[2], syms[3]}) or along[2] != 0 or along[3] != 0
+
+
+def _indices_of(value: SSAValue) -> set[sympy.Symbol]:
+    """The loop indices a body value depends on (through ``loop.index``
+    expressions and the body's block arguments)."""
+    out: set[sympy.Symbol] = set()
+    seen: set[SSAValue] = set()
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        owner = v.owner
+        if isinstance(owner, Operation):
+            if isinstance(owner, L.IndexOp):
+                out |= {s for s in sympy.sympify(owner.value).free_symbols if s.name[:1] in "ir"}
+                continue
+            todo.extend(owner.operands)
+        else:  # a block argument: the loop index of its position
+            parent = owner.parent_op() if owner is not None else None
+            if isinstance(parent, L.LoopOp) and parent.BODY_HAS_INDICES:
+                out.add(parent.index_symbols()[v.index])
+    return out
 
 
 _PRODUCTS = ("aten.mm.default", "aten.bmm.default", "aten.addmm.default", "aten.baddbmm.default")

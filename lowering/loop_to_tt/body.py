@@ -26,7 +26,7 @@ from coil.dialects.tt import block_of, element_of, shape_of
 from coil.ir import source_line, source_op
 from coil.lowering.loop_to_tt.builder import KernelBuilder, LoweringError, Shape
 from coil.lowering.loop_to_tt.eviction import EvictionPlan
-from coil.lowering.loop_to_tt.value_range import within
+from coil.lowering.loop_to_tt.value_range import decided, within
 
 _WIDENED = {op.name: op for op in A.WIDENED}
 
@@ -190,6 +190,13 @@ class BodyEmitter:
         result_types = [block_of(r.type, tile.shape) for r in op.results]
         if op.name.startswith("math."):
             return [self._math(op, operands, result_types[0])]
+        if isinstance(op, xarith.SelectOp) and isinstance(operands[0].owner, Operation):
+            # A select whose comparison the ranges decide is its arm: an
+            # index's negative wrap (aten.index's ``i < 0 ? i + n : i``) of a
+            # value clamped at 0, four per bilinear upsample element.
+            which = decided(operands[0].owner, b.ranges)
+            if which is not None:
+                return [operands[1] if which else operands[2]]
         if op.name.startswith("arith."):
             cls = _WIDENED.get(op.name, type(op))
             new = cls.create(

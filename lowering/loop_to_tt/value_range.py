@@ -78,6 +78,12 @@ def _cmp_decided(op: Operation, known: Mapping, depth: int) -> bool | None:
     return None
 
 
+def decided(cmp: Operation, known: Mapping[SSAValue, Range] | None = None) -> bool | None:
+    """The value of the comparison ``cmp`` on every lane where the ranges of its
+    operands decide it (None otherwise)."""
+    return _cmp_decided(cmp, known or {}, _DEPTH)
+
+
 def value_range(
     v: SSAValue, known: Mapping[SSAValue, Range] | None = None, depth: int = _DEPTH
 ) -> Range:

@@ -739,3 +739,31 @@ func.func @symbolic_activation_follows_channels_last(%n: index {coil.symbol = #c
   }
   func.return %s : !loop.tensor<[s0, 4], f32>
 }
+
+// -----
+
+// A nearest/bilinear-style gather of a Linear's [B*HW, C] output viewed as an
+// NCHW image: its rows come from indirect operands computed from i2/i3, its
+// positional part walks the channels with stride 1. Stored NHWC (a 1-D tile
+// walking NCHW read each tap a whole row of channels apart); a gather whose
+// channel index is not contiguous (the second) stays row-major.
+// CHECK-LABEL: func.func @gather_follows_channels
+// CHECK:       buffer.alloc : !buffer.buffer<[2, 8, 6, 6], bf16, strides [288, 1, 48, 8]>
+// CHECK:       buffer.alloc : !buffer.buffer<[2, 8, 6, 6], bf16>
+func.func @gather_follows_channels(%mm: !buffer.buffer<[18, 8], bf16>, %x: !buffer.buffer<[2, 8, 3, 3], bf16>) -> (!loop.tensor<[2, 8, 6, 6], bf16>, !loop.tensor<[2, 8, 6, 6], bf16>) {
+  %up = loop.pointwise [2, 8, 6, 6] : !loop.tensor<[2, 8, 6, 6], bf16> {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    %h = loop.index i2 floordiv 2 : i64
+    %w = loop.index i3 floordiv 2 : i64
+    %v = loop.load %mm[9*i0 + 3*t0 + t1, i1] indirect(%h, %w : i64, i64) : !buffer.buffer<[18, 8], bf16>
+    loop.yield %v : bf16
+  }
+  %up2 = loop.pointwise [2, 8, 6, 6] : !loop.tensor<[2, 8, 6, 6], bf16> {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    %h = loop.index i2 floordiv 2 : i64
+    %w = loop.index i3 floordiv 2 : i64
+    %v = loop.load %x[i0, i1, t0, t1] indirect(%h, %w : i64, i64) : !buffer.buffer<[2, 8, 3, 3], bf16>
+    loop.yield %v : bf16
+  }
+  func.return %up, %up2 : !loop.tensor<[2, 8, 6, 6], bf16>, !loop.tensor<[2, 8, 6, 6], bf16>
+}
