@@ -167,17 +167,21 @@ def cpu_kernels(option: str | None = None) -> str:
     return value
 
 
+def _choice(name: str, choices: tuple[str, ...]) -> str:
+    """Environment variable ``name``, lower case, one of ``choices`` (the first
+    when unset)."""
+    value = os.environ.get(name, "").strip().lower() or choices[0]
+    if value not in choices:
+        raise ValueError(f"coil: {name} must be one of {', '.join(choices)}, not {value!r}")
+    return value
+
+
 CUDAGRAPH_POOLS = ("shared", "per-graph")
 
 
 def cudagraph_pool() -> str:
     """``COIL_CUDAGRAPH_POOL`` (``shared`` when unset)."""
-    value = os.environ.get("COIL_CUDAGRAPH_POOL", "").strip().lower() or "shared"
-    if value not in CUDAGRAPH_POOLS:
-        raise ValueError(
-            f"coil: COIL_CUDAGRAPH_POOL must be one of {', '.join(CUDAGRAPH_POOLS)}, not {value!r}"
-        )
-    return value
+    return _choice("COIL_CUDAGRAPH_POOL", CUDAGRAPH_POOLS)
 
 
 SHAPE_GUARDS = ("cpp", "python")
@@ -185,12 +189,7 @@ SHAPE_GUARDS = ("cpp", "python")
 
 def shape_guards() -> str:
     """``COIL_SHAPE_GUARDS`` (``cpp`` when unset)."""
-    value = os.environ.get("COIL_SHAPE_GUARDS", "").strip().lower() or "cpp"
-    if value not in SHAPE_GUARDS:
-        raise ValueError(
-            f"coil: COIL_SHAPE_GUARDS must be one of {', '.join(SHAPE_GUARDS)}, not {value!r}"
-        )
-    return value
+    return _choice("COIL_SHAPE_GUARDS", SHAPE_GUARDS)
 
 
 def cpp_pch() -> bool:
