@@ -11,6 +11,9 @@ model's f32 step, also under Inductor for comparison): compile with coil
 * the blocks alive at the measured peak, largest first, each with the frame of
   the generated wrapper (or ATen call) that allocated it.
 
+A name with a colon is a row of ``benchmarks/sweep.py`` (``timm:ghostnet_100``;
+bf16 inference, Inductor's call probed beside coil's, as for training models).
+
 Run on the GPU machine: ``python benchmarks/memory_probe.py vit_hf resnet50``;
 the report also goes to ``$OUT/memory-<model>.txt``.
 """
@@ -72,10 +75,28 @@ def live_at_peak(snapshot: dict) -> list[tuple[int, str]]:
     return sorted(best[1].values(), reverse=True)
 
 
+def sweep_call(name: str, backend: str, options: dict | None = None):
+    """One bf16 inference call of the sweep's row ``name`` under ``backend``."""
+    from sweep import ENTRIES, build
+
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    module, inputs = build(ENTRIES[name])
+    module = module.to(torch.bfloat16).eval().cuda()
+    args = tuple(x.cuda().to(torch.bfloat16) if x.is_floating_point() else x.cuda() for x in inputs)
+    f = torch.compile(module, backend=backend, options=options)
+
+    def infer():
+        with torch.no_grad():
+            return f(*args)
+
+    return infer
+
+
 def probe(name: str, backend: str = "coil") -> str:
-    dump = Path(tempfile.mkdtemp(prefix=f"coil-{name}-"))
+    dump = Path(tempfile.mkdtemp(prefix=f"coil-{name.replace(':', '-')}-"))
     options = {"dump_dir": str(dump)} if backend == "coil" else None
-    call = model_call(name, backend, options)
+    call = (sweep_call if ":" in name else model_call)(name, backend, options)
     call()
     torch.cuda.synchronize()
     base = torch.cuda.memory_allocated()
@@ -100,11 +121,13 @@ def probe(name: str, backend: str = "coil") -> str:
 
 def main() -> int:
     for name in sys.argv[1:] or ["vit_hf"]:
-        backends = ("coil", "inductor") if MODELS[name].train else ("coil",)
+        sweep_row = ":" in name
+        backends = ("coil", "inductor") if sweep_row or MODELS[name].train else ("coil",)
         report = "\n".join(probe(name, b) for b in backends)
         print(report, flush=True)
         if os.environ.get("OUT"):
-            Path(os.environ["OUT"], f"memory-{name}.txt").write_text(report + "\n")
+            file = f"memory-{name.replace(':', '-')}.txt"
+            Path(os.environ["OUT"], file).write_text(report + "\n")
     return 0
 
 

@@ -165,6 +165,30 @@ def _dedupe_loads(loads: list[L.LoadOp]) -> list[L.LoadOp]:
     return kept
 
 
+def _is_load_in_body(op: Operation) -> bool:
+    return isinstance(op, L.LoadOp) and L.enclosing_loop(op) is not None
+
+
+def _is_identity_copy(load: Operation, producer: L.PointwiseOp) -> bool:
+    """Whether ``load`` reads ``producer`` as the whole body of a nest that only
+    copies it: same shape and dtype, each element at its own index."""
+    if not isinstance(load, L.LoadOp) or load.indirect or load.mask is not None:
+        return False
+    nest = load.parent_op()
+    if not isinstance(nest, L.PointwiseOp) or len(nest.res) != 1 or load.parent_block() is None:
+        return False
+    ops = list(nest.body.block.ops)
+    return (
+        len(ops) == 2
+        and ops[0] is load
+        and isinstance(ops[1], L.YieldOp)
+        and list(ops[1].operands) == [load.result]
+        and nest.res[0].type == producer.res[0].type
+        and list(load.index.data) == nest.index_symbols()
+        and nest.parent_block() is producer.parent_block()
+    )
+
+
 def _widened_for_many(loads: list[L.LoadOp]) -> bool:
     """Whether the one reader is a nest that only widens the producer's
     elements (``x.float()``, a bf16 model's decompositions upcast before
@@ -401,6 +425,11 @@ class _Inliner:
             for op in reversed(list(self.block.ops)):
                 if isinstance(op, L.ViewOp) and op.parent_block() is self.block:
                     self._inline_view(op)
+        # A producer whose identity copy is stored anyway (a layout change for an
+        # extern) is stored: its later readers load the copy.
+        for op in list(self.block.ops):
+            if isinstance(op, L.PointwiseOp) and op.res and op.parent_block() is self.block:
+                self._read_stored_copy(op)
         # Then producers first: when a producer is decided, its body already holds
         # the producers inlined into it, so its cost is the total recomputed.
         # Repeated while a round inlines something: a producer read by two nests
@@ -461,6 +490,52 @@ class _Inliner:
             Rewriter.erase_op(view)
 
     # ---- pointwise producers ----
+
+    def _read_stored_copy(self, producer: L.PointwiseOp) -> None:
+        """Readers of ``producer`` placed after an identity copy of it that is
+        stored anyway load that copy instead.
+
+        ``aten-channels-last`` gives a convolution a ``clone`` of its input in
+        the channels-last layout; at this level that is a nest reading
+        ``producer`` element for element, which ``bufferize`` stores in the
+        layout the convolution wants, and the one stored copy of ``producer``.
+        Left reading ``producer``, its other readers recomputed it from its own
+        inputs, which then stayed alive until the last of them: a ResNet-D
+        shortcut's average pool, after the next block's main path, kept the
+        residual sum's two 49 MiB inputs alive through it (SE-ResNeXt-26d at
+        batch 32: three 49 MiB buffers above Inductor's peak, where Inductor
+        stores the block output once, in the convolution's layout, and pools
+        that). Reading the copy is one pass over the stored tensor, never more
+        bytes than recomputing, and ``producer`` itself is then read once (by
+        the copy) and inlined into it."""
+        copy = next(
+            (
+                u.operation.parent_op()
+                for u in producer.res[0].uses
+                if _is_identity_copy(u.operation, producer)
+            ),
+            None,
+        )
+        if copy is None or all(_is_load_in_body(u.operation) for u in copy.res[0].uses):
+            return  # no copy, or one that is itself inlined: nothing stored to read
+        after = False
+        order = {}
+        for op in self.block.ops:
+            order[op] = after
+            after = after or op is copy
+        read = _through_views(captured_values(producer))
+        for load in _body_loads_of(producer.res[0]):
+            top = ancestor_in(load, self.block)
+            if top is None or top is copy or not order.get(top, False):
+                continue
+            if self._copy_between(copy, read | {copy.res[0]}, load):
+                continue
+            new = L.LoadOp(copy.res[0], list(load.index.data), list(load.indirect), load.mask)
+            new.result.name_hint = load.result.name_hint
+            new.location = load.location
+            Rewriter.insert_op(new, InsertPoint.before(load))
+            load.result.replace_all_uses_with(new.result)
+            Rewriter.erase_op(load)
 
     def _inline_pointwise(self, producer: L.PointwiseOp) -> bool:
         """Inline ``producer`` into its readers where that pays; whether it did."""

@@ -329,3 +329,48 @@ func.func @widened(%y: !buffer.buffer<[4, 16], bf16>) -> (!loop.tensor<[4, 1], f
   }
   func.return %s, %p : !loop.tensor<[4, 1], f32>, !loop.tensor<[4, 16], f32>
 }
+
+// -----
+
+// A residual sum %y is copied for a convolution (aten-channels-last's clone:
+// an identity copy, stored anyway for the extern), then read by a 2x2 pool
+// after the convolution. The pool loads the stored copy: recomputing %y there
+// kept its two inputs alive until the pool (SE-ResNeXt-26d's ResNet-D
+// shortcut: two 49 MiB buffers above Inductor's peak). %y, now read once,
+// is inlined into the copy.
+// CHECK-LABEL: func.func @stored_copy
+// CHECK:         %[[C:.*]] = loop.pointwise [2, 4, 4, 4]
+// CHECK-NEXT:    ^
+// CHECK-NEXT:      loop.load %a[i0, i1, i2, i3]
+// CHECK-NEXT:      loop.load %b[i0, i1, i2, i3]
+// CHECK-NEXT:      arith.addf
+// CHECK:         buffer.extern "aten.convolution.default" (%[[C]], %w)
+// CHECK:         loop.reduction sum [2, 4, 2, 2] [2, 2]
+// CHECK-NEXT:    ^
+// CHECK-NEXT:      loop.load %[[C]][i0, i1, 2*i2 + r0, 2*i3 + r1]
+// CHECK-NEXT:      loop.yield
+func.func @stored_copy(%a: !buffer.buffer<[2, 4, 4, 4], f32>, %b: !buffer.buffer<[2, 4, 4, 4], f32>, %w: !buffer.buffer<[4, 4, 1, 1], f32>) -> (!loop.tensor<[2, 4, 4, 4], f32>, !loop.tensor<[2, 4, 2, 2], f32>) {
+  %y = loop.pointwise [2, 4, 4, 4] : !loop.tensor<[2, 4, 4, 4], f32> {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    %0 = loop.load %a[i0, i1, i2, i3] : !buffer.buffer<[2, 4, 4, 4], f32>
+    %1 = loop.load %b[i0, i1, i2, i3] : !buffer.buffer<[2, 4, 4, 4], f32>
+    %2 = arith.addf %0, %1 : f32
+    loop.yield %2 : f32
+  }
+  %c = loop.pointwise [2, 4, 4, 4] : !loop.tensor<[2, 4, 4, 4], f32> {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    %0 = loop.load %y[i0, i1, i2, i3] : !loop.tensor<[2, 4, 4, 4], f32>
+    loop.yield %0 : f32
+  }
+  %conv = buffer.extern "aten.convolution.default" (%c, %w) : (!loop.tensor<[2, 4, 4, 4], f32>, !buffer.buffer<[4, 4, 1, 1], f32>) -> (!loop.tensor<[2, 4, 4, 4], f32>) {
+  ^bb0(%x: !aten.tensor<[2, 4, 4, 4], f32>, %k: !aten.tensor<[4, 4, 1, 1], f32>):
+    %r = aten.convolution.default(%x, %k, none, stride = [1, 1], padding = [0, 0], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1) : !aten.tensor<[2, 4, 4, 4], f32>
+    buffer.yield %r : !aten.tensor<[2, 4, 4, 4], f32>
+  }
+  %pool = loop.reduction sum [2, 4, 2, 2] [2, 2] : !loop.tensor<[2, 4, 2, 2], f32> {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index, %r0: index, %r1: index):
+    %0 = loop.load %y[i0, i1, 2*i2 + r0, 2*i3 + r1] : !loop.tensor<[2, 4, 4, 4], f32>
+    loop.yield %0 : f32
+  }
+  func.return %conv, %pool : !loop.tensor<[2, 4, 4, 4], f32>, !loop.tensor<[2, 4, 2, 2], f32>
+}
