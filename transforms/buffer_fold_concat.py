@@ -152,26 +152,32 @@ def _decided(cat: _Concat, lo: int, hi: int) -> dict[SSAValue, bool]:
     return out
 
 
+def _combine(op: Operation, a: bool | None, b: bool | None) -> bool | None:
+    """The value of the i1 ``and``/``or``/``xor`` ``op`` of operand values ``a``
+    and ``b`` (None: unknown), where they decide it."""
+    if isinstance(op, arith.AndIOp) and (a is False or b is False):
+        return False
+    if isinstance(op, arith.OrIOp) and (a is True or b is True):
+        return True
+    if a is None or b is None:
+        return None
+    if isinstance(op, arith.XOrIOp):
+        return a != b
+    return (a and b) if isinstance(op, arith.AndIOp) else (a or b)
+
+
+_BOOL_OPS = (arith.XOrIOp, arith.AndIOp, arith.OrIOp)
+
+
 def _true_over(mask: SSAValue, known: dict[SSAValue, bool]) -> bool | None:
     """The value of the i1 ``mask`` where the comparisons have the ``known`` values
     (None where it is not decided by them)."""
     if mask in known:
         return known[mask]
     op = mask.owner
-    if isinstance(op, arith.ConstantOp) and isinstance(op.value, builtin.IntegerAttr):
-        return bool(op.value.value.data)
-    if isinstance(op, arith.XOrIOp | arith.AndIOp | arith.OrIOp):
-        a, b = _true_over(op.lhs, known), _true_over(op.rhs, known)
-        if isinstance(op, arith.AndIOp) and (a is False or b is False):
-            return False
-        if isinstance(op, arith.OrIOp) and (a is True or b is True):
-            return True
-        if a is None or b is None:
-            return None
-        if isinstance(op, arith.XOrIOp):
-            return a != b
-        return (a and b) if isinstance(op, arith.AndIOp) else (a or b)
-    return None
+    if isinstance(op, _BOOL_OPS):
+        return _combine(op, _true_over(op.lhs, known), _true_over(op.rhs, known))
+    return _i1_value(mask)
 
 
 class _Folder:
@@ -253,9 +259,10 @@ class _Folder:
                 folded[k] = src
         if not folded:
             return False
-        first = min((folded[k].owner for k in folded), key=_position)
+        allocs = {folded[k].owner for k in folded}
+        first = next(op for op in self.block.ops if op in allocs)
         alloc = out.owner
-        if _position(first) < _position(alloc):
+        if first.is_before_in_block(alloc):
             alloc.detach()
             Rewriter.insert_op(alloc, InsertPoint.before(first))
         extent = to_expr(nest.ranges.data[cat.dim])
@@ -330,12 +337,6 @@ class _Folder:
         Rewriter.insert_op([view, new], InsertPoint.before(nest))
 
 
-def _position(op: Operation) -> int:
-    block = op.parent_block()
-    assert block is not None
-    return list(block.ops).index(op)
-
-
 def _i1_value(v: SSAValue) -> bool | None:
     op = v.owner
     if isinstance(op, arith.ConstantOp) and isinstance(op.value, builtin.IntegerAttr):
@@ -352,24 +353,11 @@ def _fold_constant_i1(block: Block) -> None:
             c = _i1_value(op.cond)
             if c is not None:
                 op.result.replace_all_uses_with(op.lhs if c else op.rhs)
-        elif (
-            isinstance(op, arith.XOrIOp | arith.AndIOp | arith.OrIOp)
-            and op.result.type == builtin.i1
-        ):
+        elif isinstance(op, _BOOL_OPS) and op.result.type == builtin.i1:
             a, b = _i1_value(op.lhs), _i1_value(op.rhs)
-            value = None
-            if a is not None and b is not None:
-                value = (
-                    (a != b)
-                    if isinstance(op, arith.XOrIOp)
-                    else ((a and b) if isinstance(op, arith.AndIOp) else (a or b))
-                )
-            elif isinstance(op, arith.AndIOp) and (a is False or b is False):
-                value = False
-            elif isinstance(op, arith.AndIOp) and (a is True or b is True):
+            value = _combine(op, a, b)
+            if value is None and isinstance(op, arith.AndIOp) and True in (a, b):
                 op.result.replace_all_uses_with(op.rhs if a is True else op.lhs)
-            elif isinstance(op, arith.OrIOp) and (a is True or b is True):
-                value = True
             if value is not None:
                 const = arith.ConstantOp(builtin.IntegerAttr(int(value), builtin.i1))
                 Rewriter.insert_op(const, InsertPoint.before(op))

@@ -63,6 +63,7 @@ from coil.transforms.loop_utils import (
     captured_values,
     exprs_of,
     function_blocks,
+    identity_copy_source,
     map_exprs,
     zero_constant,
 )
@@ -167,26 +168,6 @@ def _dedupe_loads(loads: list[L.LoadOp]) -> list[L.LoadOp]:
 
 def _is_load_in_body(op: Operation) -> bool:
     return isinstance(op, L.LoadOp) and L.enclosing_loop(op) is not None
-
-
-def _is_identity_copy(load: Operation, producer: L.PointwiseOp) -> bool:
-    """Whether ``load`` reads ``producer`` as the whole body of a nest that only
-    copies it: same shape and dtype, each element at its own index."""
-    if not isinstance(load, L.LoadOp) or load.indirect or load.mask is not None:
-        return False
-    nest = load.parent_op()
-    if not isinstance(nest, L.PointwiseOp) or len(nest.res) != 1 or load.parent_block() is None:
-        return False
-    ops = list(nest.body.block.ops)
-    return (
-        len(ops) == 2
-        and ops[0] is load
-        and isinstance(ops[1], L.YieldOp)
-        and list(ops[1].operands) == [load.result]
-        and nest.res[0].type == producer.res[0].type
-        and list(load.index.data) == nest.index_symbols()
-        and nest.parent_block() is producer.parent_block()
-    )
 
 
 def _widened_for_many(loads: list[L.LoadOp]) -> bool:
@@ -510,9 +491,12 @@ class _Inliner:
         the copy) and inlined into it."""
         copy = next(
             (
-                u.operation.parent_op()
+                nest
                 for u in producer.res[0].uses
-                if _is_identity_copy(u.operation, producer)
+                if isinstance(nest := u.operation.parent_op(), L.PointwiseOp)
+                and nest.parent_block() is self.block
+                and len(nest.res) == 1
+                and identity_copy_source(nest.res[0]) is producer.res[0]
             ),
             None,
         )
