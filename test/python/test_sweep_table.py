@@ -47,3 +47,26 @@ def test_quiet_rows_replace_loaded_ones():
     assert "3 rows (3 inference timed, 0 errors, 0 wrong, 0 with graphs run eagerly; " in text
     assert "1 re-timed quietly)" in text
     assert "below 0.9x" in text and "0 below 0.9x" in text
+
+
+def test_call_warnings_counted_and_listed():
+    """A compiled call that raises a warning every call is listed under the
+    table (host time on every call); an eager-only warning is not."""
+    import warnings
+
+    def noisy():
+        warnings.warn("from ATen, every call", UserWarning)
+
+    def quiet():
+        return None
+
+    runs = {"eager": noisy, "inductor": quiet, "coil": noisy}
+    text = sweep._call_warnings(runs, lambda f: f())
+    assert text.startswith("eager:1;inductor:0;coil:1 | ")
+    assert "coil: UserWarning: from ATen, every call" in text
+    rows = [_row("c1", "a", 1.2), _row("c1", "b", 1.2)]
+    rows[0]["call_warnings"] = text
+    rows[1]["call_warnings"] = "eager:2;inductor:0;coil:0"
+    table = sweep.table(rows, "c1")
+    assert "coil calls raising warnings every call: a (eager:1;inductor:0;coil:1" in table
+    assert "; b (" not in table
