@@ -328,7 +328,7 @@ def collect(args) -> int:
     by_name = {s.name: s for s in shapes()}
     cache = Path(args.cache)
     records: dict[tuple[str, str], ConfigRecord] = {}
-    if cache.exists() and not args.fresh:
+    if cache.exists():  # --fresh collects again what it selects, keeping the rest
         records = pickle.loads(cache.read_bytes())
     start = time.monotonic()
     for name, configs in measured.items():

@@ -707,6 +707,44 @@ def pointwise_estimate(
     return estimate(work, target)
 
 
+WINDOW_MIN_XBLOCK = 64
+"""The narrowest tile :func:`window_tile` takes: the narrowest window tile the
+shape sweep timed (devlogs/30, H200: a split mean's separate finish, a window
+of 25 partials over 3000 outputs, ran 14.0 us in all at XBLOCK 1024 -- three
+programs -- and 11.6 at 64, 47 programs)."""
+
+
+def window_tile(
+    xnumel: sympy.Expr, nbytes: int, ops: int, target: Target
+) -> tuple[int, int, Estimate, str]:
+    """(XBLOCK, warps, estimate, note) of a window reduced in registers, one
+    output a lane (``kernel_group``'s unrolled windows): Inductor's 1024 points
+    a program, or a narrower tile where that spreads few outputs, each reading
+    a whole window, over more SMs and is estimated at least ``cost.MARGIN``
+    faster (the note says from what). ``nbytes``: bytes a point moves (its
+    window's reads, its store)."""
+    default = min(1024, next_pow2(int(xnumel))) if xnumel.is_Integer else 1024
+
+    def at(xb: int) -> tuple[int, int, Estimate]:
+        warps = warps_for(xb, 1, False)
+        return xb, warps, pointwise_estimate(xnumel, xb, warps, nbytes, ops, 1.0, target)
+
+    first = at(default)
+    if not xnumel.is_Integer or target.serial:
+        return (*first, "")
+    best = first
+    xb = default // 2
+    while xb >= WINDOW_MIN_XBLOCK:
+        cand = at(xb)
+        if cand[2].seconds < best[2].seconds:
+            best = cand
+        xb //= 2
+    if best[2].seconds < first[2].seconds * (1 - MARGIN):
+        note = f"{default} -> {best[0]} outputs a program ({first[2].us:.3g} us at {default})"
+        return (*best, note)
+    return (*first, "")
+
+
 __all__ = [
     "OUTER_PERSISTENT",
     "ReductionShape",
@@ -719,4 +757,5 @@ __all__ = [
     "reduction_work",
     "split_estimate",
     "split_plan",
+    "window_tile",
 ]
