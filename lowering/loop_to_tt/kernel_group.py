@@ -290,13 +290,15 @@ class GroupTiles:
             return False
         if not rnumel.is_Integer or not 1 <= int(rnumel) <= UNROLL or opts.rblock:
             return False
-        if opts.xblock and next_pow2(opts.xblock) < next_pow2(int(rnumel)):
-            # A given XBLOCK (a merged split finish takes stage 1's) narrower
-            # than the padded window: unrolled, the window's reads go one after
-            # another in XBLOCK lanes; a [XBLOCK, RBLOCK] tile reads them across
-            # XBLOCK x RBLOCK lanes at once. A row sum of 8 x 100003 f32 in 25
-            # chunks ran 9.0 us with its finish unrolled at XBLOCK 1, 8.5 with
-            # it as a [1, 32] tile (devlogs/30, H200, same stage 1).
+        if opts.xblock == 1 and int(rnumel) > 1:
+            # One output a program (a merged split finish takes stage 1's
+            # XBLOCK): unrolled, the window's reads go one after another in one
+            # lane of the program; a [1, RBLOCK] tile reads them across lanes at
+            # once. A row sum of 8 x 100003 f32 in 25 chunks ran 9.0 us with its
+            # finish unrolled, 8.5 with it as a [1, 32] tile (devlogs/30, H200,
+            # the same stage 1). Wider given tiles (XBLOCK 8-32: channels-last
+            # means' and column sums' finishes) stay unrolled: the sweep timed
+            # no tile against them.
             return False
         return bool(opts.outer_reduction and self.access.axis == "outer")
 
