@@ -19,7 +19,12 @@ estimates rank them:
    the log error of each config, and per shape the config the model ranks
    first against the measured best (its *regret*: measured time of the
    model's pick over the best). Shapes are reported in two groups, those the
-   constants were fitted on (``FITTED``) and the rest (held out).
+   constants were fitted on (``FITTED``) and the rest (held out). It also
+   replays *coil's choice*: the plan the code checked out builds for the
+   ``coil`` config (collect it again after a change: ``collect --config coil
+   --fresh``), matched to the grid config timed with the same plan, whose
+   measured time over the best is the choice's predicted regret (a plan no
+   config was timed with is counted apart: the replay cannot say).
 
 3. ``registers``: each config's reduction kernels compiled for sm_``--arch``
    (Triton and ptxas need no GPU), the model's register estimate against
@@ -27,6 +32,8 @@ estimates rank them:
 
     python benchmarks/fit_strategy.py collect --csv /work/devlogs/6/shape_sweep.csv
     python benchmarks/fit_strategy.py --csv /work/devlogs/6/shape_sweep.csv
+    # after a change to the model: the code's choices again, then the replay
+    python benchmarks/fit_strategy.py collect --config coil --fresh --csv ...
 """
 
 from __future__ import annotations
