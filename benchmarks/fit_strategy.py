@@ -19,7 +19,12 @@ estimates rank them:
    the log error of each config, and per shape the config the model ranks
    first against the measured best (its *regret*: measured time of the
    model's pick over the best). Shapes are reported in two groups, those the
-   constants were fitted on (``FITTED``) and the rest (held out).
+   constants were fitted on (``FITTED``) and the rest (held out). It also
+   replays *coil's choice*: the plan the code checked out builds for the
+   ``coil`` config (collect it again after a change: ``collect --config coil
+   --fresh``), matched to the grid config timed with the same plan, whose
+   measured time over the best is the choice's predicted regret (a plan no
+   config was timed with is counted apart: the replay cannot say).
 
 3. ``registers``: each config's reduction kernels compiled for sm_``--arch``
    (Triton and ptxas need no GPU), the model's register estimate against
@@ -27,6 +32,8 @@ estimates rank them:
 
     python benchmarks/fit_strategy.py collect --csv /work/devlogs/6/shape_sweep.csv
     python benchmarks/fit_strategy.py --csv /work/devlogs/6/shape_sweep.csv
+    # after a change to the model: the code's choices again, then the replay
+    python benchmarks/fit_strategy.py collect --config coil --fresh --csv ...
 """
 
 from __future__ import annotations
@@ -124,8 +131,14 @@ class _Recorder:
         from coil.lowering.loop_to_tt import split_finish as SF
         from coil.strategy import plan as P
 
-        saved = (K.KernelLowering.build, P.reduction_tile, P.pointwise_estimate, SF.merge)
-        build, reduction_tile, pointwise_estimate, merge = saved
+        saved = (
+            K.KernelLowering.build,
+            P.reduction_tile,
+            P.pointwise_estimate,
+            SF.merge,
+            SF.merge_one,
+        )
+        build, reduction_tile, pointwise_estimate, merge, merge_one = saved
         rec = self
 
         def build_(self_):
@@ -156,22 +169,42 @@ class _Recorder:
 
         def merge_(first, build2, *a, **kw):
             first_rec = rec.kernels[-1] if rec.kernels else None
-            if first_rec is not None:
-                first_rec.role = "stage1"
+            start = len(rec.kernels)
             rec.merging += 1
             try:
-                return merge(first, build2, *a, **kw)
+                got = merge(first, build2, *a, **kw)
             finally:
                 rec.merging -= 1
+            if got is None:
+                # Declined: stage 1 and its finish are built again as two
+                # launches; the finishes built to try are not kernels run.
+                del rec.kernels[start:]
+            elif first_rec is not None:
+                first_rec.role = "stage1"
+            return got
+
+        def merge_one_(first, second, *a, **kw):
+            # Both kernels were built (the call's arguments) just before.
+            got = merge_one(first, second, *a, **kw)
+            if got is not None and len(rec.kernels) >= 2:
+                rec.kernels[-2].role, rec.kernels[-1].role = "stage1", "finish"
+            return got
 
         K.KernelLowering.build = build_
         P.reduction_tile = reduction_tile_
         P.pointwise_estimate = pointwise_estimate_
         SF.merge = merge_
+        SF.merge_one = merge_one_
         try:
             yield self
         finally:
-            K.KernelLowering.build, P.reduction_tile, P.pointwise_estimate, SF.merge = saved
+            (
+                K.KernelLowering.build,
+                P.reduction_tile,
+                P.pointwise_estimate,
+                SF.merge,
+                SF.merge_one,
+            ) = saved
 
 
 def _config_of(label: str) -> dict | None:
@@ -182,6 +215,24 @@ def _config_of(label: str) -> dict | None:
         k, v = part.split("=", 1)
         out[k] = int(v) if v.lstrip("-").isdigit() else v
     return out
+
+
+def example_args(shape, target: str) -> tuple:
+    """``shape``'s inputs for a trace: fake CUDA tensors for a GPU target (no
+    GPU needed), so that ops whose output layout depends on the device (a
+    channels-last group norm's is contiguous on CUDA, channels-last on the
+    CPU) trace as the sweep's GPU run did; real CPU tensors for a CPU one."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from coil.strategy.target import named
+
+    if not named(target).serial:
+        try:
+            with FakeTensorMode():
+                return tuple(shape.make("cuda", False))
+        except RuntimeError:  # a factory this build of torch cannot fake on CUDA
+            pass
+    return tuple(shape.make("cpu", False))
 
 
 def compile_records(shape, config: dict | None, target: str) -> ConfigRecord:
@@ -196,15 +247,20 @@ def compile_records(shape, config: dict | None, target: str) -> ConfigRecord:
     from coil.testing import on_device
 
     out = ConfigRecord(shape.name, label(config))
-    args = shape.make("cpu", False)
 
     class M(torch.nn.Module):
         def forward(self, *xs):
             return shape.fn(*xs)
 
     try:
-        with torch.no_grad():
-            program = torch.export.export(M(), tuple(args), strict=False)
+        args = example_args(shape, target)
+        try:
+            with torch.no_grad():
+                program = torch.export.export(M(), tuple(args), strict=False)
+        except RuntimeError:  # an op this build cannot trace on fake CUDA tensors
+            args = tuple(shape.make("cpu", False))
+            with torch.no_grad():
+                program = torch.export.export(M(), args, strict=False)
         program = program.run_decompositions(dict(decomposition_table()))
         module = on_device(import_graph(program.graph_module))
         set_module_target(module, named(target))
@@ -240,6 +296,8 @@ def kernels_run(rec: ConfigRecord) -> list[KernelRecord]:
     the builds of one kernel, the last."""
     out: list[KernelRecord] = []
     for k in rec.kernels:
+        if k.name == "probe":  # convert-loop-to-tt's trial builds (_lower_one)
+            continue
         if k.role == "finish" and out and out[-1].role == "finish":
             out[-1] = k
         elif k.role != "finish" and any(o.name == k.name for o in out):
@@ -277,7 +335,7 @@ def collect(args) -> int:
     by_name = {s.name: s for s in shapes()}
     cache = Path(args.cache)
     records: dict[tuple[str, str], ConfigRecord] = {}
-    if cache.exists() and not args.fresh:
+    if cache.exists():  # --fresh collects again what it selects, keeping the rest
         records = pickle.loads(cache.read_bytes())
     start = time.monotonic()
     for name, configs in measured.items():
@@ -288,6 +346,8 @@ def collect(args) -> int:
             print(f"{name}: not a shape of shape_sweep.py, skipped", file=sys.stderr)
             continue
         for lab in configs:
+            if args.config and lab not in args.config:
+                continue
             if (name, lab) in records and not args.fresh:
                 continue
             r = compile_records(shape, _config_of(lab), args.target)
@@ -355,6 +415,30 @@ def config_seconds(rec: ConfigRecord, target) -> float:
     return total + max(0, launches - 1) * target.launch_s
 
 
+def replay_choice(
+    name: str, configs: dict[str, tuple[float, str]], rec: ConfigRecord | None
+) -> tuple[str, float] | None:
+    """What coil's choice *now* (the ``coil`` record, compiled with the code
+    checked out) measured: the grid's configs whose timed plans are the plans
+    it builds (the sweep's own ``coil`` row first, else the mean of those that
+    match), over the best time of the shape's grid; None where the code now
+    builds a plan that no config of the grid was timed with."""
+    times = [ms for ms, _ in configs.values() if ms == ms and ms != math.inf]
+    if rec is None or rec.error or not times:
+        return None
+    key = plan_key(built_plans(rec))
+    same = [
+        (lab, ms)
+        for lab, (ms, plans) in configs.items()
+        if plans and ms == ms and ms != math.inf and plan_key(plans) == key
+    ]
+    if not same:
+        return None
+    own = [(lab, ms) for lab, ms in same if lab == "coil"]
+    lab, ms = own[0] if own else (same[0][0], sum(ms for _, ms in same) / len(same))
+    return lab, ms / min(times)
+
+
 def named_target(name: str):
     from coil.strategy.target import named
 
@@ -366,10 +450,21 @@ def fit(args) -> int:
     measured = read_csv(Path(args.csv))
     records: dict[tuple[str, str], ConfigRecord] = pickle.loads(Path(args.cache).read_bytes())
     groups: dict[str, list[tuple[float, float, float]]] = {"fitted": [], "held out": []}
+    choices: list[float] = []
+    unmeasured: list[str] = []
     lines = []
     for name, configs in measured.items():
         if args.names and not any(n in name for n in args.names):
             continue
+        choice = replay_choice(name, configs, records.get((name, "coil")))
+        if choice is None:
+            unmeasured.append(name)
+            lines.append(f"{name}: coil's choice now is a plan the grid did not time")
+        else:
+            lab, regret = choice
+            choices.append(regret)
+            flag = "" if regret <= 1.10 else "  <-- CHOICE MISS"
+            lines.append(f"{name}: coil's choice now runs as {lab!r}, regret {regret:.2f}x{flag}")
         rows = []
         for lab, (ms, plans) in configs.items():
             rec = records.get((name, lab))
@@ -399,6 +494,15 @@ def fit(args) -> int:
                     f"    {lab:32s} measured {ms * 1e3:8.1f} us  model {est * 1e3:8.1f} us"
                 )
     print("\n".join(lines))
+    if choices:
+        within = sum(r <= 1.10 for r in choices)
+        geo = math.exp(sum(math.log(r) for r in choices) / len(choices))
+        print(
+            f"coil's choice (the code's plan now, replayed as the grid config timed with "
+            f"that plan): within 10 % of the best on {within} of {len(choices)} shapes "
+            f"({within / len(choices):.0%}), worst {max(choices):.2f}x, geomean "
+            f"{geo:.3f}x; {len(unmeasured)} shapes' plans not in the grid"
+        )
     for group, vals in groups.items():
         if not vals:
             continue
@@ -517,6 +621,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", default="fit_records.pkl", help="the collected plans")
     parser.add_argument("--target", default="h200", help="the device the CSV was measured on")
     parser.add_argument("--fresh", action="store_true", help="collect again what is cached")
+    parser.add_argument(
+        "--config",
+        action="append",
+        help="collect: only this config (a CSV label, e.g. 'coil': the code's own "
+        "choice, to replay it after a change); repeatable",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="every config's numbers")
     parser.add_argument("--arch", type=int, default=90, help="registers: the compute capability")
     args = parser.parse_args(argv)

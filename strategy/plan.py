@@ -506,6 +506,29 @@ def _candidate(
     return SplitPlan(sympy.Integer(nsplit), chunk, dim, unit, flatten, True, tuple(order))
 
 
+def stage1_tile(
+    shape: ReductionShape,
+    plan: SplitPlan,
+    target: Target,
+    persistent_threshold: int = PERSISTENT_THRESHOLD,
+    sizes: dict | None = None,
+) -> tuple[ReductionShape, ReductionTile]:
+    """The first stage of ``plan`` (each chunk of every output reduced to its
+    partials) and its kernel's tile."""
+    sizes = sizes or {}
+    nsplit = hint(sympy.sympify(plan.nsplit).xreplace(sizes))
+    chunk_points = hint(sympy.sympify(plan.chunk * plan.unit).xreplace(sizes))
+    stage1 = replace(
+        shape,
+        xnumel=sympy.Integer(nsplit) * shape.xnumel,
+        rnumel=sympy.Integer(chunk_points),
+        out_bytes=4 * shape.accumulators,
+        point_out_bytes=0,
+        phases=1,
+    )
+    return stage1, reduction_tile(stage1, target, persistent_threshold=persistent_threshold)
+
+
 def split_estimate(
     shape: ReductionShape,
     plan: SplitPlan,
@@ -521,16 +544,7 @@ def split_estimate(
     sizes = sizes or {}
     acc_bytes = 4 * shape.accumulators
     nsplit = hint(sympy.sympify(plan.nsplit).xreplace(sizes))
-    chunk_points = hint(sympy.sympify(plan.chunk * plan.unit).xreplace(sizes))
-    stage1 = replace(
-        shape,
-        xnumel=sympy.Integer(nsplit) * shape.xnumel,
-        rnumel=sympy.Integer(chunk_points),
-        out_bytes=acc_bytes,
-        point_out_bytes=0,
-        phases=1,
-    )
-    t1 = reduction_tile(stage1, target, persistent_threshold=persistent_threshold)
+    stage1, t1 = stage1_tile(shape, plan, target, persistent_threshold, sizes)
     one_launch = sympy.sympify(plan.nsplit).is_Integer and sympy.sympify(shape.xnumel).is_Integer
     if one_launch:  # each program then publishes its partials: a fence and an atomic
         work = replace(reduction_work(stage1, t1), waits=2)
@@ -642,6 +656,8 @@ def split_plan(
     sized = replace(shape, rnumel=rh)
     base = reduction_tile(sized, target, persistent_threshold=persistent_threshold).estimate
     found: list[tuple[SplitPlan, Estimate]] = []
+    if not acc.inner:
+        points = _chunk_points(rranges, order, points, max_split)
     for p in points:
         if int(rh) < 2 * p:
             continue
@@ -661,6 +677,12 @@ def split_plan(
     # channels-last means: 7 chunks of 64 columns 11.1 us, of 32 27.6):
     # each chunk adds partials to write and read and programs to schedule.
     near = [(c, e) for c, e in found if e.seconds <= fastest * (1 + TIE)]
+
+    def narrow(c: SplitPlan) -> bool:
+        # An outer stage 1 whose tile reads less than a 128-byte line of each row.
+        t = stage1_tile(sized, c, target, persistent_threshold, sizes)[1]
+        return t.outer and t.xblock * max(1, acc.sector) < LINE_BYTES
+
     best, best_est = min(near, key=lambda ce: hint(ce[0].nsplit.xreplace(sizes)))
     if best_est.seconds >= base.seconds * (1 - MARGIN):
         why.append(
@@ -671,6 +693,36 @@ def split_plan(
     plan = replace(best, estimate=best_est, unsplit=base)
     why.append(plan.summary())
     return plan
+
+
+SLICE_CANDIDATES = 256
+"""The most slice counts :func:`_chunk_points` lists for a split in whole slices."""
+
+
+def _chunk_points(
+    rranges, order: list[int], points: tuple[int, ...], max_split: int
+) -> tuple[int, ...]:
+    """Points per chunk an outer split considers: ``points``, and where it cuts
+    the outermost reduction dimension in whole slices of the rest (a
+    channels-last mean over 65 x 65 planes cut along H, 65 points a slice),
+    every whole number of slices within ``points``' range: the power-of-two
+    targets, rounded to slices and to divisors, reach only a few chunk counts
+    there (65, 33, 13, 9, 5 of 65 rows), and the one between that fills the
+    machine in one round may be missing. A mean over 32 x 96 x 65 x 65 f32
+    channels-last ran 27.6 us in 5 chunks (the targets' best), 21.9 in 22
+    chunks of 3 rows (devlogs/30, H200)."""
+    out = list(points)
+    first = _candidate(rranges, order, max(points), max_split)
+    if first is None or first.flatten or not sympy.sympify(first.unit).is_Integer:
+        return points
+    unit, dim = int(first.unit), sympy.sympify(first.dim)
+    if unit <= 1 or not dim.is_Integer or int(dim) > SLICE_CANDIDATES:
+        return points
+    for rows in range(1, int(dim) // 2 + 1):
+        p = rows * unit
+        if min(points) <= p <= max(points) and p not in out:
+            out.append(p)
+    return tuple(sorted(out))
 
 
 def _parallel(target: Target) -> Target:
@@ -707,6 +759,44 @@ def pointwise_estimate(
     return estimate(work, target)
 
 
+WINDOW_MIN_XBLOCK = 64
+"""The narrowest tile :func:`window_tile` takes: the narrowest window tile the
+shape sweep timed (devlogs/30, H200: a split mean's separate finish, a window
+of 25 partials over 3000 outputs, ran 14.0 us in all at XBLOCK 1024 -- three
+programs -- and 11.6 at 64, 47 programs)."""
+
+
+def window_tile(
+    xnumel: sympy.Expr, nbytes: int, ops: int, target: Target
+) -> tuple[int, int, Estimate, str]:
+    """(XBLOCK, warps, estimate, note) of a window reduced in registers, one
+    output a lane (``kernel_group``'s unrolled windows): Inductor's 1024 points
+    a program, or a narrower tile where that spreads few outputs, each reading
+    a whole window, over more SMs and is estimated at least ``cost.MARGIN``
+    faster (the note says from what). ``nbytes``: bytes a point moves (its
+    window's reads, its store)."""
+    default = min(1024, next_pow2(int(xnumel))) if xnumel.is_Integer else 1024
+
+    def at(xb: int) -> tuple[int, int, Estimate]:
+        warps = warps_for(xb, 1, False)
+        return xb, warps, pointwise_estimate(xnumel, xb, warps, nbytes, ops, 1.0, target)
+
+    first = at(default)
+    if not xnumel.is_Integer or target.serial:
+        return (*first, "")
+    best = first
+    xb = default // 2
+    while xb >= WINDOW_MIN_XBLOCK:
+        cand = at(xb)
+        if cand[2].seconds < best[2].seconds:
+            best = cand
+        xb //= 2
+    if best[2].seconds < first[2].seconds * (1 - MARGIN):
+        note = f"{default} -> {best[0]} outputs a program ({first[2].us:.3g} us at {default})"
+        return (*best, note)
+    return (*first, "")
+
+
 __all__ = [
     "OUTER_PERSISTENT",
     "ReductionShape",
@@ -719,4 +809,5 @@ __all__ = [
     "reduction_work",
     "split_estimate",
     "split_plan",
+    "window_tile",
 ]

@@ -162,19 +162,22 @@ class GroupTiles:
         unrolled = self._unrolls(xnumel, rnumel)
         if unrolled:
             persistent, rblock, inner = True, 1, False
-            xblock = min(1024, next_pow2(int(xnumel))) if xnumel.is_Integer else 1024
-            if self.options.xblock:
-                xblock = next_pow2(self.options.xblock)
-            warps = P.warps_for(xblock, rblock, inner)
             # Each lane reads its window: every read counted, an upper bound
             # (overlapping windows of neighbours hit the cache).
             acc = self.access
             nbytes = acc.point_bytes * int(rnumel) + acc.row_bytes + 4
-            est = P.pointwise_estimate(
-                xnumel, xblock, warps, nbytes, max(1, acc.ops), 1.0, self.options.target
-            )
+            target = self.options.target
+            note = ""
+            if self.options.xblock:
+                xblock = next_pow2(self.options.xblock)
+                warps = P.warps_for(xblock, rblock, inner)
+                est = P.pointwise_estimate(
+                    xnumel, xblock, warps, nbytes, max(1, acc.ops), 1.0, target
+                )
+            else:
+                xblock, warps, est, note = P.window_tile(xnumel, nbytes, max(1, acc.ops), target)
             what = f"window of {rnumel} unrolled, [XBLOCK {xblock}], {warps} warps"
-            self.plan = f"{what}: {est.summary()}"
+            self.plan = f"{what}: {est.summary()}" + (f"; {note}" if note else "")
         elif not rranges:
             # Pointwise members only (loop-fuse's sibling groups): a pointwise
             # nest's tile, XBLOCK points of one row each.
@@ -286,6 +289,16 @@ class GroupTiles:
         if any(isinstance(r, L.ReductionOp) and r.kind.data == "welford" for r in reds):
             return False
         if not rnumel.is_Integer or not 1 <= int(rnumel) <= UNROLL or opts.rblock:
+            return False
+        if opts.xblock == 1 and int(rnumel) > 1:
+            # One output a program (a merged split finish takes stage 1's
+            # XBLOCK): unrolled, the window's reads go one after another in one
+            # lane of the program; a [1, RBLOCK] tile reads them across lanes at
+            # once. A row sum of 8 x 100003 f32 in 25 chunks ran 9.0 us with its
+            # finish unrolled, 8.5 with it as a [1, 32] tile (devlogs/30, H200,
+            # the same stage 1). Wider given tiles (XBLOCK 8-32: channels-last
+            # means' and column sums' finishes) stay unrolled: the sweep timed
+            # no tile against them.
             return False
         return bool(opts.outer_reduction and self.access.axis == "outer")
 

@@ -256,3 +256,33 @@ def test_plans_differ_where_the_targets_do():
 
 # fx-opt --device and --print-kernel-plans: test/lowering/convert-loop-to-tt/plans.mlir
 # and test/transforms/loop-split-reduction-targets.mlir (lit).
+
+
+def test_outer_split_considers_whole_slices():
+    # A channels-last mean over 65 x 65 planes (f32, 96 channels x 32 images),
+    # cut along H in slices of 65 points: the power-of-two chunk targets round
+    # to 65, 33, 13, 9, 5 or 3 chunks; every whole number of slices is also a
+    # candidate, and the H200 takes 22 chunks of 3 (devlogs/30: 21.9 us, 27.6
+    # in the 5 chunks the targets alone gave).
+    rranges = [sympy.Integer(65), sympy.Integer(65)]
+    shape = _shape(32 * 96, 65 * 65, "outer", rorder=(0, 1))
+    points = P._chunk_points(rranges, [0, 1], P.OUTER_CHUNKS, 4096)
+    assert set(P.OUTER_CHUNKS) < set(points) and 3 * 65 in points
+    plan = P.split_plan(shape, rranges, TARGETS["h200"])
+    assert plan is not None and (plan.nsplit, plan.chunk, plan.unit) == (22, 3, 65)
+    # A flat dimension (a column sum) keeps the power-of-two targets.
+    flat = [sympy.Integer(32768)]
+    assert P._chunk_points(flat, [0], P.OUTER_CHUNKS, 4096) == P.OUTER_CHUNKS
+
+
+def test_window_tile_spreads_few_outputs():
+    # A window of 25 partials over 3000 outputs (a split mean's separate
+    # finish): 64 outputs a program, 47 programs, not 3 of 1024 (devlogs/30:
+    # 11.6 us against 14.0 in all).
+    h200 = TARGETS["h200"]
+    xblock, warps, est, note = P.window_tile(sympy.Integer(3000), 104, 2, h200)
+    assert (xblock, warps, est.programs) == (64, 4, 47) and "1024 -> 64" in note
+    # Many outputs fill the GPU at 1024 (a channels-last 3 x 3 max pool).
+    assert P.window_tile(sympy.Integer(32 * 64 * 56 * 56), 20, 9, h200)[0] == 1024
+    # The interpreter never spreads outputs over more programs.
+    assert P.window_tile(sympy.Integer(3000), 104, 2, TARGETS["cpu-interpreter"])[0] == 1024
