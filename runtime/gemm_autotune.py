@@ -41,8 +41,8 @@ from xdsl.ir import Operation
 from coil.dialects import dtypes
 from coil.dialects.aten import VIEW_OPS, AtenOp
 from coil.lowering.aten_to_loop.gemm import FLOATS, _is_pointwise_conv
+from coil.lowering.aten_to_loop.lowerer import LOWERINGS
 from coil.lowering.aten_to_loop.products import CASTS, TUNED, product_epilogue
-from coil.lowering.convert_aten_to_loop import LOWERINGS
 from coil.strategy import gemm as G
 from coil.strategy.target import module_target
 

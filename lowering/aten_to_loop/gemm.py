@@ -36,6 +36,7 @@ from coil.dialects.body_builder import BodyBuilder, CannotLower
 from coil.dialects.symbolic import index_symbols, to_expr, torch_sympy
 from coil.lowering.aten_to_loop.common import broadcast_index, result_type, shape_of, tensor_arg
 from coil.lowering.aten_to_loop.depthwise import is_depthwise, lower_depthwise
+from coil.lowering.aten_to_loop.lowerer import Lowerer, register
 from coil.lowering.aten_to_loop.matvec import _is_matvec, _matvec
 from coil.lowering.aten_to_loop.pointwise import _normalize
 from coil.lowering.aten_to_loop.products import (
@@ -44,7 +45,6 @@ from coil.lowering.aten_to_loop.products import (
     product_epilogue,
     tuned_choice,
 )
-from coil.lowering.convert_aten_to_loop import Lowerer, register
 from coil.strategy import gemm as G
 
 log = logging.getLogger("coil")

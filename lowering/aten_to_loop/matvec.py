@@ -49,9 +49,9 @@ from coil.dialects.aten import AtenOp
 from coil.dialects.body_builder import BodyBuilder, CannotLower
 from coil.dialects.symbolic import to_expr
 from coil.lowering.aten_to_loop.common import broadcast_index, result_type, shape_of, tensor_arg
+from coil.lowering.aten_to_loop.lowerer import Lowerer
 from coil.lowering.aten_to_loop.pointwise import _normalize
 from coil.lowering.aten_to_loop.products import product_epilogue, tuned_choice
-from coil.lowering.convert_aten_to_loop import Lowerer
 from coil.strategy import rows as R
 
 log = logging.getLogger("coil")

@@ -9,7 +9,7 @@ from xdsl.dialects.builtin import StringAttr
 
 from coil.dialects import dtypes
 from coil.dialects.aten import AtenOp
-from coil.lowering.convert_aten_to_loop import LOWERINGS
+from coil.lowering.aten_to_loop.lowerer import LOWERINGS
 
 VIEWS = ("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default")
 CASTS = ("aten._to_copy.default", "prims.convert_element_type.default")
