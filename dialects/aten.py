@@ -10,9 +10,11 @@ are in ``aten_base.py``. :func:`op_class_for` maps an OpOverload to its class.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from xdsl.ir import Dialect
+from xdsl.dialects.builtin import NoneAttr
+from xdsl.ir import Attribute, Dialect
 
 from coil.dialects.aten_base import (
     AtenOp,
@@ -23,6 +25,7 @@ from coil.dialects.aten_base import (
     TensorConstantOp,
     TensorType,
 )
+from coil.dialects.aten_infer import RULES, Call, Inferred, infer
 from coil.dialects.aten_ops import (
     ATEN_OPS,
     C10D_FUNCTIONAL_AUTOGRAD_OPS,
@@ -66,6 +69,34 @@ def op_class_for(overload: torch._ops.OpOverload) -> type[AtenOp] | None:
     return op_class_named(overload_name(overload))
 
 
+def infer_result_types(
+    name: str,
+    operands: dict[str, Attribute | Sequence[Attribute | None] | None],
+    attrs: dict[str, Attribute] | None = None,
+) -> list[Inferred] | None:
+    """For passes that build ops: the result types of overload ``name`` (e.g.
+    ``"aten.add.Tensor"``) for operand types and argument attributes given by
+    schema name (defaults filled from the schema). None when no rule applies."""
+    cls = op_class_named(name)
+    if cls is None or name not in RULES:
+        return None
+    given = dict(attrs or {})
+    full = {
+        spec.name: given.get(spec.name, spec.default_attr or NoneAttr())
+        for spec in cls.schema().props
+    }
+    groups: dict[str, list[Attribute | None]] = {}
+    for spec in cls.schema().operands:
+        value = operands.get(spec.name)
+        if value is None:
+            groups[spec.name] = []
+        elif isinstance(value, Attribute):
+            groups[spec.name] = [value]
+        else:
+            groups[spec.name] = list(value)
+    return infer(Call(name, groups, full))
+
+
 __all__ = [
     "VIEW_OPS",
     "Aten",
@@ -79,6 +110,7 @@ __all__ = [
     "Prims",
     "TensorConstantOp",
     "TensorType",
+    "infer_result_types",
     "op_class_for",
     "op_class_named",
     "overload_name",

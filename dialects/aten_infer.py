@@ -2,8 +2,9 @@
 
 The aten verifier checks each op's result types against what torch would give
 for its operand types; passes that build ops can ask for them
-(:func:`infer_result_types`). The rules are ATen's, written per op family so
-verification stays cheap and needs no torch import:
+(:func:`coil.dialects.aten.infer_result_types`, beside the op classes it looks
+up). The rules are ATen's, written per op family so verification stays cheap
+and needs no torch import:
 
 * pointwise: operands broadcast (right-aligned; a size-1 dim takes the other
   size) and the dtype is torch's type promotion (``dtypes.result_type``:
@@ -40,7 +41,7 @@ from typing import Any
 
 import sympy
 from xdsl.dialects import builtin
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, NoneAttr
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr
 from xdsl.ir import Attribute
 
 from coil.dialects import dtypes
@@ -747,33 +748,3 @@ def check_result_types(op: Any) -> str | None:
                 f"from its operands: {want.describe()}"
             )
     return None
-
-
-def infer_result_types(
-    name: str,
-    operands: dict[str, Attribute | Sequence[Attribute | None] | None],
-    attrs: dict[str, Attribute] | None = None,
-) -> list[Inferred] | None:
-    """For passes that build ops: the result types of overload ``name`` (e.g.
-    ``"aten.add.Tensor"``) for operand types and argument attributes given by
-    schema name (defaults filled from the schema). None when no rule applies."""
-    from coil.dialects.aten import op_class_named
-
-    cls = op_class_named(name)
-    if cls is None or name not in RULES:
-        return None
-    given = dict(attrs or {})
-    full = {
-        spec.name: given.get(spec.name, spec.default_attr or NoneAttr())
-        for spec in cls.schema().props
-    }
-    groups: dict[str, list[Attribute | None]] = {}
-    for spec in cls.schema().operands:
-        value = operands.get(spec.name)
-        if value is None:
-            groups[spec.name] = []
-        elif isinstance(value, Attribute):
-            groups[spec.name] = [value]
-        else:
-            groups[spec.name] = list(value)
-    return infer(Call(name, groups, full))

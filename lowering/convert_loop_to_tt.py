@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import logging
 import re
 import sys
 from collections.abc import Callable
@@ -39,7 +40,7 @@ from coil.dialects import buffer as B
 from coil.dialects import host, tt
 from coil.dialects import loop as L
 from coil.dialects.buffer import BufferType
-from coil.lowering.loop_to_tt import split_finish
+from coil.lowering.loop_to_tt import gemm, split_finish
 from coil.lowering.loop_to_tt.autotune import (
     candidate_options,
     config_key,
@@ -47,8 +48,8 @@ from coil.lowering.loop_to_tt.autotune import (
 )
 from coil.lowering.loop_to_tt.kernel import (
     Kernel,
+    KernelLowering,
     Options,
-    build_kernel,
     kernel_name,
     launch_config,
 )
@@ -60,6 +61,8 @@ from coil.strategy.target import Target, module_target
 from coil.strategy.variants import row_variants
 from coil.transforms.input_level import require_below_aten
 
+log = logging.getLogger("coil")
+
 _KINDS = {
     "loop.pointwise": "pointwise",
     "loop.reduction": "reduction",
@@ -67,6 +70,19 @@ _KINDS = {
     "loop.scatter": "scatter",
     "loop.fused": "fused",
 }
+
+
+def build_kernel(nest: L.LoopOp, name: str, options: Options, kind: str) -> Kernel:
+    """The Triton kernel of ``nest``: the gemm template where the nest is a
+    product it fits (``loop_to_tt/gemm.py``), else ``KernelLowering``'s tile."""
+    if gemm.find_gemm(nest) is not None:
+        try:
+            return gemm.GemmLowering(nest, name, options, "gemm").build()
+        except gemm.NotATemplate as e:
+            log.warning(
+                "coil: %s: not a gemm template (%s); lowered as a reduction", name, e.args[0]
+            )
+    return KernelLowering(nest, name, options, kind).build()
 
 
 def _copy_as_pointwise(op: L.CopyOp) -> L.PointwiseOp:

@@ -40,13 +40,9 @@ from xdsl.ir import Operation
 
 from coil.dialects import dtypes
 from coil.dialects.aten import VIEW_OPS, AtenOp
-from coil.lowering.aten_to_loop.gemm import (
-    _CASTS,
-    FLOATS,
-    TUNED,
-    _epilogue,
-    _is_pointwise_conv,
-)
+from coil.lowering.aten_to_loop.gemm import FLOATS, _is_pointwise_conv
+from coil.lowering.aten_to_loop.lowerer import LOWERINGS
+from coil.lowering.aten_to_loop.products import CASTS, TUNED, product_epilogue
 from coil.strategy import gemm as G
 from coil.strategy.target import module_target
 
@@ -152,7 +148,7 @@ def problems(module: builtin.ModuleOp, allow_extern: bool = True) -> list[Proble
             for c in G.configs(shape, target)
             if not (conv and c.k_split > 1)  # decompose-K is the matmul lowering's
         ][:MAX_CONFIGS]
-        epilogue, extra = _epilogue(op)
+        epilogue, extra = product_epilogue(op)
         saved = 0.0
         if epilogue and not _epilogue_saves(op):
             epilogue = False
@@ -194,14 +190,12 @@ def _is_static(value) -> bool:
 
 
 def _epilogue_saves(op: AtenOp) -> bool:
-    """Whether fusing the product's pointwise consumer (``_epilogue``) into the
+    """Whether fusing the product's pointwise consumer (``product_epilogue``) into the
     template saves a round trip of the product: not where a reduction reads
     what that consumer computes (through views and pointwise ops), since the
     default pipeline fuses the consumer into that reduction's kernel, which
     reads the product once either way (a residual add before a layer norm: GPT-2's projections
     were credited a round trip they do not save)."""
-    from coil.lowering.aten_to_loop.gemm import LOWERINGS
-
     value = op.results[0]
     while True:
         uses = list(value.uses)
@@ -223,7 +217,7 @@ def _epilogue_saves(op: AtenOp) -> bool:
             module = lowering.__module__ if lowering is not None else ""
             if module.endswith("aten_to_loop.reductions"):
                 return False
-            if module.endswith("aten_to_loop.pointwise") or user.name in _CASTS:
+            if module.endswith("aten_to_loop.pointwise") or user.name in CASTS:
                 work.extend(user.results)  # still at the product's points
     return True
 

@@ -11,7 +11,7 @@ from coil.dialects.aten import AtenOp
 from coil.dialects.body_builder import BodyBuilder, CannotLower, check_supported
 from coil.dialects.loop import is_tensor_like
 from coil.dialects.symbolic import SymInt, sym_eq, to_expr
-from coil.lowering.convert_aten_to_loop import Lowerer
+from coil.lowering.aten_to_loop.lowerer import Lowerer
 
 
 def is_tensor(v: SSAValue | object) -> bool:

@@ -38,6 +38,7 @@ from coil.lowering.aten_to_loop.common import (
     result_type,
     shape_of,
 )
+from coil.lowering.aten_to_loop.lowerer import Lowerer, register
 from coil.lowering.aten_to_loop.views import (
     linear_index,
     norm_dim,
@@ -45,7 +46,6 @@ from coil.lowering.aten_to_loop.views import (
     slice_start,
     unravel,
 )
-from coil.lowering.convert_aten_to_loop import Lowerer, register
 
 # ---- body helpers -------------------------------------------------------------------
 

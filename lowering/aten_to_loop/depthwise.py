@@ -21,8 +21,8 @@ from coil.dialects.body_builder import BodyBuilder, CannotLower
 from coil.dialects.symbolic import to_expr
 from coil.lowering.aten_to_loop.common import result_type, shape_of, tensor_arg
 from coil.lowering.aten_to_loop.data_movement import _all, _cmp_index
+from coil.lowering.aten_to_loop.lowerer import Lowerer
 from coil.lowering.aten_to_loop.pointwise import _normalize
-from coil.lowering.convert_aten_to_loop import Lowerer
 
 FLOATS = (dtypes.f32, dtypes.f16, dtypes.bf16)
 

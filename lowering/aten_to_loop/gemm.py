@@ -28,7 +28,6 @@ from __future__ import annotations
 import logging
 
 import sympy
-from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Operation, SSAValue
 
 from coil.dialects import dtypes
@@ -36,16 +35,21 @@ from coil.dialects.aten import AtenOp
 from coil.dialects.body_builder import BodyBuilder, CannotLower
 from coil.dialects.symbolic import index_symbols, to_expr, torch_sympy
 from coil.lowering.aten_to_loop.common import broadcast_index, result_type, shape_of, tensor_arg
+from coil.lowering.aten_to_loop.depthwise import is_depthwise, lower_depthwise
+from coil.lowering.aten_to_loop.lowerer import Lowerer, register
 from coil.lowering.aten_to_loop.matvec import _is_matvec, _matvec
 from coil.lowering.aten_to_loop.pointwise import _normalize
-from coil.lowering.convert_aten_to_loop import LOWERINGS, Lowerer, register
+from coil.lowering.aten_to_loop.products import (
+    TUNED,
+    VIEWS,
+    product_epilogue,
+    tuned_choice,
+)
 from coil.strategy import gemm as G
 
 log = logging.getLogger("coil")
 
 FLOATS = (dtypes.f16, dtypes.bf16, dtypes.f32)
-_VIEWS = ("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default")
-_CASTS = ("aten._to_copy.default", "prims.convert_element_type.default")
 MAX_GRID_Y = 65535  # the batch is the grid's second axis
 
 
@@ -60,50 +64,9 @@ def _operands(op: AtenOp) -> tuple[SSAValue | None, SSAValue, SSAValue]:
     return None, tensor_arg(op, "self"), tensor_arg(op, "mat2")
 
 
-def _epilogue(op: AtenOp) -> tuple[bool, int]:
-    """Whether the product's one reader (through views) is pointwise, and the
-    bytes per output element that reader reads besides the product."""
-    value = op.results[0]
-    while True:
-        uses = list(value.uses)
-        if len(uses) != 1:
-            return False, 0
-        user = uses[0].operation
-        if user.name in _VIEWS:
-            value = user.results[0]
-            continue
-        break
-    lowering = LOWERINGS.get(user.name)
-    if user.name not in _CASTS and (
-        lowering is None or not lowering.__module__.endswith("aten_to_loop.pointwise")
-    ):
-        return False, 0
-    extra = 0
-    for operand in user.operands:
-        if operand is not value and hasattr(operand.type, "element_type"):
-            shape = getattr(operand.type, "shape", ())
-            if len(shape) >= 2:  # a residual, not a broadcast vector
-                extra += dtypes.itemsize(operand.type.element_type)
-    return True, extra
-
-
 def _static(e: object) -> int | None:
     v = to_expr(e)
     return int(v) if v.is_Integer else None
-
-
-TUNED = "coil.gemm"
-"""The attribute ``mode="max-autotune"`` sets on a product it measured
-(``runtime/gemm_autotune.py``): ``"extern"`` or ``"triton CONFIG"``."""
-
-
-def tuned_choice(op: AtenOp) -> tuple[str, str | None] | None:
-    """(``extern`` or ``triton``, the config) where the product was measured."""
-    attr = op.attributes.get(TUNED)
-    if not isinstance(attr, StringAttr):
-        return None
-    kind, _, cfg = attr.data.partition(" ")
-    return kind, cfg or None
 
 
 def _wanted(lw: Lowerer, op: AtenOp, a: SSAValue, b: SSAValue) -> bool:
@@ -121,7 +84,7 @@ def _wanted(lw: Lowerer, op: AtenOp, a: SSAValue, b: SSAValue) -> bool:
     if lw.gemm == "triton":
         return True
     # auto: the cost estimate, with the static sizes (or a hint for symbols).
-    epilogue, extra = _epilogue(op)
+    epilogue, extra = product_epilogue(op)
     dims = [_static(s) or 4096 for s in shape]
     k = _static(shape_of(a)[-1]) or 4096
     nbytes = dtypes.itemsize(out.element_type)
@@ -252,7 +215,7 @@ def _row_view(op: AtenOp) -> Operation | None:
     """The view splitting the product's rows (``[M, N] -> [B, S, N]``), where it
     is the product's one reader."""
     uses = list(op.results[0].uses)
-    if len(uses) != 1 or uses[0].operation.name not in _VIEWS:
+    if len(uses) != 1 or uses[0].operation.name not in VIEWS:
         return None
     view = uses[0].operation
     m, n = (to_expr(s) for s in result_type(op).shape)
@@ -319,8 +282,6 @@ def _conv1x1(lw: Lowerer, op: AtenOp):
     and shift, ReLU, a residual add) fuse as for a ``Linear``. Only where
     ``gemm`` chooses the template; every other convolution is cuDNN's."""
     if not _is_pointwise_conv(op):
-        from coil.lowering.aten_to_loop.depthwise import is_depthwise, lower_depthwise
-
         if is_depthwise(op):
             return lower_depthwise(lw, op)
         raise CannotLower("a convolution (cuDNN)")
@@ -369,7 +330,7 @@ def _conv_wanted(lw: Lowerer, op: AtenOp, x: SSAValue, w: SSAValue, shape) -> bo
         return tuned[0] == "triton"
     if lw.gemm == "triton":
         return True
-    epilogue, extra = _epilogue(op)
+    epilogue, extra = product_epilogue(op)
     dims = [_static(s) or 64 for s in shape]
     nbytes = dtypes.itemsize(out.element_type)
     rows = dims[0]

@@ -49,8 +49,9 @@ from coil.dialects.aten import AtenOp
 from coil.dialects.body_builder import BodyBuilder, CannotLower
 from coil.dialects.symbolic import to_expr
 from coil.lowering.aten_to_loop.common import broadcast_index, result_type, shape_of, tensor_arg
+from coil.lowering.aten_to_loop.lowerer import Lowerer
 from coil.lowering.aten_to_loop.pointwise import _normalize
-from coil.lowering.convert_aten_to_loop import Lowerer
+from coil.lowering.aten_to_loop.products import product_epilogue, tuned_choice
 from coil.strategy import rows as R
 
 log = logging.getLogger("coil")
@@ -86,15 +87,13 @@ def _is_matvec(lw: Lowerer, op: AtenOp) -> bool:
 def _rows_pay(lw: Lowerer, op: AtenOp, m: int) -> bool:
     """Whether a product of ``m`` rows streams its weight faster than cuBLAS
     (``strategy/rows.py``), at the static sizes."""
-    from coil.lowering.aten_to_loop.gemm import _epilogue, tuned_choice
-
     if lw.gemm == "triton" or tuned_choice(op) is not None:
         return False  # templates forced, or max-autotune measured the product
     out = result_type(op)
     n, k = to_expr(out.shape[1]), to_expr(shape_of(tensor_arg(op, "mat2"))[0])
     if not (n.is_Integer and k.is_Integer):
         return False
-    epilogue, extra = _epilogue(op)
+    epilogue, extra = product_epilogue(op)
     elem = dtypes.itemsize(out.element_type)
     take, why = R.choose(m, int(n), int(k), elem, lw.target, epilogue, extra)
     log.debug("coil: %s of %d rows: %s", op.name, m, why)

@@ -16,7 +16,7 @@ from xdsl.ir import SSAValue
 from coil.dialects.aten import AtenOp
 from coil.dialects.body_builder import BodyBuilder, CannotLower, compute_dtype, is_float
 from coil.lowering.aten_to_loop.common import result_type, tensor_arg
-from coil.lowering.convert_aten_to_loop import Lowerer, register
+from coil.lowering.aten_to_loop.lowerer import Lowerer, register
 
 
 @register("aten._native_batch_norm_legit_no_training.default")

@@ -34,7 +34,7 @@ from coil.lowering.aten_to_loop.common import (
     python_scalar,
     result_type,
 )
-from coil.lowering.convert_aten_to_loop import Lowerer, register
+from coil.lowering.aten_to_loop.lowerer import Lowerer, register
 
 Operand = SSAValue | bool | int | float | sympy.Expr
 ElementFn = Callable[..., SSAValue]

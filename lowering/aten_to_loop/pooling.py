@@ -69,7 +69,7 @@ from coil.dialects.body_builder import (
 )
 from coil.dialects.symbolic import to_expr, torch_sympy
 from coil.lowering.aten_to_loop.common import dtype_of, result_type, shape_of
-from coil.lowering.convert_aten_to_loop import Lowerer, register
+from coil.lowering.aten_to_loop.lowerer import Lowerer, register
 
 # ---- arguments ------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from coil.dialects.aten import AtenOp
 from coil.dialects.body_builder import BodyBuilder, CannotLower, check_supported, compute_dtype
 from coil.dialects.symbolic import SymInt, to_expr
 from coil.lowering.aten_to_loop.common import dtype_of, result_type, shape_of, tensor_arg
-from coil.lowering.convert_aten_to_loop import Lowerer, register
+from coil.lowering.aten_to_loop.lowerer import Lowerer, register
 
 ValueFn = Callable[[BodyBuilder, SSAValue, list[sympy.Expr]], SSAValue]
 """(builder, loaded element, its index in the input) -> the value to reduce."""

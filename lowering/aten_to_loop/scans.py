@@ -19,8 +19,8 @@ from coil.dialects import dtypes
 from coil.dialects.aten import AtenOp
 from coil.dialects.body_builder import BodyBuilder, CannotLower, check_supported, compute_dtype
 from coil.lowering.aten_to_loop.common import dtype_of, result_type, shape_of
+from coil.lowering.aten_to_loop.lowerer import Lowerer, register
 from coil.lowering.aten_to_loop.views import norm_dim
-from coil.lowering.convert_aten_to_loop import Lowerer, register
 
 
 def _dim(op: AtenOp, x: SSAValue) -> int:

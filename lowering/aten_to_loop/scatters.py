@@ -48,8 +48,8 @@ from coil.lowering.aten_to_loop.common import (
     result_type,
     shape_of,
 )
+from coil.lowering.aten_to_loop.lowerer import Lowerer, register
 from coil.lowering.aten_to_loop.views import norm_dim
-from coil.lowering.convert_aten_to_loop import Lowerer, register
 
 # ---- helpers ------------------------------------------------------------------------
 

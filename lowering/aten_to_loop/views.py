@@ -21,7 +21,7 @@ from coil.dialects.body_builder import CannotLower
 from coil.dialects.symbolic import SymInt, contiguous_strides, sym_eq, to_expr, torch_sympy
 from coil.intmath import numel
 from coil.lowering.aten_to_loop.common import broadcast_index, result_type, shape_of
-from coil.lowering.convert_aten_to_loop import Lowerer, register
+from coil.lowering.aten_to_loop.lowerer import Lowerer, register
 
 IndexMap = list[sympy.Expr]
 

@@ -36,7 +36,8 @@ producers of either operand in, the *prologue*). The kernel:
 
 A nest this template does not fit (another reduction in the group, a body
 that is not such a product) raises :class:`NotATemplate`; ``build_kernel``
-then lowers it as an ordinary reduction (correct, slower) after a warning.
+(``convert_loop_to_tt.py``) then lowers it as an ordinary reduction (correct,
+slower) after a warning.
 The config (block sizes, warps, stages, ``GROUP_M``) comes from
 ``strategy/gemm.py``, or from ``Options.gemm_config``. Index math is i32 where
 every buffer has fewer than 2**31 elements (``_index_points``: the M x N x K
@@ -62,8 +63,9 @@ from coil.dialects import tt
 from coil.dialects.buffer import BufferType
 from coil.dialects.symbolic import index_symbols, symbol
 from coil.dialects.tt import element_of, shape_of
+from coil.intmath import prod as _prod
 from coil.lowering.loop_to_tt.body import Tile
-from coil.lowering.loop_to_tt.kernel import KernelLowering, _prod
+from coil.lowering.loop_to_tt.kernel import KernelLowering
 from coil.lowering.loop_to_tt.kernel_group import group_members
 from coil.lowering.loop_to_tt.kernel_index import cdiv, decompose
 from coil.strategy import gemm as G

@@ -36,7 +36,6 @@ its tile: unrolled window, pointwise group, planned ``[XBLOCK, RBLOCK]``) and
 
 from __future__ import annotations
 
-import logging
 import re
 from dataclasses import dataclass
 
@@ -69,8 +68,6 @@ from coil.strategy import plan as P
 from coil.strategy.gemm import GemmConfig
 from coil.strategy.target import TARGETS, Target
 from coil.transforms.loop_cost import nest_cost
-
-log = logging.getLogger("coil")
 
 
 @dataclass(frozen=True)
@@ -350,19 +347,6 @@ class KernelLowering(IndexBinding, PointwiseTiles, ScanTile, GroupTiles, RowBodi
         return self.seed_of[v]
 
 
-def build_kernel(nest: L.LoopOp, name: str, options: Options, kind: str) -> Kernel:
-    from coil.lowering.loop_to_tt import gemm
-
-    if gemm.find_gemm(nest) is not None:
-        try:
-            return gemm.GemmLowering(nest, name, options, "gemm").build()
-        except gemm.NotATemplate as e:
-            log.warning(
-                "coil: %s: not a gemm template (%s); lowered as a reduction", name, e.args[0]
-            )
-    return KernelLowering(nest, name, options, kind).build()
-
-
 def launch_config(k: Kernel) -> dict:
     from xdsl.dialects.builtin import IntegerAttr
 
@@ -372,4 +356,4 @@ def launch_config(k: Kernel) -> dict:
     }
 
 
-__all__ = ["Kernel", "Options", "build_kernel", "kernel_name", "launch_config", "next_pow2"]
+__all__ = ["Kernel", "KernelLowering", "Options", "kernel_name", "launch_config", "next_pow2"]

@@ -12,7 +12,7 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr
 from xdsl.ir import Attribute, Block
 
 from coil.dialects import dtypes
-from coil.dialects.aten import TensorType, op_class_named
+from coil.dialects.aten import TensorType, infer_result_types, op_class_named
 from coil.dialects.aten_infer import (
     _BINARY_PROMOTE,
     _COMPARISONS,
@@ -22,7 +22,6 @@ from coil.dialects.aten_infer import (
     RULES,
     Call,
     infer,
-    infer_result_types,
 )
 from coil.dialects.symbolic import ExprAttr, ShapeAttr, symbol
 from coil.frontend.meta import NoMetaResult, meta_result_types

@@ -20,7 +20,7 @@ from coil.dialects import buffer as B
 from coil.examples.models import build
 from coil.frontend.capture import aot_backend
 from coil.frontend.fx_importer import constant_inputs, import_graph
-from coil.lowering.convert_aten_to_loop import EXTERN_BY_DESIGN
+from coil.lowering.aten_to_loop.lowerer import EXTERN_BY_DESIGN
 from coil.pipeline import PIPELINES
 from coil.runtime.aten_executor import run_module
 from coil.testing import assert_close_to_eager

@@ -29,7 +29,7 @@ from coil.examples.models import MODELS, build
 from coil.frontend.capture import aot_backend
 from coil.frontend.fx_importer import constant_inputs, import_graph
 from coil.ir import parse_module, print_module
-from coil.lowering.convert_aten_to_loop import EXTERN_BY_DESIGN, extern_by_design
+from coil.lowering.aten_to_loop.lowerer import EXTERN_BY_DESIGN, extern_by_design
 from coil.pipeline import PIPELINES
 from coil.runtime.aten_executor import run_module
 from coil.testing import (

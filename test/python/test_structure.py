@@ -177,6 +177,84 @@ def test_the_compile_driver_sits_below_the_backend():
         assert getattr(coil.backend, name) is getattr(coil.compile_driver, name)
 
 
+def _module_of(name: str) -> str | None:
+    """The module an imported name lives in (the longest prefix that is one)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _module_graph(imports: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Module -> the modules it imports, at any depth of its file. A package's
+    ``__init__`` run on the way to a submodule (``from coil.dialects import
+    dtypes``) is not counted, only what is taken from the package itself: a
+    package that imports its modules (to fill a registry) is no cycle with
+    each of them."""
+    graph = {}
+    for m, names in imports.items():
+        targets = {n: _module_of(n) for n in names}
+        on_the_way = {
+            t
+            for n, t in targets.items()
+            for n2, t2 in targets.items()
+            if n2.startswith(n + ".") and t2 not in (None, t) and t == n
+        }
+        graph[m] = {t for t in targets.values() if t not in (None, "coil", m, *on_the_way)}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle_at_any_depth():
+    """Imports inside functions count: moving an import into a function hides a
+    cycle from the interpreter, not from the reader. No group of modules
+    imports each other, within a layer either: the aten -> loop lowerings
+    register into lowering/aten_to_loop/lowerer.py, and convert-aten-to-loop
+    imports them at module level."""
+    assert _cycles(_module_graph(IMPORTS)) == []
+
+
+def test_a_planted_lazy_cycle_is_found(monkeypatch):
+    """A function-level import back up from the dialects closes a cycle."""
+    monkeypatch.setitem(
+        IMPORTS,
+        "coil.dialects.aten_infer",
+        IMPORTS["coil.dialects.aten_infer"] | {"coil.dialects.aten.op_class_named"},
+    )
+    with pytest.raises(AssertionError):
+        test_no_import_cycle_at_any_depth()
+
+
 SIZE_HELPERS = {"prod", "numel", "cdiv", "pow2", "next_pow2", "is_pow2"}
 """The integer helpers of coil/intmath.py, by name (with or without a leading
 underscore)."""
