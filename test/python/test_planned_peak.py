@@ -353,3 +353,58 @@ def test_upsample_head_matches_eager_on_the_cpu(tmp_path):
     # (2 x 5 x 24 x 24 f32), and no other writes a tensor of its size.
     full = [line for line in costs.splitlines() if "writes 22.5 KB" in line]
     assert len(full) == 1, costs
+
+
+class GhostShortcutBlock(nn.Module):
+    """A stem, then a GhostNet-style bottleneck of stride 2: two ghost modules
+    (a 1x1 convolution's half and a depthwise convolution of it, concatenated)
+    around a strided depthwise convolution, and a strided depthwise + 1x1
+    convolution shortcut of the block input, added at the end."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(conv_bn(3, 16, 3), nn.ReLU())
+        self.p1, self.c1 = conv_bn(16, 24), conv_bn(24, 24, 3, groups=24)
+        self.dw = conv_bn(48, 48, 3, 2, groups=48)
+        self.p2, self.c2 = conv_bn(48, 12), conv_bn(12, 12, 3, groups=12)
+        self.short = nn.Sequential(conv_bn(16, 16, 3, 2, groups=16), conv_bn(16, 24))
+
+    def forward(self, x):
+        x = self.stem(x)
+        a = F.relu(self.p1(x))
+        h = torch.cat([a, F.relu(self.c1(a))], 1)
+        h = self.dw(h)
+        b = self.p2(h)
+        return torch.cat([b, self.c2(b)], 1) + self.short(x)
+
+
+def test_shortcut_runs_first_where_that_lowers_the_peak():
+    # buffer-reorder (Inductor's least-peak-memory-first order): the shortcut
+    # is computed before the main path, so the block input dies at the first
+    # ghost module's convolution instead of living through it. timm's
+    # ghostnet_100 (bf16, batch 32): 85.75 -> 78.09 MiB planned (Inductor
+    # measured 76.56 on an H200).
+    model = GhostShortcutBlock().eval().to(torch.bfloat16)
+    inputs = (torch.randn(8, 3, 64, 64).to(torch.bfloat16),)
+    without = PIPELINES["buffer"].replace("buffer-reorder,", "")
+    assert without != PIPELINES["buffer"]
+    before = _peak(cuda_plan(model, inputs, pipeline=without))
+    after = _peak(cuda_plan(model, inputs))
+    block_input = 8 * 16 * 64 * 64 * 2
+    shortcut = 8 * 24 * 32 * 32 * 2
+    assert after <= before - block_input + shortcut, (before, after)
+
+
+@pytest.mark.parametrize("kernels", ["cpp", "triton"])
+def test_reordered_block_matches_eager(kernels):
+    torch.manual_seed(0)
+    model = GhostShortcutBlock().eval()
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.uniform_(-1, 1)
+            m.running_var.uniform_(0.5, 2)
+    x = torch.randn(2, 3, 12, 10)
+    with torch.no_grad():
+        expected = model(x)
+        got = torch.compile(model, backend="coil", options={"cpu_kernels": kernels})(x)
+    assert_close_to_eager(got, expected)
