@@ -36,16 +36,24 @@ def _main_function(module):
 
 
 def report(name: str, pipeline: str | None = None, top: int = 8) -> str:
+    """The report of sweep row ``name`` (bf16 inference, the row's batch)."""
     from sweep import ENTRIES, build
-
-    from coil.dialects import buffer as B
-    from coil.testing import cuda_plan
-    from coil.transforms.extern_effects import extern_results_alias
 
     torch.manual_seed(0)
     model, inputs = build(ENTRIES[name])
     model = model.to(torch.bfloat16).eval()
     inputs = tuple(x.to(torch.bfloat16) if x.is_floating_point() else x for x in inputs)
+    return report_module(name, model, inputs, pipeline, top)
+
+
+def report_module(
+    name: str, model: torch.nn.Module, inputs: tuple, pipeline: str | None = None, top: int = 8
+) -> str:
+    """The report of ``model(*inputs)`` planned for a CUDA device."""
+    from coil.dialects import buffer as B
+    from coil.testing import cuda_plan
+    from coil.transforms.extern_effects import extern_results_alias
+
     fn = _main_function(cuda_plan(model, inputs, pipeline=pipeline))
     mib = 2**20
     live: dict = {}
@@ -56,12 +64,13 @@ def report(name: str, pipeline: str | None = None, top: int = 8) -> str:
     for k, op in enumerate(fn.body.block.ops):
         if isinstance(op, B.AllocOp):
             live[op.result] = int(op.result.type.storage_bytes())
-        elif isinstance(op, B.ExternOp) and not extern_results_alias(op):
-            for r in op.res:
-                if isinstance(r.type, B.BufferType):
-                    live[r] = int(r.type.storage_bytes())
+        elif isinstance(op, B.ExternOp):
+            if not extern_results_alias(op):
+                for r in op.res:
+                    if isinstance(r.type, B.BufferType):
+                        live[r] = int(r.type.storage_bytes())
             args = ", ".join(str(list(v.type.shape)) for v in op.operands[:1])
-            out = ", ".join(str(list(r.type.shape)) for r in op.res[:1])
+            out = ", ".join(str(list(r.type.shape)) for r in op.res[:1]) or "(out=)"
             at_calls.append((sum(live.values()), k, f"{op.kernel_name}({args}) -> {out}"))
         elif isinstance(op, B.ReuseOp):
             root[op.result] = root.get(op.source, op.source)
