@@ -168,14 +168,16 @@ def _dependences(work: list[_Work]) -> dict[int, set[int]]:
         d = deps[w.index]
         # Any value another op defines (a scalar an extern returns too).
         d.update(defined[v] for inner in w.op.walk() for v in inner.operands if v in defined)
+        # Every op after the fixed op before it; a fixed op after every op
+        # since then (so fixed ops keep their order among themselves too).
+        if last_fixed is not None:
+            d.add(last_fixed)
         if w.fixed:
             d.update(since_fixed)
             since_fixed = []
             last_fixed = w.index
         else:
             since_fixed.append(w.index)
-        if last_fixed is not None and last_fixed != w.index:
-            d.add(last_fixed)
         for r in w.reads:
             if r in last_writer:
                 d.add(last_writer[r])
@@ -241,7 +243,7 @@ def _least_peak_first(
 
 def _materialize(block: Block, order: list[_Work], ret: Operation) -> list[Operation]:
     """The block's ops in ``order``, each allocation and view just before its
-    first user (in their original order), the rest before the return."""
+    first user (a view's source before it), the rest before the return."""
     emitted: set[Operation] = set()
     out: list[Operation] = []
 
