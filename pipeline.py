@@ -33,7 +33,7 @@ LOOP = (
     "convert-aten-to-loop,loop-inline,loop-matvec-prologue,cse,loop-split-reduction,"
     "loop-fuse,loop-simplify-indexing,cse,dce"
 )
-BUFFER = "bufferize,buffer-hoist-constants,buffer-fold-concat,memory-plan"
+BUFFER = "bufferize,buffer-hoist-constants,buffer-fold-concat,buffer-reorder,memory-plan"
 BACKEND = (
     "convert-decode-attention-to-tt,convert-loop-to-tt,host-combine-launches,convert-buffer-to-host"
 )
@@ -48,7 +48,7 @@ PIPELINES: dict[str, str] = {
     # buffer: give what must exist in memory a buffer, compute what reads only
     # parameters once per parameter version (inference graphs: the backend
     # sets inference=true), write a concatenation's stored inputs into its
-    # slices, plan reuse;
+    # slices, order kernels for a lower peak where one is found, plan reuse;
     # backend: each nest becomes a Triton kernel (tt), independent elementwise
     # kernels in a row run as one launch, the rest becomes the wrapper (host).
     # `-t python` then emits the module the torch.compile backend loads.

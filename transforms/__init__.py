@@ -22,6 +22,7 @@ SUMMARIES: dict[str, str] = {
     "memory-plan": "free buffers at their last use, reuse dead ones, record the peak",
     "buffer-hoist-constants": "compute parameter-only work once per parameter version",
     "buffer-fold-concat": "write a concatenation's stored inputs straight into their slices",
+    "buffer-reorder": "order kernels and extern calls for a lower planned peak (Inductor's)",
     "aten-reorder-collectives": "issue collectives early and wait late, so they overlap compute",
     "aten-bucket-collectives": "all-gathers (reduce-scatters) of one group as one, flat buffer",
     "loop-cost-report": "print each top-level nest's bytes read/written, loads and ops (stderr)",
@@ -52,6 +53,7 @@ PASSES: dict[str, str] = {
     "aten-fuse-matvec": "coil.transforms.aten_fuse_matvec:AtenFuseMatvecPass",
     "buffer-hoist-constants": ("coil.transforms.buffer_hoist_constants:BufferHoistConstantsPass"),
     "buffer-fold-concat": "coil.transforms.buffer_fold_concat:BufferFoldConcatPass",
+    "buffer-reorder": "coil.transforms.buffer_reorder:BufferReorderPass",
     "host-combine-launches": "coil.transforms.host_combine_launches:HostCombineLaunchesPass",
 }
 """Each registered pass's class as ``"module:Class"`` (imported only when used;

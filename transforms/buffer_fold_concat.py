@@ -19,12 +19,29 @@ select(i_d < b_1, X_1, ... X_n))``, the form the lowering emits), a branch
 index shifted by the branch's start (its mask, if any, true over the branch)
 and ``A`` is a ``buffer.alloc`` of the branch's shape and the output's dtype
 that exactly one top-level nest writes (``outs``) and that is otherwise only
-loaded. Then:
+read: loaded by kernels, or read by extern calls (neither written in place nor
+returned as a view), views read so, or the function's return. Then:
 
 * the output's ``buffer.alloc`` moves up before the first folded input's;
-* each folded ``A`` becomes a ``buffer.view`` of the output (its slice along
-  ``d``, with the output's strides): its producer writes there, its other
-  readers read there, and ``A``'s allocation is gone;
+* where every other reader of ``A`` can read its slice, ``A`` becomes a
+  ``buffer.view`` of the output (its slice along ``d``, with the output's
+  strides): its producer writes there, its other readers read there, and
+  ``A``'s allocation is gone. A kernel's load can read any strides; an extern
+  call only where the slice has ``A``'s own strides (offset aside: a
+  concatenation along the outermost dimension), since ATen makes a dense copy
+  of other strides for many ops (``_convolution`` calls
+  ``input.contiguous(memory_format)``): a channel slice of a batch of images
+  read by a convolution would cost that copy, at the call, instead of ``A``;
+* where one cannot (an extern reads ``A`` across other strides, ``A`` is
+  returned or viewed), ``A`` stays for those readers and its producer, a
+  ``loop.pointwise``, becomes a ``loop.fused`` group storing its one value
+  into ``A`` and into the slice (Inductor's realize-into copy for a
+  ``ConcatKernel`` input whose layout a convolution fixed, fused into the
+  input's kernel): GhostNet's primary half, read by the depthwise
+  convolution and the concatenation. The concatenation no longer reads ``A``,
+  so ``A`` dies at its last other reader; the peak is the same where that
+  reader is the op before the concatenation (GhostNet: 85.75 MiB planned,
+  batch 32, before and after);
 * each maximal run of branches that are not folded (an extern's result, a graph
   input, a value computed inside the concatenation) is written by a copy of the
   concatenation nest restricted to the run's range (index ``i_d`` shifted by the
@@ -37,7 +54,7 @@ after ``bufferize`` (and ``buffer-hoist-constants``, so parameter-only work has
 left), before ``memory-plan``. Guarantees: every element of the output is
 written exactly once, by the producer of its input or by a run's copy, with
 the value the concatenation computed; no producer writes memory other than its
-slice; the output's layout is unchanged (producers take it).
+slice (and a group's ``A``); the output's layout is unchanged (producers take it).
 """
 
 from __future__ import annotations
@@ -46,14 +63,15 @@ from dataclasses import dataclass
 
 import sympy
 from xdsl.context import Context
-from xdsl.dialects import arith, builtin
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.dialects import arith, builtin, func
+from xdsl.ir import Block, Operation, Region, SSAValue, Use
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from coil.dialects import buffer as B
 from coil.dialects import loop as L
-from coil.dialects.symbolic import to_expr
+from coil.dialects.symbolic import ShapeAttr, to_expr
+from coil.transforms.extern_effects import extern_mutated_operands, extern_results_alias
 from coil.transforms.loop_utils import function_blocks, map_exprs
 
 _WRITERS = (L.PointwiseOp, L.ReductionOp, L.FusedOp, L.ScanOp)
@@ -193,27 +211,50 @@ class _Folder:
 
     # -- which branches fold ---------------------------------------------------
 
-    def writer(self, buf: SSAValue, nest: Operation) -> Operation | None:
-        """The one top-level nest writing all of ``buf``, where ``buf`` is a fresh
-        allocation otherwise only loaded (by nests after that writer)."""
+    def writer(
+        self, buf: SSAValue, nest: Operation, slice_strides: list[sympy.Expr]
+    ) -> tuple[Operation, bool] | None:
+        """``(w, in_slice)``: ``w`` the one top-level nest writing all of ``buf``,
+        a fresh allocation nothing else writes; ``in_slice`` whether every other
+        reader can read it in its slice of the concatenation (strides
+        ``slice_strides``). A kernel's load can; an extern call can where the
+        slice has ``buf``'s own strides (offset aside): ATen's convolution and
+        most kernels make a dense copy (``input.contiguous(format)``) of any
+        other strides, so a channel slice of a batch of images read by a
+        convolution would cost that copy at the call instead of the buffer it
+        saves. Where ``in_slice`` is False, ``buf`` stays (for those readers)
+        and its writer, a ``loop.pointwise``, writes the slice beside it (see
+        :meth:`fold`). None where neither is possible: a second writer, an
+        extern that writes ``buf`` in place, a reader of its storage other than
+        loads, extern operands, views read so and the function's return."""
         if not isinstance(buf.owner, B.AllocOp) or buf.owner.parent_block() is not self.block:
             return None
         writer = None
+        in_slice = True
+        same = all(
+            sympy.expand(to_expr(a) - b) == 0 for a, b in zip(buf.type.strides, slice_strides)
+        )
         for use in buf.uses:
             op = use.operation
             if isinstance(op, L.LoadOp):
                 continue
-            if not isinstance(op, _WRITERS) or op.parent_block() is not self.block:
+            if isinstance(op, _WRITERS) and op.parent_block() is self.block:
+                if op.operands[use.index] not in op.outs or writer is not None:
+                    return None
+                writer = op
+                continue
+            if not _read_only(use):
                 return None
-            if op.operands[use.index] not in op.outs or writer is not None:
-                return None
-            writer = op
+            if not (same and isinstance(op, B.ExternOp)):
+                in_slice = False
         if writer is None or not writer.is_before_in_block(nest):
             return None
         # No read of the buffer inside its writer (it would read its own slice).
         if any(isinstance(o, L.LoadOp) and o.source is buf for o in writer.walk()):
             return None
-        return writer
+        if not in_slice and not isinstance(writer, L.PointwiseOp):
+            return None
+        return writer, in_slice
 
     def foldable(self, nest: L.PointwiseOp, cat: _Concat, k: int) -> SSAValue | None:
         """The buffer branch ``k`` copies, where its producer can write the slice."""
@@ -239,8 +280,6 @@ class _Folder:
             return None
         if load.mask is not None and _true_over(load.mask, _decided(cat, k, k)) is not True:
             return None
-        if self.writer(src, nest) is None:
-            return None
         return src
 
     # -- the rewrite -----------------------------------------------------------
@@ -252,25 +291,34 @@ class _Folder:
         out = nest.outs[0]
         if not isinstance(out.owner, B.AllocOp) or out.owner.parent_block() is not self.block:
             return False
-        folded: dict[int, SSAValue] = {}
+        strides = [to_expr(e) for e in out.type.strides]
+        # branch -> (its buffer, the buffer's writer, whether readers read the slice)
+        folded: dict[int, tuple[SSAValue, Operation, bool]] = {}
         for k in range(len(cat.values)):
             src = self.foldable(nest, cat, k)
-            if src is not None and src not in folded.values():
-                folded[k] = src
+            if src is None or any(src is f[0] for f in folded.values()):
+                continue
+            got = self.writer(src, nest, strides)
+            if got is not None:
+                folded[k] = (src, *got)
         if not folded:
             return False
-        allocs = {folded[k].owner for k in folded}
+        allocs = {f[0].owner for f in folded.values()}
         first = next(op for op in self.block.ops if op in allocs)
         alloc = out.owner
         if first.is_before_in_block(alloc):
             alloc.detach()
             Rewriter.insert_op(alloc, InsertPoint.before(first))
         extent = to_expr(nest.ranges.data[cat.dim])
-        for k, src in folded.items():
+        for k, (src, writer, in_slice) in folded.items():
             view = self.slice(out, cat.dim, cat.start(k), cat.end(k, extent), src.name_hint)
-            Rewriter.insert_op(view, InsertPoint.before(src.owner))
-            src.replace_all_uses_with(view.result)
-            Rewriter.erase_op(src.owner)
+            if in_slice:
+                Rewriter.insert_op(view, InsertPoint.before(src.owner))
+                src.replace_all_uses_with(view.result)
+                Rewriter.erase_op(src.owner)
+            else:
+                Rewriter.insert_op(view, InsertPoint.before(writer))
+                _write_beside(writer, view.result)
         # The branches left: one restricted copy of the nest per run of them.
         k = 0
         n = len(cat.values)
@@ -335,6 +383,44 @@ class _Folder:
         )
         new.location = nest.location
         Rewriter.insert_op([view, new], InsertPoint.before(nest))
+
+
+def _read_only(use: Use) -> bool:
+    """Whether ``use`` only reads the buffer's storage: a kernel's load, the
+    function's return, an extern operand the call neither writes nor returns a
+    view of, or a view whose uses only read."""
+    op = use.operation
+    if isinstance(op, L.LoadOp | func.ReturnOp):
+        return True
+    if isinstance(op, B.ExternOp):
+        return use.index not in extern_mutated_operands(op) and not extern_results_alias(op)
+    if isinstance(op, B.ViewOp):
+        return all(_read_only(u) for u in op.result.uses)
+    return False
+
+
+def _write_beside(writer: L.PointwiseOp, slice_: SSAValue) -> None:
+    """``writer`` (a bufferized ``loop.pointwise``) as a ``loop.fused`` group that
+    stores its one value into its buffer and into ``slice_`` (Inductor's copy
+    into a ``ConcatKernel`` input's slice, fused into the input's kernel)."""
+    buf = writer.outs[0]
+    member = L.PointwiseOp.build(
+        operands=[[]],
+        result_types=[[L.LoopTensorType(list(writer.ranges.data), buf.type.element_type)]],
+        properties=dict(writer.properties),
+        regions=[writer.detach_region(writer.body)],
+    )
+    member.location = writer.location
+    member.res[0].name_hint = buf.name_hint
+    group = L.FusedOp.build(
+        operands=[[buf, slice_]],
+        result_types=[[]],
+        properties={"ranges": writer.ranges, "reduction_ranges": ShapeAttr([])},
+        attributes=dict(writer.attributes),
+        regions=[Region(Block([member, L.YieldOp(member.res[0], member.res[0])]))],
+    )
+    group.location = writer.location
+    Rewriter.replace_op(writer, group)
 
 
 def _i1_value(v: SSAValue) -> bool | None:

@@ -353,3 +353,104 @@ def test_upsample_head_matches_eager_on_the_cpu(tmp_path):
     # (2 x 5 x 24 x 24 f32), and no other writes a tensor of its size.
     full = [line for line in costs.splitlines() if "writes 22.5 KB" in line]
     assert len(full) == 1, costs
+
+
+class GhostShortcutBlock(nn.Module):
+    """A stem, then a GhostNet-style bottleneck of stride 2: two ghost modules
+    (a 1x1 convolution's half and a depthwise convolution of it, concatenated)
+    around a strided depthwise convolution, and a strided depthwise + 1x1
+    convolution shortcut of the block input, added at the end."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(conv_bn(3, 16, 3), nn.ReLU())
+        self.p1, self.c1 = conv_bn(16, 24), conv_bn(24, 24, 3, groups=24)
+        self.dw = conv_bn(48, 48, 3, 2, groups=48)
+        self.p2, self.c2 = conv_bn(48, 12), conv_bn(12, 12, 3, groups=12)
+        self.short = nn.Sequential(conv_bn(16, 16, 3, 2, groups=16), conv_bn(16, 24))
+
+    def forward(self, x):
+        x = self.stem(x)
+        a = F.relu(self.p1(x))
+        h = torch.cat([a, F.relu(self.c1(a))], 1)
+        h = self.dw(h)
+        b = self.p2(h)
+        return torch.cat([b, self.c2(b)], 1) + self.short(x)
+
+
+def test_shortcut_runs_first_where_that_lowers_the_peak():
+    # buffer-reorder (Inductor's least-peak-memory-first order): the shortcut
+    # is computed before the main path, so the block input dies at the first
+    # ghost module's convolution instead of living through it. timm's
+    # ghostnet_100 (bf16, batch 32): 85.75 -> 78.09 MiB planned (Inductor
+    # measured 76.56 on an H200).
+    model = GhostShortcutBlock().eval().to(torch.bfloat16)
+    inputs = (torch.randn(8, 3, 64, 64).to(torch.bfloat16),)
+    without = PIPELINES["buffer"].replace("buffer-reorder,", "")
+    assert without != PIPELINES["buffer"]
+    before = _peak(cuda_plan(model, inputs, pipeline=without))
+    after = _peak(cuda_plan(model, inputs))
+    block_input = 8 * 16 * 64 * 64 * 2
+    shortcut = 8 * 24 * 32 * 32 * 2
+    assert after <= before - block_input + shortcut, (before, after)
+
+
+@pytest.mark.parametrize("kernels", ["cpp", "triton"])
+def test_reordered_block_matches_eager(kernels):
+    torch.manual_seed(0)
+    model = GhostShortcutBlock().eval()
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.uniform_(-1, 1)
+            m.running_var.uniform_(0.5, 2)
+    x = torch.randn(2, 3, 12, 10)
+    with torch.no_grad():
+        expected = model(x)
+        got = torch.compile(model, backend="coil", options={"cpu_kernels": kernels})(x)
+    assert_close_to_eager(got, expected)
+
+
+_TWO_DRAWS = (
+    """
+func.func @draws(%in: B100) -> (B100, B10) {
+  %a = buffer.extern "aten.rand_like.default" (%in) : (B100) -> (B100) {
+  ^bb0(%t: T100):
+    %r = aten.rand_like.default(%t) : T100
+    buffer.yield %r : T100
+  }
+  %b = buffer.extern "aten.rand.default" () : () -> (B10) {
+  ^bb0():
+    %r = aten.rand.default(size = [10], dtype = none, layout = none, device = none,
+                           pin_memory = none) : T10
+    buffer.yield %r : T10
+  }
+  %c = buffer.extern "aten.exp.default" (%in) : (B100) -> (B100) {
+  ^bb0(%t: T100):
+    %r = aten.exp.default(%t) : T100
+    buffer.yield %r : T100
+  }
+  func.return %a, %b : B100, B10
+}
+""".replace("B100", "!buffer.buffer<[100], f32>")
+    .replace("B10", "!buffer.buffer<[10], f32>")
+    .replace("T100", "!aten.tensor<[100], f32>")
+    .replace("T10", "!aten.tensor<[10], f32>")
+)
+
+
+def test_random_draws_keep_their_order_among_themselves():
+    # Two adjacent random draws share no storage: the second still waits for
+    # the first (the generator's state), and what follows waits for both.
+    from xdsl.dialects import func
+    from xdsl.parser import Parser
+
+    from coil.ir import coil_context
+    from coil.transforms.buffer_reorder import _dependences, _work
+
+    module = Parser(coil_context(), _TWO_DRAWS).parse_module()
+    fn = next(op for op in module.walk() if isinstance(op, func.FuncOp))
+    ops = list(fn.body.block.ops)[:-1]
+    work = [_work(op, k) for k, op in enumerate(ops)]
+    assert [w.fixed for w in work] == [True, True, False]
+    deps = _dependences(work)
+    assert deps[1] == {0} and 1 in deps[2], deps

@@ -66,15 +66,26 @@ func.func @fold(%x: !buffer.buffer<[2, 2, 3, 3], f32>, %y: !buffer.buffer<[2, 4,
 
 // -----
 
-// The stored input %s is also an extern call's operand (its layout is that
-// call's to choose): not folded, and with no other stored input the
-// concatenation stays one nest.
-// CHECK-LABEL: func.func @kept
-// CHECK:       %[[S:.*]] = buffer.alloc : !buffer.buffer<[4, 3], f32>
-// CHECK:       %[[CAT:.*]] = buffer.alloc : !buffer.buffer<[4, 5], f32>
-// CHECK-NEXT:  loop.pointwise [4, 5] outs(%[[CAT]] :
-// CHECK:         arith.select
-func.func @kept(%x: !buffer.buffer<[4, 3], f32>, %y: !buffer.buffer<[4, 2], f32>) -> (!buffer.buffer<[4, 5], f32>, !buffer.buffer<[4, 3], f32>) {
+// The stored input %s is also an extern call's operand, which reads it with
+// its own strides [3, 1]; its slice of %cat has strides [5, 1] (ATen would
+// make a dense copy of it for many ops). So %s stays, and its producer becomes
+// a group storing the one value twice: into %s and into its slice of %cat
+// (Inductor's copy into a ConcatKernel input's slice, fused into the input's
+// kernel). %y, a graph input, is copied by the restricted nest.
+// CHECK-LABEL: func.func @beside
+// CHECK-NEXT:  %[[CAT:.*]] = buffer.alloc : !buffer.buffer<[4, 5], f32>
+// CHECK-NEXT:  %[[S:.*]] = buffer.alloc : !buffer.buffer<[4, 3], f32>
+// CHECK-NEXT:  %[[SL:.*]] = buffer.view %[[CAT]] : {{.*}} -> !buffer.buffer<[4, 3], f32, strides [5, 1]>
+// CHECK-NEXT:  loop.fused [4, 3] [] outs(%[[S]], %[[SL]] :
+// CHECK-NEXT:    %[[E:.*]] = loop.pointwise [4, 3] : !loop.tensor<[4, 3], f32> {
+// CHECK:           math.exp
+// CHECK:         loop.yield %[[E]], %[[E]] :
+// CHECK:       buffer.extern "aten.neg.default" (%[[S]])
+// CHECK:       %[[Y:.*]] = buffer.view %[[CAT]] : {{.*}} -> !buffer.buffer<[4, 2], f32, strides [5, 1], offset 3>
+// CHECK-NEXT:  loop.pointwise [4, 2] outs(%[[Y]] :
+// CHECK-NOT:     arith.select
+// CHECK:       func.return %[[CAT]], %{{.*}} :
+func.func @beside(%x: !buffer.buffer<[4, 3], f32>, %y: !buffer.buffer<[4, 2], f32>) -> (!buffer.buffer<[4, 5], f32>, !buffer.buffer<[4, 3], f32>) {
   %s = buffer.alloc : !buffer.buffer<[4, 3], f32>
   loop.pointwise [4, 3] outs(%s : !buffer.buffer<[4, 3], f32>) {
   ^bb0(%i0: index, %i1: index):
@@ -101,4 +112,89 @@ func.func @kept(%x: !buffer.buffer<[4, 3], f32>, %y: !buffer.buffer<[4, 2], f32>
     loop.yield %s0 : f32
   }
   func.return %cat, %n : !buffer.buffer<[4, 5], f32>, !buffer.buffer<[4, 3], f32>
+}
+
+// -----
+
+// A concatenation along dim 0: %s's slice of %cat has %s's own strides (row-major [3, 1])
+// (offset aside), so the extern call reads the slice as it read %s, and %s's
+// producer writes there; %s's allocation is gone.
+// CHECK-LABEL: func.func @extern_reads_slice
+// CHECK-NEXT:  %[[CAT:.*]] = buffer.alloc : !buffer.buffer<[6, 3], f32>
+// CHECK-NEXT:  %[[S:.*]] = buffer.view %[[CAT]] : {{.*}} -> !buffer.buffer<[4, 3], f32>
+// CHECK-NEXT:  loop.pointwise [4, 3] outs(%[[S]] :
+// CHECK:       buffer.extern "aten.neg.default" (%[[S]])
+// CHECK-NOT:   loop.fused
+// CHECK:       buffer.view %[[CAT]] : {{.*}} -> !buffer.buffer<[2, 3], f32, offset 12>
+func.func @extern_reads_slice(%x: !buffer.buffer<[4, 3], f32>, %y: !buffer.buffer<[2, 3], f32>) -> (!buffer.buffer<[6, 3], f32>, !buffer.buffer<[4, 3], f32>) {
+  %s = buffer.alloc : !buffer.buffer<[4, 3], f32>
+  loop.pointwise [4, 3] outs(%s : !buffer.buffer<[4, 3], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %v = loop.load %x[i0, i1] : !buffer.buffer<[4, 3], f32>
+    %e = math.exp %v : f32
+    loop.yield %e : f32
+  }
+  %n = buffer.extern "aten.neg.default" (%s) : (!buffer.buffer<[4, 3], f32>) -> (!buffer.buffer<[4, 3], f32>) {
+  ^bb0(%a: !aten.tensor<[4, 3], f32>):
+    %r = aten.neg.default(%a) : !aten.tensor<[4, 3], f32>
+    buffer.yield %r : !aten.tensor<[4, 3], f32>
+  }
+  %cat = buffer.alloc : !buffer.buffer<[6, 3], f32>
+  loop.pointwise [6, 3] outs(%cat : !buffer.buffer<[6, 3], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.index i0 - 4 : i64
+    %zero = arith.constant 0 : i64
+    %lt = arith.cmpi slt, %a, %zero : i64
+    %0 = loop.load %s[i0, i1] mask(%lt) : !buffer.buffer<[4, 3], f32>
+    %true = arith.constant true
+    %ge = arith.xori %lt, %true : i1
+    %1 = loop.load %y[i0 - 4, i1] mask(%ge) : !buffer.buffer<[2, 3], f32>
+    %s0 = arith.select %lt, %0, %1 : f32
+    loop.yield %s0 : f32
+  }
+  func.return %cat, %n : !buffer.buffer<[6, 3], f32>, !buffer.buffer<[4, 3], f32>
+}
+
+// -----
+
+// An extern call that writes %s in place (add_) is a second writer: %s is not
+// folded, and the concatenation stays one nest. The extern result %c, a
+// branch of its own, is never folded (ATen allocates it).
+// CHECK-LABEL: func.func @not_folded
+// CHECK:       %[[S:.*]] = buffer.alloc : !buffer.buffer<[4, 3], f32>
+// CHECK:       %[[CAT:.*]] = buffer.alloc : !buffer.buffer<[4, 6], f32>
+// CHECK-NEXT:  loop.pointwise [4, 6] outs(%[[CAT]] :
+// CHECK-NOT:   buffer.view
+func.func @not_folded(%x: !buffer.buffer<[4, 3], f32>, %y: !buffer.buffer<[4, 3], f32>) -> !buffer.buffer<[4, 6], f32> {
+  %s = buffer.alloc : !buffer.buffer<[4, 3], f32>
+  loop.pointwise [4, 3] outs(%s : !buffer.buffer<[4, 3], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %v = loop.load %x[i0, i1] : !buffer.buffer<[4, 3], f32>
+    %e = math.exp %v : f32
+    loop.yield %e : f32
+  }
+  %n = buffer.extern "aten.add_.Tensor" (%s, %y) : (!buffer.buffer<[4, 3], f32>, !buffer.buffer<[4, 3], f32>) -> (!buffer.buffer<[4, 3], f32>) {
+  ^bb0(%a: !aten.tensor<[4, 3], f32>, %b: !aten.tensor<[4, 3], f32>):
+    %r = aten.add_.Tensor(%a, %b) : !aten.tensor<[4, 3], f32>
+    buffer.yield %r : !aten.tensor<[4, 3], f32>
+  }
+  %c = buffer.extern "aten.neg.default" (%y) : (!buffer.buffer<[4, 3], f32>) -> (!buffer.buffer<[4, 3], f32>) {
+  ^bb0(%a: !aten.tensor<[4, 3], f32>):
+    %r = aten.neg.default(%a) : !aten.tensor<[4, 3], f32>
+    buffer.yield %r : !aten.tensor<[4, 3], f32>
+  }
+  %cat = buffer.alloc : !buffer.buffer<[4, 6], f32>
+  loop.pointwise [4, 6] outs(%cat : !buffer.buffer<[4, 6], f32>) {
+  ^bb0(%i0: index, %i1: index):
+    %a = loop.index i1 - 3 : i64
+    %zero = arith.constant 0 : i64
+    %lt = arith.cmpi slt, %a, %zero : i64
+    %0 = loop.load %s[i0, i1] mask(%lt) : !buffer.buffer<[4, 3], f32>
+    %true = arith.constant true
+    %ge = arith.xori %lt, %true : i1
+    %1 = loop.load %c[i0, i1 - 3] mask(%ge) : !buffer.buffer<[4, 3], f32>
+    %s0 = arith.select %lt, %0, %1 : f32
+    loop.yield %s0 : f32
+  }
+  func.return %cat : !buffer.buffer<[4, 6], f32>
 }
