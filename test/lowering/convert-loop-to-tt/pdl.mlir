@@ -4,6 +4,7 @@
 // RUN: fx-opt %s --device h200 -p 'convert-loop-to-tt,convert-buffer-to-host' -t python --split-input-file | filecheck %s --check-prefix=OFF
 // RUN: fx-opt %s --device a100 -p 'convert-loop-to-tt{pdl=true},convert-buffer-to-host' -t python --split-input-file | filecheck %s --check-prefix=OFF
 // RUN: fx-opt %s --device cpu-interpreter -p 'convert-loop-to-tt{pdl=true},convert-buffer-to-host' -t python --split-input-file | filecheck %s --check-prefix=OFF
+// RUN: fx-opt %s --device h200 -p 'convert-loop-to-tt{pdl=true},host-combine-launches,convert-buffer-to-host' -t python --split-input-file | filecheck %s --check-prefix=COMBO
 // RUN: fx-opt %s --device a100 -p 'convert-loop-to-tt{pdl=true},convert-buffer-to-host' -t python --split-input-file > %t.a100.on
 // RUN: fx-opt %s --device a100 -p 'convert-loop-to-tt,convert-buffer-to-host' -t python --split-input-file > %t.a100.off
 // RUN: fx-opt %s --device cpu-interpreter -p 'convert-loop-to-tt{pdl=true},convert-buffer-to-host' -t python --split-input-file > %t.cpu.on
@@ -140,4 +141,44 @@ func.func @cache(%kv: !buffer.buffer<[64], f32, device "cuda:0"> {coil.static}, 
     loop.yield %v : f32
   }
   func.return %read, %gather : !buffer.buffer<[64], f32, device "cuda:0">, !buffer.buffer<[32], f32, device "cuda:0">
+}
+
+// -----
+
+// host-combine-launches joins independent elementwise launches of one config:
+// each sub-kernel keeps its own wait (and its static loads before it) in its
+// branch; the combined launch keeps launch_pdl.
+// COMBO-LABEL: def coil_combo_0(in_ptr0, in_ptr1, out_ptr2, in_ptr3, out_ptr4):
+// COMBO:         if tmp{{[0-9]+}}:
+// COMBO:           tl.load(
+// COMBO-NEXT:      tl.extra.cuda.gdc_wait()
+// COMBO:         if tmp{{[0-9]+}}:
+// COMBO-NOT:       tl.load(
+// COMBO:           tl.extra.cuda.gdc_wait()
+// COMBO:       coil_x_0_launch = Launcher(globals(), "coil_x_0", {{.*}}checked=(0,))
+// COMBO-NEXT:  coil_combo_0_launch = Launcher({{.*}}, pdl=True)
+func.func @combo(%a: !buffer.buffer<[64], f32, device "cuda:0">, %b: !buffer.buffer<[128], f32, device "cuda:0">, %w: !buffer.buffer<[64], f32, device "cuda:0"> {coil.static}) -> (!buffer.buffer<[64], f32, device "cuda:0">, !buffer.buffer<[128], f32, device "cuda:0">) {
+  %x = buffer.alloc : !buffer.buffer<[64], f32, device "cuda:0">
+  loop.pointwise [64] outs(%x : !buffer.buffer<[64], f32, device "cuda:0">) {
+  ^bb0(%i0: index):
+    %0 = loop.load %a[i0] : !buffer.buffer<[64], f32, device "cuda:0">
+    %1 = arith.addf %0, %0 : f32
+    loop.yield %1 : f32
+  }
+  %y = buffer.alloc : !buffer.buffer<[64], f32, device "cuda:0">
+  loop.pointwise [64] outs(%y : !buffer.buffer<[64], f32, device "cuda:0">) {
+  ^bb0(%i0: index):
+    %0 = loop.load %x[i0] : !buffer.buffer<[64], f32, device "cuda:0">
+    %1 = loop.load %w[i0] : !buffer.buffer<[64], f32, device "cuda:0">
+    %2 = arith.addf %0, %1 : f32
+    loop.yield %2 : f32
+  }
+  %z = buffer.alloc : !buffer.buffer<[128], f32, device "cuda:0">
+  loop.pointwise [128] outs(%z : !buffer.buffer<[128], f32, device "cuda:0">) {
+  ^bb0(%i0: index):
+    %0 = loop.load %b[i0] : !buffer.buffer<[128], f32, device "cuda:0">
+    %1 = arith.mulf %0, %0 : f32
+    loop.yield %1 : f32
+  }
+  func.return %y, %z : !buffer.buffer<[64], f32, device "cuda:0">, !buffer.buffer<[128], f32, device "cuda:0">
 }
