@@ -234,6 +234,22 @@ def test_prefetch_keeps_other_kernels_exact(interpreter_gdc, fn, make, static):
         assert_close_to_eager(out[0], fn(*args))
 
 
+def test_targets_know_their_compute_capability():
+    from types import SimpleNamespace
+
+    from coil.strategy.target import ATTR, Target, from_properties
+
+    assert TARGETS["h200"].pdl and TARGETS["h100"].pdl
+    assert not TARGETS["a100"].pdl and not TARGETS["cpu-interpreter"].pdl
+    assert from_properties(SimpleNamespace(major=9, minor=0)).capability == 90
+    assert not from_properties(SimpleNamespace(major=8, minor=6)).pdl
+    # A module attribute written before the field existed reads as unknown (0).
+    module = _module(_inputs(64, 8), SMALL_H200)
+    old = dict(module.attributes[ATTR].data)
+    del old["capability"]
+    assert Target.from_attr(type(module.attributes[ATTR])(old)).capability == 0
+
+
 def test_backend_option_and_env_reach_the_pass(monkeypatch):
     from coil import backend
 
