@@ -233,7 +233,7 @@ def peel_first_iteration(loop: scf.ForOp) -> bool:
         Rewriter.insert_op(op.clone(value_mapper=mapper), InsertPoint.before(loop))
     if trips == 1:
         for old, new in zip(loop.res, yielded):
-            old.replace_by(new)
+            old.replace_all_uses_with(new)
         loop.detach()
         loop.erase()
         return True

@@ -122,18 +122,33 @@ def _weights_first(module, static=(1, 2, 3)) -> int:
     return prefetched
 
 
-@pytest.mark.parametrize(
-    "k,n,dtype",
-    [(1024, 301, torch.bfloat16), (512, 300, torch.float32), (4100, 37, torch.bfloat16)],
-    ids=["looped-bf16", "f32", "masked-steps"],
+# Rows looped in one step of 1024 (the gate/up's whole row, the down
+# product's 301 masked): the peeled first iteration replaces the loop.
+ONE_STEP = with_pass_option(
+    with_pass_option(MATVEC, "convert-loop-to-tt", "persistent-threshold=-1"),
+    "convert-loop-to-tt",
+    "rblock=1024",
 )
-def test_prefetched_kernels_match_eager(interpreter_gdc, k, n, dtype):
+
+
+@pytest.mark.parametrize(
+    "k,n,dtype,pipeline",
+    [
+        (1024, 301, torch.bfloat16, MATVEC),
+        (512, 300, torch.float32, MATVEC),
+        (4100, 37, torch.bfloat16, MATVEC),
+        (1024, 301, torch.bfloat16, ONE_STEP),
+    ],
+    ids=["looped-bf16", "f32", "masked-steps", "one-step"],
+)
+def test_prefetched_kernels_match_eager(interpreter_gdc, k, n, dtype, pipeline):
     args = _inputs(k, n, dtype)
     module = _module(args, SMALL_H200)
-    run_pipeline(module, MATVEC)
+    run_pipeline(module, pipeline)
     assert _weights_first(module) >= 2  # the gate/up product and the down product
     src = emit_python(module)
     assert "tl.extra.cuda.gdc_wait()" in src
+    assert ("for roffset" in src) == (pipeline is MATVEC)
     mod = load_module(src, interpret=True)
     for _ in range(2):
         args = _inputs(k, n, dtype)
