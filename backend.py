@@ -118,13 +118,18 @@ OPTIONS = {
     "kernels built with the system compiler, runtime/cpp_kernels.py; without a compiler, "
     "the graph runs as ATen ops after one warning) or 'triton' (Triton's interpreter, "
     "the reference for the Triton kernels); COIL_CPU_KERNELS sets the default",
+    "pdl": "True: programmatic dependent launch on sm90+ GPUs: each kernel may start "
+    "while the previous one runs, loads the graph's static inputs (a Linear's weight "
+    "rows) before it waits for it, and waits before anything else "
+    "(convert-loop-to-tt{pdl=true}, lowering/loop_to_tt/pdl.py); default False, "
+    "COIL_PDL=1 sets the default; nothing changes on the CPU or older GPUs",
     "target": "the device kernels are planned for: 'auto' (default: the GPU's properties "
     "as read, or 'cpu-interpreter' for graphs on the CPU) or a named description "
     "('h100', 'h200', 'a100', 'cpu-interpreter'; strategy/target.py)",
 }
 WRAPPERS = ("python", "cpp")
 
-_FLAGS = ("cache", "cudagraphs", "max_autotune")
+_FLAGS = ("cache", "cudagraphs", "max_autotune", "pdl")
 """The options that are switches: True or False (None: the default)."""
 
 
@@ -420,6 +425,8 @@ def coil(
         raise ValueError(f"coil: option gemm must be one of {known}, not {gemm!r}")
     max_autotune = _flag(options, "max_autotune", mode == "max-autotune")
     pipeline = _with_gemm(pipeline, gemm, max_autotune)
+    if _flag(options, "pdl", config.pdl()):
+        pipeline = with_pass_option(pipeline, "convert-loop-to-tt", "pdl=true")
     tune_gemms = None
     if max_autotune and gemm != "extern":
         budget = options.get("gemm_budget")

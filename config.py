@@ -60,6 +60,11 @@ change the environment after ``import coil`` and be heard.
   H200, ``benchmarks/RESULTS.md``, eighteenth session). Dynamo falls back to
   the Python guards by itself where it cannot build C++ ones (no compiler,
   values beyond int64). ``python`` leaves Dynamo's setting alone.
+* ``COIL_PDL=1`` -- the backend's ``pdl`` option when ``options`` does not give
+  it: kernels on sm90+ GPUs launched with programmatic dependent launch, their
+  static inputs (weights) loaded before they wait for the previous kernel
+  (``convert-loop-to-tt{pdl=true}``, ``lowering/loop_to_tt/pdl.py``). Off by
+  default.
 * ``COIL_LIBCUDA_PATH`` -- read by the C++ wrapper's runtime
   (``runtime/cpp/coil_runtime.h``), not by Python: the CUDA driver library it
   opens instead of ``libcuda.so.1``.
@@ -190,6 +195,11 @@ SHAPE_GUARDS = ("cpp", "python")
 def shape_guards() -> str:
     """``COIL_SHAPE_GUARDS`` (``cpp`` when unset)."""
     return _choice("COIL_SHAPE_GUARDS", SHAPE_GUARDS)
+
+
+def pdl() -> bool:
+    """``COIL_PDL`` set to anything but 0/false/no/off."""
+    return os.environ.get("COIL_PDL", "").strip().lower() not in _FALSE
 
 
 def cpp_pch() -> bool:

@@ -21,7 +21,10 @@ and batch size, in one process and from the same prompt:
   norm prologue (``loop-matvec-prologue{max-read-bytes=0}``);
   ``coil-ro-rows``, coil-ro with every product of at most 16 rows (a batch)
   streamed as a matrix-vector reduction (``convert-aten-to-loop{matvec=on}``,
-  where ``auto`` keeps cuBLAS's at batch 8); and without
+  where ``auto`` keeps cuBLAS's at batch 8); ``coil-ro-pdl``, coil-ro with
+  programmatic dependent launch (the backend option ``pdl``: on sm90+ each
+  kernel may start under the previous one and loads its weights before it
+  waits for it, ``lowering/loop_to_tt/pdl.py``); and without
   CUDA graphs (``--no-graphs`` adds them): ``coil`` (Python wrapper),
   ``coil-cpp`` (the C++ wrapper: launches through the CUDA driver) and
   ``inductor``;
@@ -472,6 +475,9 @@ VARIANTS = {
     # coil-ro with every product of at most 16 rows a streamed matrix-vector
     # reduction (convert-aten-to-loop{matvec=on}; auto asks strategy/rows.py)
     "coil-ro-rows": ("coil", {"mode": "reduce-overhead", "matvec_on": True}),
+    # coil-ro with programmatic dependent launch (sm90+; the option does nothing
+    # on other GPUs and the CPU): weights loaded before each kernel's wait
+    "coil-ro-pdl": ("coil", {"mode": "reduce-overhead", "options": {"pdl": True}}),
     "inductor": ("inductor", {}),
 }
 

@@ -406,6 +406,22 @@ def held_out() -> list[Shape]:
             grid="matvec",
             extra=(_matvec_weight(5632), _matvec_weight(5632)),
         ),
+        # Two dependent 8 MB products (a 1B Llama's o_proj then a product of
+        # the same size), weights static as a model's parameters: the one
+        # shape whose CUDA graph holds two kernels, so the grid's pdl=true
+        # row (the second kernel's weight rows loaded under the first's tail,
+        # lowering/loop_to_tt/pdl.py) can differ from coil's; in the
+        # one-kernel shapes the pdl=true row is a control (the first launch
+        # of a graph never waits on an earlier kernel).
+        s(
+            "chain_b1 n2048",
+            lambda x, w1, w2: F.linear(F.linear(x, w1), w2),
+            BF16,
+            1,
+            2048,
+            grid="matvec",
+            extra=(_static_square_weight, _static_square_weight),
+        ),
     ]
 
 
@@ -423,6 +439,15 @@ def _matvec_weight(n: int):
         return torch.randn(rows, k, device=x.device, dtype=x.dtype) / k**0.5
 
     return make
+
+
+def _static_square_weight(x):
+    """A ``K x K`` weight for the row ``x``, marked static (as a parameter is):
+    what ``convert-loop-to-tt{pdl=true}`` may load before its wait."""
+    k = x.shape[-1]
+    w = torch.randn(k, k, device=x.device, dtype=x.dtype) / k**0.5
+    torch._dynamo.mark_static_address(w)
+    return w
 
 
 # Alternatives to coil's own choice, per kind of shape: options of
@@ -459,6 +484,9 @@ GRIDS: dict[str, list[dict]] = {
         # on an H200 at 3f36e89, and no config above differs from it there.
         dict(persistent_threshold=8192),
         dict(xblock=1, persistent_threshold=8192, num_warps=8),
+        # Programmatic dependent launch (sm90+): only the chain shape has a
+        # second kernel for it to overlap; elsewhere a control.
+        dict(pdl="true"),
     ],
 }
 

@@ -1002,6 +1002,42 @@ class DebugBarrierOp(IRDLOperation):
         super().__init__()
 
 
+@irdl_op_definition
+class GridDependencyWaitOp(IRDLOperation):
+    """``tt.grid_dependency_wait``: wait until the kernel launched before this one
+    has completed and its memory operations are visible (``tl.extra.cuda.gdc_wait()``,
+    PTX ``griddepcontrol.wait``). Under programmatic dependent launch (sm90+) a
+    kernel may start while the previous one still runs: what it does before this
+    op must not touch memory an earlier kernel writes or reads. Without the launch
+    attribute it returns at once (the previous kernel has finished)."""
+
+    name = "tt.grid_dependency_wait"
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+
+@irdl_op_definition
+class GridDependencyLaunchDependentsOp(IRDLOperation):
+    """``tt.grid_dependency_launch_dependents``: the kernel launched after this one
+    (with programmatic dependent launch) may start once every program of this
+    kernel has passed here or exited (``tl.extra.cuda.gdc_launch_dependents()``,
+    PTX ``griddepcontrol.launch_dependents``); no memory ordering of its own."""
+
+    name = "tt.grid_dependency_launch_dependents"
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+
+def waits_for_grid_dependency(fn: FuncOp) -> bool:
+    """Whether ``fn`` holds a ``tt.grid_dependency_wait``: only such a kernel may be
+    launched with programmatic dependent launch."""
+    return any(isinstance(op, GridDependencyWaitOp) for op in fn.walk())
+
+
 def has_device_asserts(fn: FuncOp) -> bool:
     """Whether ``fn`` holds a ``tt.assert``: such a kernel is compiled in Triton's
     debug mode, without which ``tl.device_assert`` compiles to nothing."""
@@ -1038,6 +1074,8 @@ TT = Dialect(
         PrintOp,
         AssertOp,
         DebugBarrierOp,
+        GridDependencyWaitOp,
+        GridDependencyLaunchDependentsOp,
     ],
     [PointerType],
 )

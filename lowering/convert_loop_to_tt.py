@@ -41,6 +41,7 @@ from coil.dialects import host, tt
 from coil.dialects import loop as L
 from coil.dialects.buffer import BufferType
 from coil.lowering.loop_to_tt import gemm, split_finish
+from coil.lowering.loop_to_tt import pdl as P
 from coil.lowering.loop_to_tt.autotune import (
     candidate_options,
     config_key,
@@ -203,6 +204,15 @@ class ConvertLoopToTtPass(ModulePass):
     """Print each kernel's plan and estimate on stderr (``fx-opt
     --print-kernel-plans``); every ``tt.func`` carries it as ``coil.plan``."""
 
+    pdl: bool = False
+    """Programmatic dependent launch (CUDA targets of compute capability 9.0 and
+    later; elsewhere nothing changes): each kernel waits for the previous one
+    (``tt.grid_dependency_wait``) only before its first access of memory other
+    than a static input, loads those inputs (a matrix-vector product's weight
+    rows, a looped row's first tile) before the wait, and is launched with
+    ``launch_pdl`` after the function's first full launch
+    (``loop_to_tt/pdl.py``)."""
+
     def __post_init__(self) -> None:
         check_options(self)
 
@@ -226,9 +236,12 @@ class ConvertLoopToTtPass(ModulePass):
             self.tf32,
         )
         counter = 0
+        pdl = self.pdl and options.target.pdl
         for f in list(op.body.block.ops):
             if not isinstance(f, func.FuncOp) or not f.body.blocks:
                 continue
+            static = P.static_arguments(f) if pdl else set()
+            earlier = {k for k in op.ops if isinstance(k, tt.FuncOp)}
             ops = list(f.body.block.ops)
             finished: set[Operation] = set()  # stage-2 nests run by their stage 1
             for k, nest in enumerate(ops):
@@ -248,6 +261,9 @@ class ConvertLoopToTtPass(ModulePass):
                     else:
                         self._lower(nest, f, options, counter)
                     counter += 1
+            if pdl:
+                made = [k for k in op.ops if isinstance(k, tt.FuncOp) and k not in earlier]
+                P.launch_dependent(f, made, static)
             for left in f.body.block.ops:
                 if isinstance(left, L.LoopOp | L.CopyOp | L.ViewOp):
                     what = "a value-semantic nest (no outs)" if isinstance(left, L.LoopOp) else ""

@@ -270,6 +270,12 @@ def launch_options(module: ModuleOp) -> dict[str, dict[str, Any]]:
         opts: dict[str, Any] = {}
         if op.config is not None:
             for key, value in op.config.data.items():
+                if key == "launch_pdl":
+                    # The C++ runtime launches with cuLaunchKernel, without
+                    # launch attributes: a kernel built for programmatic
+                    # dependent launch runs fully ordered there (its
+                    # grid-dependency wait returns at once), which is correct.
+                    continue
                 if isinstance(value, IntegerAttr):
                     opts[key] = value.value.data
                 elif isinstance(value, StringAttr):

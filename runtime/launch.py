@@ -72,6 +72,11 @@ class Launcher:
     module's globals, when first bound: the code cache may wrap it for the
     interpreter after the module is executed).
 
+    ``pdl``: compile it with Triton's ``launch_pdl``, so every launch carries
+    CUDA's programmatic-stream-serialization attribute (the kernel may start
+    while the previous one runs; it waits for it itself:
+    ``lowering/loop_to_tt/pdl.py``). Ignored by the interpreter.
+
     ``signature`` has ``"*<torch dtype>"`` (``"*bfloat16"``) per pointer and
     ``"i64"`` per size or seed. ``run(gx, gy, gz, stream, *args)`` launches; it
     binds on first use. ``checked`` are the positions of pointers the emitter
@@ -89,8 +94,10 @@ class Launcher:
         num_warps: int,
         num_stages: int,
         checked: Sequence[int] = (),
+        pdl: bool = False,
     ) -> None:
         self.scope = scope
+        self.pdl = pdl
         self.checked = tuple(checked)
         self.name = name
         self.signature = tuple(signature)
@@ -110,7 +117,7 @@ class Launcher:
         kernel = self.scope[self.name]
         jit = _jit_function(kernel)
         warps, stages = self.num_warps, self.num_stages
-        extra = compile_options(jit)
+        extra = compile_options(jit, self.pdl)
 
         def specializing(gx: int, gy: int, gz: int, stream: Any, *args: Any) -> None:
             kernel[(gx, gy, gz)](*args, num_warps=warps, num_stages=stages, **extra)
@@ -152,7 +159,7 @@ class Launcher:
                     grid=(1,),
                     num_warps=self.num_warps,
                     num_stages=self.num_stages,
-                    **compile_options(jit),
+                    **compile_options(jit, self.pdl),
                 )
                 if hasattr(compiled, "result"):  # Triton's async compile mode
                     compiled = compiled.result()
@@ -207,15 +214,21 @@ as Inductor asks for (``enable_fp_fusion = not emulate_precision_casts``). Trito
 3.9 warns when it is left to its default (which 3.10 changes), so it is given."""
 
 
-def compile_options(jit: Any) -> dict[str, Any]:
+def compile_options(jit: Any, pdl: bool = False) -> dict[str, Any]:
     """Compile options of a compiled (not interpreted) kernel: :data:`FP_FUSION`,
-    and for one emitted with ``@triton.jit(debug=True)`` (it has device
+    for one emitted with ``@triton.jit(debug=True)`` (it has device
     assertions, see ``tt.has_device_asserts``) Triton's integer-overflow
     sanitizer, which debug mode turns on as well, off, as Inductor compiles its
-    kernels with ``assert_indirect_indexing``."""
+    kernels with ``assert_indirect_indexing``, and with ``pdl`` Triton's
+    ``launch_pdl`` (its launcher then launches with programmatic dependent launch)."""
     if jit is None:  # interpreted: Triton's interpreter takes no compile options
         return {}
-    return {**FP_FUSION, **({"sanitize_overflow": False} if getattr(jit, "debug", False) else {})}
+    options = dict(FP_FUSION)
+    if getattr(jit, "debug", False):
+        options["sanitize_overflow"] = False
+    if pdl:
+        options["launch_pdl"] = True
+    return options
 
 
 def _c_entry(launcher: Any) -> tuple[Callable[..., None], bool, bool] | None:

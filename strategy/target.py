@@ -71,6 +71,10 @@ class Target:
     serial: bool = False
     """Programs run one after another (Triton's interpreter): no work is cut
     into more programs for occupancy."""
+    capability: int = 0
+    """The CUDA compute capability as ``10 * major + minor`` (90: Hopper); 0 where
+    unknown or not a GPU. Features of an architecture ask it (programmatic
+    dependent launch needs 90: ``lowering/loop_to_tt/pdl.py``)."""
 
     # -- the module attribute ---------------------------------------------------
 
@@ -96,7 +100,7 @@ class Target:
         for f in dataclasses.fields(cls):
             held = attr.data.get(f.name)
             if held is None:
-                if f.name == "serial":
+                if f.name in ("serial", "capability"):  # defaulted fields
                     continue
                 raise ValueError(f"{ATTR} lacks the property {f.name!r}")
             if isinstance(held, StringAttr):
@@ -111,6 +115,13 @@ class Target:
         for name in ("dram_bytes_per_s", "clock_hz", "dram_latency_s", "launch_s"):
             values[name] = float(values[name])
         return cls(**values)
+
+    @property
+    def pdl(self) -> bool:
+        """Kernels may be launched with programmatic dependent launch: a CUDA
+        GPU of compute capability 9.0 or later (not Triton's interpreter, whose
+        programs run on the CPU and which has no grid dependency control)."""
+        return self.capability >= 90 and not self.serial
 
     def summary(self) -> str:
         """One line for plans and logs."""
@@ -136,6 +147,7 @@ _H100 = Target(
     clock_hz=1.98e9,
     dram_latency_s=600e-9,
     launch_s=2e-6,
+    capability=90,
 )
 TARGETS: dict[str, Target] = {
     "h100": _H100,
@@ -155,12 +167,13 @@ TARGETS: dict[str, Target] = {
         clock_hz=1.41e9,
         dram_latency_s=550e-9,
         launch_s=2e-6,
+        capability=80,
     ),
 }
 DEFAULT_GPU = "h100"
 """What a CUDA module without ``coil.target`` is planned for."""
 TARGETS["cpu-interpreter"] = dataclasses.replace(
-    TARGETS[DEFAULT_GPU], name="cpu-interpreter", serial=True
+    TARGETS[DEFAULT_GPU], name="cpu-interpreter", serial=True, capability=0
 )
 
 # Per-architecture figures CUDA does not report: (resident blocks per SM, load latency).
@@ -204,6 +217,7 @@ def from_properties(props: object) -> Target:
         clock_hz=float(get("clock_rate", base.clock_hz / 1e3)) * 1e3,
         dram_latency_s=latency,
         launch_s=base.launch_s,
+        capability=10 * int(major) + int(minor),
     )
 
 

@@ -150,7 +150,7 @@ class HostPrinter(LaunchPrinter, AtenCallPrinter, MemoryPrinter):
         self.aligned: set[SSAValue] = set()
         # (kernel, device, num_warps, num_stages) -> [launcher name, signature,
         # positions to check]; one Launcher each, defined before call().
-        self.launchers: dict[tuple[str, str, int, int], list[Any]] = {}
+        self.launchers: dict[tuple[str, str, int, int, bool], list[Any]] = {}
         self.streams: dict[str, str] = {}  # device -> the name of its stream
         self.module_lines: list[str] = []  # module-level state call() uses
         self.allocators: dict[str, str] = {}  # device -> its allocation helper's name
@@ -348,14 +348,17 @@ class HostPrinter(LaunchPrinter, AtenCallPrinter, MemoryPrinter):
     def launcher_definitions(self) -> str:
         """One ``Launcher`` per kernel and launch configuration (see runtime/launch.py)."""
         lines = []
-        for (kernel, device, warps, stages), (name, signature, checked) in self.launchers.items():
+        for (kernel, device, warps, stages, pdl), entry in self.launchers.items():
+            name, signature, checked = entry
             sig = python_tuple([f'"{t}"' for t in signature])
             check = (
                 f", checked={python_tuple([str(k) for k in sorted(checked)])}" if checked else ""
             )
+            # launch_pdl: programmatic dependent launch (lowering/loop_to_tt/pdl.py)
+            extra = ", pdl=True" if pdl else ""
             lines.append(
                 f'{name} = Launcher(globals(), "{kernel}", {sig}, "{device}", {warps}, {stages}'
-                f"{check})"
+                f"{check}{extra})"
             )
         return "\n".join(lines)
 

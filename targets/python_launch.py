@@ -69,7 +69,13 @@ class LaunchPrinter:
             for k, v in (op.config.data if op.config else {}).items()
             if isinstance(v, IntegerAttr)
         }
-        key = (op.kernel_name, device, config.get("num_warps", 4), config.get("num_stages", 1))
+        key = (
+            op.kernel_name,
+            device,
+            config.get("num_warps", 4),
+            config.get("num_stages", 1),
+            bool(config.get("launch_pdl", 0)),
+        )
         signature = [
             f"*{str(a.type.dtype).removeprefix('torch.')}"
             if isinstance(a.type, BufferType)

@@ -581,6 +581,14 @@ class KernelPrinter:
         self.line("tl.debug_barrier()")
 
     @emit.register
+    def _(self, op: tt.GridDependencyWaitOp) -> None:
+        self.line("tl.extra.cuda.gdc_wait()")
+
+    @emit.register
+    def _(self, op: tt.GridDependencyLaunchDependentsOp) -> None:
+        self.line("tl.extra.cuda.gdc_launch_dependents()")
+
+    @emit.register
     def _(self, op: tt.AssertOp) -> None:
         self.line(f"tl.device_assert({self.val(op.condition)}, {op.message.data!r})")
 

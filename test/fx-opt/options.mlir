@@ -19,7 +19,7 @@
 // TYPE: fx-opt: error: convert-loop-to-tt: option 'xblock' must be an integer: 0 (heuristic) or a power of two from 1 to 65536; got abc
 // RANGE: fx-opt: error: convert-loop-to-tt: option 'num-warps' must be 0 (heuristic) or a power of two from 1 to 32; got -1
 // POW2: fx-opt: error: convert-loop-to-tt: option 'xblock' must be 0 (heuristic) or a power of two from 1 to 65536; got 3
-// UNKNOWN: fx-opt: error: convert-loop-to-tt: unknown option 'xblok'; did you mean 'xblock' or 'yblock' or 'rblock'? (its options, closest first: xblock, rblock, yblock, bounds-check, tile2d, {{.*}})
+// UNKNOWN: fx-opt: error: convert-loop-to-tt: unknown option 'xblok'; did you mean 'xblock' or 'yblock' or 'rblock'? (its options, closest first: xblock, rblock, yblock, bounds-check, pdl, tile2d, {{.*}})
 // TILE2D: fx-opt: error: convert-loop-to-tt: option 'tile2d' must be one of "auto", "off"; got on
 // YBLOCK: fx-opt: error: convert-loop-to-tt: option 'yblock' must be 0 (heuristic) or a power of two from 1 to 1024; got 2048
 // BOOL: fx-opt: error: memory-plan: option 'reuse' must be true or false; got 3

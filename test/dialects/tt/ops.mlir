@@ -167,6 +167,8 @@ tt.func public @compute(%a: tensor<16x32xf16>, %b: tensor<32x64xf16>, %c: tensor
   // CHECK-NEXT: tt.print " x: " : %x, %t : tensor<128xf32>, tensor<128xf32>
   // CHECK-NEXT: tt.print "here"
   // CHECK-NEXT: tt.debug_barrier
+  // CHECK-NEXT: tt.grid_dependency_wait
+  // CHECK-NEXT: tt.grid_dependency_launch_dependents
   %d = tt.dot %a, %b, %c : tensor<16x32xf16> * tensor<32x64xf16> -> tensor<16x64xf32>
   %d2 = tt.dot %a, %b, %c, inputPrecision = "ieee" : tensor<16x32xf16> * tensor<32x64xf16> -> tensor<16x64xf32>
   %bc = tt.bitcast %x : tensor<128xf32> -> tensor<128xi32>
@@ -179,5 +181,7 @@ tt.func public @compute(%a: tensor<16x32xf16>, %b: tensor<32x64xf16>, %c: tensor
   tt.print " x: " : %x, %t : tensor<128xf32>, tensor<128xf32>
   tt.print "here"
   tt.debug_barrier
+  tt.grid_dependency_wait
+  tt.grid_dependency_launch_dependents
   tt.return
 }
