@@ -34,8 +34,9 @@ import sys
 import time
 
 # The commands served, and their entry points (pyproject's [project.scripts]);
-# "python" runs a script file (``%served_python script.py ARGS``) as ``python``
-# would, for the lit tests that are Python scripts.
+# "python" runs a script file (``%served_python script.py ARGS``) or a module
+# (``python -m MODULE ARGS``, test/python/served_tools.py) as ``python`` would,
+# for the lit tests that are Python scripts and the README's ``python -m`` lines.
 ENTRY_POINTS = {"fx-opt": "coil.cli:fx_opt_main", "coil": "coil.cli:coil_main", "python": ""}
 # The shims' file names ("python" is not shadowed on the tests' PATH).
 SHIMS = {"fx-opt": "fx-opt", "coil": "coil", "python": "served-python"}
@@ -185,9 +186,17 @@ def _entry(command: str):
 
 def _run_script() -> None:
     """``python SCRIPT ARGS``: the script as ``__main__``, its folder first on
-    the path, ``sys.argv`` from the script on."""
+    the path, ``sys.argv`` from the script on. ``python -m MODULE ARGS``: the
+    module as ``__main__``, the working directory first on the path,
+    ``sys.argv[0]`` its file (as runpy's ``alter_sys`` sets it)."""
     import runpy
 
+    if sys.argv[1] == "-m":
+        module = sys.argv[2]
+        sys.argv = [module, *sys.argv[3:]]
+        sys.path[0] = os.getcwd()
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        return
     sys.argv = sys.argv[1:]
     sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))
     runpy.run_path(sys.argv[0], run_name="__main__")
@@ -273,6 +282,13 @@ def _run_child(request: dict, fds: list[int]) -> None:
     os._exit(code & 0xFF)
 
 
+def _served_python(argv: list[str]) -> bool:
+    """``python SCRIPT ...`` or ``python -m MODULE ...`` (no other option)."""
+    if len(argv) >= 3 and argv[1] == "-m":
+        return not argv[2].startswith("-")
+    return len(argv) >= 2 and not argv[1].startswith("-")
+
+
 def _serve_one(conn: socket.socket) -> None:
     """In a forked session process: read one request, run it in a grandchild,
     send back its exit status."""
@@ -287,8 +303,8 @@ def _serve_one(conn: socket.socket) -> None:
     why = None
     if differences := _start_differences(request["env"]):
         why = f"{', '.join(differences)} differ"
-    elif request["command"] == "python" and (len(argv) < 2 or argv[1].startswith("-")):
-        why = "python runs script files only"
+    elif request["command"] == "python" and not _served_python(argv):
+        why = "python runs script files and -m MODULE only"
     if why:
         conn.sendall(struct.pack("!i", _FALLBACK))
         _log(f"exec ({why}): {command}")

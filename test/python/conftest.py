@@ -23,6 +23,17 @@ os.environ.setdefault("COIL_CACHE_DIR", tempfile.mkdtemp(prefix="coil-test-cache
 # A graph coil fails to compile must fail its test, not pass through eager
 # PyTorch (the backend's default policy); tests of that policy name it.
 os.environ["COIL_FALLBACK"] = "extern"
+# Dynamo's Python shape guards, not the C++ ones coil turns on by default
+# (COIL_SHAPE_GUARDS, config.py): with C++ guards every dynamic frame starts the
+# C++ compiler for its guard functions (about ten small builds a frame, not
+# shared between frames whose guards differ), and the first dynamic graph of a
+# test process turns them on for the rest of it. Measured on the 2-core
+# machine, cold Inductor cache: test_size_hints + test_scans 21.5 + 1.7 s of
+# CPU with Python guards, 39.1 + 4.3 s with C++ ones (the suite grew from
+# ~714 to ~880 s when the default changed). What coil does there (the flag, the
+# guards that admit and reject sizes) is test_dynamic.py's
+# test_symbolic_sizes_turn_on_dynamos_cpp_shape_guards, which unsets this.
+os.environ.setdefault("COIL_SHAPE_GUARDS", "python")
 
 
 @pytest.fixture(autouse=True)

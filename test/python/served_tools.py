@@ -1,4 +1,4 @@
-"""``fx-opt`` and ``coil`` for the tests that run them as commands, served by
+"""``fx-opt``, ``coil`` and ``python`` for the tests that run them as commands, served by
 lit's fork server (test/lit_forkserver.py) instead of a fresh interpreter each.
 
 A fresh ``fx-opt`` or ``coil`` imports torch, xDSL and coil's dialects before
@@ -54,6 +54,10 @@ def _start() -> Path | None:
     server_env["PATH"] = os.pathsep.join([str(BIN), server_env.get("PATH", "")])
     # The imports take a few seconds (more on a loaded machine).
     shims = Path(lit_forkserver.start(sys.executable, str(BIN), server_env, "coil-served-", 120))
+    # `python SCRIPT` and `python -m MODULE` served too (test_readme.py runs the
+    # README's `python -m coil.tools...` lines); any other `python` the server
+    # declines, and the shim runs this interpreter.
+    (shims / "python").symlink_to(lit_forkserver.SHIMS["python"])
     return shims if (shims.parent / "sock").exists() else None
 
 
