@@ -54,6 +54,7 @@ from xdsl.passes import ModulePass
 from coil.dialects import buffer as B
 from coil.dialects import loop as L
 from coil.dialects.c10d import WAIT_TENSOR
+from coil.transforms import get_all_passes
 from coil.transforms.extern_effects import (
     extern_mutated_operands,
     extern_results_alias,
@@ -273,7 +274,7 @@ def _materialize(block: Block, order: list[_Work], ret: Operation) -> list[Opera
     return out
 
 
-def reorder(fn: func.FuncOp) -> bool:
+def reorder(fn: func.FuncOp, ctx: Context | None = None) -> bool:
     """Reorder ``fn``'s body where that lowers its planned peak (module doc)."""
     if not fn.body.blocks:
         return False
@@ -297,12 +298,13 @@ def reorder(fn: func.FuncOp) -> bool:
     new = _materialize(block, order, ret)
     if len(new) != len(ops) or planned_peak(new, ret, sizes) >= planned_peak(ops, ret, sizes):
         return False
-    before = _memory_plan_peak(fn)
+    ctx = ctx or Context()
+    before = _memory_plan_peak(ctx, fn)
     for op in ops:
         op.detach()
     for op in new:
         block.add_op(op)
-    after = _memory_plan_peak(fn)
+    after = _memory_plan_peak(ctx, fn)
     if after is not None and before is not None and after < before:
         return True
     # memory-plan's reuse (a kernel writing over the buffer it reads) leaves
@@ -315,14 +317,15 @@ def reorder(fn: func.FuncOp) -> bool:
     return False
 
 
-def _memory_plan_peak(fn: func.FuncOp) -> int | None:
-    """``coil.peak_bytes`` that ``memory-plan`` gives a copy of ``fn``."""
-    from coil.transforms.memory_plan import _plan
-
+def _memory_plan_peak(ctx: Context, fn: func.FuncOp) -> int | None:
+    """``coil.peak_bytes`` that the registered ``memory-plan`` pass gives a copy of
+    ``fn`` (run by name, as a pipeline would: nothing imports the memory plan's
+    module, test_structure)."""
     copy = fn.clone()
-    _plan(copy, True)
+    module = ModuleOp([copy])
+    get_all_passes()["memory-plan"]()().apply(ctx, module)
     value = sympy.sympify(copy.attributes["coil.peak_bytes"].data)
-    copy.erase()
+    module.erase()
     return int(value) if value.is_Integer else None
 
 
@@ -339,7 +342,7 @@ class BufferReorderPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in op.walk():
             if isinstance(fn, func.FuncOp):
-                reorder(fn)
+                reorder(fn, ctx)
 
 
 __all__ = ["BufferReorderPass", "planned_peak", "reorder"]
