@@ -59,7 +59,11 @@ change the environment after ``import coil`` and be heard.
   guards coil's dynamic compiles ran at 0.94-0.96x of its static ones on an
   H200, ``benchmarks/RESULTS.md``, eighteenth session). Dynamo falls back to
   the Python guards by itself where it cannot build C++ ones (no compiler,
-  values beyond int64). ``python`` leaves Dynamo's setting alone.
+  values beyond int64). The price is compile time: each dynamic frame's
+  guards are then built by the C++ compiler (about ten small builds a frame on
+  a cold Inductor cache, ~17 s of CPU for a 3-line function on the 2-core CI
+  machine; cached after). ``python`` leaves Dynamo's setting alone (the test
+  suite's setting, test/python/conftest.py).
 * ``COIL_PDL=1`` -- the backend's ``pdl`` option when ``options`` does not give
   it: kernels on sm90+ GPUs launched with programmatic dependent launch, their
   static inputs (weights) loaded before they wait for the previous kernel
