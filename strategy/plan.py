@@ -677,12 +677,6 @@ def split_plan(
     # channels-last means: 7 chunks of 64 columns 11.1 us, of 32 27.6):
     # each chunk adds partials to write and read and programs to schedule.
     near = [(c, e) for c, e in found if e.seconds <= fastest * (1 + TIE)]
-
-    def narrow(c: SplitPlan) -> bool:
-        # An outer stage 1 whose tile reads less than a 128-byte line of each row.
-        t = stage1_tile(sized, c, target, persistent_threshold, sizes)[1]
-        return t.outer and t.xblock * max(1, acc.sector) < LINE_BYTES
-
     best, best_est = min(near, key=lambda ce: hint(ce[0].nsplit.xreplace(sizes)))
     if best_est.seconds >= base.seconds * (1 - MARGIN):
         why.append(
