@@ -94,6 +94,11 @@ class ReductionShape:
     """Bytes written per point of the domain (a softmax's or a norm's output)."""
     reductions: int = 1
     """Reductions a row ends with (trees)."""
+    welford: int = 0
+    """Welford reductions among them (a variance, a norm's statistics): a looped
+    row updates (mean, m2, weight) at every point, a division among them; a
+    persistent row holds the row and reduces it in two passes
+    (``kernel_rows._reduce_row``: a sum, then the squared deviations)."""
 
 
 @dataclass(frozen=True)
@@ -323,11 +328,20 @@ def _streams_rows(shape: ReductionShape, target: Target) -> bool:
     matrix-vector product (a weight's rows against one cached vector), a row
     sum. One pass over the rows (no softmax's second read, no per-point
     output), static sizes, at least a row for every SM and rows of at least a
-    16-byte vector a lane of a warp."""
+    16-byte vector a lane of a warp.
+
+    Not a Welford row: the streaming tiles (few warps, many points a thread)
+    were fitted on one-accumulator sums and products, and looped they run a
+    Welford update, a division among its ops, at every point. ``x.var(1)`` of
+    32768 x 2048 (the roofline on an H200, RESULTS.md, twentieth session) streamed as looped [XBLOCK
+    32, RBLOCK 64] at 2 warps ran 81.7 us in bf16 and 101.4 in f32, estimated
+    45 and 68, Inductor 68 and 84; as the persistent two-pass row it ran at
+    1.35x (bf16) and 0.97x (f32) Inductor on an H100 (the eighth session)."""
     acc = shape.access
     x, r = sympy.sympify(shape.xnumel), sympy.sympify(shape.rnumel)
     return (
-        acc.axis != "outer"
+        shape.welford == 0
+        and acc.axis != "outer"
         and acc.rows_contiguous
         and shape.phases == 1
         and shape.point_out_bytes == 0

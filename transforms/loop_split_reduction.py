@@ -198,6 +198,7 @@ class LoopSplitReductionPass(ModulePass):
             prod(rranges),
             access,
             accumulators=accumulators,
+            welford=int(kind == "welford"),
             out_bytes=sum(element_bytes(r.type.element_type) for r in red.res),
         )
         why: list[str] = []

@@ -368,6 +368,7 @@ class GroupTiles:
             out_bytes=(out_bytes or 4) * rows,
             point_out_bytes=point_out_bytes * rows,
             reductions=max(1, len(reds)) * rows,
+            welford=sum(m.op.kind.data == "welford" for m in reds) * rows,
         )
 
     def _collect_outputs(self) -> None:
