@@ -34,6 +34,20 @@ import torch
 DIRECT = "coil_direct"
 """The attribute a compiled callable carries: no runtime wrapper has work."""
 
+DYNAMIC_DIMS = "coil_dynamic_dims"
+"""The attribute a :data:`DIRECT` callable carries beside it: ``(output index,
+dims)`` of the outputs whose dims are symbolic, which the direct call marks as
+AOTAutograd's wrapper does (``_dynamo_propagated_dynamic_indices``: a later
+graph that reads the tensor, after a graph break, takes those dims as dynamic
+instead of specializing and recompiling)."""
+
+try:  # torch >= 2.12; before it, a graph with dynamic outputs keeps the wrappers
+    from torch._functorch._aot_autograd.runtime_wrappers import (
+        mark_dynamo_propagated_dynamic_indices as _mark_dynamic,
+    )
+except ImportError:  # pragma: no cover - older torch
+    _mark_dynamic = None
+
 
 def needs_no_wrappers(inputs: list[Any]) -> bool:
     """Whether AOTAutograd's runtime wrappers have nothing to do for the graph it is
@@ -44,7 +58,9 @@ def needs_no_wrappers(inputs: list[Any]) -> bool:
         return False
     if any(i.mutates_data or i.mutates_metadata for i in meta.input_info):
         return False
-    if meta.num_outputs_aliased or meta.num_intermediate_bases or meta.dynamic_outputs:
+    if meta.num_outputs_aliased or meta.num_intermediate_bases:
+        return False
+    if meta.dynamic_outputs and _mark_dynamic is None:
         return False
     if meta.is_rng_op_functionalized or meta.tokens or meta.grad_enabled_mutation is not None:
         return False
@@ -53,13 +69,26 @@ def needs_no_wrappers(inputs: list[Any]) -> bool:
     return not any(is_traceable_wrapper_subclass(x) for x in inputs)
 
 
+def dynamic_output_dims() -> tuple[tuple[int, frozenset[int]], ...]:
+    """``(index, dims)`` of the outputs of the graph AOTAutograd is compiling now
+    whose dims are symbolic (its metadata's ``dynamic_dims``)."""
+    meta = torch._guards.TracingContext.get().fw_metadata
+    return tuple(
+        (i, frozenset(o.dynamic_dims)) for i, o in enumerate(meta.output_info) if o.dynamic_dims
+    )
+
+
 def marking(compile_fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``compile_fn`` (an inference compiler), its result marked with :data:`DIRECT`."""
+    """``compile_fn`` (an inference compiler), its result marked with :data:`DIRECT`
+    (and, when it is, :data:`DYNAMIC_DIMS`)."""
 
     def compile_marked(gm: torch.fx.GraphModule, inputs: list[Any]) -> Any:
         out = compile_fn(gm, inputs)
+        ok = needs_no_wrappers(inputs)
         try:
-            setattr(out, DIRECT, needs_no_wrappers(inputs))
+            if ok:
+                setattr(out, DYNAMIC_DIMS, dynamic_output_dims())
+            setattr(out, DIRECT, ok)
         except AttributeError:  # a callable that takes no attributes: keep the wrappers
             pass
         return out
@@ -79,7 +108,8 @@ def direct(forward: Callable[..., Any]) -> Callable[..., Any]:
     directly where :data:`DIRECT` says nothing else has work, else ``forward``."""
     chain = _chain(forward)
     inner = chain[-1]
-    if getattr(inner, DIRECT, False) is not True:
+    dims = getattr(inner, DYNAMIC_DIMS, None)
+    if getattr(inner, DIRECT, False) is not True or dims is None:
         return forward
     # The plain chain, innermost last: aot_module_simplified's forward
     # (unboxed: *args), an optional serializable shell, the runtime wrapper, the
@@ -119,6 +149,8 @@ def direct(forward: Callable[..., Any]) -> Callable[..., Any]:
         finally:
             if grad:
                 set_grad(True)
+        for i, d in dims:
+            _mark_dynamic(outs[i], d)
         return list(outs) if isinstance(outs, tuple) else outs
 
     for name in ("zero_grad", "named_parameters", "named_buffers", "serialize"):

@@ -13,7 +13,7 @@ from coil.backend import coil as coil_backend
 from coil.testing import assert_close_to_eager
 
 
-def _compiled(fn):
+def _compiled(fn, dynamic: bool = False):
     """``fn`` compiled with coil, and the list of what coil's backend returned."""
     returned = []
 
@@ -22,7 +22,7 @@ def _compiled(fn):
         return returned[-1]
 
     torch._dynamo.reset()
-    return torch.compile(fn, backend=backend, dynamic=False), returned
+    return torch.compile(fn, backend=backend, dynamic=dynamic), returned
 
 
 def _is_direct(fn) -> bool:
@@ -54,6 +54,27 @@ def test_module_parameters_are_passed():
             x = torch.randn(5, 8)
             assert_close_to_eager(compiled(x), m(x))
     assert _is_direct(returned[0])
+
+
+def test_dynamic_outputs_are_called_directly_and_marked():
+    # dynamic=True: the outputs' batch dim is symbolic. AOTAutograd's wrapper
+    # marks it on each output (_dynamo_propagated_dynamic_indices, so a graph
+    # after a break takes it as dynamic); the direct call marks the same dims.
+    m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+
+    def fn(x):
+        return m(x), x.sum(-1)
+
+    compiled, returned = _compiled(fn, dynamic=True)
+    marks = []
+    with torch.no_grad():
+        for n in (5, 7, 3, 7):  # the first call goes through AOTAutograd
+            x = torch.randn(n, 8)
+            out = compiled(x)
+            assert_close_to_eager(out, fn(x))
+            marks.append([getattr(o, "_dynamo_propagated_dynamic_indices", None) for o in out])
+    assert len(returned) == 1 and _is_direct(returned[0])
+    assert marks[0] == [{0}, {0}] and all(m == marks[0] for m in marks)
 
 
 def test_input_mutation_keeps_aotautograd():
