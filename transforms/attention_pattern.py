@@ -327,8 +327,11 @@ class AttentionSpec:
     * ``fill``: ``"none"``, ``"neg_inf"`` (masks or fills that may leave a row
       all -inf: eager gives NaN there, SDPA zeros, so the replacement writes
       NaN where no key is left) or ``"finite"`` (one ``masked_fill`` with a
-      finite value ≤ -1e4, such as ``finfo.min``: eager's weights are uniform
-      over a fully masked row, so the replacement writes ``mean(v)`` there);
+      finite value ≤ -1e4, such as ``finfo.min``, the last mask: eager's
+      weights are uniform over a fully masked row, so the replacement writes
+      ``mean(v)`` there; after additive masks the fill, in the bool term's
+      ``coef``, is the masked keys' value in SDPA's float mask instead,
+      :data:`ABSORBING_FILL`);
     * ``flatten_out``: the value replaced is the ``[N, L, Ev]`` product, not its
       ``[*batch, L, Ev]`` view.
     """
@@ -417,6 +420,15 @@ FINITE_FILL_LIMIT = -1e4
 row: a masked weight is ``exp(fill − max)``, which underflows float32's
 exp to exactly 0 once ``fill − max < −104``, so below -1e4 only scores within
 ~1e4 of the fill could tell them apart."""
+
+ABSORBING_FILL = 1e30
+"""A finite fill after additive masks (ALiBi or relative-position biases, then
+``masked_fill(mask, finfo.min)``: MPT, Bloom) is handed to SDPA as the value of
+the masked keys in its float mask, which SDPA adds to the scaled scores. At
+this magnitude or more (``finfo.min`` of float32 and bfloat16) a float32 sum
+rounds any score below ~1e22 away, so the masked keys get exactly the fill as
+in eager, and a fully masked row's weights are uniform over its masked keys
+as eager's are; float16's -65504 is not absorbed, and such a block stays."""
 
 
 def _is_view(g: GraphView[V], v: V) -> bool:
@@ -892,11 +904,16 @@ def match_attention(
             else:
                 return None  # a fill that does not mask (0, a small value, +inf)
             kind = "drop" if masked_when else "keep"
-            mask_terms.append(MaskTerm(kind, unflatten=unflatten))
+            # A finite fill's value (as the softmax sees it) rides in coef: the
+            # replacement needs it where adds come before it (AttentionSpec).
+            coef = value if math.isfinite(value) else 1.0
+            mask_terms.append(MaskTerm(kind, coef, unflatten=unflatten))
         masks.append(other)
     if "finite" in kinds:
-        if len(mask_terms) != 1 or dropout:
-            return None  # uniform rows are eager's only for one fill, no dropout
+        if dropout or any(t.kind != "add" for t in mask_terms[:-1]):
+            return None  # uniform rows are eager's only for one fill, last, no dropout
+        if len(mask_terms) > 1 and abs(mask_terms[-1].coef) < ABSORBING_FILL:
+            return None  # SDPA adds the fill to the scores: they must vanish in it
         fill = "finite"
     elif kinds:
         fill = "neg_inf"
@@ -1006,6 +1023,7 @@ def sdpa_operands(q: Any, k: Any, v: Any, *masks: Any, spec: Sequence[Any]) -> t
     batch = q.shape[:nb]
     added = None
     keep = None
+    fill_value = float("-inf")
     for term, m in zip(s.terms, masks, strict=True):
         if term.unflatten:
             m = m.view(*batch, *m.shape[1:])
@@ -1018,8 +1036,11 @@ def sdpa_operands(q: Any, k: Any, v: Any, *masks: Any, spec: Sequence[Any]) -> t
         else:
             kept = m if term.kind == "keep" else m.logical_not()
             keep = kept if keep is None else keep & kept
+            if s.fill == "finite":
+                fill_value = term.coef
     if added is not None and keep is not None:
-        mask = torch.where(keep, added, float("-inf"))
+        # A finite fill after the adds masks with its own value (ABSORBING_FILL).
+        mask = torch.where(keep, added, fill_value)
     else:
         mask = added if added is not None else keep
     if mask is not None:
@@ -1048,6 +1069,12 @@ def attention_replacement(q: Any, k: Any, v: Any, *masks: Any, spec: Sequence[An
     if s.fill == "neg_inf":
         # eager's softmax over a row of -inf is NaN; SDPA's kernels give 0.
         alive = (mask if mask.dtype == torch.bool else mask > float("-inf")).any(-1, True)
+        out = torch.where(alive, out, float("nan"))
+    elif s.fill == "finite" and mask.dtype != torch.bool:
+        # The fill after additive masks, passed as its value: SDPA's weights are
+        # eager's (uniform over a row's masked keys where its kept keys are
+        # -inf or absent); a row with neither is -inf everywhere, NaN in eager.
+        alive = (mask > float("-inf")).any(-1, True)
         out = torch.where(alive, out, float("nan"))
     elif s.fill == "finite":
         # eager's weights over a row filled with one finite value are uniform.

@@ -112,6 +112,16 @@ def causal_where_finfo_min(q, k, v, keep):  # a finite fill: empty rows uniform
     return torch.softmax(s, -1) @ v
 
 
+def alibi_then_finfo_min(q, k, v, bias, mask):  # MPT, Bloom: a bias, then the fill
+    s = q @ k.transpose(-1, -2) * E**-0.5 + bias
+    return torch.softmax(s.masked_fill(mask, torch.finfo(s.dtype).min).float(), -1).to(v.dtype) @ v
+
+
+def causal_inf_then_finfo_min(q, k, v, causal, mask):  # -inf adds, then a finite fill
+    s = q @ k.transpose(-1, -2) / math.sqrt(E) + causal
+    return torch.softmax(torch.where(mask, torch.finfo(s.dtype).min, s), -1) @ v
+
+
 def masked_fill_minus_1e9(q, k, v, mask):
     s = q @ k.transpose(-1, -2) / math.sqrt(E)
     return torch.softmax(s.masked_fill(mask == 0, -1e9), -1) @ v
@@ -181,6 +191,10 @@ CASES: dict[str, tuple[Callable, Callable[[], list]]] = {
         causal_where_finfo_min,
         lambda: [*_qkv(), torch.rand(B, 1, L, S) > 0.4],
     ),
+    "alibi_then_finfo_min": (
+        alibi_then_finfo_min,
+        lambda: [*_qkv(), torch.randn(H, L, S), torch.rand(B, 1, L, S) > 0.6],
+    ),
     "masked_fill_minus_1e9": (
         masked_fill_minus_1e9,
         lambda: [*_qkv(), (torch.rand(B, 1, 1, S) > 0.3).long()],
@@ -214,6 +228,11 @@ def mask_broadcasts_scores(q, k, v, bias):  # bias [2, 1, H, L, S]: 5-D scores
     return torch.softmax(q @ k.transpose(-1, -2) + bias, -1) @ v
 
 
+def fill_before_bias(q, k, v, mask, bias):  # a fully masked row is not uniform
+    s = (q @ k.transpose(-1, -2)).masked_fill(mask, torch.finfo(q.dtype).min)
+    return torch.softmax(s + bias, -1) @ v
+
+
 def fill_not_a_mask(q, k, v, mask):
     return torch.softmax((q @ k.transpose(-1, -2)).masked_fill(mask, 0.0), -1) @ v
 
@@ -233,6 +252,10 @@ NEGATIVE: dict[str, tuple[Callable, Callable[[], list]]] = {
     "mask_broadcasts_scores": (
         mask_broadcasts_scores,
         lambda: [*_qkv(), torch.randn(2, 1, H, L, S)],
+    ),
+    "fill_before_bias": (
+        fill_before_bias,
+        lambda: [*_qkv(), torch.rand(B, 1, L, S) > 0.6, torch.randn(H, L, S)],
     ),
     "fill_not_a_mask": (fill_not_a_mask, lambda: [*_qkv(), torch.rand(L, S) > 0.5]),
     "weights_transposed": (weights_transposed, lambda: _qkv(length=S)),
@@ -382,6 +405,37 @@ def test_fully_masked_rows_keep_eagers_values(fn, dtype, nan):
     assert expected[0, :, 1].isnan().all() == nan and not expected[1].isnan().any()
     tol = {"rtol": 1e-5, "atol": 1e-5} if dtype == torch.float32 else {"rtol": 2e-2, "atol": 2e-2}
     torch.testing.assert_close(out, expected, equal_nan=True, **tol)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+def test_fill_after_additive_masks_keeps_eagers_rows(dtype):
+    # Additive masks, then masked_fill(finfo.min) (MPT, Bloom): the fill rides
+    # in SDPA's float mask. Rows: masked everywhere (eager: uniform over all
+    # keys), kept keys all -inf from the add (uniform over the masked ones),
+    # no masked key and every add -inf (NaN, as eager), and ordinary rows.
+    q, k, v = _qkv(dtype)
+    add = torch.randn(B, 1, L, S, dtype=dtype)
+    add[torch.rand(B, 1, L, S) > 0.7] = float("-inf")
+    mask = torch.rand(B, 1, L, S) > 0.6
+    mask[0, 0, 1] = True
+    add[0, 0, 2], mask[0, 0, 2] = float("-inf"), torch.arange(S) < 3
+    add[1, 0, 3], mask[1, 0, 3] = float("-inf"), False
+    out, text = _run_aten(causal_inf_then_finfo_min, [q, k, v, add, mask])
+    assert text.count(FLASH_OP) == 1, text
+    expected = causal_inf_then_finfo_min(q, k, v, add, mask)
+    assert expected[1, :, 3].isnan().all() and not expected[0].isnan().any()
+    torch.testing.assert_close(out[0, :, 1], v[0].mean(-2))  # uniform: the mean of v
+    tol = {"rtol": 1e-5, "atol": 1e-5} if dtype == torch.float32 else {"rtol": 2e-2, "atol": 2e-2}
+    torch.testing.assert_close(out, expected, equal_nan=True, **tol)
+
+
+def test_float16_fill_after_additive_masks_stays():
+    # float16's finfo.min (-65504) does not swallow the scores SDPA adds to it:
+    # a fully masked row would not be uniform, so the block is kept.
+    q, k, v = _qkv(torch.float16)
+    inputs = [q, k, v, torch.randn(H, L, S, dtype=torch.float16), torch.rand(B, 1, L, S) > 0.6]
+    _, text = _run_aten(alibi_then_finfo_min, inputs)
+    assert FLASH not in text and "aten._softmax" in text, text
 
 
 # Through the whole backend (Triton kernels under the interpreter): a few

@@ -816,3 +816,44 @@ func.func @dropout(%arg0: !aten.tensor<[2, 4, 10, 8], f32>, %arg1: !aten.tensor<
   %view_5 = aten.view.default(%bmm_1, size = [2, 4, 6, 8]) : !aten.tensor<[2, 4, 6, 8], f32>
   func.return %view_5 : !aten.tensor<[2, 4, 6, 8], f32>
 }
+
+// -----
+
+// s * scale + bias, then masked_fill(mask, finfo.min) (MPT, Bloom): the fill comes
+// last, after the additive bias, so it is the masked keys' value in SDPA's float
+// mask (a fully masked row stays uniform, as in eager); a row SDPA sees as all
+// -inf (the bias -inf wherever the mask keeps) is NaN, as in eager.
+
+// CHECK-LABEL: func.func @alibi_then_finfo_min
+// CHECK-NOT:     aten.bmm
+// CHECK:         %[[KEEP:.*]] = aten.logical_not.default(%arg2)
+// CHECK:         %[[FILL:.*]] = aten.scalar_tensor.default(s = -3.4028234663852886e+38
+// CHECK:         %[[MASK:.*]] = aten.where.self(%[[KEEP]], %arg4, %[[FILL]])
+// CHECK:         %[[O:.*]], %{{.*}} = aten.operator "aten::_scaled_dot_product_flash_attention_for_cpu"(%arg1, %arg0, %arg3, attn_mask = %[[MASK]], scale = 0.35355339059327373)
+// CHECK:         %[[LIVE:.*]] = aten.gt.Scalar(%[[MASK]], other = -inf)
+// CHECK:         %[[ALIVE:.*]] = aten.any.dim(%[[LIVE]], dim = -1, keepdim = true)
+// CHECK:         aten.where.self(%[[ALIVE]], %[[O]],
+// CHECK-NOT:     aten._softmax
+
+func.func @alibi_then_finfo_min(%arg0: !aten.tensor<[2, 4, 10, 8], f32>, %arg1: !aten.tensor<[2, 4, 6, 8], f32>, %arg2: !aten.tensor<[2, 1, 6, 10], i1>, %arg3: !aten.tensor<[2, 4, 10, 8], f32>, %arg4: !aten.tensor<[4, 6, 10], f32>) -> !aten.tensor<[2, 4, 6, 8], f32> {
+  %permute = aten.permute.default(%arg0, dims = [0, 1, 3, 2]) : !aten.tensor<[2, 4, 8, 10], f32, strides [320, 80, 1, 8]>
+  %expand = aten.expand.default(%arg1, size = [2, 4, 6, 8]) : !aten.tensor<[2, 4, 6, 8], f32>
+  %view = aten.view.default(%expand, size = [8, 6, 8]) : !aten.tensor<[8, 6, 8], f32>
+  %expand_1 = aten.expand.default(%permute, size = [2, 4, 8, 10]) : !aten.tensor<[2, 4, 8, 10], f32, strides [320, 80, 1, 8]>
+  %view_1 = aten.view.default(%expand_1, size = [8, 8, 10]) : !aten.tensor<[8, 8, 10], f32, strides [80, 1, 8]>
+  %bmm = aten.bmm.default(%view, %view_1) : !aten.tensor<[8, 6, 10], f32>
+  %view_2 = aten.view.default(%bmm, size = [2, 4, 6, 10]) : !aten.tensor<[2, 4, 6, 10], f32>
+  %0 = aten.constant 0.35355339059327373 : f64
+  %mul = aten.mul.Tensor(%view_2, %0) : !aten.tensor<[2, 4, 6, 10], f32>
+  %add = aten.add.Tensor(%mul, %arg4) : !aten.tensor<[2, 4, 6, 10], f32>
+  %scalar_tensor = aten.scalar_tensor.default(s = -3.4028234663852886e+38, dtype = f32, layout = strided, device = "cpu") : !aten.tensor<[], f32>
+  %where = aten.where.self(%arg2, %scalar_tensor, %add) : !aten.tensor<[2, 4, 6, 10], f32>
+  %_softmax = aten._softmax.default(%where, dim = -1, half_to_float = false) : !aten.tensor<[2, 4, 6, 10], f32>
+  %expand_2 = aten.expand.default(%_softmax, size = [2, 4, 6, 10]) : !aten.tensor<[2, 4, 6, 10], f32>
+  %view_3 = aten.view.default(%expand_2, size = [8, 6, 10]) : !aten.tensor<[8, 6, 10], f32>
+  %expand_3 = aten.expand.default(%arg3, size = [2, 4, 10, 8]) : !aten.tensor<[2, 4, 10, 8], f32>
+  %view_4 = aten.view.default(%expand_3, size = [8, 10, 8]) : !aten.tensor<[8, 10, 8], f32>
+  %bmm_1 = aten.bmm.default(%view_3, %view_4) : !aten.tensor<[8, 6, 8], f32>
+  %view_5 = aten.view.default(%bmm_1, size = [2, 4, 6, 8]) : !aten.tensor<[2, 4, 6, 8], f32>
+  func.return %view_5 : !aten.tensor<[2, 4, 6, 8], f32>
+}
