@@ -462,6 +462,7 @@ class KernelPrinter:
         self.in_row_member = False
         self.kept: dict[str, list] = {}  # key -> [array, written]
         self.lines: list[str] = []
+        self.wide_compares = 0  # 64-bit integer compares printed (see _blocked)
         self.depth = 0
         self.names: dict[SSAValue, str] = {}
         self.count = 0
@@ -1003,11 +1004,22 @@ class KernelPrinter:
         size = sympy.sympify(last_size)
         full = int(size) // lanes * lanes if size.is_Integer else None
         chunked = any(q.into_double for q in parts) and (full is None or full > SUM_CHUNK)
-        streams = {q.name: [f"{q.name}_s{s}" for s in range(STREAMS)] for q in parts}
-        for q in parts:
-            self.emit(f"{q.ctype} " + ", ".join(f"{a} = {q.init}" for a in streams[q.name]) + ";")
-            if chunked and q.into_double:
-                self.emit(f"double {q.name}_t = 0;")
+
+        def declare(n: int) -> tuple[dict[str, list[str]], list[str]]:
+            names = {q.name: [f"{q.name}_s{s}" for s in range(n)] for q in parts}
+            text = []
+            for q in parts:
+                inits = ", ".join(f"{a} = {q.init}" for a in names[q.name])
+                text.append(f"{q.ctype} {inits};")
+                if chunked and q.into_double:
+                    text.append(f"double {q.name}_t = 0;")
+            return names, text
+
+        n_streams = STREAMS
+        streams, text = declare(n_streams)
+        declared = len(self.lines)
+        for line in text:
+            self.emit(line)
         self.row_depth += 1
         last = len(inner) - 1
         for k, rsize in enumerate(outer_rows):
@@ -1023,10 +1035,22 @@ class KernelPrinter:
         # The body, printed once without indentation.
         start, depth = len(self.lines), self.depth
         self.depth = 0
+        self.wide_compares = 0
         updates = body()
         lines = self.lines[start:] + updates
         del self.lines[start:]
         self.depth = depth
+        if self.wide_compares:
+            # One stream where the row compares 64-bit integers (a causal
+            # mask's key <= query): g++ 12 at -O3 with 256-bit vectors summed
+            # four such streams wrong (a causal softmax's rows from the 25th
+            # of 64 on, up to 100x off; its 2- and 1-stream loops, and 32-bit
+            # compares, were right), and the standalone loop reproduces it.
+            n_streams = 1
+            streams, text = declare(n_streams)
+            first = self.lines[declared]
+            indent = first[: len(first) - len(first.lstrip())]
+            self.lines[declared : declared + len(text)] = [indent + line for line in text]
 
         def into(s: int) -> list[str]:
             out = lines
@@ -1040,14 +1064,14 @@ class KernelPrinter:
             self.depth += 1
             self.emit(f"const int64_t re = imin(rc + {SUM_CHUNK}L, {full_text});")
             lo, hi = "rc", "re"
-        quarter = f"{full // STREAMS}L" if full is not None and not chunked else "rq"
+        quarter = f"{full // n_streams}L" if full is not None and not chunked else "rq"
         if quarter == "rq":
-            self.emit(f"const int64_t rq = ({hi} - {lo}) / {STREAMS};")
+            self.emit(f"const int64_t rq = ({hi} - {lo}) / {n_streams};")
         clauses = " ".join(f"reduction({q.clause}:{', '.join(streams[q.name])})" for q in parts)
         self.emit(f"#pragma omp simd {clauses}")
         self.emit(f"for (int64_t j = 0; j < {quarter}; ++j) {{")
         self.depth += 1
-        for s in range(STREAMS):
+        for s in range(n_streams):
             first = f"{lo} + j" if lo != "0" else "j"
             at = first if s == 0 else f"{first} + {s} * {quarter}"
             self.emit(f"{{  // stream {s}")
@@ -1299,6 +1323,8 @@ class KernelPrinter:
         if isinstance(op, arith.CmpiOp):
             pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
             a, b = args
+            if _key(op.operands[0].type) in ("index", "i64"):
+                self.wide_compares += 1  # see _blocked
             if pred.startswith("u"):
                 u = _unsigned(op.operands[0].type)
                 a, b = f"{u}({a})", f"{u}({b})"

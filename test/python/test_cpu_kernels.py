@@ -88,6 +88,14 @@ ROW_CASES = {
     # A product near 1 over 4 streams and a remainder (the `*` reduction clause).
     "prod_streams": (lambda x: (1 + x / 64).prod(1), [(3, 300)]),
     "int_sum_streams": (lambda x: (x * 100).long().sum(1), [(3, 1000)]),
+    # A causal softmax (key <= query, 64-bit index compares): one stream, as
+    # four were summed wrong by g++ 12 with 256-bit vectors (rows 25-64).
+    "causal_softmax": (
+        lambda x: torch.softmax(
+            torch.where(torch.arange(64) <= torch.arange(64)[:, None], x, float("-inf")), -1
+        ),
+        [(2, 4, 64, 64)],
+    ),
 }
 
 

@@ -153,3 +153,35 @@ func.func @normalize(%x: !buffer.buffer<[4, 128], f32>, %y: !buffer.buffer<[4, 1
   }
   func.return %o : !buffer.buffer<[4, 128], f16>
 }
+
+// A row that compares 64-bit indices (a causal mask: key r0 <= query i0) keeps
+// one stream: g++ 12 at -O3 with 256-bit vectors summed four such streams
+// wrong (a causal softmax's rows from the 25th of 64 on); one stream and
+// 32-bit compares were right.
+
+// CHECK-LABEL: extern "C" int coil_cpp_s_4(float* buf0, float* buf1) {
+// CHECK:         float [[ACC:acc[0-9]+]];
+// CHECK-NEXT:    {
+// CHECK-NEXT:      float [[ACC]]_s0 = 0;
+// CHECK-NEXT:      #pragma omp simd reduction(+:[[ACC]]_s0)
+// CHECK-NEXT:      for (int64_t j = 0; j < 64L; ++j) {
+// CHECK-NEXT:        {  // stream 0
+// CHECK-NEXT:          const int64_t r0 = j;
+// CHECK:               const bool {{v[0-9]+}} = ({{v[0-9]+}} <= {{v[0-9]+}});
+// CHECK-NOT:         stream 1
+// CHECK:             [[ACC]] = float([[ACC]]_s0);
+// CHECK:         return bad;
+func.func @causal_sum(%x: !buffer.buffer<[64, 64], f32>) -> !buffer.buffer<[64], f32> {
+  %s = buffer.alloc : !buffer.buffer<[64], f32>
+  loop.reduction sum [64] [64] outs(%s : !buffer.buffer<[64], f32>) {
+  ^bb0(%i0: index, %r0: index):
+    %0 = loop.load %x[i0, r0] : !buffer.buffer<[64, 64], f32>
+    %1 = loop.index r0 : i64
+    %2 = loop.index i0 : i64
+    %3 = arith.cmpi sle, %1, %2 : i64
+    %4 = arith.constant 0.000000e+00 : f32
+    %5 = arith.select %3, %0, %4 : f32
+    loop.yield %5 : f32
+  }
+  func.return %s : !buffer.buffer<[64], f32>
+}
