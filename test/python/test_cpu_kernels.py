@@ -281,8 +281,8 @@ def test_bf16_rows_read_by_several_passes_widened_once(name, shape, tmp_path):
     """A bf16 input that several passes over a row read (a LayerNorm's x: the
     mean, the variance, the output) is widened once per row by the first pass,
     into the row cache, and the later passes read the floats: over one and two
-    normalized dimensions, a row with a remainder after the streams, RMSNorm
-    and softmax; the results equal eager's."""
+    normalized dimensions, a row with a remainder after the streams, RMSNorm;
+    not softmax's x (its exp is kept instead); the results equal eager's."""
     norm = shape[-2:] if len(shape) == 4 else shape[-1:]
     x = torch.randn(*shape, dtype=torch.bfloat16)
     w, b = torch.randn(norm, dtype=torch.bfloat16), torch.randn(norm, dtype=torch.bfloat16)
@@ -298,4 +298,4 @@ def test_bf16_rows_read_by_several_passes_widened_once(name, shape, tmp_path):
     kept = re.search(
         r"const float (v\d+) = bf16_load\(buf\d+\[[^;]*;\n\s*row\d+\[[^\]]*\] = \1;", source
     )
-    assert kept is not None, source
+    assert (kept is not None) == (name != "softmax"), source

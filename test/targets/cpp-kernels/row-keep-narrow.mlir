@@ -21,9 +21,11 @@
 // CHECK-NEXT:          const int64_t r0 = j + 3 * 16L;
 // CHECK-NEXT:          const float [[X3:v[0-9]+]] = bf16_load(buf1[i0 * 64L + r0 * 1L]);
 // CHECK-NEXT:          [[ROW]][r0] = [[X3]];
-// CHECK:           #pragma omp simd reduction(+:
-// CHECK-NOT:         bf16_load(buf1
-// CHECK:             = [[ROW]][r0];
+// CHECK:           for (int64_t jb = 0; jb < 16L; jb += 8) {
+// CHECK:             #pragma omp simd
+// CHECK-NEXT:        for (int64_t jl = 0; jl < 8; ++jl) {
+// CHECK-NOT:           bf16_load(buf1
+// CHECK:               = [[ROW]][r0];
 // CHECK:           #pragma omp simd
 // CHECK-NEXT:      for (int64_t r0 = 0; r0 < 64L; ++r0) {
 // CHECK-NEXT:        const float {{v[0-9]+}} = [[ROW]][r0];
