@@ -91,9 +91,10 @@ of this many bytes and added to it, and its lanes are added as a tree once per
 row. Under ``omp simd reduction`` GCC 12 added an accumulator's lanes one after
 another, a chain of 8 dependent adds (and 8 extracts) per stream and per row
 pass, after every row: the 256x1024 f32 LayerNorm kernel alone (two such
-passes per row; ctypes, one thread, process CPU time, 15 rounds of 200 calls,
-Xeon with AVX-512 at load 7, 256-bit vectors) 116.1 -> 109.3 us, the same as
-hand-written AVX2 intrinsics (109.9); ATen 130.6."""
+passes per row; ctypes, a fresh output per call, one thread, process CPU time,
+15 rounds of 200 calls, Xeon with AVX-512, 256-bit vectors, load 4.8) 98.3 ->
+89.1 us, ATen 120.0; by hand, at load 7: 116.1 -> 109.3, hand-written AVX2
+intrinsics 109.9 (RESULTS.md, twentieth session, branch cpuln)."""
 
 SUM_CHUNK = 4096
 """Elements of a row after which a float sum's partials are added into a
@@ -113,8 +114,8 @@ so the later passes load floats instead of widening bf16 again (two vector ops
 per 8 or 16 elements each). The 256x1024 bf16 LayerNorm kernel alone (ctypes,
 a fresh output per call, one thread, process CPU time, median of 15 rounds of
 200 calls; Xeon with AVX-512, g++ 12, 256-bit vectors, load 4.6): 118.5 ->
-99.1 us, ATen's layer_norm 155.0 (RESULTS.md, eighteenth session). Not in a
-group that keeps a costly value (``emit_kernel``)."""
+99.1 us, ATen's layer_norm 155.0 (RESULTS.md, twentieth session, branch
+cpuln). Not in a group that keeps a costly value (``emit_kernel``)."""
 
 _VAR = re.compile(r"\b(?:v|row)\d+\b")
 _ARRAY_READ = re.compile(r"\b(buf\d+|row\d+|wide\d+_\d+|pre\d+)\[")
