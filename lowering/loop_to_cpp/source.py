@@ -239,6 +239,8 @@ inline float lanes_prod(coil_vf v) {
   return ((v[0] * v[4]) * (v[2] * v[6])) * ((v[1] * v[5]) * (v[3] * v[7]));
 }
 inline double lanes_prod(coil_vd v) { return (v[0] * v[2]) * (v[1] * v[3]); }
+inline coil_vf splat(float x) { return coil_vf{x, x, x, x, x, x, x, x}; }
+inline coil_vd splat(double x) { return coil_vd{x, x, x, x}; }
 }  // namespace
 """
 
@@ -1093,7 +1095,7 @@ class KernelPrinter:
         pad = "  " * (self.depth - len(outer_rows))
         declared = []
         for q in parts:
-            init = f"{vtype}{{}} + {q.ctype}({q.init})" if vector else q.init
+            init = f"splat({q.ctype}({q.init}))" if vector else q.init
             names = ", ".join(f"{a} = {init}" for a in streams[q.name])
             declared.append(f"{vtype if vector else q.ctype} {names};")
             if vector:
@@ -1184,7 +1186,7 @@ class KernelPrinter:
                     self.emit(f"{q.name}_t += double({fold(q)});")
                     if vector:
                         self.emit(f"{q.name}_r = {q.init};")
-                        zero = f"{vtype}{{}} + {q.ctype}({q.init})"
+                        zero = f"splat({q.ctype}({q.init}))"
                         self.emit(" ".join(f"{a} = {zero};" for a in streams[q.name]))
                     else:
                         self.emit(" ".join(f"{a} = {q.init};" for a in streams[q.name]))

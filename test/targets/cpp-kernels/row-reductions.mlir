@@ -23,7 +23,7 @@
 // CHECK-LABEL: extern "C" int coil_cpp_s_0(float* buf0, float* buf1, int64_t s0) {
 // CHECK:         float [[ACC:acc[0-9]+]];
 // CHECK-NEXT:    {
-// CHECK-NEXT:      coil_vf [[ACC]]_s0 = coil_vf{} + float(0), [[ACC]]_s1 = coil_vf{} + float(0), [[ACC]]_s2 = coil_vf{} + float(0), [[ACC]]_s3 = coil_vf{} + float(0);
+// CHECK-NEXT:      coil_vf [[ACC]]_s0 = splat(float(0)), [[ACC]]_s1 = splat(float(0)), [[ACC]]_s2 = splat(float(0)), [[ACC]]_s3 = splat(float(0));
 // CHECK-NEXT:      float [[ACC]]_r = 0;
 // CHECK-NEXT:      double [[ACC]]_t = 0;
 // CHECK:           const int64_t [[FULL:nfull[0-9]+]] = s0 / 32 * 32;
@@ -52,7 +52,7 @@
 // CHECK-NEXT:        [[ACC]]_s0 += [[ACC]]_s1;
 // CHECK-NEXT:        [[ACC]]_t += double((lanes_sum([[ACC]]_s0) + [[ACC]]_r));
 // CHECK-NEXT:        [[ACC]]_r = 0;
-// CHECK-NEXT:        [[ACC]]_s0 = coil_vf{} + float(0); [[ACC]]_s1 = coil_vf{} + float(0); [[ACC]]_s2 = coil_vf{} + float(0); [[ACC]]_s3 = coil_vf{} + float(0);
+// CHECK-NEXT:        [[ACC]]_s0 = splat(float(0)); [[ACC]]_s1 = splat(float(0)); [[ACC]]_s2 = splat(float(0)); [[ACC]]_s3 = splat(float(0));
 // CHECK-NEXT:      }
 // CHECK-NEXT:      for (int64_t j = 0; j < s0 - [[FULL]]; ++j) {
 // CHECK-NEXT:        const int64_t r0 = [[FULL]] + j;

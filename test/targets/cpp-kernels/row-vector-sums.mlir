@@ -8,7 +8,7 @@
 // the 8-lane loop 16 lanes wide and give up) and a max keep the clause.
 
 // CHECK-LABEL: extern "C" int coil_cpp_sum_f32(
-// CHECK:         coil_vf [[A:acc[0-9]+]]_s0 = coil_vf{} + float(0),
+// CHECK:         coil_vf [[A:acc[0-9]+]]_s0 = splat(float(0)),
 // CHECK:         for (int64_t jb = 0; jb < 16L; jb += 8) {
 // CHECK:           #pragma omp simd
 // CHECK-NEXT:      for (int64_t jl = 0; jl < 8; ++jl) {
@@ -18,7 +18,7 @@
 // CHECK-NOT:     reduction(
 
 // CHECK-LABEL: extern "C" int coil_cpp_prod_f64(
-// CHECK:         coil_vd [[P:acc[0-9]+]]_s0 = coil_vd{} + double(1),
+// CHECK:         coil_vd [[P:acc[0-9]+]]_s0 = splat(double(1)),
 // CHECK:         double [[P]]_r = 1;
 // CHECK:         for (int64_t jb = 0; jb < 16L; jb += 4) {
 // CHECK:           for (int64_t jl = 0; jl < 4; ++jl) {
