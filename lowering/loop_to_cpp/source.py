@@ -17,12 +17,15 @@ How a nest becomes loops (Inductor's ``cpp.py`` does the same with its
   flattened, over OpenMP threads) through its members in order: a reduction
   loops over the reduction ranges into :data:`PARTIAL_BYTES` of partial
   accumulators (the innermost loop in blocks under ``omp simd``,
-  ``KernelPrinter._blocked``; a row shorter than two blocks into one
-  accumulator with an ``omp simd reduction`` clause), a pointwise
-  member over the ranges is a scalar, one over ``ranges ++ reduction_ranges``
-  loops over the row and stores what the group yields. A member's value read
-  by a later member at the same point is the scalar; a row member read by a
-  later one is recomputed there (its body inlined), never stored;
+  ``KernelPrinter._blocked``; a float sum or product into vector
+  accumulators whose lanes are added as a tree; a row shorter than two
+  blocks into one accumulator with an ``omp simd reduction`` clause), a
+  pointwise member over the ranges is a scalar, one over ``ranges ++
+  reduction_ranges`` loops over the row and stores what the group yields. A
+  member's value read by a later member at the same point is the scalar; a
+  row member read by a later one is recomputed there (its body inlined),
+  never stored, except its costly values and its bf16 reads of the row,
+  which the first pass keeps in a per-row array (``define``);
 * a pointwise nest's costly values that depend on its innermost index alone
   are computed once per index before its outer loop (``_track_inner``); a
   row member's bf16 reads at the row index alone (a LayerNorm's gamma and
