@@ -17,12 +17,15 @@ How a nest becomes loops (Inductor's ``cpp.py`` does the same with its
   flattened, over OpenMP threads) through its members in order: a reduction
   loops over the reduction ranges into :data:`PARTIAL_BYTES` of partial
   accumulators (the innermost loop in blocks under ``omp simd``,
-  ``KernelPrinter._blocked``; a row shorter than two blocks into one
-  accumulator with an ``omp simd reduction`` clause), a pointwise
-  member over the ranges is a scalar, one over ``ranges ++ reduction_ranges``
-  loops over the row and stores what the group yields. A member's value read
-  by a later member at the same point is the scalar; a row member read by a
-  later one is recomputed there (its body inlined), never stored;
+  ``KernelPrinter._blocked``; a float sum or product into vector
+  accumulators whose lanes are added as a tree; a row shorter than two
+  blocks into one accumulator with an ``omp simd reduction`` clause), a
+  pointwise member over the ranges is a scalar, one over ``ranges ++
+  reduction_ranges`` loops over the row and stores what the group yields. A
+  member's value read by a later member at the same point is the scalar; a
+  row member read by a later one is recomputed there (its body inlined),
+  never stored, except its costly values and its bf16 reads of the row,
+  which the first pass keeps in a per-row array (``define``);
 * a pointwise nest's costly values that depend on its innermost index alone
   are computed once per index before its outer loop (``_track_inner``); a
   row member's bf16 reads at the row index alone (a LayerNorm's gamma and
@@ -84,6 +87,18 @@ STREAMS = 4
 its own accumulator (a scalar under ``omp simd reduction``: one vector
 register), so the four vector adds of a step are independent."""
 
+VECTOR_BYTES = 32
+"""A stream's accumulator in a float sum or product (``coil_vf``/``coil_vd``,
+PRELUDE): the lanes of one step are computed under ``omp simd`` into a vector
+of this many bytes and added to it, and its lanes are added as a tree once per
+row. Under ``omp simd reduction`` GCC 12 added an accumulator's lanes one after
+another, a chain of 8 dependent adds (and 8 extracts) per stream and per row
+pass, after every row: the 256x1024 f32 LayerNorm kernel alone (two such
+passes per row; ctypes, a fresh output per call, one thread, process CPU time,
+15 rounds of 200 calls, Xeon with AVX-512, 256-bit vectors, load 4.8) 98.3 ->
+89.1 us, ATen 120.0; by hand, at load 7: 116.1 -> 109.3, hand-written AVX2
+intrinsics 109.9 (RESULTS.md, twentieth session, branch cpuln)."""
+
 SUM_CHUNK = 4096
 """Elements of a row after which a float sum's partials are added into a
 double total (a cascade: each partial sums at most ``SUM_CHUNK / lanes``
@@ -94,7 +109,19 @@ _SIZEOF = {"float": 4, "double": 8, "int64_t": 8, "int32_t": 4, "int16_t": 2, "i
 _COSTLY = ("math.", "arith.divf")
 """Ops whose result is worth keeping for a later pass rather than recomputing."""
 
+_NARROW_ROW_READ = re.compile(r"bf16_load\(buf\d+\[[^\]]*\br\d+\b[^\]]*\]\)")
+"""A bf16 read that walks the row (its index names a row loop ``r<k>``): kept
+widened in the row cache like a costly value when a later pass over the row
+reads it again (a LayerNorm's x: the mean, the variance and the output pass),
+so the later passes load floats instead of widening bf16 again (two vector ops
+per 8 or 16 elements each). The 256x1024 bf16 LayerNorm kernel alone (ctypes,
+a fresh output per call, one thread, process CPU time, median of 15 rounds of
+200 calls; Xeon with AVX-512, g++ 12, 256-bit vectors, load 4.6): 118.5 ->
+99.1 us, ATen's layer_norm 155.0 (RESULTS.md, twentieth session, branch
+cpuln). Not in a group that keeps a costly value (``emit_kernel``)."""
+
 _VAR = re.compile(r"\b(?:v|row)\d+\b")
+_ARRAY_READ = re.compile(r"\b(buf\d+|row\d+|wide\d+_\d+|pre\d+)\[")
 _BUF_READ = re.compile(r"\b(buf\d+)\[")
 
 
@@ -203,6 +230,20 @@ template <typename T> inline T ipow(T b, T e) {
 }
 inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+// A float sum or product over a row: each stream's accumulator is one 32-byte
+// vector (KernelPrinter._blocked); its lanes are folded as a tree at the end.
+typedef float coil_vf __attribute__((vector_size(32)));
+typedef double coil_vd __attribute__((vector_size(32)));
+inline float lanes_sum(coil_vf v) {
+  return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
+}
+inline double lanes_sum(coil_vd v) { return (v[0] + v[2]) + (v[1] + v[3]); }
+inline float lanes_prod(coil_vf v) {
+  return ((v[0] * v[4]) * (v[2] * v[6])) * ((v[1] * v[5]) * (v[3] * v[7]));
+}
+inline double lanes_prod(coil_vd v) { return (v[0] * v[2]) * (v[1] * v[3]); }
+inline coil_vf splat(float x) { return coil_vf{x, x, x, x, x, x, x, x}; }
+inline coil_vd splat(double x) { return coil_vd{x, x, x, x}; }
 }  // namespace
 """
 
@@ -446,7 +487,8 @@ class KernelPrinter:
         # store count), counted per group in a first printing (``keep`` None);
         # the second printing keeps those seen twice in a per-row array.
         self.keep = keep
-        self.seen: dict[tuple[int, str], list] = {}  # (group, key) -> [count, type]
+        # (group, key) -> [count, type, whether a narrow read]
+        self.seen: dict[tuple[int, str], list] = {}
         self.canon: dict[str, str] = {}
         self.version: dict[str, int] = {}
         self.group_id = -1
@@ -457,6 +499,7 @@ class KernelPrinter:
         # array before the group's outer loop (inserted at ``widen_at``), not
         # once per row: a 256x1024 bf16 LayerNorm kernel 336.7 -> 314.9 us here.
         self.widened: dict[str, str] = {}  # read text -> array
+        self.array_types: dict[str, str] = {}  # buffer or array name -> element type
         self.widen_at: tuple[int, int] | None = None  # (line, depth) of the group
         self.row_sizes: list[int] = []
         self.in_row_member = False
@@ -518,6 +561,7 @@ class KernelPrinter:
                 name = f"buf{nbuf}"
                 nbuf += 1
                 self.names[arg] = name
+                self.array_types[name] = storage_type(arg.type.element_type)
                 params.append(f"{storage_type(arg.type.element_type)}* {name}")
             else:
                 sym = attr.data.get("coil.symbol") if attr is not None else None
@@ -710,6 +754,7 @@ class KernelPrinter:
             if gid != group:
                 continue
             self.emit(f"{ctype} {array}[{length}];")
+            self.array_types[array] = ctype
             self.emit("#pragma omp simd")
             self.emit(f"for (int64_t {var} = 0; {var} < {length}L; ++{var}) {{")
             for line in lines:
@@ -738,6 +783,7 @@ class KernelPrinter:
             if gid == self.group_id:
                 self.emit(f"{ctype} {array}[{length}];")
                 self.kept[key] = [array, False]
+                self.array_types[array] = ctype
 
     def _row_loops(self, inner: Sequence[Any], env: dict, simd: str) -> int:
         """Open the loops over the reduction ranges (innermost ``simd``); their count."""
@@ -991,6 +1037,13 @@ class KernelPrinter:
         (``part.slot``); it is printed once and written into each stream (in
         its own scope) and the remainder loop.
 
+        A float sum or product (every part ``+=`` or ``*=`` in float or double)
+        keeps each stream's accumulator as a vector (:data:`VECTOR_BYTES`): the
+        loop steps a vector's lanes at a time, an inner ``omp simd`` loop
+        writes each stream's terms into a vector, the step adds them in; the
+        remainder goes into a scalar; the lanes are folded as a tree at the end
+        (``lanes_sum``/``lanes_prod``).
+
         Why streams and not an array of partials indexed by the lane: GCC kept
         such an array in memory, a load and a store of each vector per block,
         so every block waited on the last one's store (a 256x1024 f32
@@ -1004,22 +1057,10 @@ class KernelPrinter:
         size = sympy.sympify(last_size)
         full = int(size) // lanes * lanes if size.is_Integer else None
         chunked = any(q.into_double for q in parts) and (full is None or full > SUM_CHUNK)
-
-        def declare(n: int) -> tuple[dict[str, list[str]], list[str]]:
-            names = {q.name: [f"{q.name}_s{s}" for s in range(n)] for q in parts}
-            text = []
-            for q in parts:
-                inits = ", ".join(f"{a} = {q.init}" for a in names[q.name])
-                text.append(f"{q.ctype} {inits};")
-                if chunked and q.into_double:
-                    text.append(f"double {q.name}_t = 0;")
-            return names, text
-
-        n_streams = STREAMS
-        streams, text = declare(n_streams)
-        declared = len(self.lines)
-        for line in text:
-            self.emit(line)
+        streams = {q.name: [f"{q.name}_s{s}" for s in range(STREAMS)] for q in parts}
+        width = VECTOR_BYTES // _SIZEOF.get(parts[0].ctype, VECTOR_BYTES)
+        vtype = {"float": "coil_vf", "double": "coil_vd"}.get(parts[0].ctype, "")
+        decls = len(self.lines)  # the accumulators are declared here, below
         self.row_depth += 1
         last = len(inner) - 1
         for k, rsize in enumerate(outer_rows):
@@ -1040,6 +1081,7 @@ class KernelPrinter:
         lines = self.lines[start:] + updates
         del self.lines[start:]
         self.depth = depth
+        n_streams = STREAMS
         if self.wide_compares:
             # One stream where the row compares 64-bit integers (a causal
             # mask's key <= query): g++ 12 at -O3 with 256-bit vectors summed
@@ -1047,16 +1089,66 @@ class KernelPrinter:
             # of 64 on, up to 100x off; its 2- and 1-stream loops, and 32-bit
             # compares, were right), and the standalone loop reproduces it.
             n_streams = 1
-            streams, text = declare(n_streams)
-            first = self.lines[declared]
-            indent = first[: len(first) - len(first.lstrip())]
-            self.lines[declared : declared + len(text)] = [indent + line for line in text]
+            streams = {q.name: [f"{q.name}_s0"] for q in parts}
+        # Vector accumulators where the lane loop's vectorization factor is the
+        # vector's: every array the body reads holds the accumulator's type (a
+        # bf16 read made GCC pick 16 lanes for the 8-lane loop and leave it
+        # scalar: a 256x1024 bf16 LayerNorm kernel 4x slower).
+        arrays = {m for line in lines for m in _ARRAY_READ.findall(line)}
+        vector = (
+            n_streams == STREAMS
+            and lanes == STREAMS * width
+            and all(self.array_types.get(a) == parts[0].ctype for a in arrays)
+            and all(
+                q.ctype in ("float", "double")
+                and q.ctype == parts[0].ctype
+                and q.clause in ("+", "*")
+                and q.update.startswith("{p} " + q.clause + "= ")
+                for q in parts
+            )
+        )
+        pad = "  " * (self.depth - len(outer_rows))
+        declared = []
+        for q in parts:
+            init = f"splat({q.ctype}({q.init}))" if vector else q.init
+            names = ", ".join(f"{a} = {init}" for a in streams[q.name])
+            declared.append(f"{vtype if vector else q.ctype} {names};")
+            if vector:
+                declared.append(f"{q.ctype} {q.name}_r = {q.init};")
+            if chunked and q.into_double:
+                declared.append(f"double {q.name}_t = 0;")
+        self.lines[decls:decls] = [pad + line for line in declared]
 
         def into(s: int) -> list[str]:
             out = lines
             for q in parts:
-                out = [line.replace(q.slot, streams[q.name][s]) for line in out]
+                if vector:  # the term into lane jl of the step's vector
+                    prefix = f"{q.slot} {q.clause}= "
+                    out = [
+                        line.replace(prefix, f"{q.name}_t{s}[jl] = ").replace(
+                            q.slot, f"{q.name}_t{s}[jl]"
+                        )
+                        for line in out
+                    ]
+                else:
+                    out = [line.replace(q.slot, streams[q.name][s]) for line in out]
             return out
+
+        def into_tail() -> list[str]:
+            if not vector:
+                return into(0)
+            out = lines
+            for q in parts:
+                out = [line.replace(q.slot, f"{q.name}_r") for line in out]
+            return out
+
+        def fold(q: _Partial) -> str:
+            """Stream 0 (the streams combined) as a scalar, the remainder's
+            scalar folded in."""
+            if not vector:
+                return streams[q.name][0]
+            helper = "lanes_sum" if q.clause == "+" else "lanes_prod"
+            return f"({helper}({streams[q.name][0]}) {q.clause} {q.name}_r)"
 
         lo, hi = "0", full_text
         if chunked:
@@ -1067,10 +1159,20 @@ class KernelPrinter:
         quarter = f"{full // n_streams}L" if full is not None and not chunked else "rq"
         if quarter == "rq":
             self.emit(f"const int64_t rq = ({hi} - {lo}) / {n_streams};")
-        clauses = " ".join(f"reduction({q.clause}:{', '.join(streams[q.name])})" for q in parts)
-        self.emit(f"#pragma omp simd {clauses}")
-        self.emit(f"for (int64_t j = 0; j < {quarter}; ++j) {{")
-        self.depth += 1
+        if vector:
+            self.emit(f"for (int64_t jb = 0; jb < {quarter}; jb += {width}) {{")
+            self.depth += 1
+            for q in parts:
+                self.emit(f"{vtype} " + ", ".join(f"{q.name}_t{s}" for s in range(STREAMS)) + ";")
+            self.emit("#pragma omp simd")
+            self.emit(f"for (int64_t jl = 0; jl < {width}; ++jl) {{")
+            self.depth += 1
+            self.emit("const int64_t j = jb + jl;")
+        else:
+            clauses = " ".join(f"reduction({q.clause}:{', '.join(streams[q.name])})" for q in parts)
+            self.emit(f"#pragma omp simd {clauses}")
+            self.emit(f"for (int64_t j = 0; j < {quarter}; ++j) {{")
+            self.depth += 1
         for s in range(n_streams):
             first = f"{lo} + j" if lo != "0" else "j"
             at = first if s == 0 else f"{first} + {s} * {quarter}"
@@ -1083,12 +1185,26 @@ class KernelPrinter:
             self.emit("}")
         self.depth -= 1
         self.emit("}")
+        if vector:
+            for q in parts:
+                self.emit(
+                    " ".join(
+                        f"{streams[q.name][s]} {q.clause}= {q.name}_t{s};" for s in range(STREAMS)
+                    )
+                )
+            self.depth -= 1
+            self.emit("}")
         if chunked:
             for q in parts:
                 if q.into_double:
                     self._combine(q, streams[q.name])
-                    self.emit(f"{q.name}_t += double({streams[q.name][0]});")
-                    self.emit(" ".join(f"{a} = {q.init};" for a in streams[q.name]))
+                    self.emit(f"{q.name}_t += double({fold(q)});")
+                    if vector:
+                        self.emit(f"{q.name}_r = {q.init};")
+                        zero = f"splat({q.ctype}({q.init}))"
+                        self.emit(" ".join(f"{a} = {zero};" for a in streams[q.name]))
+                    else:
+                        self.emit(" ".join(f"{a} = {q.init};" for a in streams[q.name]))
             self.depth -= 1
             self.emit("}")
         if tail != 0:
@@ -1096,7 +1212,7 @@ class KernelPrinter:
             self.emit(f"for (int64_t j = 0; j < {count}; ++j) {{")
             self.depth += 1
             self.emit(f"const int64_t r{last} = {full_text} + j;")
-            for line in into(0):
+            for line in into_tail():
                 self.emit(line)
             self.depth -= 1
             self.emit("}")
@@ -1107,10 +1223,10 @@ class KernelPrinter:
         for q in parts:
             self._combine(q, streams[q.name])
             if chunked and q.into_double:
-                self.emit(f"{q.name}_t += double({streams[q.name][0]});")
+                self.emit(f"{q.name}_t += double({fold(q)});")
                 self.emit(f"{q.name} = {q.result_type or q.ctype}({q.name}_t);")
             else:
-                self.emit(f"{q.name} = {q.result_type or q.ctype}({streams[q.name][0]});")
+                self.emit(f"{q.name} = {q.result_type or q.ctype}({fold(q)});")
         self.depth -= 1
         self.emit("}")
 
@@ -1188,7 +1304,10 @@ class KernelPrinter:
             if hoisted is not None:
                 self.emit(f"const {ctype} {name} = {hoisted[0]}[{self.inner_var}];")
                 return
-        if self.row_depth == 0 or self.row_flat is None or not op.name.startswith(_COSTLY):
+        keepable = op.name.startswith(_COSTLY) or (
+            isinstance(op, L.LoadOp) and _NARROW_ROW_READ.fullmatch(text) is not None
+        )
+        if self.row_depth == 0 or self.row_flat is None or not keepable:
             self.emit(f"const {ctype} {name} = {text};")
             return
         kept = self.kept.get(key)
@@ -1199,7 +1318,7 @@ class KernelPrinter:
         if kept is not None:
             self.emit(f"{kept[0]}[{self.row_flat}] = {name};")
             kept[1] = True
-        seen = self.seen.setdefault((self.group_id, key), [0, ctype])
+        seen = self.seen.setdefault((self.group_id, key), [0, ctype, isinstance(op, L.LoadOp)])
         seen[0] += 1
 
     def op(self, op: Operation, env: dict, local: dict) -> None:
@@ -1494,6 +1613,7 @@ class KernelPrinter:
         if array is not None:
             return array
         array = self.widened[read] = f"wide{len(self.widened)}_{self.group_id}"
+        self.array_types[array] = "float"
         at, depth = self.widen_at
         pad = "  " * depth
         sizes = self.row_sizes
@@ -1530,7 +1650,14 @@ def emit_kernel(fn: cpu.FuncOp) -> str:
     keeping each in a per-row array (``KernelPrinter.define``)."""
     first = KernelPrinter(fn)
     text = first.print()
-    again = [k for k, (count, _) in first.seen.items() if count > 1]
+    again = [k for k, (count, _, _) in first.seen.items() if count > 1]
+    # A narrow read is not kept in a group that keeps a costly value: there the
+    # later passes read that value (softmax's exp(x - max)) instead of
+    # recomputing it from the read, and keeping x cost the 256x1024 bf16
+    # softmax kernel 9 % (192 -> 210 and 208 -> 227 us, two processes; the
+    # stores of the kept row in the max pass, for one pass that reads it).
+    costly = {k[0] for k in again if not first.seen[k][2]}
+    again = [k for k in again if not (first.seen[k][2] and k[0] in costly)]
     # Hoisted: the largest such values (read by values that vary otherwise, or
     # stored), not the steps that lead to them.
     hoistable = [(k, v) for k, v in first.hoistable.items() if v[2] in first.escaping]

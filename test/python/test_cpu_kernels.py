@@ -7,6 +7,7 @@ cache."""
 from __future__ import annotations
 
 import os
+import re
 import warnings
 
 import pytest
@@ -276,3 +277,33 @@ def test_bf16_row_reads_at_the_row_index_widened_once(shape, tmp_path):
     assert_close_to_eager(out, fn(x, w, b))
     source = "".join(p.read_text() for p in tmp_path.glob("graph_*/kernels.cpp"))
     assert "float wide0_" in source and "float wide1_" in source
+
+
+@needs_compiler
+@pytest.mark.parametrize(
+    "name,shape",
+    [("layer_norm", (8, 1024)), ("layer_norm", (5, 300)), ("layer_norm", (2, 3, 2, 64))]
+    + [("rms_norm", (6, 512)), ("softmax", (4, 1000))],
+)
+def test_bf16_rows_read_by_several_passes_widened_once(name, shape, tmp_path):
+    """A bf16 input that several passes over a row read (a LayerNorm's x: the
+    mean, the variance, the output) is widened once per row by the first pass,
+    into the row cache, and the later passes read the floats: over one and two
+    normalized dimensions, a row with a remainder after the streams, RMSNorm;
+    not softmax's x (its exp is kept instead); the results equal eager's."""
+    norm = shape[-2:] if len(shape) == 4 else shape[-1:]
+    x = torch.randn(*shape, dtype=torch.bfloat16)
+    w, b = torch.randn(norm, dtype=torch.bfloat16), torch.randn(norm, dtype=torch.bfloat16)
+    fns = {
+        "layer_norm": lambda x, w, b: F.layer_norm(x, norm, w, b),
+        "rms_norm": lambda x, w, b: F.rms_norm(x, norm, w),
+        "softmax": lambda x, w, b: torch.softmax(x, -1),
+    }
+    fn = fns[name]
+    out = _compile(fn, {"dump_dir": str(tmp_path)})(x, w, b)
+    assert_close_to_eager(out, fn(x, w, b))
+    source = "".join(p.read_text() for p in tmp_path.glob("graph_*/kernels.cpp"))
+    kept = re.search(
+        r"const float (v\d+) = bf16_load\(buf\d+\[[^;]*;\n\s*row\d+\[[^\]]*\] = \1;", source
+    )
+    assert (kept is not None) == (name != "softmax"), source

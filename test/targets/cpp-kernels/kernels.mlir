@@ -61,7 +61,8 @@ func.func @transpose(%n: index {coil.symbol = #coil.expr<s0>}, %x: !buffer.buffe
 // CHECK-NEXT:      [[SUM]]_s0 += [[SUM]]_s1;
 // CHECK-NEXT:      [[SUM]] = double([[SUM]]_s0);
 // CHECK:           float [[M2:m2[0-9]+]];
-// CHECK:             [[M2]]_s0 += [[D:d[0-9]+]] * [[D]];
+// CHECK:             [[M2]]_t0[jl] = [[D:d[0-9]+]] * [[D]];
+// CHECK:             [[M2]]_s0 += [[M2]]_t0;
 // CHECK:           buf0[i0 * 1L] = float(mean
 // CHECK:           const float [[R:v[0-9]+]] = float((1.0f / std::sqrt(
 // CHECK:           bf16_round(float([[R]]))

@@ -14,7 +14,7 @@
 // CHECK:           float [[ACC:acc[0-9]+]];
 // CHECK:             const float [[E:v[0-9]+]] = float(std::exp(
 // CHECK-NEXT:        [[ROW]][r0] = [[E]];
-// CHECK-NEXT:        [[ACC]]_s0 += [[E]];
+// CHECK-NEXT:        [[ACC]]_t0[jl] = [[E]];
 // CHECK:           #pragma omp simd
 // CHECK-NOT:       std::exp
 // CHECK:             const float [[K:v[0-9]+]] = [[ROW]][r0];

@@ -10,43 +10,56 @@
 // its streams into a double total every SUM_CHUNK (4096) elements of a longer
 // or unknown row.
 
+// A float sum (or product) keeps each stream's accumulator as a vector
+// (coil_vf, 32 bytes: VECTOR_BYTES): the loop steps 8 elements per stream, an
+// inner `omp simd` loop writes each stream's terms into a vector, the step
+// adds them in, and the lanes are added as a tree at the end (lanes_sum):
+// under `omp simd reduction` GCC added the lanes one after another.
+
 // A row of unknown length: the blocks up to the last multiple of 32, in chunks
 // of 4096 (four streams of a quarter chunk each) flushed into the double
-// total, then the remainder into the first stream.
+// total, then the remainder into a scalar.
 
 // CHECK-LABEL: extern "C" int coil_cpp_s_0(float* buf0, float* buf1, int64_t s0) {
 // CHECK:         float [[ACC:acc[0-9]+]];
 // CHECK-NEXT:    {
-// CHECK-NEXT:      float [[ACC]]_s0 = 0, [[ACC]]_s1 = 0, [[ACC]]_s2 = 0, [[ACC]]_s3 = 0;
+// CHECK-NEXT:      coil_vf [[ACC]]_s0 = splat(float(0)), [[ACC]]_s1 = splat(float(0)), [[ACC]]_s2 = splat(float(0)), [[ACC]]_s3 = splat(float(0));
+// CHECK-NEXT:      float [[ACC]]_r = 0;
 // CHECK-NEXT:      double [[ACC]]_t = 0;
 // CHECK:           const int64_t [[FULL:nfull[0-9]+]] = s0 / 32 * 32;
 // CHECK-NEXT:      for (int64_t rc = 0; rc < [[FULL]]; rc += 4096) {
 // CHECK-NEXT:        const int64_t re = imin(rc + 4096L, [[FULL]]);
 // CHECK-NEXT:        const int64_t rq = (re - rc) / 4;
-// CHECK-NEXT:        #pragma omp simd reduction(+:[[ACC]]_s0, [[ACC]]_s1, [[ACC]]_s2, [[ACC]]_s3)
-// CHECK-NEXT:        for (int64_t j = 0; j < rq; ++j) {
-// CHECK-NEXT:          {  // stream 0
-// CHECK-NEXT:            const int64_t r0 = rc + j;
-// CHECK-NEXT:            const float [[X:v[0-9]+]] = float(buf1[i0 * s0 + r0 * 1L]);
-// CHECK-NEXT:            [[ACC]]_s0 += [[X]];
-// CHECK-NEXT:          }
-// CHECK-NEXT:          {  // stream 1
-// CHECK-NEXT:            const int64_t r0 = rc + j + 1 * rq;
-// CHECK-NEXT:            const float [[X]] = float(buf1[i0 * s0 + r0 * 1L]);
-// CHECK-NEXT:            [[ACC]]_s1 += [[X]];
-// CHECK:               {  // stream 3
-// CHECK-NEXT:            const int64_t r0 = rc + j + 3 * rq;
-// CHECK:             [[ACC]]_s0 += [[ACC]]_s2; [[ACC]]_s1 += [[ACC]]_s3;
+// CHECK-NEXT:        for (int64_t jb = 0; jb < rq; jb += 8) {
+// CHECK-NEXT:          coil_vf [[ACC]]_t0, [[ACC]]_t1, [[ACC]]_t2, [[ACC]]_t3;
+// CHECK-NEXT:          #pragma omp simd
+// CHECK-NEXT:          for (int64_t jl = 0; jl < 8; ++jl) {
+// CHECK-NEXT:            const int64_t j = jb + jl;
+// CHECK-NEXT:            {  // stream 0
+// CHECK-NEXT:              const int64_t r0 = rc + j;
+// CHECK-NEXT:              const float [[X:v[0-9]+]] = float(buf1[i0 * s0 + r0 * 1L]);
+// CHECK-NEXT:              [[ACC]]_t0[jl] = [[X]];
+// CHECK-NEXT:            }
+// CHECK-NEXT:            {  // stream 1
+// CHECK-NEXT:              const int64_t r0 = rc + j + 1 * rq;
+// CHECK-NEXT:              const float [[X]] = float(buf1[i0 * s0 + r0 * 1L]);
+// CHECK-NEXT:              [[ACC]]_t1[jl] = [[X]];
+// CHECK:                 {  // stream 3
+// CHECK-NEXT:              const int64_t r0 = rc + j + 3 * rq;
+// CHECK:                 [[ACC]]_s0 += [[ACC]]_t0; [[ACC]]_s1 += [[ACC]]_t1; [[ACC]]_s2 += [[ACC]]_t2; [[ACC]]_s3 += [[ACC]]_t3;
+// CHECK-NEXT:        }
+// CHECK-NEXT:        [[ACC]]_s0 += [[ACC]]_s2; [[ACC]]_s1 += [[ACC]]_s3;
 // CHECK-NEXT:        [[ACC]]_s0 += [[ACC]]_s1;
-// CHECK-NEXT:        [[ACC]]_t += double([[ACC]]_s0);
-// CHECK-NEXT:        [[ACC]]_s0 = 0; [[ACC]]_s1 = 0; [[ACC]]_s2 = 0; [[ACC]]_s3 = 0;
+// CHECK-NEXT:        [[ACC]]_t += double((lanes_sum([[ACC]]_s0) + [[ACC]]_r));
+// CHECK-NEXT:        [[ACC]]_r = 0;
+// CHECK-NEXT:        [[ACC]]_s0 = splat(float(0)); [[ACC]]_s1 = splat(float(0)); [[ACC]]_s2 = splat(float(0)); [[ACC]]_s3 = splat(float(0));
 // CHECK-NEXT:      }
 // CHECK-NEXT:      for (int64_t j = 0; j < s0 - [[FULL]]; ++j) {
 // CHECK-NEXT:        const int64_t r0 = [[FULL]] + j;
 // CHECK-NEXT:        const float [[X]] = float(buf1[i0 * s0 + r0 * 1L]);
-// CHECK-NEXT:        [[ACC]]_s0 += [[X]];
+// CHECK-NEXT:        [[ACC]]_r += [[X]];
 // CHECK-NEXT:      }
-// CHECK:           [[ACC]]_t += double([[ACC]]_s0);
+// CHECK:           [[ACC]]_t += double((lanes_sum([[ACC]]_s0) + [[ACC]]_r));
 // CHECK-NEXT:      [[ACC]] = float([[ACC]]_t);
 // CHECK-NEXT:    }
 // CHECK-NEXT:    buf0[i0 * 1L] = float([[ACC]]);
@@ -117,7 +130,7 @@ func.func @short_prod(%x: !buffer.buffer<[5, 40], f32>) -> !buffer.buffer<[5], f
 
 // CHECK-LABEL: extern "C" int coil_cpp_sum_n_o_3(_Float16* buf0, float* buf1, float* buf2) {
 // CHECK:         float [[ACC:acc[0-9]+]];
-// CHECK:         [[ACC]] = float([[ACC]]_s0);
+// CHECK:         [[ACC]] = float((lanes_sum([[ACC]]_s0) + [[ACC]]_r));
 // CHECK:         #pragma omp simd
 // CHECK-NEXT:    for (int64_t r0 = 0; r0 < 128L; ++r0) {
 // CHECK:           const float [[A:v[0-9]+]] = ({{v[0-9]+}} * (1.0f / [[ACC]]));

@@ -3,8 +3,9 @@
 // A bf16 LayerNorm over [2, 8]: the output pass (a row member) reads gamma and
 // beta at the row index alone, so each is widened to f32 once, into an array
 // before the group's parallel loop (its loops over the row, then the array
-// indexed by the flat row index), not once per row. The reductions and the
-// input itself (indexed by the output point too) keep their bf16 loads.
+// indexed by the flat row index), not once per row. The input (indexed by the
+// output point too) is read as bf16 by the mean's pass, which keeps it widened
+// for the later passes (row-keep-narrow.mlir).
 
 // CHECK-LABEL: extern "C" int coil_cpp_var_mean__to_copy_0(
 // CHECK:         float wide0_0[16];
