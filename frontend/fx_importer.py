@@ -835,10 +835,11 @@ def _donated(placeholders: list[torch.fx.Node], positions: frozenset[int]) -> se
         return StorageWeakRef(val.untyped_storage())
 
     keys = [storage(n) for n in placeholders]
+    tensors = [key for key in keys if key is not None]
     out = set()
     for k in positions:
         key = keys[k] if 0 <= k < len(keys) else None
-        if key is not None and keys.count(key) == 1:
+        if key is not None and tensors.count(key) == 1:
             out.add(k)
     return out
 

@@ -154,6 +154,7 @@ def test_donated_inputs_sharing_storage_are_not_marked():
     are not marked ``coil.donated``, even where AOTAutograd donates both:
     writing over one would change what the other reads."""
     graph = torch.fx.Graph()
+    graph.placeholder("none").meta["val"] = None  # a non-tensor input: never donated
     base = torch.randn(4, 4)
     vals = [base, base.t(), torch.randn(4, 4), torch.randn(4, 4)]
     nodes = []
@@ -167,7 +168,7 @@ def test_donated_inputs_sharing_storage_are_not_marked():
     out2.meta["val"] = vals[2] + vals[3]
     graph.output((out, out2))
     gm = torch.fx.GraphModule({}, graph)
-    module = import_graph(gm, donated_inputs=[0, 1, 2])
+    module = import_graph(gm, donated_inputs=[0, 1, 2, 3])
     fn = next(iter(module.ops))
     marked = [k for k, d in enumerate(fn.arg_attrs.data) if "coil.donated" in d.data]
-    assert marked == [2]
+    assert marked == [3]
