@@ -28,7 +28,12 @@ Output:
   take the freed storage: Inductor allocates extern outputs from its pool),
   nor, where sizes are static, across a point where the plan reaches its
   peak (a hold saves an allocator call, never memory; see
-  :func:`_holds_at_peak`);
+  :func:`_holds_at_peak`); a function argument marked ``coil.donated`` (a
+  backward's saved activation that only it reads: AOTAutograd's donated
+  buffers, see the importer) is offered in place too where it dies, never
+  pooled nor freed by the plan (the wrapper drops its name), as Inductor's
+  ``DonatedBuffer``: an LM head's logits gradient takes the saved logits'
+  storage (``test/python/test_donated_buffers.py`` has the measurement);
 * the function attribute ``coil.peak_bytes = #coil.expr<...>``: the largest
   number of bytes held by ``buffer.alloc`` storage and fresh extern results at
   any point (inputs and ATen's workspaces excluded), ``max(...)`` where sizes
