@@ -172,3 +172,45 @@ def test_donated_inputs_sharing_storage_are_not_marked():
     fn = next(iter(module.ops))
     marked = [k for k, d in enumerate(fn.arg_attrs.data) if "coil.donated" in d.data]
     assert marked == [3]
+
+
+_FINISH_OVER_DONATED = """
+func.func @f(%a: !buffer.buffer<[8], f32> {coil.donated}) -> !buffer.buffer<[8], f32> {
+  %s = buffer.alloc : !buffer.buffer<[8], f32>
+  loop.pointwise [8] outs(%s : !buffer.buffer<[8], f32>) {
+  ^bb0(%i0: index):
+    %v = loop.load %a[i0] : !buffer.buffer<[8], f32>
+    loop.yield %v : f32
+  }
+  %t = buffer.reuse %a : !buffer.buffer<[8], f32> -> !buffer.buffer<[8], f32>
+  loop.pointwise [8] outs(%t : !buffer.buffer<[8], f32>) {
+  ^bb0(%i0: index):
+    %v = loop.load %s[i0] : !buffer.buffer<[8], f32>
+    loop.yield %v : f32
+  }
+  buffer.dealloc %s : !buffer.buffer<[8], f32>
+  func.return %t : !buffer.buffer<[8], f32>
+}
+"""
+
+
+def test_split_finish_fresh_output_over_donated_input():
+    """``split_finish.fresh_outputs``: where the finish's output reuses storage
+    the first launch reads, it becomes an allocation before that launch and
+    the reused buffer is freed where the reuse was -- unless that buffer is a
+    (donated) argument, which the wrapper, not the plan, releases."""
+    from coil.ir import parse_module
+    from coil.lowering.loop_to_tt.split_finish import fresh_outputs
+
+    module = parse_module(_FINISH_OVER_DONATED)
+    fn = next(iter(module.ops))
+    nests = [op for op in fn.body.block.ops if op.name == "loop.pointwise"]
+    fresh_outputs(nests[0], nests[1])
+    module.verify()
+    ops = list(fn.body.block.ops)
+    assert not any(isinstance(op, B.ReuseOp) and op.source is fn.args[0] for op in ops)
+    freed = [op.buffer for op in ops if isinstance(op, B.DeallocOp)]
+    assert fn.args[0] not in freed
+    allocs = [op for op in ops if isinstance(op, B.AllocOp)]
+    assert len(allocs) == 2 and allocs[1].next_op is nests[0]
+    assert list(nests[1].outs) == [allocs[1].result]
