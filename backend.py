@@ -43,7 +43,7 @@ from coil.compile_driver import (
     run_pipeline,
 )
 from coil.config import FALLBACKS
-from coil.frontend.capture import aot_backend
+from coil.frontend.capture import aot_backend, donated_input_indices
 from coil.frontend.partition import DEFAULT as DEFAULT_PARTITION
 from coil.frontend.partition import check as check_partition
 from coil.frontend.partition import partition_function
@@ -454,6 +454,7 @@ def coil(
         def compile_one(graph: torch.fx.GraphModule, inputs: list[Any]) -> Callable[..., Any]:
             # The backward's saved activations change every step: none is static.
             static = _static_input_indices(not inference) if kind == "forward" else ()
+            donated = donated_input_indices() if kind == "backward" else ()
             this_pipeline = graph_pipeline
             if cpu_kernels == "cpp" and _cpu_graph(graph, inputs):
                 from coil.runtime.cpp_kernels import find_compiler, say_once
@@ -477,6 +478,7 @@ def coil(
                 label=next_graph_label(kind),
                 wrapper=wrapper,
                 static_inputs=static,
+                donated_inputs=donated,
                 tune_gemms=tune_gemms,
             )
             if not cudagraphs:

@@ -226,12 +226,15 @@ def compile_graph(
     wrapper: str = "python",
     static_inputs: Sequence[int] = (),
     tune_gemms: dict[str, Any] | None = None,
+    donated_inputs: Sequence[int] = (),
 ) -> Callable[..., Any]:
     """Compile one aten-level FX graph; returns a callable taking the graph's inputs.
     ``wrapper="cpp"`` runs the host program as a C++ library (see ``coil.backend.OPTIONS``).
     ``static_inputs``: positions of inputs passed unchanged call after call
     (parameters, buffers); their launches skip the alignment check where they
     were aligned when traced (``coil.aligned``, see the importer).
+    ``donated_inputs``: positions of a backward's inputs that only it reads
+    (``coil.donated``, see the importer), whose storage memory-plan may reuse.
 
     The graph cache (:mod:`coil.runtime.graphcache`) is used unless ``cache`` is
     False, ``COIL_DISABLE_CACHE`` is set (when ``cache`` is None), or a dump or
@@ -261,6 +264,7 @@ def compile_graph(
             wrapper,
             static_inputs,
             tune_gemms,
+            donated_inputs,
         )
 
 
@@ -300,12 +304,15 @@ def _compile(
     wrapper: str = "python",
     static_inputs: Sequence[int] = (),
     tune_gemms: dict[str, Any] | None = None,
+    donated_inputs: Sequence[int] = (),
 ) -> Callable[..., Any]:
     from coil.runtime import graphcache
     from coil.runtime.codecache import load_module
 
     with trace.stage("import"):
-        module = import_graph(gm, example_inputs, static_inputs=static_inputs)
+        module = import_graph(
+            gm, example_inputs, static_inputs=static_inputs, donated_inputs=donated_inputs
+        )
         constants = constant_inputs(module, gm)
         tokens = effect_tokens(gm)
         # The device's properties go into the IR (and so into the cache key).

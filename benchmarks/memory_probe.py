@@ -53,10 +53,17 @@ _LIBRARY_FRAMES = ("cudnn", "cublas", "Workspace", "workspace")
 
 
 def live_at_peak(snapshot: dict) -> list[tuple[int, str]]:
-    """Replay the allocator trace; return the blocks alive at the highest point."""
+    """Replay the allocator trace; return the blocks alive at the highest point.
+    Each block is named by the generated wrapper's line that allocated it,
+    with the wrapper's number in the order the call first ran each (``graph
+    1``: a training step's forward, ``graph 2``: its backward): a saved
+    activation is allocated by the forward and may be alive at a peak in the
+    backward (llama_train's was read as two logits buffers of the forward;
+    the second was the backward's gradient of the logits)."""
     live: dict[int, tuple[int, str]] = {}
     best: tuple[int, dict] = (0, {})
     total = 0
+    graphs: dict[str, int] = {}  # wrapper file -> its number, in order of first use
     for trace in snapshot["device_traces"]:
         for e in trace:
             if e["action"] == "alloc":
@@ -64,6 +71,7 @@ def live_at_peak(snapshot: dict) -> list[tuple[int, str]]:
                 # The generated wrapper's line (in coil's cache) says what it is.
                 where = next(
                     (
+                        f"graph {graphs.setdefault(f['filename'], len(graphs) + 1)} "
                         f"line {f['line']}: {linecache.getline(f['filename'], f['line']).strip()}"
                         for f in frames
                         if "coil" in f["filename"] or "torchinductor" in f["filename"]

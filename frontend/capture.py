@@ -139,12 +139,28 @@ def capture_graphs(
     return captured
 
 
+def donated_input_indices() -> list[int]:
+    """While AOTAutograd compiles a backward graph: the positions of its inputs
+    that it donates (``fw_metadata.bw_donated_idxs``, as Inductor's
+    ``get_donated_idxs``), saved activations that alias no forward input, user
+    output or gradient, which only this backward reads. AOTAutograd computes
+    none where the backward runs with ``retain_graph=True`` (and refuses such
+    a call later on a backward compiled with donations). The importer marks
+    them ``coil.donated``; memory-plan may write a kernel's result over one at
+    its last use."""
+    ctx = torch._guards.TracingContext.try_get()
+    meta = getattr(ctx, "fw_metadata", None) if ctx is not None else None
+    return list(getattr(meta, "bw_donated_idxs", None) or [])
+
+
 @dataclass
 class TrainingGraphs:
-    """The forward and backward graphs AOTAutograd made of one training step."""
+    """The forward and backward graphs AOTAutograd made of one training step
+    (``donated``: the backward's donated inputs, :func:`donated_input_indices`)."""
 
     forward: torch.fx.GraphModule
     backward: torch.fx.GraphModule
+    donated: tuple[int, ...] = ()
 
     def saved(self) -> list[torch.fx.Node]:
         """The backward's inputs that the forward saved for it: every placeholder
@@ -194,6 +210,7 @@ def capture_training(
     under ``torch.autocast`` of that dtype on the inputs' device."""
     forwards: list[torch.fx.GraphModule] = []
     backwards: list[torch.fx.GraphModule] = []
+    donated: list[tuple[int, ...]] = []
 
     def compile_fw(gm: torch.fx.GraphModule, inputs: list[Any]):
         forwards.append(gm)
@@ -201,6 +218,7 @@ def capture_training(
 
     def compile_bw(gm: torch.fx.GraphModule, inputs: list[Any]):
         backwards.append(gm)
+        donated.append(tuple(donated_input_indices()))
         return gm
 
     torch._dynamo.reset()
@@ -212,4 +230,4 @@ def capture_training(
         value = loss(out) if loss is not None else out.sum()
     value.backward()
     torch._dynamo.reset()
-    return [TrainingGraphs(f, b) for f, b in zip(forwards, backwards)]
+    return [TrainingGraphs(f, b, d) for f, b, d in zip(forwards, backwards, donated)]

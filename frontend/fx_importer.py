@@ -6,7 +6,9 @@ FakeTensors. The output is a ``builtin.module`` holding one ``func.func``:
 
 * placeholders become function arguments: tensors typed ``!aten.tensor`` with
   their real strides (``{coil.static}`` where the caller says the input is a
-  parameter or buffer, passed unchanged call after call), SymInts ``index``
+  parameter or buffer, passed unchanged call after call; ``{coil.donated}``
+  where it is a backward's saved activation that only this graph reads, whose
+  storage the graph may reuse), SymInts ``index``
   arguments carrying the symbol they bind (``{coil.symbol = #coil.expr<s0>}``),
   None ``none``, torch opaque objects (a DTensor's DeviceMesh)
   ``!aten.opaque<"class">``, passed along untouched;
@@ -36,7 +38,8 @@ from typing import Any
 import sympy
 import torch
 import torch.fx
-from torch._subclasses.fake_tensor import unset_fake_temporarily
+from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
+from torch.multiprocessing.reductions import StorageWeakRef
 from xdsl.builder import Builder
 from xdsl.dialects import builtin, func
 from xdsl.dialects.builtin import (
@@ -322,10 +325,12 @@ class _Importer:
         func_name: str,
         rename: Rename = None,
         static_inputs: Sequence[int] = (),
+        donated_inputs: Sequence[int] = (),
     ):
         self.gm = gm
         self.rename = rename
         self.static_inputs = frozenset(static_inputs)
+        self.donated_inputs = frozenset(donated_inputs)
         self.func_name = func_name
         self.values: dict[torch.fx.Node, Any] = {}  # SSA value, tuple of them, or a symint
         self.known_symbols: set[sympy.Symbol] = set()
@@ -338,6 +343,7 @@ class _Importer:
         graph = self.gm.graph
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
         arg_types, arg_attrs = [], []
+        donated = _donated(placeholders, self.donated_inputs)
         for position, node in enumerate(placeholders):
             with _located(node):
                 val = node.meta["val"]
@@ -356,6 +362,8 @@ class _Importer:
                         # alignment check, as Inductor's do
                         # (compile_fx.get_input_idxs_to_check).
                         attrs["coil.aligned"] = builtin.UnitAttr()
+                if position in donated:
+                    attrs["coil.donated"] = builtin.UnitAttr()
                 arg_attrs.append(attrs)
                 self._learn_symbols(val)
         self.block = Block(arg_types=arg_types)
@@ -810,6 +818,32 @@ def ensure_meta(gm: torch.fx.GraphModule, example_inputs: Sequence[Any] | None) 
         node.meta.setdefault("val", value)
 
 
+def _donated(placeholders: list[torch.fx.Node], positions: frozenset[int]) -> set[int]:
+    """The ``positions`` (AOTAutograd's donated backward inputs) whose tensor
+    shares its storage with no other input of the graph: two saved views of
+    one intermediate are both donated, and writing over one would change what
+    the other reads."""
+    if not positions:
+        return set()
+
+    def storage(node: torch.fx.Node) -> Any:
+        val = node.meta.get("val")
+        if type(val) not in (torch.Tensor, torch.nn.Parameter, FakeTensor):
+            return None  # a SymInt, None, a tensor subclass: never donated
+        if val.layout != torch.strided:
+            return None
+        return StorageWeakRef(val.untyped_storage())
+
+    keys = [storage(n) for n in placeholders]
+    tensors = [key for key in keys if key is not None]
+    out = set()
+    for k in positions:
+        key = keys[k] if 0 <= k < len(keys) else None
+        if key is not None and tensors.count(key) == 1:
+            out.add(k)
+    return out
+
+
 def import_graph(
     gm: torch.fx.GraphModule,
     example_inputs: Sequence[Any] | None = None,
@@ -817,6 +851,7 @@ def import_graph(
     func_name: str = "forward",
     rename_symbols: Rename = None,
     static_inputs: Sequence[int] = (),
+    donated_inputs: Sequence[int] = (),
 ) -> builtin.ModuleOp:
     """Import an aten-level GraphModule (nodes with ``meta['val']``) into the aten dialect.
 
@@ -824,9 +859,12 @@ def import_graph(
     graphs traced on a :class:`coil.frontend.fake.FakeEnv`). ``static_inputs``
     are the positions of inputs passed unchanged call after call (parameters and
     buffers): they get ``coil.static``, and those aligned when traced
-    ``coil.aligned``, as large constants do."""
+    ``coil.aligned``, as large constants do. ``donated_inputs`` are the
+    positions of a backward's inputs AOTAutograd donates (``bw_donated_idxs``):
+    those sharing storage with no other input get ``coil.donated``, and
+    memory-plan may write a result over one after its last use."""
     ensure_meta(gm, example_inputs)
-    module = _Importer(gm, func_name, rename_symbols, static_inputs).run()
+    module = _Importer(gm, func_name, rename_symbols, static_inputs, donated_inputs).run()
     module.verify()
     return module
 

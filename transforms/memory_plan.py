@@ -28,7 +28,12 @@ Output:
   take the freed storage: Inductor allocates extern outputs from its pool),
   nor, where sizes are static, across a point where the plan reaches its
   peak (a hold saves an allocator call, never memory; see
-  :func:`_holds_at_peak`);
+  :func:`_holds_at_peak`); a function argument marked ``coil.donated`` (a
+  backward's saved activation that only it reads: AOTAutograd's donated
+  buffers, see the importer) is offered in place too where it dies, never
+  pooled nor freed by the plan (the wrapper drops its name), as Inductor's
+  ``DonatedBuffer``: an LM head's logits gradient takes the saved logits'
+  storage (``test/python/test_donated_buffers.py`` has the measurement);
 * the function attribute ``coil.peak_bytes = #coil.expr<...>``: the largest
   number of bytes held by ``buffer.alloc`` storage and fresh extern results at
   any point (inputs and ATen's workspaces excluded), ``max(...)`` where sizes
@@ -254,6 +259,13 @@ def _plan(fn: func.FuncOp, reuse: bool) -> None:
     for k, wait in collective_waits(ops).items():
         _check_in_flight(ops, used, k, wait)
     last_use = {h: max(pos[h.owner], last.get(h, pos[h.owner])) for h in holders}
+    # Donated arguments: storage the function may take over in place where
+    # it dies (never pooled, never freed here: the wrapper drops its name).
+    donated_at: dict[int, list[SSAValue]] = {}
+    for a in _donated_arguments(fn):
+        if a not in protected and a in last:
+            donated_at.setdefault(last[a], []).append(a)
+            last_use[a] = last[a]
     first_use: dict[SSAValue, int] = {}
     for k, roots in enumerate(used):
         for root in roots:
@@ -267,7 +279,7 @@ def _plan(fn: func.FuncOp, reuse: bool) -> None:
         if h not in protected:
             dies_at.setdefault(last_use[h], []).append(h)
     blocked: list[int] = []  # op positions no dead buffer may be held across
-    takes_over = _assign(ops, dies_at, first_use, last_use, reuse, blocked)
+    takes_over = _assign(ops, dies_at, first_use, last_use, reuse, blocked, donated_at)
     best: tuple[int, dict[SSAValue, SSAValue]] | None = None
     for _ in range(MAX_HOLD_ROUNDS):
         held = _holds_at_peak(ops, holders, takes_over, last_use, protected)
@@ -279,7 +291,7 @@ def _plan(fn: func.FuncOp, reuse: bool) -> None:
         if not at_peak:
             break
         blocked = sorted(set(blocked) | at_peak)
-        takes_over = _assign(ops, dies_at, first_use, last_use, reuse, blocked)
+        takes_over = _assign(ops, dies_at, first_use, last_use, reuse, blocked, donated_at)
     if best is not None:
         takes_over = best[1]
 
@@ -328,12 +340,17 @@ def _assign(
     last_use: dict[SSAValue, int],
     reuse: bool,
     blocked: list[int],
+    donated_at: dict[int, list[SSAValue]] | None = None,
 ) -> dict[SSAValue, SSAValue]:
     """Which allocation takes over which dead holder (new -> dead), simulated in
     op order: in place first, else the most recently freed dead buffer of the
     same storage size, dtype and device that would not be held, dead, across
-    a ``blocked`` op position (sorted). ``dies_at`` is not changed."""
+    a ``blocked`` op position (sorted). ``donated_at`` (position -> the
+    ``coil.donated`` arguments whose last use it is) are offered in place
+    only, as Inductor reuses a backward's donated buffers. ``dies_at`` and
+    ``donated_at`` are not changed."""
     dying = {k: list(v) for k, v in dies_at.items()}
+    donated = {k: list(v) for k, v in (donated_at or {}).items()}
     pool: list[SSAValue] = []  # dead, not yet reused; most recent last
     takes_over: dict[SSAValue, SSAValue] = {}
     for k, top in enumerate(ops):
@@ -342,9 +359,10 @@ def _assign(
             start = first_use.get(h)
             # In place first: a dead buffer from the pool would leave the kernel's
             # dying inputs and its result all alive at once.
-            dead = _in_place(ops[start], h, dying.get(start, [])) if start is not None else None
+            candidates = [*dying.get(start, []), *donated.get(start, [])]
+            dead = _in_place(ops[start], h, candidates) if start is not None else None
             if dead is not None:
-                dying[start].remove(dead)
+                (dying if dead in dying.get(start, []) else donated)[start].remove(dead)
                 takes_over[h] = dead
             for dead in reversed(pool) if start is not None and h not in takes_over else ():
                 d = dead.type
@@ -421,6 +439,19 @@ def _holds_at_peak(
         if live[k] == top
     }
     return top, points
+
+
+def _donated_arguments(fn: func.FuncOp) -> list[SSAValue]:
+    """The buffer arguments marked ``coil.donated`` (a backward's saved
+    activations that only it reads: AOTAutograd's donated buffers, see the
+    importer)."""
+    if fn.arg_attrs is None:
+        return []
+    return [
+        a
+        for a, attrs in zip(fn.args, fn.arg_attrs.data)
+        if "coil.donated" in attrs.data and isinstance(a.type, B.BufferType)
+    ]
 
 
 def _fused_member_writing(group: L.FusedOp, out: SSAValue) -> L.PointwiseOp | None:

@@ -60,7 +60,7 @@ import sympy
 from xdsl.dialects import arith as xarith
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import StringAttr, i32, i64
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from coil.dialects import buffer as B
@@ -196,8 +196,13 @@ def fresh_outputs(first: Operation, second: Operation) -> None:
             alloc = B.AllocOp(o.type)
             alloc.result.name_hint = o.name_hint
             Rewriter.insert_op(alloc, InsertPoint.before(first))
-            free = B.DeallocOp(owner.source)
-            Rewriter.replace_op(owner, free, [alloc.result])
+            if any(isinstance(r, BlockArgument) for r in storage_roots(owner.source)):
+                # a donated argument (memory-plan): the wrapper drops its name
+                # after its last use; it is not freed here
+                Rewriter.replace_op(owner, [], [alloc.result])
+            else:
+                free = B.DeallocOp(owner.source)
+                Rewriter.replace_op(owner, free, [alloc.result])
         elif isinstance(owner, B.AllocOp | B.ReuseOp):
             owner.detach()
             Rewriter.insert_op(owner, InsertPoint.before(first))
