@@ -3,9 +3,12 @@ launches (fake_libcuda.c): launches each kernel of a C++ wrapper through the
 wrapper and the same kernel through Triton's own launcher, with the same
 arguments, and prints both launch records as JSON.
 
-    python cpp_launch_check.py FAKE_LIBCUDA BUILD_DIR INPUTS.pt [--kernels-only]
+    python cpp_launch_check.py FAKE_LIBCUDA BUILD_DIR INPUTS.pt [BUILD_DIR INPUTS.pt ...] \
+        [--kernels-only]
 
-``--kernels-only``: the wrapper calls no extern (skip the x @ w and input checks).
+One JSON line per build, in order (several builds share one process: its start,
+torch and Triton imported, is most of a check's CPU). ``--kernels-only``: the
+wrappers call no extern (skip the x @ w and input checks).
 
 The wrapper runs on CPU tensors (a "device pointer" is any address to the fake
 driver). Triton's launcher is the installed one, unmodified: ``CudaDriver`` with
@@ -26,16 +29,22 @@ from pathlib import Path
 
 
 def main() -> None:
-    fake, build_dir, inputs_path = sys.argv[1:4]
-    kernels_only = "--kernels-only" in sys.argv[4:]
-    build = Path(build_dir)
+    args = [a for a in sys.argv[1:] if a != "--kernels-only"]
+    kernels_only = "--kernels-only" in sys.argv[1:]
+    fake, pairs = args[0], args[1:]
+    assert pairs and len(pairs) % 2 == 0, "BUILD_DIR INPUTS.pt pairs"
     # One libcuda.so.1 for the whole process: Triton's compiled driver module
     # needs the soname, the wrapper opens COIL_LIBCUDA_PATH.
     lib = ctypes.CDLL(fake, mode=ctypes.RTLD_GLOBAL)
     lib.fake_log.restype = ctypes.c_char_p
     os.environ["COIL_LIBCUDA_PATH"] = fake
     os.environ["TRITON_LIBCUDA_PATH"] = str(Path(fake).parent)
+    for build_dir, inputs_path in zip(pairs[::2], pairs[1::2]):
+        print(json.dumps(check(lib, Path(build_dir), inputs_path, kernels_only)), flush=True)
 
+
+def check(lib: ctypes.CDLL, build: Path, inputs_path: str, kernels_only: bool) -> dict:
+    """Both launch records of one build (and the extern's and input check's results)."""
     import torch
     import triton
     from triton.backends.compiler import GPUTarget
@@ -95,7 +104,8 @@ def main() -> None:
     theirs = lib.fake_log().decode().splitlines()
     result = {"ours": ours, "theirs": theirs, "extern_max_error": extern_error}
     result["x_ptr"] = tensors[0].data_ptr().to_bytes(8, "little").hex()
-    print(json.dumps({**result, "input_error": input_error}))
+    lib.fake_clear()
+    return {**result, "input_error": input_error}
 
 
 def parse_launch(line: str) -> tuple[str, list[int], list[str]]:

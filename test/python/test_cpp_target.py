@@ -162,19 +162,23 @@ def test_2d_tiles_launch_over_grid_y_as_tritons_launcher(fake_libcuda, tmp_path)
             return (x.t() + y).relu().t().contiguous()
 
     x, y = torch.randn(70, 45), torch.randn(45, 70)
+    checks = []  # (build directory, inputs file) for each wrapper, checked in one process
     for dynamic in (False, True):
         module = host_module(Transpose(), (x, y), dynamic=dynamic)
         directory = cpp_wrapper.build(module, tmp_path / f"build{int(dynamic)}", arch=90)
         (directory / "host.mlir").write_text(print_module(module))
         inputs = [70, 45, x, y] if dynamic else [x, y]
-        torch.save(inputs, tmp_path / "inputs.pt")
-        proc = subprocess.run(
-            [sys.executable, str(HERE / "cpp_launch_check.py"), str(fake_libcuda),
-             str(directory), str(tmp_path / "inputs.pt"), "--kernels-only"],
-            capture_output=True, text=True, cwd=HERE,
-        )  # fmt: skip
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        torch.save(inputs, tmp_path / f"inputs{int(dynamic)}.pt")
+        checks += [str(directory), str(tmp_path / f"inputs{int(dynamic)}.pt")]
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "cpp_launch_check.py"), str(fake_libcuda), *checks,
+         "--kernels-only"],
+        capture_output=True, text=True, cwd=HERE,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = [json.loads(line) for line in proc.stdout.strip().splitlines()[-2:]]
+    assert len(results) == 2, proc.stdout[-3000:]
+    for dynamic, result in zip((False, True), results):
         ours, theirs = result["ours"], result["theirs"]
         assert len(ours) == 1 and ours == theirs  # the relu, stored column-major
         grids = [tuple(int(w) for w in line.split()[2:5]) for line in ours]

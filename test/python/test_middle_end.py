@@ -204,3 +204,37 @@ def test_as_strided_reads_storage_as_eager_lays_it_out():
     out = torch.compile(fn, backend=coil_backend, fullgraph=True)(a, x)
     for o, e in zip(out, fn(a, x)):
         torch.testing.assert_close(o, e)
+
+
+def test_per_pass_check_names_the_pass_that_changes_the_result(monkeypatch):
+    """check_pipeline_per_pass skips the round trip and run of a pass that leaves
+    the IR's text unchanged; a pass that changes the result after such no-op
+    passes is still caught, and named."""
+    from dataclasses import dataclass
+
+    from xdsl.dialects import func
+    from xdsl.passes import ModulePass
+
+    import coil
+    from coil import pipeline
+
+    @dataclass(frozen=True)
+    class ReturnTheInput(ModulePass):
+        """Returns the function's input in place of its result (same type)."""
+
+        name = "test-return-the-input"
+
+        def apply(self, ctx, op):
+            for ret in op.walk():
+                if isinstance(ret, func.ReturnOp):
+                    ret.operands = [ret.parent_block().args[0]]
+
+    real = pipeline.available_passes
+    planted = {ReturnTheInput.name: lambda: ReturnTheInput}
+    monkeypatch.setattr(pipeline, "available_passes", lambda: {**real(), **planted})
+    x = torch.randn(4, 8)
+    module = coil.import_module(lambda x: torch.relu(x) + 1, [x])
+    # cse and dce change nothing here: skipped, and the planted pass still checked.
+    check_pipeline_per_pass(module, "canonicalize,cse,dce", [x])
+    with pytest.raises(AssertionError, match="output changed in pass test-return-the-input"):
+        check_pipeline_per_pass(module, "canonicalize,cse,dce,test-return-the-input", [x])

@@ -39,7 +39,17 @@ def _imports(path: Path) -> set[str]:
 
 
 MODULES = _modules()
-IMPORTS = {name: _imports(path) for name, path in MODULES.items()}
+# Every module's imports, read by the fixture below before this file's first
+# test: reading them at import (ast over every source) cost every pytest-xdist
+# worker 1.3 s of CPU at collection (--collect-only of this file: 5.3 s before,
+# 4.0 after), not only the one running this file.
+IMPORTS: dict[str, set[str]] = {}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _read_imports() -> None:
+    if not IMPORTS:
+        IMPORTS.update({name: _imports(path) for name, path in MODULES.items()})
 
 
 def _importers(target: str, among: str) -> list[str]:
