@@ -328,8 +328,9 @@ def extern_workspace_bytes(op: B.ExternOp) -> int:
     * regnetx_002's grouped 3x3 stride-2 convolution, 3 groups of 8: none
       (its plan peaks there, 47.47 MiB, and measured 47.47);
     * seresnext26d_32x4d's (32 groups of 4 and of 8) and dpn68's (32 of 4):
-      at most 13.75 MiB for a 49 MiB input, 15.3 for a 24.5 MiB one (the
-      measured peaks, 124.5 and 98.0, against the bytes alive there);
+      at most 13.75 MiB for a 49 MiB input, about 15 for a 24.5 MiB one (the
+      measured peaks, 124.5 and 98.0, against the bytes alive there; dpn68's
+      measured at 2ecdc7a, planned at 4d41f23);
     * 1x1 convolutions: at most 1.5 MiB for a 24.5 MiB input
       (seresnext26d_32x4d's plan peaks at one); depthwise ones: none
       (ghostnet_100 measured its planned 85.75 MiB, at a depthwise
