@@ -9,7 +9,9 @@ An analysis, not a pass. It answers, from the aten schema of the called op
 * :func:`extern_mutated_operands`: which operands the call writes in place;
 * :func:`storage_roots`: which storage holders (``buffer.alloc``/``buffer.reuse``
   results, function arguments, fresh extern results) a value may live in,
-  through ``buffer.view`` and aliasing extern results.
+  through ``buffer.view`` and aliasing extern results;
+* :func:`extern_workspace_bytes`: an estimate of the scratch memory the library
+  allocates inside the call and frees before it returns (cuDNN's workspace).
 
 Where torch does not know the schema, the answers are the safe ones: results
 alias every operand, nothing is written in place that the schema does not say.
@@ -29,6 +31,7 @@ from xdsl.dialects.builtin import ArrayAttr
 from xdsl.ir import BlockArgument, SSAValue
 
 from coil.dialects import buffer as B
+from coil.dialects import dtypes
 from coil.dialects.aten import (
     AtenOp,
     ConstantOp,
@@ -39,6 +42,7 @@ from coil.dialects.aten import (
 )
 from coil.dialects.aten_schema import _parse_schema
 from coil.dialects.c10d import WAIT_TENSOR
+from coil.dialects.symbolic import to_expr
 
 if TYPE_CHECKING:
     import torch
@@ -280,9 +284,106 @@ def storage_roots(value: SSAValue) -> set[SSAValue]:
     return set()
 
 
+CONVOLUTIONS = {
+    "aten.convolution.default",
+    "aten._convolution.default",
+    "aten.convolution_backward.default",
+    "aten.cudnn_convolution.default",
+    "aten.cudnn_convolution_transpose.default",
+}
+"""Externs whose library call allocates a workspace of its own (cuDNN's
+``run_conv_plan`` allocates ``plan.getWorkspaceSize()`` bytes on every call,
+``aten/src/ATen/native/cudnn/Conv_v8.cpp``)."""
+
+
+def _tensor_bytes(t: object) -> int | None:
+    if not isinstance(t, B.BufferType):
+        return None
+    n = 1
+    for d in t.shape:
+        d = to_expr(d)
+        if not d.is_Integer:
+            return None
+        n *= int(d)
+    return n * dtypes.itemsize(t.element_type)
+
+
+def extern_workspace_bytes(op: B.ExternOp) -> int:
+    """Bytes the library allocates inside ``op``'s call and frees before it
+    returns (0 where unknown or symbolic): an estimate for ordering decisions
+    (``buffer-reorder``), not a bound, and no part of ``coil.peak_bytes``.
+
+    A grouped convolution (:data:`CONVOLUTIONS`; more than one group, more than
+    one input channel per group) whose channels per group are not a power of
+    two: its input's bytes plus its output's (a transform of both into a
+    layout cuDNN has a kernel for); every other call 0. cuDNN picks the engine,
+    and its workspace, by heuristics at run time; this rule fits every
+    convolution whose workspace the sweep's peaks pin down (H200, bf16,
+    channels-last, batch 32; the measured peak against the planned bytes
+    alive at the call; issue 33):
+
+    * regnety_016's grouped 3x3 stride-2 convolution, 2 groups of 24
+      channels: 45.9 MiB allocated inside ``run_conv_plan``
+      (``memory_probe.py``), its 36.75 MiB input plus its 9.19 MiB output;
+    * regnetx_002's grouped 3x3 stride-2 convolution, 3 groups of 8: none
+      (its plan peaks there, 47.47 MiB, and measured 47.47);
+    * seresnext26d_32x4d's (32 groups of 4 and of 8) and dpn68's (32 of 4):
+      at most 13.75 MiB for a 49 MiB input, about 15 for a 24.5 MiB one (the
+      measured peaks, 124.5 and 98.0, against the bytes alive there; dpn68's
+      measured at 2ecdc7a, planned at 4d41f23);
+    * 1x1 convolutions: at most 1.5 MiB for a 24.5 MiB input
+      (seresnext26d_32x4d's plan peaks at one); depthwise ones: none
+      (ghostnet_100 measured its planned 85.75 MiB, at a depthwise
+      convolution of 18.4 MiB in and out).
+
+    Fitted to one convolution that has a workspace and several that have
+    none: the rule to revise when a measurement disagrees (``plan_report.py``
+    lists each call's estimate, ``memory_probe.py`` marks what is allocated
+    inside a library call). A dense convolution of 3 input channels
+    (resnet18's stem) measured about its input padded to 8 channels, which
+    no order changes (the network input is alive there in every order).
+
+    cuBLAS's workspace is allocated once per handle and stream and then kept
+    (``CublasHandlePool.cpp``'s ``cublas_handle_stream_to_workspace``): the same
+    bytes in every order, so a matmul counts 0."""
+    if op.kernel_name not in CONVOLUTIONS:
+        return 0
+    inner = [o for o in op.body.block.ops if not isinstance(o, B.YieldOp)]
+    if len(inner) != 1 or not isinstance(inner[0], AtenOp) or not op.res:
+        return 0
+    call = inner[0]
+    groups = call.operand_groups()
+    x = groups.get("input")
+    if not x or not isinstance(x[0], BlockArgument):
+        return 0
+    x_type = op.args[x[0].index].type
+    if not isinstance(x_type, B.BufferType) or len(x_type.shape) < 3:
+        return 0
+    channels = to_expr(x_type.shape[1])
+    n_groups = int(call.arg("groups") or 1)
+    if not channels.is_Integer or n_groups <= 1 or int(channels) % n_groups:
+        return 0
+    per_group = int(channels) // n_groups
+    if per_group <= 1 or per_group & (per_group - 1) == 0:
+        return 0
+    if op.kernel_name == "aten.convolution_backward.default":
+        grad = groups.get("grad_output")
+        if not grad or not isinstance(grad[0], BlockArgument):
+            return 0
+        out = op.args[grad[0].index].type
+    else:
+        out = op.res[0].type
+    sizes = [_tensor_bytes(x_type), _tensor_bytes(out)]
+    if None in sizes:
+        return 0
+    return sum(sizes)
+
+
 __all__ = [
+    "CONVOLUTIONS",
     "aliased_operands",
     "extern_mutated_operands",
     "extern_results_alias",
+    "extern_workspace_bytes",
     "storage_roots",
 ]

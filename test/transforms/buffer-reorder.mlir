@@ -99,3 +99,152 @@ func.func @fixed_extern(%in: !buffer.buffer<[100], f32>) -> (!buffer.buffer<[100
   }
   func.return %out, %n : !buffer.buffer<[100], f32>, !buffer.buffer<[100], f32>
 }
+
+// -----
+
+// Two orders with the same planned peak that differ at a convolution's
+// workspace. %s (the stem, 2048 B) is read by the main path (a 1x1
+// convolution to %a, 6144 B, then a grouped 3x3 stride-2 one to %b, 1536 B,
+// 2 groups of 12 channels) and by the shortcut (%c, a 1x1 stride-2
+// convolution, 1536 B). Both orders plan 9728 B: FX s+a+b at the grouped
+// convolution, shortcut first s+c+a at the 1x1. The grouped convolution's
+// workspace (12 channels per group, not a power of two: estimated as its
+// input plus its output, 7680 B; cuDNN allocates it inside the call) comes
+// on top of what is alive there: s+a+b+7680 = 17408 in the FX order,
+// c+a+b+7680 = 16896 with the shortcut first, which is kept (regnety_016's
+// first block on an H200).
+// CHECK-LABEL: func.func @grouped
+// CHECK-SAME:  coil.peak_bytes = #coil.expr<9728>
+// CHECK:       %[[S:.*]] = buffer.alloc : !buffer.buffer<[1, 8, 8, 8], f32>
+// CHECK:       %[[C:.*]] = buffer.extern "aten.convolution.default" (%[[S]], %w3)
+// CHECK:       %[[A:.*]] = buffer.extern "aten.convolution.default" (%[[S]], %w1)
+// CHECK-NEXT:  ^bb0
+// CHECK-NEXT:  aten.convolution.default
+// CHECK-NEXT:  buffer.yield
+// CHECK-NEXT:  }
+// CHECK-NEXT:  buffer.dealloc %[[S]]
+// CHECK:       buffer.extern "aten.convolution.default" (%[[A]], %w2)
+// CHECK-NEXT:  ^bb0
+// CHECK-NEXT:  groups = 2
+func.func @grouped(%x: !buffer.buffer<[1, 8, 8, 8], f32>, %w1: !buffer.buffer<[24, 8, 1, 1], f32>, %w2: !buffer.buffer<[24, 12, 3, 3], f32>, %w3: !buffer.buffer<[24, 8, 1, 1], f32>) -> !buffer.buffer<[1, 24, 4, 4], f32> {
+  %s = buffer.alloc : !buffer.buffer<[1, 8, 8, 8], f32>
+  loop.pointwise [1, 8, 8, 8] outs(%s : !buffer.buffer<[1, 8, 8, 8], f32>) {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    %v = loop.load %x[i0, i1, i2, i3] : !buffer.buffer<[1, 8, 8, 8], f32>
+    %e = math.sqrt %v : f32
+    loop.yield %e : f32
+  }
+  %a = buffer.extern "aten.convolution.default" (%s, %w1) : (!buffer.buffer<[1, 8, 8, 8], f32>, !buffer.buffer<[24, 8, 1, 1], f32>) -> (!buffer.buffer<[1, 24, 8, 8], f32>) {
+  ^bb0(%t: !aten.tensor<[1, 8, 8, 8], f32>, %k: !aten.tensor<[24, 8, 1, 1], f32>):
+    %r = aten.convolution.default(%t, %k, none, stride = [1, 1], padding = [0, 0], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1) : !aten.tensor<[1, 24, 8, 8], f32>
+    buffer.yield %r : !aten.tensor<[1, 24, 8, 8], f32>
+  }
+  %b = buffer.extern "aten.convolution.default" (%a, %w2) : (!buffer.buffer<[1, 24, 8, 8], f32>, !buffer.buffer<[24, 12, 3, 3], f32>) -> (!buffer.buffer<[1, 24, 4, 4], f32>) {
+  ^bb0(%t: !aten.tensor<[1, 24, 8, 8], f32>, %k: !aten.tensor<[24, 12, 3, 3], f32>):
+    %r = aten.convolution.default(%t, %k, none, stride = [2, 2], padding = [1, 1], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 2) : !aten.tensor<[1, 24, 4, 4], f32>
+    buffer.yield %r : !aten.tensor<[1, 24, 4, 4], f32>
+  }
+  %c = buffer.extern "aten.convolution.default" (%s, %w3) : (!buffer.buffer<[1, 8, 8, 8], f32>, !buffer.buffer<[24, 8, 1, 1], f32>) -> (!buffer.buffer<[1, 24, 4, 4], f32>) {
+  ^bb0(%t: !aten.tensor<[1, 8, 8, 8], f32>, %k: !aten.tensor<[24, 8, 1, 1], f32>):
+    %r = aten.convolution.default(%t, %k, none, stride = [2, 2], padding = [0, 0], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1) : !aten.tensor<[1, 24, 4, 4], f32>
+    buffer.yield %r : !aten.tensor<[1, 24, 4, 4], f32>
+  }
+  %out = buffer.alloc : !buffer.buffer<[1, 24, 4, 4], f32>
+  loop.pointwise [1, 24, 4, 4] outs(%out : !buffer.buffer<[1, 24, 4, 4], f32>) {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    %p = loop.load %b[i0, i1, i2, i3] : !buffer.buffer<[1, 24, 4, 4], f32>
+    %q = loop.load %c[i0, i1, i2, i3] : !buffer.buffer<[1, 24, 4, 4], f32>
+    %y = arith.addf %p, %q : f32
+    loop.yield %y : f32
+  }
+  func.return %out : !buffer.buffer<[1, 24, 4, 4], f32>
+}
+
+// -----
+
+// The same block with 3 groups of 8 channels (a power of two: no workspace
+// estimated; regnetx_002's such convolution measured none): both orders plan
+// 9728 B and estimate as much, so the FX order stays.
+// CHECK-LABEL: func.func @eight_per_group
+// CHECK-SAME:  coil.peak_bytes = #coil.expr<9728>
+// CHECK:       buffer.extern "aten.convolution.default" (%{{.*}}, %w1)
+// CHECK:       buffer.extern "aten.convolution.default" (%{{.*}}, %w2)
+// CHECK-NEXT:  ^bb0
+// CHECK-NEXT:  groups = 3
+// CHECK:       buffer.extern "aten.convolution.default" (%{{.*}}, %w3)
+func.func @eight_per_group(%x: !buffer.buffer<[1, 8, 8, 8], f32>, %w1: !buffer.buffer<[24, 8, 1, 1], f32>, %w2: !buffer.buffer<[24, 8, 3, 3], f32>, %w3: !buffer.buffer<[24, 8, 1, 1], f32>) -> !buffer.buffer<[1, 24, 4, 4], f32> {
+  %s = buffer.alloc : !buffer.buffer<[1, 8, 8, 8], f32>
+  loop.pointwise [1, 8, 8, 8] outs(%s : !buffer.buffer<[1, 8, 8, 8], f32>) {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    %v = loop.load %x[i0, i1, i2, i3] : !buffer.buffer<[1, 8, 8, 8], f32>
+    %e = math.sqrt %v : f32
+    loop.yield %e : f32
+  }
+  %a = buffer.extern "aten.convolution.default" (%s, %w1) : (!buffer.buffer<[1, 8, 8, 8], f32>, !buffer.buffer<[24, 8, 1, 1], f32>) -> (!buffer.buffer<[1, 24, 8, 8], f32>) {
+  ^bb0(%t: !aten.tensor<[1, 8, 8, 8], f32>, %k: !aten.tensor<[24, 8, 1, 1], f32>):
+    %r = aten.convolution.default(%t, %k, none, stride = [1, 1], padding = [0, 0], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1) : !aten.tensor<[1, 24, 8, 8], f32>
+    buffer.yield %r : !aten.tensor<[1, 24, 8, 8], f32>
+  }
+  %b = buffer.extern "aten.convolution.default" (%a, %w2) : (!buffer.buffer<[1, 24, 8, 8], f32>, !buffer.buffer<[24, 8, 3, 3], f32>) -> (!buffer.buffer<[1, 24, 4, 4], f32>) {
+  ^bb0(%t: !aten.tensor<[1, 24, 8, 8], f32>, %k: !aten.tensor<[24, 8, 3, 3], f32>):
+    %r = aten.convolution.default(%t, %k, none, stride = [2, 2], padding = [1, 1], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 3) : !aten.tensor<[1, 24, 4, 4], f32>
+    buffer.yield %r : !aten.tensor<[1, 24, 4, 4], f32>
+  }
+  %c = buffer.extern "aten.convolution.default" (%s, %w3) : (!buffer.buffer<[1, 8, 8, 8], f32>, !buffer.buffer<[24, 8, 1, 1], f32>) -> (!buffer.buffer<[1, 24, 4, 4], f32>) {
+  ^bb0(%t: !aten.tensor<[1, 8, 8, 8], f32>, %k: !aten.tensor<[24, 8, 1, 1], f32>):
+    %r = aten.convolution.default(%t, %k, none, stride = [2, 2], padding = [0, 0], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1) : !aten.tensor<[1, 24, 4, 4], f32>
+    buffer.yield %r : !aten.tensor<[1, 24, 4, 4], f32>
+  }
+  %out = buffer.alloc : !buffer.buffer<[1, 24, 4, 4], f32>
+  loop.pointwise [1, 24, 4, 4] outs(%out : !buffer.buffer<[1, 24, 4, 4], f32>) {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    %p = loop.load %b[i0, i1, i2, i3] : !buffer.buffer<[1, 24, 4, 4], f32>
+    %q = loop.load %c[i0, i1, i2, i3] : !buffer.buffer<[1, 24, 4, 4], f32>
+    %y = arith.addf %p, %q : f32
+    loop.yield %y : f32
+  }
+  func.return %out : !buffer.buffer<[1, 24, 4, 4], f32>
+}
+
+// -----
+
+// The same block with a 1x1 main-path convolution (no workspace estimated):
+// the FX order stays.
+// CHECK-LABEL: func.func @pointwise
+// CHECK-SAME:  coil.peak_bytes = #coil.expr<9728>
+// CHECK:       buffer.extern "aten.convolution.default" (%{{.*}}, %w1)
+// CHECK:       buffer.extern "aten.convolution.default" (%{{.*}}, %w2)
+// CHECK:       buffer.extern "aten.convolution.default" (%{{.*}}, %w3)
+func.func @pointwise(%x: !buffer.buffer<[1, 8, 8, 8], f32>, %w1: !buffer.buffer<[24, 8, 1, 1], f32>, %w2: !buffer.buffer<[24, 24, 1, 1], f32>, %w3: !buffer.buffer<[24, 8, 1, 1], f32>) -> !buffer.buffer<[1, 24, 4, 4], f32> {
+  %s = buffer.alloc : !buffer.buffer<[1, 8, 8, 8], f32>
+  loop.pointwise [1, 8, 8, 8] outs(%s : !buffer.buffer<[1, 8, 8, 8], f32>) {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    %v = loop.load %x[i0, i1, i2, i3] : !buffer.buffer<[1, 8, 8, 8], f32>
+    %e = math.sqrt %v : f32
+    loop.yield %e : f32
+  }
+  %a = buffer.extern "aten.convolution.default" (%s, %w1) : (!buffer.buffer<[1, 8, 8, 8], f32>, !buffer.buffer<[24, 8, 1, 1], f32>) -> (!buffer.buffer<[1, 24, 8, 8], f32>) {
+  ^bb0(%t: !aten.tensor<[1, 8, 8, 8], f32>, %k: !aten.tensor<[24, 8, 1, 1], f32>):
+    %r = aten.convolution.default(%t, %k, none, stride = [1, 1], padding = [0, 0], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1) : !aten.tensor<[1, 24, 8, 8], f32>
+    buffer.yield %r : !aten.tensor<[1, 24, 8, 8], f32>
+  }
+  %b = buffer.extern "aten.convolution.default" (%a, %w2) : (!buffer.buffer<[1, 24, 8, 8], f32>, !buffer.buffer<[24, 24, 1, 1], f32>) -> (!buffer.buffer<[1, 24, 4, 4], f32>) {
+  ^bb0(%t: !aten.tensor<[1, 24, 8, 8], f32>, %k: !aten.tensor<[24, 24, 1, 1], f32>):
+    %r = aten.convolution.default(%t, %k, none, stride = [2, 2], padding = [0, 0], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1) : !aten.tensor<[1, 24, 4, 4], f32>
+    buffer.yield %r : !aten.tensor<[1, 24, 4, 4], f32>
+  }
+  %c = buffer.extern "aten.convolution.default" (%s, %w3) : (!buffer.buffer<[1, 8, 8, 8], f32>, !buffer.buffer<[24, 8, 1, 1], f32>) -> (!buffer.buffer<[1, 24, 4, 4], f32>) {
+  ^bb0(%t: !aten.tensor<[1, 8, 8, 8], f32>, %k: !aten.tensor<[24, 8, 1, 1], f32>):
+    %r = aten.convolution.default(%t, %k, none, stride = [2, 2], padding = [0, 0], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1) : !aten.tensor<[1, 24, 4, 4], f32>
+    buffer.yield %r : !aten.tensor<[1, 24, 4, 4], f32>
+  }
+  %out = buffer.alloc : !buffer.buffer<[1, 24, 4, 4], f32>
+  loop.pointwise [1, 24, 4, 4] outs(%out : !buffer.buffer<[1, 24, 4, 4], f32>) {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    %p = loop.load %b[i0, i1, i2, i3] : !buffer.buffer<[1, 24, 4, 4], f32>
+    %q = loop.load %c[i0, i1, i2, i3] : !buffer.buffer<[1, 24, 4, 4], f32>
+    %y = arith.addf %p, %q : f32
+    loop.yield %y : f32
+  }
+  func.return %out : !buffer.buffer<[1, 24, 4, 4], f32>
+}
