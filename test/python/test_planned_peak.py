@@ -399,19 +399,25 @@ def test_shortcut_runs_first_where_that_lowers_the_peak():
     assert after <= before - block_input + shortcut, (before, after)
 
 
-@pytest.mark.parametrize("kernels", ["cpp", "triton"])
-def test_reordered_block_matches_eager(kernels):
+def _check_block_against_eager(block: type, shape: tuple[int, ...], kernels: str) -> None:
+    """``block()`` with non-trivial BatchNorm statistics, compiled with coil's
+    ``kernels`` CPU kernels, against eager on a random input of ``shape``."""
     torch.manual_seed(0)
-    model = GhostShortcutBlock().eval()
+    model = block().eval()
     for m in model.modules():
         if isinstance(m, nn.BatchNorm2d):
             m.running_mean.uniform_(-1, 1)
             m.running_var.uniform_(0.5, 2)
-    x = torch.randn(2, 3, 12, 10)
+    x = torch.randn(*shape)
     with torch.no_grad():
         expected = model(x)
         got = torch.compile(model, backend="coil", options={"cpu_kernels": kernels})(x)
     assert_close_to_eager(got, expected)
+
+
+@pytest.mark.parametrize("kernels", ["cpp", "triton"])
+def test_reordered_block_matches_eager(kernels):
+    _check_block_against_eager(GhostShortcutBlock, (2, 3, 12, 10), kernels)
 
 
 _TWO_DRAWS = (
@@ -519,17 +525,7 @@ def test_block_reordered_for_a_workspace_matches_eager(kernels, tmp_path, monkey
     # device): the order buffer-reorder keeps computes what eager does.
     monkeypatch.setenv("COIL_DUMP_DIR", str(tmp_path))
     monkeypatch.setenv("COIL_DISABLE_CACHE", "1")
-    torch.manual_seed(0)
-    model = RegNetShortcutBlock().eval()
-    for m in model.modules():
-        if isinstance(m, nn.BatchNorm2d):
-            m.running_mean.uniform_(-1, 1)
-            m.running_var.uniform_(0.5, 2)
-    x = torch.randn(2, 3, 20, 18)
-    with torch.no_grad():
-        expected = model(x)
-        got = torch.compile(model, backend="coil", options={"cpu_kernels": kernels})(x)
-    assert_close_to_eager(got, expected)
+    _check_block_against_eager(RegNetShortcutBlock, (2, 3, 20, 18), kernels)
     planned = [p.read_text() for p in tmp_path.glob("*/*memory-plan.mlir")]
     assert planned, list(tmp_path.rglob("*"))
     text = planned[0]
