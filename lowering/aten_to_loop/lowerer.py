@@ -130,6 +130,13 @@ class Lowerer:
         Rewriter.insert_op(op, InsertPoint.before(self.anchor))
         return op
 
+    def insert_named(self, op: Operation, name: str | None) -> list[SSAValue]:
+        """``op`` inserted, its results named ``name`` (the FX node's)."""
+        self.insert(op)
+        for r in op.results:
+            r.name_hint = name
+        return list(op.results)
+
     # ---- nests -----------------------------------------------------------------
 
     def pointwise(
@@ -152,9 +159,7 @@ class Lowerer:
             properties={"ranges": L.ShapeAttr(shape)},
             regions=[Region(block)],
         )
-        self.insert(op)
-        op.res[0].name_hint = name
-        return op.res[0]
+        return self.insert_named(op, name)[0]
 
     def reduction(
         self,
@@ -195,10 +200,7 @@ class Lowerer:
             properties=props,
             regions=[Region(block)],
         )
-        self.insert(op)
-        for r in op.res:
-            r.name_hint = name
-        return list(op.res)
+        return self.insert_named(op, name)
 
     def scan(
         self,
@@ -231,10 +233,7 @@ class Lowerer:
             },
             regions=[Region(block)],
         )
-        self.insert(op)
-        for r in op.res:
-            r.name_hint = name
-        return list(op.res)
+        return self.insert_named(op, name)
 
     def scatter(
         self,
@@ -264,9 +263,7 @@ class Lowerer:
             },
             regions=[Region(block)],
         )
-        self.insert(op)
-        op.res[0].name_hint = name
-        return op.res[0]
+        return self.insert_named(op, name)[0]
 
     def view(self, source: SSAValue, index: Sequence[SymInt], shape: Sequence[SymInt]) -> SSAValue:
         """``loop.view``: element ``[i0, ...]`` of the result is ``source[index]``."""

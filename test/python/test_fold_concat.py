@@ -32,6 +32,15 @@ def _head(a, b, c, w, k, align):
     return cat, F.conv2d(cat, k)
 
 
+# Both CPU kernel kinds in f32 and bf16, each with a boolean option on and off.
+KERNELS_DTYPES_FLAGS = [
+    ("cpp", torch.float32, False),
+    ("cpp", torch.bfloat16, True),
+    ("triton", torch.float32, True),
+    ("triton", torch.bfloat16, False),
+]
+
+
 def _inputs(dtype):
     g = torch.Generator().manual_seed(0)
     shapes = [(2, 5, 6, 5), (2, 3, 8, 7), (2, 4, 13, 11), (6, 5), (3, 19, 1, 1)]
@@ -40,12 +49,7 @@ def _inputs(dtype):
 
 @pytest.mark.parametrize(
     "kernels,dtype,align",
-    [
-        ("cpp", torch.float32, False),
-        ("cpp", torch.bfloat16, True),
-        ("triton", torch.float32, True),
-        ("triton", torch.bfloat16, False),
-    ],
+    KERNELS_DTYPES_FLAGS,
 )
 def test_upsamples_write_their_slices(tmp_path, kernels, dtype, align):
     args = _inputs(dtype)
@@ -110,12 +114,7 @@ def _folded_ir(tmp_path) -> str:
 
 @pytest.mark.parametrize(
     "kernels,dtype,both_read",
-    [
-        ("cpp", torch.float32, False),
-        ("cpp", torch.bfloat16, True),
-        ("triton", torch.float32, True),
-        ("triton", torch.bfloat16, False),
-    ],
+    KERNELS_DTYPES_FLAGS,
 )
 def test_producer_read_by_convolution_writes_its_slice_too(tmp_path, kernels, dtype, both_read):
     # The first half is read by the depthwise convolution, which needs it dense
