@@ -1037,7 +1037,10 @@ def sdpa_operands(q: Any, k: Any, v: Any, *masks: Any, spec: Sequence[Any]) -> t
             kept = m if term.kind == "keep" else m.logical_not()
             keep = kept if keep is None else keep & kept
             if s.fill == "finite":
-                fill_value = term.coef
+                # -ABSORBING_FILL, not finfo.min: the same weights (both absorb
+                # any score), and SDPA's GPU kernels scale the mask by log2(e),
+                # which takes finfo.min past float32's range to -inf.
+                fill_value = max(term.coef, -ABSORBING_FILL)
     if added is not None and keep is not None:
         # A finite fill after the adds masks with its own value (ABSORBING_FILL).
         mask = torch.where(keep, added, fill_value)
