@@ -877,6 +877,12 @@ def match_attention(
                     return None
                 unflatten = True
         if step.kind == "add":
+            if dtype != q_dtype:
+                # The add promotes the scores (bf16 scores + an f32 ALiBi table:
+                # MPT): SDPA takes a float mask in the query's dtype only (CUDA's
+                # fused kernels gave NaN for an f32 mask with bf16 operands), and
+                # the bias cast to it would lose what eager's f32 sum keeps.
+                return None
             mask_terms.append(MaskTerm("add", step.coef * after, dtype=dtype, unflatten=unflatten))
             kinds.add("add")
         else:
@@ -1037,10 +1043,7 @@ def sdpa_operands(q: Any, k: Any, v: Any, *masks: Any, spec: Sequence[Any]) -> t
             kept = m if term.kind == "keep" else m.logical_not()
             keep = kept if keep is None else keep & kept
             if s.fill == "finite":
-                # -ABSORBING_FILL, not finfo.min: the same weights (both absorb
-                # any score), and SDPA's GPU kernels scale the mask by log2(e),
-                # which takes finfo.min past float32's range to -inf.
-                fill_value = max(term.coef, -ABSORBING_FILL)
+                fill_value = term.coef
     if added is not None and keep is not None:
         # A finite fill after the adds masks with its own value (ABSORBING_FILL).
         mask = torch.where(keep, added, fill_value)

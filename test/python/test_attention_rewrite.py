@@ -241,6 +241,11 @@ def weights_transposed(q, k, v):  # [L, S] read as [S, L]: L == S here
     return torch.softmax(q @ k.transpose(-1, -2), -1).transpose(-1, -2) @ v
 
 
+def bias_promotes_scores(q, k, v, bias, mask):  # MPT: bf16 scores + an f32 ALiBi table
+    s = (q @ k.transpose(-1, -2) * E**-0.5 + bias).masked_fill(mask, torch.finfo(bias.dtype).min)
+    return torch.softmax(s, -1).to(v.dtype) @ v
+
+
 def tensor_temperature(q, k, v, t):  # a per-head tensor scale
     return torch.softmax((q @ k.transpose(-1, -2)) * t, -1) @ v
 
@@ -260,6 +265,12 @@ NEGATIVE: dict[str, tuple[Callable, Callable[[], list]]] = {
     "fill_not_a_mask": (fill_not_a_mask, lambda: [*_qkv(), torch.rand(L, S) > 0.5]),
     "weights_transposed": (weights_transposed, lambda: _qkv(length=S)),
     "tensor_temperature": (tensor_temperature, lambda: [*_qkv(), torch.rand(1, H, 1, 1)]),
+    # SDPA's float mask has the query's dtype: an add that widens the scores
+    # stays (CUDA's fused kernels gave NaN for MPT's f32 mask on bf16).
+    "bias_promotes_scores": (
+        bias_promotes_scores,
+        lambda: [*_qkv(torch.bfloat16), torch.randn(H, L, S), torch.rand(B, 1, L, S) > 0.6],
+    ),
 }
 
 

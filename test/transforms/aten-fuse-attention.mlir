@@ -857,3 +857,39 @@ func.func @alibi_then_finfo_min(%arg0: !aten.tensor<[2, 4, 10, 8], f32>, %arg1: 
   %view_5 = aten.view.default(%bmm_1, size = [2, 4, 6, 8]) : !aten.tensor<[2, 4, 6, 8], f32>
   func.return %view_5 : !aten.tensor<[2, 4, 6, 8], f32>
 }
+
+// -----
+
+// Not rewritten: bf16 scores plus an f32 bias (MPT's ALiBi table) are summed in
+// f32; SDPA takes a float mask in the query's dtype only.
+
+// CHECK-LABEL: func.func @bias_promotes_scores
+// CHECK-NOT:     _scaled_dot_product
+// CHECK:         aten._softmax.default
+// CHECK-NOT:     _scaled_dot_product
+// ANY-LABEL: func.func @bias_promotes_scores
+// ANY-NOT:     _scaled_dot_product
+
+func.func @bias_promotes_scores(%arg0: !aten.tensor<[2, 4, 10, 8], bf16>, %arg1: !aten.tensor<[2, 4, 6, 8], bf16>, %arg2: !aten.tensor<[4, 6, 10], f32>, %arg3: !aten.tensor<[2, 1, 6, 10], i1>, %arg4: !aten.tensor<[2, 4, 10, 8], bf16>) -> !aten.tensor<[2, 4, 6, 8], bf16> {
+  %permute = aten.permute.default(%arg0, dims = [0, 1, 3, 2]) : !aten.tensor<[2, 4, 8, 10], bf16, strides [320, 80, 1, 8]>
+  %expand = aten.expand.default(%arg1, size = [2, 4, 6, 8]) : !aten.tensor<[2, 4, 6, 8], bf16>
+  %view = aten.view.default(%expand, size = [8, 6, 8]) : !aten.tensor<[8, 6, 8], bf16>
+  %expand_1 = aten.expand.default(%permute, size = [2, 4, 8, 10]) : !aten.tensor<[2, 4, 8, 10], bf16, strides [320, 80, 1, 8]>
+  %view_1 = aten.view.default(%expand_1, size = [8, 8, 10]) : !aten.tensor<[8, 8, 10], bf16, strides [80, 1, 8]>
+  %bmm = aten.bmm.default(%view, %view_1) : !aten.tensor<[8, 6, 10], bf16>
+  %view_2 = aten.view.default(%bmm, size = [2, 4, 6, 10]) : !aten.tensor<[2, 4, 6, 10], bf16>
+  %0 = aten.constant 0.3535533905932738 : f64
+  %mul = aten.mul.Tensor(%view_2, %0) : !aten.tensor<[2, 4, 6, 10], bf16>
+  %add = aten.add.Tensor(%mul, %arg2) : !aten.tensor<[2, 4, 6, 10], f32>
+  %scalar_tensor = aten.scalar_tensor.default(s = -3.4028234663852886e+38, dtype = f32, layout = strided, device = "cpu") : !aten.tensor<[], f32>
+  %where = aten.where.self(%arg3, %scalar_tensor, %add) : !aten.tensor<[2, 4, 6, 10], f32>
+  %_softmax = aten._softmax.default(%where, dim = -1, half_to_float = false) : !aten.tensor<[2, 4, 6, 10], f32>
+  %_to_copy = aten._to_copy.default(%_softmax, dtype = bf16) : !aten.tensor<[2, 4, 6, 10], bf16>
+  %expand_2 = aten.expand.default(%_to_copy, size = [2, 4, 6, 10]) : !aten.tensor<[2, 4, 6, 10], bf16>
+  %view_3 = aten.view.default(%expand_2, size = [8, 6, 10]) : !aten.tensor<[8, 6, 10], bf16>
+  %expand_3 = aten.expand.default(%arg4, size = [2, 4, 10, 8]) : !aten.tensor<[2, 4, 10, 8], bf16>
+  %view_4 = aten.view.default(%expand_3, size = [8, 10, 8]) : !aten.tensor<[8, 10, 8], bf16>
+  %bmm_1 = aten.bmm.default(%view_3, %view_4) : !aten.tensor<[8, 6, 8], bf16>
+  %view_5 = aten.view.default(%bmm_1, size = [2, 4, 6, 8]) : !aten.tensor<[2, 4, 6, 8], bf16>
+  func.return %view_5 : !aten.tensor<[2, 4, 6, 8], bf16>
+}
