@@ -67,6 +67,8 @@
 #            SIDE_GPU="2 3" runs DYNAMIC on GPU 2 and SHAPE_SWEEP on GPU 3 at once;
 #   CMD="python3 scratch/x.py"  any command (a diagnosis script carried along),
 #            run under the deadline, its output in $OUT/cmd.log;
+#            e.g. CMD="python3 benchmarks/sdpa_backends.py" (host and GPU us of each
+#            SDPA kernel for the masks the attention rewrite passes);
 #   DIST=1   the distributed tests marked `gpu` (NCCL, 2 GPUs) and
 #            benchmarks/distributed.py (4 then 2 GPUs: Llama-1B-shaped and
 #            GPT-2 medium; eager FSDP2, Inductor, coil over FSDP2 blocks, coil
