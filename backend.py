@@ -251,8 +251,8 @@ def _graph_pipeline(
     deterministic: bool | None = None,
 ) -> str:
     """``pipeline`` for one graph: for an inference graph a plain ``bufferize``
-    gets ``padded-results=true`` and a plain ``aten-channels-last``
-    ``inference=true``, and with ``constants`` (the Python wrapper, which runs
+    gets ``padded-results=true`` and a plain ``aten-channels-last`` and
+    ``aten-cpu-packed-linear`` ``inference=true``, and with ``constants`` (the Python wrapper, which runs
     a constants function) ``buffer-hoist-constants`` ``inference=true`` and
     ``bufferize`` ``pad-constants=true``; where cuBLAS may run f32 products in
     TF32, ``bufferize`` gets ``tf32=true`` (it pads f32 products then). A pass
@@ -264,11 +264,13 @@ def _graph_pipeline(
     options: dict[str, list[str]] = {
         "bufferize": [],
         "aten-channels-last": [],
+        "aten-cpu-packed-linear": [],
         "buffer-hoist-constants": [],
     }
     if inference:
         options["bufferize"].append("padded-results=true")
         options["aten-channels-last"].append("inference=true")
+        options["aten-cpu-packed-linear"].append("inference=true")
         if constants:
             options["bufferize"].append("pad-constants=true")
             options["buffer-hoist-constants"].append("inference=true")

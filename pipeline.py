@@ -27,7 +27,8 @@ from coil.passinfo import (  # noqa: F401  (re-exported: the options are pipelin
 ATEN_CLEANUP = "canonicalize,cse,dce"
 ATEN = (
     f"canonicalize,aten-fuse-attention,aten-decompose,{ATEN_CLEANUP},"
-    "aten-peel-conv-bias,aten-fuse-matvec,aten-channels-last,aten-reorder-collectives"
+    "aten-peel-conv-bias,aten-fuse-matvec,aten-cpu-packed-linear,aten-channels-last,"
+    "aten-reorder-collectives"
 )
 LOOP = (
     "convert-aten-to-loop,loop-inline,loop-matvec-prologue,cse,loop-split-reduction,"

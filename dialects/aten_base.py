@@ -731,6 +731,8 @@ class OperatorOp(IRDLOperation):
         qualified = self.overload_name.data
         ns, _, rest = qualified.partition("::")
         packet, _, overload = rest.partition(".")
+        if ns == "coil":  # coil's own operators register when imported
+            import coil.dialects.torch_library  # noqa: F401
         try:
             return getattr(getattr(getattr(torch.ops, ns), packet), overload or "default")
         except (AttributeError, RuntimeError):

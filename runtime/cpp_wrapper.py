@@ -64,6 +64,7 @@ from typing import Any
 
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
 
+import coil.dialects.torch_library  # noqa: F401  (torch.ops.coil.*, which wrappers call)
 from coil import config
 from coil.dialects.signature import decode_output_tree
 from coil.runtime import cpp_pch

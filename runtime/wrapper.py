@@ -18,6 +18,9 @@ from typing import Any
 
 import torch
 
+# Generated wrappers call coil's own torch operators (torch.ops.coil.*): a
+# module loaded from the code cache in a new process needs them registered.
+import coil.dialects.torch_library  # noqa: F401
 from coil.intmath import cdiv
 
 __all__ = [

@@ -62,7 +62,7 @@ def _static(shape) -> list[int] | None:
     return [int(d) for d in dims] if all(d.is_Integer for d in dims) else None
 
 
-def _weight(mat2: SSAValue) -> SSAValue | None:
+def linear_weight(mat2: SSAValue) -> SSAValue | None:
     """``w`` where ``mat2`` is ``t(w)`` or ``permute(w, [1, 0])`` of a row-major
     ``[N, K]`` ``w``."""
     op = mat2.owner
@@ -93,7 +93,7 @@ def _matvec(op: Operation, on_all_devices: bool) -> tuple[SSAValue, SSAValue] | 
     shape = _static(out.shape)
     if shape is None or shape[0] != 1:
         return None
-    w = _weight(op.operands[1])
+    w = linear_weight(op.operands[1])
     if w is None or w.type.element_type != out.element_type:
         return None
     return x, w

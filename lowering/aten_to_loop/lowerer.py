@@ -60,6 +60,8 @@ EXTERN_BY_DESIGN = frozenset(
         "aten._scaled_dot_product_cudnn_attention_backward",
         "aten._scaled_dot_product_flash_attention_backward",
         "aten._scaled_dot_product_efficient_attention_backward",
+        # coil's own operators (dialects/torch_library.py): a packed CPU GEMM
+        "coil.packed_linear",
     }
 )
 """Ops ATen (cuBLAS, cuDNN) does better: called by design, logged at debug level."""

@@ -1,0 +1,103 @@
+"""aten-cpu-packed-linear and coil::packed_linear: CPU inference products of
+parameters over a weight packed once (transforms/aten_cpu_packed_linear.py,
+dialects/torch_library.py)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import coil.dialects.torch_library as coil_ops
+
+BF16 = pytest.mark.skipif(
+    not coil_ops.packable(torch.bfloat16), reason="no oneDNN bfloat16 GEMM on this CPU"
+)
+F32 = pytest.mark.skipif(not coil_ops.packable(torch.float32), reason="torch without MKL")
+
+
+def _mlp(dtype):
+    torch.manual_seed(0)
+    return (
+        torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.GELU(), torch.nn.Linear(1024, 512))
+        .eval()
+        .to(dtype)
+    )
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """How many products ran through coil::packed_linear."""
+    seen = []
+    real = coil_ops.packed_linear
+
+    def counting(*args):
+        seen.append(args[1].shape)
+        return real(*args)
+
+    monkeypatch.setattr(coil_ops, "packed_linear", counting)
+    return seen
+
+
+@pytest.mark.parametrize(
+    "dtype, tol",
+    [
+        pytest.param(torch.float32, 1e-5, marks=F32),
+        pytest.param(torch.bfloat16, 2e-2, marks=BF16),
+    ],
+)
+def test_mlp_matches_eager_and_follows_weight_updates(dtype, tol, calls):
+    m = _mlp(dtype)
+    f = torch.compile(m, backend="coil", options={"cache": False})
+    x = torch.randn(33, 512, dtype=dtype)
+    with torch.no_grad():
+        torch.testing.assert_close(f(x), m(x), rtol=tol, atol=tol)
+        assert len(calls) == 2, calls  # both products packed
+        m[0].weight.mul_(-0.5)  # in place: the packed copy is made again
+        torch.testing.assert_close(f(x), m(x), rtol=tol, atol=tol)
+        m.load_state_dict(_mlp(dtype).state_dict())
+        torch.testing.assert_close(f(x), m(x), rtol=tol, atol=tol)
+
+
+@F32
+def test_dynamic_rows_and_3d_input(calls):
+    m = torch.nn.Linear(512, 768).eval()
+    f = torch.compile(m, backend="coil", dynamic=True, options={"cache": False})
+    with torch.no_grad():
+        for shape in ((7, 512), (3, 5, 512), (64, 512)):
+            x = torch.randn(*shape)
+            torch.testing.assert_close(f(x), m(x), rtol=1e-5, atol=1e-5)
+    assert calls
+
+
+@F32
+def test_training_graph_is_not_packed(calls):
+    m = _mlp(torch.float32).train()
+    ref = _mlp(torch.float32).train()
+    f = torch.compile(m, backend="coil", options={"cache": False})
+    x = torch.randn(16, 512)
+    f(x).square().sum().backward()
+    ref(x).square().sum().backward()
+    assert not calls
+    torch.testing.assert_close(m[0].weight.grad, ref[0].weight.grad, rtol=1e-4, atol=1e-4)
+
+
+@F32
+def test_operator_falls_back_where_it_cannot_pack():
+    x, b = torch.randn(9, 300), torch.randn(200)
+    with torch.inference_mode():  # no version counter: nothing could tell an update
+        w = torch.randn(200, 300)
+    torch.testing.assert_close(coil_ops.packed_linear(x, w, b), F.linear(x, w, b))
+    w64 = torch.randn(200, 300, dtype=torch.float64)  # no packed kernel for f64
+    x64 = x.double()
+    torch.testing.assert_close(coil_ops.packed_linear(x64, w64, None), F.linear(x64, w64))
+    strided = torch.randn(300, 200).t()  # not row-major
+    torch.testing.assert_close(coil_ops.packed_linear(x, strided, b), F.linear(x, strided, b))
+
+
+def test_operator_has_a_meta_kernel():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        y = torch.ops.coil.packed_linear(torch.empty(2, 5, 300), torch.empty(200, 300), None)
+    assert y.shape == (2, 5, 200)
