@@ -54,12 +54,27 @@ BASE_FLAGS = (
     "-fno-math-errno",
     "-fno-trapping-math",
     "-w",
-) + (
-    # Some x86 tunings (-march=native on Zen 1) prefer 128-bit vectors; glibc's
-    # 8-wide AVX2 exp/erf/tanh were 1.3x faster than the 4-wide ones on a
-    # 256x1024 softmax here.
-    ("-mprefer-vector-width=256",) if platform.machine() in ("x86_64", "AMD64") else ()
 )
+
+
+def _vector_width() -> tuple[str, ...]:
+    """The vector width the kernels prefer on x86: 512 bits where ATen's own
+    kernels run AVX-512 (torch's CPU capability), else 256. Some x86 tunings
+    (-march=native on Zen 1) prefer 128-bit vectors; glibc's 8-wide AVX2
+    exp/erf/tanh were 1.3x faster than the 4-wide ones on a 256x1024 softmax
+    there. On an AVX-512 Xeon g++ 12 tunes for 256 bits; 512 ran the kernels
+    alone (one thread, 25 interleaved rounds, best us) tanh-GELU 64x2048 169 ->
+    69, exact GELU 102 -> 79, softmax 256x1024 196 -> 188 (benchmarks/RESULTS.md,
+    twenty-first session); the bf16 norms moved within noise (twentieth)."""
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return ()
+    import torch
+
+    wide = torch.backends.cpu.get_cpu_capability() in ("AVX512", "AVX512_BF16", "AMX")
+    return (f"-mprefer-vector-width={512 if wide else 256}",)
+
+
+BASE_FLAGS = BASE_FLAGS + _vector_width()
 
 _lock = threading.Lock()
 _loaded: dict[str, CppKernels] = {}

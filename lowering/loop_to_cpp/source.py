@@ -190,7 +190,7 @@ float log2f(float);
 // CPUs that run a 256-bit vector op as two 128-bit halves (GCC tunes them for
 // 128-bit vectors: AMD Zen 1, the Bulldozer family): kernels that narrow
 // floats to bf16 and call no vector math run 128-bit there (HALF_WIDTH_OPEN;
-// the flags ask for 256-bit vectors everywhere else).
+// the flags ask for 256-bit vectors elsewhere, 512-bit where ATen runs AVX-512).
 #if defined(__GNUC__) && !defined(__clang__) && (defined(__tune_znver1__) || \
     defined(__tune_bdver1__) || defined(__tune_bdver2__) || defined(__tune_bdver3__) || \
     defined(__tune_bdver4__))
@@ -228,6 +228,18 @@ template <typename T> inline T ipow(T b, T e) {
   for (; e > 0; e >>= 1, b *= b) if (e & 1) r *= b;
   return r;
 }
+// erf of a float as ATen's CPU kernels compute it (Vectorized<float>::erf:
+// Abramowitz-Stegun 7.1.26, |error| <= 1.5e-7, one exp), so torch.erf and the
+// exact GELU give eager's values; in an `omp simd` loop it is FMAs, a division
+// and libmvec's expf. libmvec's erff ran a 64x2048 GELU 2x slower than eager
+// (AVX-512 Xeon, one thread, benchmarks/RESULTS.md, twenty-first session).
+inline float coil_erf(float x) {
+  const float t = 1.0f / std::fma(0.3275911f, std::fabs(x), 1.0f);
+  const float r = std::fma(std::fma(std::fma(std::fma(1.061405429f, t, -1.453152027f), t,
+                                             1.421413741f), t, -0.284496736f), t, 0.254829592f);
+  return std::copysign(std::fma(-std::exp(-(x * x)) * t, r, 1.0f), x);
+}
+inline double coil_erf(double x) { return std::erf(x); }
 inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 // A float sum or product over a row: each stream's accumulator is one 32-byte
@@ -444,7 +456,7 @@ _UNARY = {
     "math.ceil": "std::ceil({a})",
     "math.cos": "std::cos({a})",
     "math.cosh": "std::cosh({a})",
-    "math.erf": "std::erf({a})",
+    "math.erf": "coil_erf({a})",
     "math.exp": "std::exp({a})",
     "math.exp2": "std::exp2({a})",
     "math.expm1": "std::expm1({a})",
@@ -1676,7 +1688,9 @@ def kernel_checks_bounds(fn: cpu.FuncOp) -> bool:
     return printer.checks_bounds
 
 
-_VECTOR_MATH = re.compile(r"std::(?:exp|exp2|expm1|log|log2|log10|log1p|erf|tanh|sin|cos|pow)\(")
+_VECTOR_MATH = re.compile(
+    r"(?:std::(?:exp|exp2|expm1|log|log2|log10|log1p|erf|tanh|sin|cos|pow)|coil_erf)\("
+)
 """Calls that vectorize into glibc's libmvec variants (see PRELUDE)."""
 
 HALF_WIDTH_OPEN = """#ifdef COIL_HALF_WIDTH_BF16

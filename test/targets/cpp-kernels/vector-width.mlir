@@ -1,6 +1,7 @@
 // RUN: fx-opt %s -p "convert-loop-to-cpp{combine=false}" -t cpp-kernels | filecheck %s
 
-// The build asks for 256-bit vectors; on CPUs that run them as two 128-bit
+// The build asks for 256-bit vectors (512 where ATen's own kernels run
+// AVX-512: runtime/cpp_kernels.py); on CPUs that run them as two 128-bit
 // halves (GCC's Zen 1 / Bulldozer tunings, COIL_HALF_WIDTH_BF16) a kernel that
 // narrows floats to bf16 and calls no vector math is compiled for 128-bit
 // vectors (its packs across the halves and split stores cost more than the
