@@ -23,7 +23,9 @@ operator (``aten.operator "coil::packed_linear"(...)``); :meth:`OperatorOp.resol
     version counter, so its product is ATen's ``linear`` (nothing could tell
     an update); so is one whose dtype, device or layout the packed kernels do
     not take. The packed copy costs the weight's size again while the weight
-    lives.
+    lives. MKL packs float32 for one row count (the first call's): calls with
+    another run ATen's unpacked linear (``mkl::_mkl_linear`` checks); oneDNN's
+    bfloat16 packing serves every row count.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ _LIB = torch.library.Library("coil", "DEF")
 _LIB.define("packed_linear(Tensor x, Tensor weight, Tensor? bias) -> Tensor")
 
 _PACKED: WeakIdKeyDictionary = WeakIdKeyDictionary()
-"""weight -> (version, data pointer, packed weight)."""
+"""weight -> (version, data pointer, packed weight, the row count it was packed for)."""
 
 
 @functools.cache
@@ -52,7 +54,9 @@ def packable(dtype: torch.dtype) -> bool:
     return False
 
 
-def _packed(weight: torch.Tensor, rows: int) -> torch.Tensor | None:
+def _packed(weight: torch.Tensor, rows: int) -> tuple[torch.Tensor, int] | None:
+    """The packed copy of ``weight`` and the row count it was packed for (made
+    now for ``rows`` when there is none or the weight changed)."""
     try:
         version = weight._version
     except RuntimeError:  # an inference tensor: no version counter
@@ -60,14 +64,14 @@ def _packed(weight: torch.Tensor, rows: int) -> torch.Tensor | None:
     entry = _PACKED.get(weight)
     pointer = weight.data_ptr()
     if entry is not None and entry[0] == version and entry[1] == pointer:
-        return entry[2]
+        return entry[2], entry[3]
     with torch.no_grad():
         if weight.dtype == torch.float32:
             packed = torch.ops.mkl._mkl_reorder_linear_weight(weight, rows)
         else:
             packed = torch.ops.mkldnn._reorder_linear_weight(weight, rows)
-    _PACKED[weight] = (version, pointer, packed)
-    return packed
+    _PACKED[weight] = (version, pointer, packed, rows)
+    return packed, rows
 
 
 def packed_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None):
@@ -81,13 +85,16 @@ def packed_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
         and x.dim() >= 2
         and packable(x.dtype)
     )
-    rows = x.numel() // max(x.shape[-1], 1)
-    packed = _packed(weight, max(rows, 1)) if ok else None
-    if packed is None:
+    rows = max(x.numel() // max(x.shape[-1], 1), 1)
+    found = _packed(weight, rows) if ok else None
+    if found is None:
         return torch.nn.functional.linear(x, weight, bias)
+    packed, packed_rows = found
     x = x.contiguous()
     if x.dtype == torch.float32:
-        return torch.ops.mkl._mkl_linear(x, packed, weight, bias, max(rows, 1))
+        # MKL's packed B is made for one row count (cblas_sgemm_pack's m): at
+        # another, ATen's mkl_linear runs its unpacked linear itself.
+        return torch.ops.mkl._mkl_linear(x, packed, weight, bias, packed_rows)
     return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
 
 
