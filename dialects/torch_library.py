@@ -23,9 +23,10 @@ operator (``aten.operator "coil::packed_linear"(...)``); :meth:`OperatorOp.resol
     version counter, so its product is ATen's ``linear`` (nothing could tell
     an update); so is one whose dtype, device or layout the packed kernels do
     not take. The packed copy costs the weight's size again while the weight
-    lives. MKL packs float32 for one row count (the first call's): calls with
-    another run ATen's unpacked linear (``mkl::_mkl_linear`` checks); oneDNN's
-    bfloat16 packing serves every row count.
+    lives. MKL packs float32 for one row count: a weight keeps a pack per row
+    count it meets (eight at most; ``mkl::_mkl_linear`` runs ATen's unpacked
+    linear when the rows differ from its pack's); oneDNN's bfloat16 pack
+    serves every row count.
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ _LIB = torch.library.Library("coil", "DEF")
 _LIB.define("packed_linear(Tensor x, Tensor weight, Tensor? bias) -> Tensor")
 
 _PACKED: WeakIdKeyDictionary = WeakIdKeyDictionary()
-"""weight -> (version, data pointer, packed weight, the row count it was packed for)."""
+"""weight -> (version, data pointer, {row count: packed weight})."""
+PACKS_PER_WEIGHT = 8
+"""Float32 packs kept per weight, one per row count (a dynamic graph's sizes)."""
 
 
 @functools.cache
@@ -55,23 +58,31 @@ def packable(dtype: torch.dtype) -> bool:
 
 
 def _packed(weight: torch.Tensor, rows: int) -> tuple[torch.Tensor, int] | None:
-    """The packed copy of ``weight`` and the row count it was packed for (made
-    now for ``rows`` when there is none or the weight changed)."""
+    """The packed copy of ``weight`` for ``rows`` rows and the row count it was
+    packed for: MKL packs float32 for one row count, so a weight keeps one pack
+    per row count seen (up to :data:`PACKS_PER_WEIGHT`; past that the first
+    one's, and ATen's unpacked linear at the others); oneDNN's bfloat16 pack
+    serves every row count."""
     try:
         version = weight._version
     except RuntimeError:  # an inference tensor: no version counter
         return None
-    entry = _PACKED.get(weight)
     pointer = weight.data_ptr()
-    if entry is not None and entry[0] == version and entry[1] == pointer:
-        return entry[2], entry[3]
-    with torch.no_grad():
-        if weight.dtype == torch.float32:
-            packed = torch.ops.mkl._mkl_reorder_linear_weight(weight, rows)
+    entry = _PACKED.get(weight)
+    if entry is None or entry[0] != version or entry[1] != pointer:
+        entry = _PACKED[weight] = (version, pointer, {})
+    packs: dict[int, torch.Tensor] = entry[2]
+    key = rows if weight.dtype == torch.float32 else 0
+    if key not in packs:
+        if len(packs) >= PACKS_PER_WEIGHT:
+            key = next(iter(packs))
         else:
-            packed = torch.ops.mkldnn._reorder_linear_weight(weight, rows)
-    _PACKED[weight] = (version, pointer, packed, rows)
-    return packed, rows
+            with torch.no_grad():
+                if weight.dtype == torch.float32:
+                    packs[key] = torch.ops.mkl._mkl_reorder_linear_weight(weight, rows)
+                else:
+                    packs[key] = torch.ops.mkldnn._reorder_linear_weight(weight, rows)
+    return packs[key], key
 
 
 def packed_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None):

@@ -31,8 +31,8 @@ to 4096x1024, benchmarks/RESULTS.md, twenty-first session):
 * float32 with more than one row (packed: 1.1-2.5x from 8 rows up, ~1.0x and
   once 0.79x at one row, where ATen's GEMV reads the weight once anyway);
   bfloat16 at any row count (1.2-2.4x); symbolic row counts count as
-  several rows (MKL's float32 pack serves the row count of its first call;
-  others run ATen's linear inside ``mkl::_mkl_linear``).
+  several rows (MKL packs float32 per row count: a weight keeps a pack for
+  each of the first eight it meets).
 * only where this process has the packed kernels (MKL for float32, oneDNN with
   bfloat16 support), checked when the pass runs (``probe=false``: not
   checked); ``coil::packed_linear`` checks again at run time and falls back

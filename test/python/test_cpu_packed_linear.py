@@ -101,3 +101,22 @@ def test_operator_has_a_meta_kernel():
     with FakeTensorMode():
         y = torch.ops.coil.packed_linear(torch.empty(2, 5, 300), torch.empty(200, 300), None)
     assert y.shape == (2, 5, 200)
+
+
+@F32
+def test_float32_packs_per_row_count_bounded():
+    # MKL packs for one row count: each count gets its own pack, eight at most;
+    # past that the first pack's count runs packed and the others run ATen's
+    # linear (inside mkl::_mkl_linear), all equal to F.linear.
+    w, b = torch.randn(600, 500), torch.randn(600)
+    for rows in (3, 7, 64, 3, 200, 9, 10, 11, 12, 13, 14):
+        x = torch.randn(rows, 500)
+        got = coil_ops.packed_linear(x, w, b)  # sums in MKL's order: rounding differs
+        torch.testing.assert_close(got, F.linear(x, w, b), rtol=1e-5, atol=1e-4)
+    assert len(coil_ops._PACKED[w][2]) == coil_ops.PACKS_PER_WEIGHT
+    with torch.no_grad():
+        w.add_(1.0)  # a new version: the packs are made again
+    x = torch.randn(5, 500)
+    got = coil_ops.packed_linear(x, w, b)
+    torch.testing.assert_close(got, F.linear(x, w, b), rtol=1e-5, atol=1e-4)
+    assert list(coil_ops._PACKED[w][2]) == [5]
