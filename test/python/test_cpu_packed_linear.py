@@ -42,7 +42,7 @@ def calls(monkeypatch):
 @pytest.mark.parametrize(
     "dtype, tol",
     [
-        pytest.param(torch.float32, 1e-5, marks=F32),
+        pytest.param(torch.float32, 1e-4, marks=F32),
         pytest.param(torch.bfloat16, 2e-2, marks=BF16),
     ],
 )
@@ -66,7 +66,7 @@ def test_dynamic_rows_and_3d_input(calls):
     with torch.no_grad():
         for shape in ((7, 512), (3, 5, 512), (64, 512)):
             x = torch.randn(*shape)
-            torch.testing.assert_close(f(x), m(x), rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(f(x), m(x), rtol=1e-5, atol=1e-4)
     assert calls
 
 
