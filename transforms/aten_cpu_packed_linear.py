@@ -71,6 +71,8 @@ from coil.transforms.aten_fuse_matvec import linear_weight
 
 OPERATOR = "coil::packed_linear"
 STATIC_ATTRS = ("coil.static", "coil.constant")
+"""Arguments passed unchanged call after call (parameters, buffers), as
+``buffer-hoist-constants`` reads them (an aten pass imports no buffer pass)."""
 MIN_WEIGHT = 2**18
 """Smaller weights stay ATen's: the packed call costs ~20 us more of Python
 than ``addmm`` in a compiled graph (two 64x64 products at 8 rows: 111 vs 70
@@ -118,8 +120,8 @@ def packed_product(
     out = op.results[0].type
     if not isinstance(out, TensorType) or not isinstance(x.type, TensorType):
         return None
-    if out.device_attr.data != "cpu" or len(x.type.shape) != 2:
-        return None
+    if out.device_attr.data != "cpu" or len(x.type.shape) != 2 or not out.is_contiguous():
+        return None  # (the packed kernels return a new row-major tensor)
     w = linear_weight(mat2)
     if w is None or not _is_parameter(fn, w):
         return None
@@ -150,7 +152,8 @@ def pack_products(fn: func.FuncOp, probe: bool = True) -> int:
             continue
         x, w, bias = found
         inputs = [x, w] + ([bias] if bias is not None else [])
-        args = [OperandRefAttr(0), OperandRefAttr(1), OperandRefAttr(2) if bias else NoneAttr()]
+        third = OperandRefAttr(2) if bias is not None else NoneAttr()
+        args = [OperandRefAttr(0), OperandRefAttr(1), third]
         call = OperatorOp(
             OPERATOR, ArrayAttr(args), DictionaryAttr({}), inputs, [op.results[0].type]
         )
