@@ -240,6 +240,13 @@ inline float coil_erf(float x) {
   return std::copysign(std::fma(-std::exp(-(x * x)) * t, r, 1.0f), x);
 }
 inline double coil_erf(double x) { return std::erf(x); }
+// log(exp(x) + exp(y)) as ATen's CPU logcumsumexp combines (_log_add_exp_helper):
+// NaN propagates, and two infinities of one sign stay as they are.
+template <typename T> inline T coil_log_add_exp(T x, T y) {
+  const T lo = y != y ? y : std::min(x, y);
+  const T hi = y != y ? y : std::max(x, y);
+  return (lo != hi || std::isfinite(lo)) ? T(std::log1p(std::exp(lo - hi)) + hi) : x;
+}
 inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 // A float sum or product over a row: each stream's accumulator is one 32-byte
@@ -607,6 +614,8 @@ class KernelPrinter:
                     [nest],
                     {nest: list(nest.outs)},
                 )
+            elif isinstance(nest, L.ScanOp):
+                self.scan(nest)
             elif isinstance(nest, L.FusedOp):
                 term = nest.body.block.last_op
                 yields: dict[Any, list[Any]] = {}
@@ -619,6 +628,87 @@ class KernelPrinter:
         self.depth -= 1
         self.emit("}")
         return "\n".join(self.lines)
+
+    def scan(self, nest: L.ScanOp) -> None:
+        """An inclusive scan: the other dimensions in parallel (one flattened
+        loop), the scanned one walked in order at each point, the running value
+        stored at every step (as ATen's CPU scans: ``cumsum``, ``cummax`` ...).
+        The first element starts the running value; ``argmax``/``argmin`` keep
+        its position too (the last one on ties, the last NaN once there is one:
+        ATen's ``cummax_cummin_helper``)."""
+        env = dict(self.symbols)
+        ranges = nest.ranges.data
+        d = nest.scan_dim
+        syms = index_symbols(len(ranges))
+        kind = nest.kind.data
+        ct = value_type(nest.body.block.last_op.values[0].type)
+        self._start_row_cache(())
+        self.inner_var = None
+        self.emit("{")
+        self.depth += 1
+        others = [k for k in range(len(ranges)) if k != d]
+        if others:
+            sizes = [cexpr(ranges[k], env) for k in others]
+            points = " * ".join(cexpr(r, env) for r in ranges)
+            static = sympy.Mul(*[sympy.sympify(r) for r in ranges])
+            if static.is_Integer:
+                pragma = "#pragma omp parallel for" if int(static) >= PARALLEL_MIN_POINTS else ""
+            else:
+                pragma = f"#pragma omp parallel for if(({points}) >= {PARALLEL_MIN_POINTS}L)"
+            x = self.fresh("x")
+            if pragma:
+                self.emit(pragma)
+            self.emit(f"for (int64_t {x} = 0; {x} < {' * '.join(sizes)}; ++{x}) {{")
+            self.depth += 1
+            rest = x
+            for pos in range(len(others) - 1, -1, -1):
+                k = others[pos]
+                if pos == 0:
+                    self.emit(f"const int64_t i{k} = {rest};")
+                else:
+                    self.emit(f"const int64_t i{k} = {rest} % {sizes[pos]};")
+                    q = self.fresh("q")
+                    self.emit(f"const int64_t {q} = {rest} / {sizes[pos]};")
+                    rest = q
+                env[syms[k]] = f"i{k}"
+        acc = self.fresh("acc")
+        self.emit(f"{ct} {acc} = {ct}(0);")
+        where = None
+        if kind in ("argmax", "argmin"):
+            where = self.fresh("pos")
+            self.emit(f"int64_t {where} = 0;")
+        i = f"i{d}"
+        self.emit(f"for (int64_t {i} = 0; {i} < {cexpr(ranges[d], env)}; ++{i}) {{")
+        self.depth += 1
+        env[syms[d]] = i
+        (v,) = self.body(nest.body.block, env)
+        combine = {
+            "sum": f"{acc} + {v}",
+            "prod": f"{acc} * {v}",
+            "max": f"max_prop({acc}, {v})",
+            "min": f"min_prop({acc}, {v})",
+            "logsumexp": f"coil_log_add_exp({acc}, {v})",
+        }
+        if where is not None:
+            cmp = ">=" if kind == "argmax" else "<="
+            self.emit(f"if ({i} == 0 || {v} != {v} || ({acc} == {acc} && {v} {cmp} {acc})) {{")
+            self.emit(f"  {acc} = {v}; {where} = {i};")
+            self.emit("}")
+        elif kind in combine:
+            self.emit(f"{acc} = {i} == 0 ? {ct}({v}) : {ct}({combine[kind]});")
+        else:
+            raise CppUnsupported(f"a {kind} scan")
+        outs = list(nest.outs)
+        self._store(outs[0], syms, env, acc)
+        if where is not None:
+            self._store(outs[1], syms, env, where)
+        self.depth -= 1
+        self.emit("}")
+        if others:
+            self.depth -= 1
+            self.emit("}")
+        self.depth -= 1
+        self.emit("}")
 
     @staticmethod
     def _pointwise_stores(nest: L.PointwiseOp) -> dict[Any, list[Any]]:

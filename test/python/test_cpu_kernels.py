@@ -44,6 +44,8 @@ CASES = {
     "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh") * 2, [(3, 40)]),
     "mlp_block": (_mlp_block, [(8, 32), (64, 32), (64,), (32, 64), (32,), (32,), (32,)]),
     "cat_pad": (lambda x, y: F.pad(torch.cat([x, y], 1), (1, 2)), [(3, 4), (3, 5)]),
+    "cumsum_dim1": (lambda x: torch.cumsum(x * 2, 1) + 1, [(5, 37)]),
+    "cummax_dim0": (lambda x: torch.cummax(x, 0), [(9, 4)]),
 }
 
 
@@ -195,17 +197,53 @@ def test_cpp_kernels_are_what_runs(tmp_path):
     assert "load_cpp_kernels" not in text and "@triton.jit" in text
 
 
-@needs_compiler
-def test_scan_falls_back_to_triton_with_a_warning():
-    def fn(x):
-        return torch.cumsum(x, 1) + 1
+SCANS = {
+    "cumsum": lambda x: torch.cumsum(x, -1),
+    "cumprod": lambda x: torch.cumprod(x * 0.25 + 1, 0),
+    "cummax": lambda x: torch.cummax(x, 1),
+    "cummin": lambda x: torch.cummin(x, 0),
+    "logcumsumexp": lambda x: torch.logcumsumexp(x, 1),
+}
 
-    x = torch.randn(3, 20)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+
+@needs_compiler
+@pytest.mark.parametrize("name", list(SCANS))
+def test_scans_are_cpp_kernels_with_eagers_nan_and_inf(name):
+    # The running value of a row holding NaN, +inf and a row of -inf: NaN
+    # propagates (cummax/cummin keep the last NaN's position), two infinities of
+    # one sign stay (logcumsumexp), ties take the last position.
+    fn = SCANS[name]
+    x = torch.randn(6, 37)
+    x[1, 5], x[2, 3], x[3, :] = float("nan"), float("inf"), float("-inf")
+    x[4, 10:14] = 0.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no nest left to Triton's interpreter
         out = _compile(fn)(x)
     assert_close_to_eager(out, fn(x))
-    assert any("loop.scan" in str(w.message) for w in caught)
+
+
+@needs_compiler
+@pytest.mark.parametrize(
+    "dtype", [torch.bfloat16, torch.int64, torch.bool], ids=["bf16", "int64", "bool"]
+)
+def test_scan_dtypes_and_symbolic_length(dtype):
+    x = (torch.randn(4, 50) * 4).to(dtype)
+    fn = torch.compile(lambda x: torch.cumsum(x, 1), backend="coil", dynamic=True)
+    for n in (50, 17):
+        assert_close_to_eager(fn(x[:, :n]), torch.cumsum(x[:, :n], 1))
+
+
+@needs_compiler
+def test_scatter_falls_back_to_triton_with_a_warning():
+    def fn(x, idx):
+        return torch.zeros(10).index_add(0, idx, x) + 1
+
+    x, idx = torch.randn(6), torch.tensor([0, 3, 3, 9, 1, 0])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = _compile(fn)(x, idx)
+    assert_close_to_eager(out, fn(x, idx))
+    assert any("loop.scatter" in str(w.message) for w in caught)
 
 
 @pytest.mark.parametrize("wrapper", ["python", "cpp"])
