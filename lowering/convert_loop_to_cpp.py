@@ -3,7 +3,8 @@
 Input: ``func.func``s at the buffer level (after ``bufferize``/``memory-plan``),
 as ``convert-loop-to-tt`` takes them; it runs right before that pass, so the
 kernels are the same fused nests the GPU path gets. Output: for each top-level
-``loop.pointwise``/``loop.reduction``/``loop.fused``/``loop.scan`` with ``outs`` (and each
+``loop.pointwise``/``loop.reduction``/``loop.fused``/``loop.scan``/``loop.scatter``
+with ``outs`` (and each
 ``loop.copy``, as the pointwise nest it is) whose buffers are all on the CPU,
 one ``cpu.func @coil_cpp_<hints>_<n>`` before its function, holding the nest
 moved in unchanged (its buffers become the function's arguments, the size
@@ -11,8 +12,8 @@ symbols it names ``index`` arguments with ``coil.symbol``), and in the nest's
 place ``host.launch @coil_cpp_... grid [1, 1, 1] (buffers) scalars [sizes]``.
 Kernels with identical bodies are emitted once, as ``convert-loop-to-tt`` does.
 
-A nest the C++ printer (``loop_to_cpp/source.py``) cannot write -- a scatter,
-random numbers, a member read at another point -- is left in place
+A nest the C++ printer (``loop_to_cpp/source.py``) cannot write -- random
+numbers, a member read at another point -- is left in place
 for ``convert-loop-to-tt`` (Triton's interpreter runs it) and named once on
 stderr as a warning. ``-t cpp-kernels`` prints the kernels.
 """
@@ -42,7 +43,7 @@ from coil.lowering.loop_to_tt.kernel import kernel_name
 from coil.transforms.input_level import require_below_aten
 from coil.transforms.loop_cost import nest_cost
 
-_NESTS = (L.PointwiseOp, L.ReductionOp, L.FusedOp, L.ScanOp)
+_NESTS = (L.PointwiseOp, L.ReductionOp, L.FusedOp, L.ScanOp, L.ScatterOp)
 
 
 def _symbols(nest: Operation, buffers: list[SSAValue]) -> set[sympy.Symbol]:
@@ -117,11 +118,6 @@ class ConvertLoopToCppPass(ModulePass):
                 elif isinstance(nest, _NESTS) and nest.outs:
                     if self._lower(nest, f, counter, nest):
                         counter += 1
-                elif isinstance(nest, L.ScatterOp) and all(
-                    isinstance(o.type, BufferType) and o.type.device_attr.data == "cpu"
-                    for o in nest.outs
-                ):
-                    _fallback(nest, f, f"{nest.name} yet")
         if self.combine:
             _combine(op, self.max_args, counter)
         if self.dedupe:

@@ -616,6 +616,8 @@ class KernelPrinter:
                 )
             elif isinstance(nest, L.ScanOp):
                 self.scan(nest)
+            elif isinstance(nest, L.ScatterOp):
+                self.scatter(nest)
             elif isinstance(nest, L.FusedOp):
                 term = nest.body.block.last_op
                 yields: dict[Any, list[Any]] = {}
@@ -707,6 +709,80 @@ class KernelPrinter:
         if others:
             self.depth -= 1
             self.emit("}")
+        self.depth -= 1
+        self.emit("}")
+
+    def scatter(self, nest: L.ScatterOp) -> None:
+        """A scatter into its out (which holds the initial values already): the
+        points in order on one thread (several may name one element: ``add``
+        accumulates them, ``store`` keeps the last, as ATen's serial CPU
+        ``index_put_``/``scatter_add`` kernels do), each data-dependent index
+        checked as a gather's is (out of range: the ``bad`` flag, which the
+        wrapper raises, and no write)."""
+        env = dict(self.symbols)
+        ranges = nest.ranges.data
+        syms = index_symbols(len(ranges))
+        mode = nest.mode.data
+        (out,) = nest.outs
+        t = out.type
+        ptr = self.names.get(out)
+        if ptr is None:
+            raise CppUnsupported("a scatter into a buffer that is not a kernel argument")
+        self._start_row_cache(())
+        self.inner_var = None
+        self.emit("{")
+        self.depth += 1
+        x = self.fresh("x")
+        sizes = [cexpr(r, env) for r in ranges]
+        self.emit(f"for (int64_t {x} = 0; {x} < {' * '.join(sizes) or '1L'}; ++{x}) {{")
+        self.depth += 1
+        rest = x
+        for k in range(len(ranges) - 1, -1, -1):
+            if k == 0:
+                self.emit(f"const int64_t i{k} = {rest};")
+            else:
+                self.emit(f"const int64_t i{k} = {rest} % {sizes[k]};")
+                q = self.fresh("q")
+                self.emit(f"const int64_t {q} = {rest} / {sizes[k]};")
+                rest = q
+            env[syms[k]] = f"i{k}"
+        value, *indices = self.body(nest.body.block, env)
+        lenv = dict(env)
+        for k, v in enumerate(indices):
+            lenv[indirect_symbol(k)] = f"int64_t({v})"
+        checked = []
+        for dim, e in enumerate(nest.index.data):
+            ivar = self.fresh("ix")
+            self.emit(f"const int64_t {ivar} = {cexpr(e, lenv)};")
+            if any(str(s).startswith("t") for s in sympy.sympify(e).free_symbols):
+                ok = f"(uint64_t){ivar} < (uint64_t){cexpr(t.shape_attr.data[dim], lenv)}"
+                self.emit(f"if (!({ok})) {{ bad = 1; continue; }}")
+                self.checks_bounds = True
+            checked.append(ivar)
+        addr = (
+            " + ".join(
+                f"{i} * {cexpr(st, lenv)}" for i, st in zip(checked, t.strides_attr.data) if st != 0
+            )
+            or "0"
+        )
+        k = _key(t.element_type)
+        ct = value_type(t.element_type)
+        old = f"bf16_load({ptr}[{addr}])" if k == "bf16" else f"{ct}({ptr}[{addr}])"
+        new = {
+            "store": value,
+            "add": f"{old} + {value}",
+            "max": f"max_prop({old}, {ct}({value}))",
+            "min": f"min_prop({old}, {ct}({value}))",
+        }.get(mode)
+        if new is None:
+            raise CppUnsupported(f"a {mode} scatter")
+        self.version[ptr] = self.version.get(ptr, 0) + 1
+        if k == "bf16":
+            self.emit(f"{ptr}[{addr}] = bf16_store({new});")
+        else:
+            self.emit(f"{ptr}[{addr}] = {storage_type(t.element_type)}({new});")
+        self.depth -= 1
+        self.emit("}")
         self.depth -= 1
         self.emit("}")
 

@@ -56,7 +56,7 @@ func.func @chain(%n: index {coil.symbol = #coil.expr<s0>}, %x: !buffer.buffer<[s
 // CHECK-NOT:   cpu.func
 // CHECK:       func.func @split
 // CHECK:         host.launch @coil_cpp_a_0
-// CHECK:         loop.scatter
+// CHECK:         loop.rand
 // CHECK:         host.launch @coil_cpp_a_0
 func.func @split(%x: !buffer.buffer<[4], f32>, %y: !buffer.buffer<[4], f32>) -> (!buffer.buffer<[4], f32>, !buffer.buffer<[4], f32>, !buffer.buffer<[4], f32>) {
   %a = buffer.alloc : !buffer.buffer<[4], f32>
@@ -66,12 +66,12 @@ func.func @split(%x: !buffer.buffer<[4], f32>, %y: !buffer.buffer<[4], f32>) -> 
     %1 = arith.negf %0 : f32
     loop.yield %1 : f32
   }
+  %seed = loop.seed : i64
   %cs = buffer.alloc : !buffer.buffer<[4], f32>
-  loop.scatter add [4] at [t0] outs(%cs : !buffer.buffer<[4], f32>) {
+  loop.pointwise [4] outs(%cs : !buffer.buffer<[4], f32>) {
   ^bb0(%i0: index):
-    %2 = loop.load %x[i0] : !buffer.buffer<[4], f32>
-    %k2 = arith.constant 3 : i64
-    loop.yield %2, %k2 : f32, i64
+    %2 = loop.rand %seed[i0] : f32
+    loop.yield %2 : f32
   }
   %c = buffer.alloc : !buffer.buffer<[4], f32>
   loop.pointwise [4] outs(%c : !buffer.buffer<[4], f32>) {

@@ -94,21 +94,21 @@ func.func @twice(%x: !buffer.buffer<[8, 32], f32>, %y: !buffer.buffer<[8, 32], f
 
 // -----
 
-// What the C++ kernels do not cover stays for convert-loop-to-tt: a scatter, and
+// What the C++ kernels do not cover stays for convert-loop-to-tt: random numbers, and
 // any nest over GPU buffers. A loop.copy is the pointwise nest it is.
 
 // CHECK-LABEL: cpu.func @coil_cpp_copy_out_0
 // CHECK:       func.func @rest
-// CHECK:         loop.scatter add
+// CHECK:         loop.rand
 // CHECK:         loop.pointwise [4] outs(%{{.*}} : !buffer.buffer<[4], f32, device "cuda:0">)
 // CHECK:         host.launch @coil_cpp_copy_out_0
 func.func @rest(%x: !buffer.buffer<[4], f32>, %g: !buffer.buffer<[4], f32, device "cuda:0">) -> (!buffer.buffer<[4], f32>, !buffer.buffer<[4], f32, device "cuda:0">, !buffer.buffer<[4], f32>) {
+  %seed = loop.seed : i64
   %cs = buffer.alloc : !buffer.buffer<[4], f32>
-  loop.scatter add [4] at [t0] outs(%cs : !buffer.buffer<[4], f32>) {
+  loop.pointwise [4] outs(%cs : !buffer.buffer<[4], f32>) {
   ^bb0(%i0: index):
-    %0 = loop.load %x[i0] : !buffer.buffer<[4], f32>
-    %k0 = arith.constant 3 : i64
-    loop.yield %0, %k0 : f32, i64
+    %0 = loop.rand %seed[i0] : f32
+    loop.yield %0 : f32
   }
   %neg = buffer.alloc : !buffer.buffer<[4], f32, device "cuda:0">
   loop.pointwise [4] outs(%neg : !buffer.buffer<[4], f32, device "cuda:0">) {

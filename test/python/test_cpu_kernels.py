@@ -233,17 +233,46 @@ def test_scan_dtypes_and_symbolic_length(dtype):
         assert_close_to_eager(fn(x[:, :n]), torch.cumsum(x[:, :n], 1))
 
 
-@needs_compiler
-def test_scatter_falls_back_to_triton_with_a_warning():
-    def fn(x, idx):
-        return torch.zeros(10).index_add(0, idx, x) + 1
+SCATTERS = {
+    "index_add": (lambda x, i: torch.zeros(10).index_add(0, i, x) + 1, [(6,)], [0, 3, 3, 9, 1, 0]),
+    "index_put_acc_neg": (
+        lambda v, i: torch.zeros(8, 3).index_put((i,), v, accumulate=True),
+        [(5, 3)],
+        [-1, 1, -8, 0, 1],
+    ),
+    "index_copy": (lambda v, i: torch.zeros(2, 16, 4).index_copy(1, i, v), [(2, 3, 4)], [5, 7, 6]),
+    "scatter_reduce_amax": (
+        lambda s, i: torch.full((7, 5), -1.0).scatter_reduce(0, i.view(1, 5), s, "amax"),
+        [(1, 5)],
+        [6, 0, 6, 2, 3],
+    ),
+}
 
-    x, idx = torch.randn(6), torch.tensor([0, 3, 3, 9, 1, 0])
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        out = _compile(fn)(x, idx)
-    assert_close_to_eager(out, fn(x, idx))
-    assert any("loop.scatter" in str(w.message) for w in caught)
+
+@needs_compiler
+@pytest.mark.parametrize("name", list(SCATTERS))
+def test_scatters_are_cpp_kernels(name):
+    fn, shapes, index = SCATTERS[name]
+    args = [torch.randn(*s) for s in shapes] + [torch.tensor(index)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no nest left to Triton's interpreter
+        out = _compile(fn)(*args)
+    assert_close_to_eager(out, fn(*args))
+
+
+@needs_compiler
+def test_embedding_backward_and_a_scatter_index_out_of_range():
+    emb = torch.nn.Embedding(50, 8)
+    ids = torch.randint(0, 50, (4, 12))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _compile(lambda i: emb(i).pow(2).sum())(ids).backward()
+    got, emb.weight.grad = emb.weight.grad, None
+    emb(ids).pow(2).sum().backward()
+    torch.testing.assert_close(got, emb.weight.grad)
+    fn = _compile(lambda x, i: torch.zeros(10).index_add(0, i, x))
+    with pytest.raises(IndexError, match="out of bounds"):
+        fn(torch.randn(3), torch.tensor([0, 10, 2]))
 
 
 @pytest.mark.parametrize("wrapper", ["python", "cpp"])
