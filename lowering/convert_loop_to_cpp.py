@@ -12,8 +12,10 @@ symbols it names ``index`` arguments with ``coil.symbol``), and in the nest's
 place ``host.launch @coil_cpp_... grid [1, 1, 1] (buffers) scalars [sizes]``.
 Kernels with identical bodies are emitted once, as ``convert-loop-to-tt`` does.
 
-A nest the C++ printer (``loop_to_cpp/source.py``) cannot write -- random
-numbers, a member read at another point -- is left in place
+A nest that draws random numbers gets the function's seed as an ``i64``
+argument (``{coil.seed}``), as a Triton kernel does. A nest the C++ printer
+(``loop_to_cpp/source.py``) cannot write -- a member read at another point,
+a value from outside the nest that is neither a buffer nor the seed -- is left in place
 for ``convert-loop-to-tt`` (Triton's interpreter runs it) and named once on
 stderr as a warning. ``-t cpp-kernels`` prints the kernels.
 """
@@ -143,25 +145,31 @@ class ConvertLoopToCppPass(ModulePass):
 
         values = _external(nest)
         buffers = [v for v in values if isinstance(v.type, BufferType)]
-        if len(buffers) != len(values):
-            other = next(v for v in values if not isinstance(v.type, BufferType))
+        seeds = [v for v in values if isinstance(v.owner, L.SeedOp)]
+        if len(buffers) + len(seeds) != len(values):
+            other = next(v for v in values if v not in buffers and v not in seeds)
             _fallback(nest, f, f"it reads {other.type} from outside the nest")
             return False
         if any(b.type.device_attr.data != "cpu" for b in buffers):
             return False  # a GPU nest: Triton's
         symbols = sorted(_symbols(nest, buffers), key=lambda s: s.name)
         name = kernel_name(nest, counter, prefix="cpp_" + prefix)
-        types = [b.type for b in buffers] + [IndexType()] * len(symbols)
+        # The arguments: buffers, the function's random seed (an i64 the
+        # launch passes as host.launch passes it to a Triton kernel), sizes.
+        types = [b.type for b in buffers] + [builtin.i64] * len(seeds)
+        types += [IndexType()] * len(symbols)
         block = Block(arg_types=types)
-        attrs = [DictionaryAttr({}) for _ in buffers] + [
-            DictionaryAttr({"coil.symbol": ExprAttr(s)}) for s in symbols
-        ]
-        for arg, s in zip(block.args[len(buffers) :], symbols):
+        attrs = [DictionaryAttr({}) for _ in buffers]
+        attrs += [DictionaryAttr({"coil.seed": builtin.UnitAttr()}) for _ in seeds]
+        attrs += [DictionaryAttr({"coil.symbol": ExprAttr(s)}) for s in symbols]
+        for arg, s in zip(block.args[len(buffers) + len(seeds) :], symbols):
             arg.name_hint = s.name
+        for arg in block.args[len(buffers) : len(buffers) + len(seeds)]:
+            arg.name_hint = "seed"
         for arg, b in zip(block.args, buffers):
             if b.name_hint:
                 arg.name_hint = b.name_hint
-        mapping = dict(zip(buffers, block.args))
+        mapping = dict(zip(buffers + seeds, block.args))
         body = nest.clone(value_mapper=mapping)
         block.add_ops([body, cpu.ReturnOp()])
         kernel = cpu.FuncOp(name, types, [], Region(block), arg_attrs=ArrayAttr(attrs))
@@ -177,7 +185,7 @@ class ConvertLoopToCppPass(ModulePass):
             kernel.erase()
             return False
         Rewriter.insert_op(kernel, InsertPoint.before(f))
-        launch = host.LaunchOp(name, [1, 1, 1], buffers, symbols)
+        launch = host.LaunchOp(name, [1, 1, 1], buffers + seeds, symbols)
         launch.location = where.location
         Rewriter.replace_op(nest, launch, [])
         return True
@@ -278,9 +286,10 @@ def _combine_group(
     # Numbered after the kernels lowered one by one (``counter`` of them), so
     # no name is taken twice before dedupe renumbers them all.
     name = f"coil_cpp_{'_'.join(list(hints)[:4])}_{counter}"
-    attrs = [DictionaryAttr({}) for _ in buffer_list] + [
-        DictionaryAttr({"coil.symbol": ExprAttr(s)}) for s in symbol_list
-    ]
+    attrs = [
+        DictionaryAttr({} if isinstance(b.type, BufferType) else {"coil.seed": builtin.UnitAttr()})
+        for b in buffer_list
+    ] + [DictionaryAttr({"coil.symbol": ExprAttr(s)}) for s in symbol_list]
     combined = cpu.FuncOp(name, types, [], Region(block), arg_attrs=ArrayAttr(attrs))
     if lines:
         combined.attributes["coil.source_lines"] = ArrayAttr([builtin.StringAttr(t) for t in lines])

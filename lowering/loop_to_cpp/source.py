@@ -240,6 +240,37 @@ inline float coil_erf(float x) {
   return std::copysign(std::fma(-std::exp(-(x * x)) * t, r, 1.0f), x);
 }
 inline double coil_erf(double x) { return std::erf(x); }
+// Triton's tl.rand / tl.randn (triton/language/random.py: Philox4x32 with 10
+// rounds over the counter (offset, 0, 0, 0) and the key (seed low, seed high)),
+// so a CPU kernel draws what the GPU kernel draws for offsets below 2**32 (the
+// offset's high word goes in the second counter word beyond that).
+inline void coil_philox(int64_t seed, int64_t offset, uint32_t c[4]) {
+  uint32_t c0 = uint32_t(uint64_t(offset)), c1 = uint32_t(uint64_t(offset) >> 32), c2 = 0, c3 = 0;
+  uint32_t k0 = uint32_t(uint64_t(seed)), k1 = uint32_t(uint64_t(seed) >> 32);
+  for (int r = 0; r < 10; ++r) {
+    const uint32_t a = c0, b = c2;
+    c0 = uint32_t((uint64_t(0xCD9E8D57u) * b) >> 32) ^ c1 ^ k0;
+    c2 = uint32_t((uint64_t(0xD2511F53u) * a) >> 32) ^ c3 ^ k1;
+    c1 = 0xCD9E8D57u * b;
+    c3 = 0xD2511F53u * a;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  c[0] = c0; c[1] = c1; c[2] = c2; c[3] = c3;
+}
+inline float coil_uniform(uint32_t u) {
+  int32_t x; std::memcpy(&x, &u, 4);
+  x = x < 0 ? -x - 1 : x;
+  return float(x) * 4.6566127342e-10f;
+}
+inline float coil_rand(int64_t seed, int64_t offset) {
+  uint32_t c[4]; coil_philox(seed, offset, c); return coil_uniform(c[0]);
+}
+inline float coil_randn(int64_t seed, int64_t offset) {
+  uint32_t c[4]; coil_philox(seed, offset, c);
+  const float u1 = std::max(1.0e-7f, coil_uniform(c[0])), u2 = coil_uniform(c[1]);
+  return std::sqrt(-2.0f * std::log(u1)) * std::cos(6.283185307179586f * u2);
+}
 // log(exp(x) + exp(y)) as ATen's CPU logcumsumexp combines (_log_add_exp_helper):
 // NaN propagates, and two infinities of one sign stay as they are.
 template <typename T> inline T coil_log_add_exp(T x, T y) {
@@ -582,6 +613,10 @@ class KernelPrinter:
                 self.names[arg] = name
                 self.array_types[name] = storage_type(arg.type.element_type)
                 params.append(f"{storage_type(arg.type.element_type)}* {name}")
+            elif attr is not None and "coil.seed" in attr.data:
+                name = f"seed{arg.index}"
+                self.names[arg] = name
+                params.append(f"int64_t {name}")
             else:
                 sym = attr.data.get("coil.symbol") if attr is not None else None
                 if sym is None:
@@ -1507,6 +1542,12 @@ class KernelPrinter:
             return
         if isinstance(op, L.IndexOp):
             self.define(op, f"{value_type(op.result.type)}({cexpr(op.value, env)})", local)
+            return
+        if isinstance(op, L.RandOp | L.RandnOp):
+            draw = "coil_rand" if isinstance(op, L.RandOp) else "coil_randn"
+            offset = cexpr(op.offset.data[0], env)
+            text = f"{draw}({self.value(op.seed, local)}, {offset})"
+            self.define(op, f"{value_type(op.result.type)}({text})", local)
             return
         if isinstance(op, arith.ConstantOp):
             t = op.result.type

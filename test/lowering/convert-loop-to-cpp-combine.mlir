@@ -49,16 +49,17 @@ func.func @chain(%n: index {coil.symbol = #coil.expr<s0>}, %x: !buffer.buffer<[s
 
 // -----
 
-// Anything else between two kernels (an ATen call, a nest left to Triton)
+// Anything else between two kernels (an ATen call, a nest left to Triton: here
+// one over GPU buffers)
 // ends the run: each side keeps its own launch; identical sides stay one kernel.
 
 // CHECK-LABEL: cpu.func @coil_cpp_a_0(
 // CHECK-NOT:   cpu.func
 // CHECK:       func.func @split
 // CHECK:         host.launch @coil_cpp_a_0
-// CHECK:         loop.rand
+// CHECK:         loop.pointwise [4] outs(%cs : !buffer.buffer<[4], f32, device "cuda:0">)
 // CHECK:         host.launch @coil_cpp_a_0
-func.func @split(%x: !buffer.buffer<[4], f32>, %y: !buffer.buffer<[4], f32>) -> (!buffer.buffer<[4], f32>, !buffer.buffer<[4], f32>, !buffer.buffer<[4], f32>) {
+func.func @split(%x: !buffer.buffer<[4], f32>, %y: !buffer.buffer<[4], f32>, %g: !buffer.buffer<[4], f32, device "cuda:0">) -> (!buffer.buffer<[4], f32>, !buffer.buffer<[4], f32, device "cuda:0">, !buffer.buffer<[4], f32>) {
   %a = buffer.alloc : !buffer.buffer<[4], f32>
   loop.pointwise [4] outs(%a : !buffer.buffer<[4], f32>) {
   ^bb0(%i0: index):
@@ -66,11 +67,10 @@ func.func @split(%x: !buffer.buffer<[4], f32>, %y: !buffer.buffer<[4], f32>) -> 
     %1 = arith.negf %0 : f32
     loop.yield %1 : f32
   }
-  %seed = loop.seed : i64
-  %cs = buffer.alloc : !buffer.buffer<[4], f32>
-  loop.pointwise [4] outs(%cs : !buffer.buffer<[4], f32>) {
+  %cs = buffer.alloc : !buffer.buffer<[4], f32, device "cuda:0">
+  loop.pointwise [4] outs(%cs : !buffer.buffer<[4], f32, device "cuda:0">) {
   ^bb0(%i0: index):
-    %2 = loop.rand %seed[i0] : f32
+    %2 = loop.load %g[i0] : !buffer.buffer<[4], f32, device "cuda:0">
     loop.yield %2 : f32
   }
   %c = buffer.alloc : !buffer.buffer<[4], f32>
@@ -80,7 +80,7 @@ func.func @split(%x: !buffer.buffer<[4], f32>, %y: !buffer.buffer<[4], f32>) -> 
     %4 = arith.negf %3 : f32
     loop.yield %4 : f32
   }
-  func.return %a, %cs, %c : !buffer.buffer<[4], f32>, !buffer.buffer<[4], f32>, !buffer.buffer<[4], f32>
+  func.return %a, %cs, %c : !buffer.buffer<[4], f32>, !buffer.buffer<[4], f32, device "cuda:0">, !buffer.buffer<[4], f32>
 }
 
 // -----

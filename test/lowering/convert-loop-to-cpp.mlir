@@ -94,14 +94,17 @@ func.func @twice(%x: !buffer.buffer<[8, 32], f32>, %y: !buffer.buffer<[8, 32], f
 
 // -----
 
-// What the C++ kernels do not cover stays for convert-loop-to-tt: random numbers, and
-// any nest over GPU buffers. A loop.copy is the pointwise nest it is.
+// A nest drawing random numbers takes the function's seed as an i64 argument
+// ({coil.seed}, passed by the launch as to a Triton kernel); a nest over GPU
+// buffers stays for convert-loop-to-tt; a loop.copy is the pointwise nest it is.
 
-// CHECK-LABEL: cpu.func @coil_cpp_copy_out_0
+// CHECK-LABEL: cpu.func @coil_cpp_cs_0(%cs: !buffer.buffer<[4], f32>, %seed: i64 {coil.seed})
+// CHECK:         loop.rand %seed[i0] : f32
+// CHECK-LABEL: cpu.func @coil_cpp_copy_out_1
 // CHECK:       func.func @rest
-// CHECK:         loop.rand
+// CHECK:         host.launch @coil_cpp_cs_0 grid [1, 1, 1] (%cs, %seed : !buffer.buffer<[4], f32>, i64)
 // CHECK:         loop.pointwise [4] outs(%{{.*}} : !buffer.buffer<[4], f32, device "cuda:0">)
-// CHECK:         host.launch @coil_cpp_copy_out_0
+// CHECK:         host.launch @coil_cpp_copy_out_1
 func.func @rest(%x: !buffer.buffer<[4], f32>, %g: !buffer.buffer<[4], f32, device "cuda:0">) -> (!buffer.buffer<[4], f32>, !buffer.buffer<[4], f32, device "cuda:0">, !buffer.buffer<[4], f32>) {
   %seed = loop.seed : i64
   %cs = buffer.alloc : !buffer.buffer<[4], f32>

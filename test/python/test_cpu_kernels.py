@@ -275,6 +275,30 @@ def test_embedding_backward_and_a_scatter_index_out_of_range():
         fn(torch.randn(3), torch.tensor([0, 10, 2]))
 
 
+@needs_compiler
+def test_random_numbers_are_cpp_kernels_drawing_tritons_numbers():
+    # coil_rand/coil_randn are Triton's tl.rand/tl.randn (Philox 4x32-10): with
+    # the same torch seed the C++ kernels draw the interpreter's numbers
+    # (uniforms and dropout masks exactly; normals to float rounding of log/cos).
+    def fn(x):
+        return F.dropout(x, 0.3, training=True), torch.rand_like(x), torch.randn_like(x)
+
+    x = torch.ones(64, 50)
+    outs = {}
+    for kind in ("cpp", "triton"):
+        torch._dynamo.reset()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            f = _compile(fn, {"cpu_kernels": kind})
+            torch.manual_seed(7)
+            outs[kind] = f(x)
+    (d, u, n), (dt, ut, nt) = outs["cpp"], outs["triton"]
+    assert torch.equal(d, dt) and torch.equal(u, ut)
+    torch.testing.assert_close(n, nt, rtol=1e-5, atol=1e-5)
+    assert 0.65 < (d != 0).float().mean() < 0.75 and abs(u.mean() - 0.5) < 0.02
+    assert abs(n.mean()) < 0.05 and abs(n.std() - 1) < 0.05
+
+
 @pytest.mark.parametrize("wrapper", ["python", "cpp"])
 def test_no_compiler_runs_aten_after_one_warning(monkeypatch, tmp_path, wrapper):
     """The fallback path (CI runs it with the compiler hidden too): with the
