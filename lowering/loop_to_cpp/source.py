@@ -685,29 +685,13 @@ class KernelPrinter:
         self.depth += 1
         others = [k for k in range(len(ranges)) if k != d]
         if others:
-            sizes = [cexpr(ranges[k], env) for k in others]
             points = " * ".join(cexpr(r, env) for r in ranges)
             static = sympy.Mul(*[sympy.sympify(r) for r in ranges])
             if static.is_Integer:
-                pragma = "#pragma omp parallel for" if int(static) >= PARALLEL_MIN_POINTS else ""
+                pragma = "#pragma omp parallel for" if int(static) >= PARALLEL_MIN_POINTS else None
             else:
                 pragma = f"#pragma omp parallel for if(({points}) >= {PARALLEL_MIN_POINTS}L)"
-            x = self.fresh("x")
-            if pragma:
-                self.emit(pragma)
-            self.emit(f"for (int64_t {x} = 0; {x} < {' * '.join(sizes)}; ++{x}) {{")
-            self.depth += 1
-            rest = x
-            for pos in range(len(others) - 1, -1, -1):
-                k = others[pos]
-                if pos == 0:
-                    self.emit(f"const int64_t i{k} = {rest};")
-                else:
-                    self.emit(f"const int64_t i{k} = {rest} % {sizes[pos]};")
-                    q = self.fresh("q")
-                    self.emit(f"const int64_t {q} = {rest} / {sizes[pos]};")
-                    rest = q
-                env[syms[k]] = f"i{k}"
+            self._flat_loop(others, ranges, env, syms, pragma)
         acc = self.fresh("acc")
         self.emit(f"{ct} {acc} = {ct}(0);")
         where = None
@@ -767,20 +751,7 @@ class KernelPrinter:
         self.inner_var = None
         self.emit("{")
         self.depth += 1
-        x = self.fresh("x")
-        sizes = [cexpr(r, env) for r in ranges]
-        self.emit(f"for (int64_t {x} = 0; {x} < {' * '.join(sizes) or '1L'}; ++{x}) {{")
-        self.depth += 1
-        rest = x
-        for k in range(len(ranges) - 1, -1, -1):
-            if k == 0:
-                self.emit(f"const int64_t i{k} = {rest};")
-            else:
-                self.emit(f"const int64_t i{k} = {rest} % {sizes[k]};")
-                q = self.fresh("q")
-                self.emit(f"const int64_t {q} = {rest} / {sizes[k]};")
-                rest = q
-            env[syms[k]] = f"i{k}"
+        self._flat_loop(list(range(len(ranges))), ranges, env, syms, None)
         value, *indices = self.body(nest.body.block, env)
         lenv = dict(env)
         for k, v in enumerate(indices):
@@ -820,6 +791,30 @@ class KernelPrinter:
         self.emit("}")
         self.depth -= 1
         self.emit("}")
+
+    def _flat_loop(
+        self, dims: Sequence[int], ranges: Sequence[Any], env: dict, syms, pragma: str | None
+    ) -> None:
+        """Open one loop over dimensions ``dims`` of ``ranges`` (outermost first),
+        flattened: each index ``i<k>`` recovered by division and bound in
+        ``env``; ``pragma`` (an OpenMP line) before it. The caller closes it."""
+        sizes = [cexpr(ranges[k], env) for k in dims]
+        x = self.fresh("x")
+        if pragma:
+            self.emit(pragma)
+        self.emit(f"for (int64_t {x} = 0; {x} < {' * '.join(sizes) or '1L'}; ++{x}) {{")
+        self.depth += 1
+        rest = x
+        for pos in range(len(dims) - 1, -1, -1):
+            k = dims[pos]
+            if pos == 0:
+                self.emit(f"const int64_t i{k} = {rest};")
+            else:
+                self.emit(f"const int64_t i{k} = {rest} % {sizes[pos]};")
+                q = self.fresh("q")
+                self.emit(f"const int64_t {q} = {rest} / {sizes[pos]};")
+                rest = q
+            env[syms[k]] = f"i{k}"
 
     @staticmethod
     def _pointwise_stores(nest: L.PointwiseOp) -> dict[Any, list[Any]]:
@@ -891,25 +886,8 @@ class KernelPrinter:
         self.inner_only = set()
         # The flattened outer loop.
         if loop_outer:
-            sizes = [cexpr(outer[k], env) for k in loop_outer]
-            total = " * ".join(sizes)
-            x = self.fresh("x")
-            if parallel is not None:
-                self.emit(f"#pragma omp parallel for {parallel}".rstrip())
-            self.emit(f"for (int64_t {x} = 0; {x} < {total}; ++{x}) {{")
-            self.depth += 1
-            rest = x
-            for pos in range(len(loop_outer) - 1, -1, -1):
-                k = loop_outer[pos]
-                name = f"i{k}"
-                if pos == 0:
-                    self.emit(f"const int64_t {name} = {rest};")
-                else:
-                    self.emit(f"const int64_t {name} = {rest} % {sizes[pos]};")
-                    q = self.fresh("q")
-                    self.emit(f"const int64_t {q} = {rest} / {sizes[pos]};")
-                    rest = q
-                env[osyms[k]] = name
+            pragma = None if parallel is None else f"#pragma omp parallel for {parallel}".rstrip()
+            self._flat_loop(loop_outer, outer, env, osyms, pragma)
         if innermost is not None:
             k = innermost
             self.emit(
