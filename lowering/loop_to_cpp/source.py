@@ -680,7 +680,7 @@ class KernelPrinter:
         kind = nest.kind.data
         ct = value_type(nest.body.block.last_op.values[0].type)
         self._start_row_cache(())
-        self.inner_var = None
+        self._no_members()
         self.emit("{")
         self.depth += 1
         others = [k for k in range(len(ranges)) if k != d]
@@ -748,7 +748,7 @@ class KernelPrinter:
         if ptr is None:
             raise CppUnsupported("a scatter into a buffer that is not a kernel argument")
         self._start_row_cache(())
-        self.inner_var = None
+        self._no_members()
         self.emit("{")
         self.depth += 1
         self._flat_loop(list(range(len(ranges))), ranges, env, syms, None)
@@ -791,6 +791,14 @@ class KernelPrinter:
         self.emit("}")
         self.depth -= 1
         self.emit("}")
+
+    def _no_members(self) -> None:
+        """A nest that is no fusion group (a scan, a scatter): no earlier group's
+        members are values here; what it loads, it loads from memory."""
+        self.inner_var = None
+        self.member_values = {}
+        self.row_members = {}
+        self.row_stored = {}
 
     def _flat_loop(
         self, dims: Sequence[int], ranges: Sequence[Any], env: dict, syms, pragma: str | None

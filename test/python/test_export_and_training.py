@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 import torch
 from torch.export import Dim
 
@@ -150,6 +151,7 @@ def test_training_saves_softmax_statistics_not_its_output():
     torch.testing.assert_close(x.grad, expected)
 
 
+@pytest.mark.triton_kernels  # reads the Triton kernel's text (the C++ scatter: test_cpu_kernels)
 def test_embedding_backward_accumulates_in_place(tmp_path):
     """The embedding's backward (index_put of the gradient rows into zeros) is
     coil's loop.scatter adding atomically into the zeros' own buffer (bufferize

@@ -100,6 +100,7 @@ def test_cumsum_dynamic():
         assert_close_to_eager(fn(x), torch.cumsum(x, 1))
 
 
+@pytest.mark.triton_kernels  # reads the Triton kernel's text (the C++ scan: test_cpu_kernels)
 def test_cumsum_fuses_its_pointwise_producer(tmp_path):
     """The scan body computes ``x.exp() * 2``; only the consumer is another kernel."""
 
