@@ -27,7 +27,7 @@ to 4096x1024, benchmarks/RESULTS.md, twenty-first session):
   transposed (``permute [1, 0]`` or ``t``), a 1-D bias (or none) of the
   product's dtype, ``beta = alpha = 1``;
 * a weight of at least 2**18 elements (:data:`MIN_WEIGHT`: below it the
-  packed call's own ~20 us outweigh what packing saves);
+  packed call's own ~7 us outweigh what packing saves);
 * float32 with more than one row (packed: 1.1-2.5x from 8 rows up, ~1.0x and
   once 0.79x at one row, where ATen's GEMV reads the weight once anyway);
   bfloat16 at any row count (1.2-2.4x); symbolic row counts count as
@@ -74,10 +74,10 @@ STATIC_ATTRS = ("coil.static", "coil.constant")
 """Arguments passed unchanged call after call (parameters, buffers), as
 ``buffer-hoist-constants`` reads them (an aten pass imports no buffer pass)."""
 MIN_WEIGHT = 2**18
-"""Smaller weights stay ATen's: the packed call costs ~20 us more of Python
-than ``addmm`` in a compiled graph (two 64x64 products at 8 rows: 111 vs 70
-us a call), where a 256x256 weight saves 3-34 us and a 768x768 one 50-1100
-(the table in the module doc's measurement)."""
+"""Smaller weights stay ATen's: the packed call costs ~7 us more of Python
+than ``addmm`` in a compiled graph (two 64x64 products at 8 rows, packed with
+this limit lifted: 80.4 vs 67.0 us a call), where a 256x256 weight saves 3-34
+us and a 768x768 one 50-1100 (the table in the module doc's measurement)."""
 
 
 def _is_parameter(fn: func.FuncOp, w: SSAValue) -> bool:

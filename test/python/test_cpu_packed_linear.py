@@ -113,10 +113,10 @@ def test_float32_packs_per_row_count_bounded():
         x = torch.randn(rows, 500)
         got = coil_ops.packed_linear(x, w, b)  # sums in MKL's order: rounding differs
         torch.testing.assert_close(got, F.linear(x, w, b), rtol=1e-5, atol=1e-4)
-    assert len(coil_ops._PACKED[w][2]) == coil_ops.PACKS_PER_WEIGHT
+    assert len(coil_ops._PACKED[id(w)].packs) == coil_ops.PACKS_PER_WEIGHT
     with torch.no_grad():
         w.add_(1.0)  # a new version: the packs are made again
     x = torch.randn(5, 500)
     got = coil_ops.packed_linear(x, w, b)
     torch.testing.assert_close(got, F.linear(x, w, b), rtol=1e-5, atol=1e-4)
-    assert list(coil_ops._PACKED[w][2]) == [5]
+    assert list(coil_ops._PACKED[id(w)].packs) == [5]
