@@ -61,7 +61,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.rewriter import Rewriter
 
 from coil.dialects.aten import TensorType
 from coil.dialects.aten_base import OperandRefAttr, OperatorOp
@@ -157,11 +157,9 @@ def pack_products(fn: func.FuncOp, probe: bool = True) -> int:
         call = OperatorOp(
             OPERATOR, ArrayAttr(args), DictionaryAttr({}), inputs, [op.results[0].type]
         )
-        Rewriter.insert_op(call, InsertPoint.before(op))
         call.outputs[0].name_hint = op.results[0].name_hint
-        op.results[0].replace_all_uses_with(call.outputs[0])
         transpose = op.operands[-1].owner
-        Rewriter.erase_op(op)
+        Rewriter.replace_op(op, call)
         if isinstance(transpose, Operation) and not transpose.results[0].uses:
             Rewriter.erase_op(transpose)
         made += 1
