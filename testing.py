@@ -169,6 +169,19 @@ def difference(actual: Any, expected: Any, reference: Any = None) -> str | None:
             close |= a64 == r64
             if bool(close.all()):
                 continue
+            # Elementwise, a sum whose terms cancel is judged against a tiny
+            # result while its rounding grows with the terms (sum02 of 32768
+            # randn missed by 1e-4 in 3 % of draws): as Inductor's ``same``,
+            # the root-mean-square error against float64, within twice eager's
+            # (three times in reduced precision) plus a tenth of atol.
+            finite = r64.isfinite() & a64.isfinite() & e64.isfinite()
+            same = (a64 == r64) | (a64.isnan() & r64.isnan())
+            if bool(finite.any()) and bool(same[~finite].all()):
+                rms_a = float((a64 - r64)[finite].pow(2).mean().sqrt())
+                rms_e = float((e64 - r64)[finite].pow(2).mean().sqrt())
+                factor = 3.0 if e.dtype in (torch.float16, torch.bfloat16) else 2.0
+                if rms_a <= factor * rms_e + atol / 10:
+                    continue
         diff = (a.to(torch.complex128 if e.is_complex() else torch.float64) - e).abs()
         diff = diff[~diff.isnan()]
         worst = float(diff.max()) if diff.numel() else float("nan")

@@ -119,6 +119,11 @@ if [ "${SKIP_INSTALL:-0}" != 1 ]; then
     || python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/timm-*.whl
 fi
 export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
+# A wheel missing from .whl made three GPU test files ImportErrors at the
+# twenty-second session's first test call: say so first, in the summary too.
+for module in xdsl lit filecheck expecttest; do
+  python3 -c "import $module" 2>/dev/null || echo "gpu.sh: $module is not installed: add its wheel to .whl (../shared/GPU.md)" | tee -a "$OUT/missing.txt"
+done
 # Fill the bytecode cache before anything is timed: otherwise the first
 # process (say compile_time.py's first cold row) pays for it alone.
 python3 -c "import torch._dynamo, torch._inductor.compile_fx, triton, coil.backend" 2>/dev/null || true
@@ -315,6 +320,7 @@ for pid in "${side_pids[@]}"; do
 done
 echo "== summary =="
 [ -f "$OUT/skipped.txt" ] && cat "$OUT/skipped.txt"
+[ -f "$OUT/missing.txt" ] && cat "$OUT/missing.txt"
 cat "$OUT/device.txt"
 [ -f "$OUT/pytest-gpu.log" ] && { grep -h -e '^FAILED' -e '^ERROR' "$OUT/pytest-gpu.log" | head -20; tail -n 1 "$OUT/pytest-gpu.log"; }
 [ -f "$OUT/bench.log" ] && tail -n 6 "$OUT/bench.log"

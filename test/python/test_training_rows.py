@@ -113,3 +113,20 @@ def test_smoke_configs_turn_every_dropout_off(monkeypatch):
         probs = {k: v for k, v in vars(config).items() if "drop" in k and isinstance(v, float)}
         assert probs and not any(probs.values()), (cls, probs)
     assert models._hf_config("GPT2Config").resid_pdrop == 0.1  # as configured
+
+
+def test_grad_error_ignores_a_gradient_that_is_zero_but_for_rounding():
+    # An attention key bias's gradient is zero (softmax ignores a constant
+    # added to a query's scores): what is left is rounding, and rounding over
+    # its own norm is noise. The whole gradient's error still counts it.
+    from train_step import grad_error
+
+    torch.manual_seed(0)
+    ref = [torch.randn(64, 64), torch.randn(64) * 1e-9]
+    got = [ref[0] * (1 + 1e-3), torch.randn(64) * 1e-6]
+    assert grad_error(got, ref) < 2e-3
+    wrong = [ref[0] * (1 + 1e-3), torch.randn(64)]  # not rounding: as large as a share
+    assert grad_error(wrong, ref) > 0.1
+    # a small gradient above the floor is judged on its own: doubled, it is wrong
+    ref_small = [ref[0], torch.randn(64) * 1e-2]
+    assert grad_error([ref[0], ref_small[1] * 2], ref_small) > 0.9
