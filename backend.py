@@ -252,11 +252,11 @@ def _graph_pipeline(
 ) -> str:
     """``pipeline`` for one graph: for an inference graph a plain ``bufferize``
     gets ``padded-results=true`` and a plain ``aten-channels-last`` and
-    ``aten-cpu-packed-linear`` ``inference=true``, and with ``constants`` (the Python wrapper, which runs
-    a constants function) ``buffer-hoist-constants`` ``inference=true`` and
-    ``bufferize`` ``pad-constants=true``; where cuBLAS may run f32 products in
-    TF32, ``bufferize`` gets ``tf32=true`` (it pads f32 products then). A pass
-    given its own options is left as written. Under
+    ``aten-cpu-packed-linear`` ``inference=true``, and with ``constants`` (the
+    Python wrapper, which runs a constants function) ``buffer-hoist-constants``
+    ``inference=true`` and ``bufferize`` ``pad-constants=true``; where cuBLAS
+    may run f32 products in TF32, ``bufferize`` gets ``tf32=true`` (it pads f32
+    products then). A pass given its own options is left as written. Under
     ``torch.use_deterministic_algorithms`` (``deterministic``, default: torch's
     current setting) ``convert-aten-to-loop`` gets ``deterministic=true``, also
     next to options it has (scatters go to ATen's deterministic kernels). The

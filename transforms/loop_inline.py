@@ -80,6 +80,18 @@ _TRAPPING = (
 )
 
 
+def _may_trap(op: Operation) -> bool:
+    """Whether ``op`` divides by a value that may be zero on a masked-off lane:
+    a divisor that is a nonzero constant never is (a max-pool backward's
+    window offsets, unflattened by their constant extents)."""
+    if not isinstance(op, _TRAPPING):
+        return False
+    divisor = op.operands[1].owner
+    if isinstance(divisor, arith.ConstantOp) and isinstance(divisor.value, builtin.IntegerAttr):
+        return divisor.value.value.data == 0
+    return True
+
+
 _MAX_ROUNDS = 4
 """Rounds of producer decisions at most (each after the first only revisits what
 the one before merged; two suffice for torch's decompositions seen so far)."""
@@ -614,7 +626,7 @@ class _Inliner:
         if consumer is None:
             return False
         body = producer.body.block
-        if load.mask is not None and any(isinstance(op, _TRAPPING) for op in body.ops):
+        if load.mask is not None and any(_may_trap(op) for op in body.ops):
             return False
         # Index symbols whose substitute needs an indirect operand cannot reach
         # ops without indirect operands (loop.index, random offsets, block args).

@@ -22,7 +22,12 @@ index would be negative or past the row); a pointwise nest maps them back to
 the input plane. An inference graph that drops them never computes them
 (``convert-aten-to-loop`` erases unused nests). ATen's kernels always
 compute both: ResNet-50's first pooling wrote 51 MB of int64 indices a call at
-batch 32, and read an NCHW copy of its NHWC input.
+batch 32, and read an NCHW copy of its NHWC input. A training graph's max
+pooling arrives as Inductor's decomposition (``frontend/decompositions.py``):
+``prims._low_memory_max_pool_with_offsets``, the max and the int8 window
+position of ATen's index, which the forward saves, and
+``prims._low_memory_max_pool_offsets_to_indices``, a pointwise map back to the
+flat index, which ``loop-inline`` puts into the backward's gather.
 
 Backward, as gathers (Inductor's ``max_pool2d_with_indices_backward`` and
 ``avg_pool2d_backward``; no scatter, no atomics): each input element sums,
@@ -282,12 +287,12 @@ def _window_reduce(
 # ---- max pooling ----------------------------------------------------------------------
 
 
-def _window_max_with_indices(
+def _window_argmax(
     lw: Lowerer, x: SSAValue, prefix: int, win: _Windows, out_shape: Sequence
 ) -> tuple[SSAValue, SSAValue]:
-    """The window max and ATen's flat input index of it (see the module doc)."""
+    """The window max and the row-major window position ``r`` of ATen's choice
+    among its points: the first maximum, or the last NaN (module doc)."""
     dtype = dtype_of(x)
-    n = len(win.sizes)
     rank = len(out_shape)
 
     def window(b: BodyBuilder, idx: list[sympy.Symbol]):
@@ -298,84 +303,182 @@ def _window_max_with_indices(
 
     values = lw.reduction("max", list(out_shape), win.extent, dtype, window)[0]
     arg = lw.reduction("argmax", list(out_shape), win.extent, dtypes.i64, window, dtype)[0]
-    # r -> (r0, r1, ...): the window's row-major strides
-    steps = [math.prod(win.extent[k + 1 :]) for k in range(n)]
-    last_nan = None
-    if is_float(dtype):
+    if not is_float(dtype):
+        return values, arg
 
-        def nan_position(b: BodyBuilder, idx: list[sympy.Symbol]):
-            # the window position of a NaN, else -1 (masked points read -inf)
-            flat = _flat([sympy.Integer(e) for e in win.extent], idx[rank:])
-            v = window(b, idx)
-            return b.select(b.isnan(v), b.index(flat), b.const(-1, builtin.i64))
+    def nan_position(b: BodyBuilder, idx: list[sympy.Symbol]):
+        # the window position of a NaN, else -1 (masked points read -inf)
+        flat = _flat([sympy.Integer(e) for e in win.extent], idx[rank:])
+        v = window(b, idx)
+        return b.select(b.isnan(v), b.index(flat), b.const(-1, builtin.i64))
 
-        last_nan = lw.reduction("max", list(out_shape), win.extent, dtypes.i64, nan_position)[0]
+    last_nan = lw.reduction("max", list(out_shape), win.extent, dtypes.i64, nan_position)[0]
+
+    def chosen(b: BodyBuilder, idx: list[sympy.Symbol]):
+        r = b.load(arg, list(idx))
+        nan_at = b.load(last_nan, list(idx))
+        return b.select(b.cmp("ge", nan_at, b.const(0, builtin.i64)), nan_at, r)
+
+    return values, lw.pointwise(list(out_shape), dtypes.i64, chosen)
+
+
+@dataclass
+class _Choice:
+    """Where the window position ``r`` of output ``idx`` lies, per spatial dim:
+    the window's ``origins``, the input ``positions`` ``r`` names, the
+    window's ``firsts`` in-bounds positions, and ``inside`` (i1, or None where
+    no position can fall outside)."""
+
+    origins: list[SSAValue]
+    positions: list[SSAValue]
+    firsts: list[SSAValue]
+    inside: SSAValue | None
+
+
+def _choice(
+    b: BodyBuilder, win: _Windows, outs: Sequence[sympy.Expr], r: SSAValue, bounds: bool = True
+) -> _Choice:
+    """``bounds=False``: the positions alone (``firsts`` are the positions,
+    ``inside`` None)."""
+    n = len(win.sizes)
+    steps = [math.prod(win.extent[k + 1 :]) for k in range(n)]  # r -> (r0, r1, ...)
+    zero = b.const(0, builtin.i64)
+    origins, positions, firsts, inside = [], [], [], None
+    for k in range(n):
+        rk = r
+        if steps[k] != 1:
+            rk = b.floordivsi(rk, b.const(steps[k], builtin.i64))
+        if k > 0:
+            rk = b.remsi(rk, b.const(win.extent[k], builtin.i64))
+        origin = b.index(sympy.expand(win.origin(k, outs[k])))
+        d = win.dilation[k]
+        pos = b.add(origin, b.mul(rk, b.const(d, builtin.i64))) if d != 1 else b.add(origin, rk)
+        origins.append(origin)
+        positions.append(pos)
+        if not (bounds and win.low_mask and (win.low_mask[k] or win.high_mask[k])):
+            firsts.append(pos)
+            continue
+        ok = b.andi(b.cmp("ge", pos, zero), b.cmp("lt", pos, b.index(win.sizes[k])))
+        inside = ok if inside is None else b.andi(inside, ok)
+        # the window's first in-bounds position: the origin moved up by whole
+        # dilation steps when it lies in the padding (as ATen's kernels start)
+        if d == 1:
+            moved = zero
+        else:
+            step = b.const(d, builtin.i64)
+            up = b.floordivsi(b.add(b.neg(origin), b.const(d - 1, builtin.i64)), step)
+            moved = b.add(origin, b.mul(up, step))
+        firsts.append(b.select(b.cmp("lt", origin, zero), moved, origin))
+    return _Choice(origins, positions, firsts, inside)
+
+
+def _flatten(b: BodyBuilder, values: Sequence[SSAValue], sizes: Sequence[SSAValue]) -> SSAValue:
+    out = values[0]
+    for v, size in zip(values[1:], sizes[1:]):
+        out = b.add(b.mul(out, size), v)
+    return out
+
+
+def _window_max_with_indices(
+    lw: Lowerer, x: SSAValue, prefix: int, win: _Windows, out_shape: Sequence
+) -> tuple[SSAValue, SSAValue]:
+    """The window max and ATen's flat input index of it (see the module doc)."""
+    values, r_of = _window_argmax(lw, x, prefix, win, out_shape)
+    rank = len(out_shape)
 
     def flat_index(b: BodyBuilder, idx: list[sympy.Symbol]):
-        r = b.load(arg, list(idx))
-        if last_nan is not None:
-            nan_at = b.load(last_nan, list(idx))
-            r = b.select(b.cmp("ge", nan_at, b.const(0, builtin.i64)), nan_at, r)
-        zero = b.const(0, builtin.i64)
-        inside, positions, firsts = None, [], []
-        for k in range(n):
-            rk = r
-            if steps[k] != 1:
-                rk = b.floordivsi(rk, b.const(steps[k], builtin.i64))
-            if k > 0:
-                rk = b.remsi(rk, b.const(win.extent[k], builtin.i64))
-            o = idx[prefix + k]
-            origin = b.index(sympy.expand(win.origin(k, o)))
-            d = win.dilation[k]
-            pos = b.add(origin, b.mul(rk, b.const(d, builtin.i64))) if d != 1 else b.add(origin, rk)
-            positions.append(pos)
-            if not (win.low_mask and (win.low_mask[k] or win.high_mask[k])):
-                firsts.append(pos)
-                continue
-            ok = b.andi(b.cmp("ge", pos, zero), b.cmp("lt", pos, b.index(win.sizes[k])))
-            inside = ok if inside is None else b.andi(inside, ok)
-            # the window's first in-bounds position: the origin moved up by whole
-            # dilation steps when it lies in the padding (as ATen's kernels start)
-            if d == 1:
-                moved = zero
-            else:
-                step = b.const(d, builtin.i64)
-                up = b.floordivsi(b.add(b.neg(origin), b.const(d - 1, builtin.i64)), step)
-                moved = b.add(origin, b.mul(up, step))
-            firsts.append(b.select(b.cmp("lt", origin, zero), moved, origin))
-        at, first = positions[0], firsts[0]
-        for k in range(1, n):
-            size = b.index(win.sizes[k])
-            at = b.add(b.mul(at, size), positions[k])
-            first = b.add(b.mul(first, size), firsts[k])
-        if inside is None:
+        c = _choice(b, win, idx[prefix:rank], b.load(r_of, list(idx)))
+        sizes = [b.index(s) for s in win.sizes]
+        at = _flatten(b, c.positions, sizes)
+        if c.inside is None:
             return at
         # Outside only when every real element is -inf (a padding point won the tie).
-        return b.select(inside, at, first)
+        return b.select(c.inside, at, _flatten(b, c.firsts, sizes))
 
-    indices = lw.pointwise(list(out_shape), dtypes.i64, flat_index)
-    return values, indices
+    return values, lw.pointwise(list(out_shape), dtypes.i64, flat_index)
 
 
-def _lower_max_pool(n: int):
+def _window_max_with_offsets(
+    lw: Lowerer, x: SSAValue, prefix: int, win: _Windows, out_shape: Sequence
+) -> tuple[SSAValue, SSAValue]:
+    """The window max and, as int8, the window position of ATen's index (what
+    ``prims._low_memory_max_pool_with_offsets`` returns): the flat index
+    :func:`_window_max_with_indices` gives is ``offsets_to_indices`` of it."""
+    values, r_of = _window_argmax(lw, x, prefix, win, out_shape)
+    rank = len(out_shape)
+    n = len(win.sizes)
+
+    def offset(b: BodyBuilder, idx: list[sympy.Symbol]):
+        r = b.load(r_of, list(idx))
+        c = _choice(b, win, idx[prefix:rank], r)
+        if c.inside is not None:
+            # the first in-bounds point's window position, where a padding point won
+            first = []
+            for k in range(n):
+                rk = b.sub(c.firsts[k], c.origins[k])
+                if win.dilation[k] != 1:
+                    rk = b.floordivsi(rk, b.const(win.dilation[k], builtin.i64))
+                first.append(rk)
+            extents = [b.const(e, builtin.i64) for e in win.extent]
+            r = b.select(c.inside, r, _flatten(b, first, extents))
+        return b.cast(r, dtypes.i8)
+
+    return values, lw.pointwise(list(out_shape), dtypes.i8, offset)
+
+
+def _pool_args(op: AtenOp, n: int) -> tuple[list[int], list[int], list[int], list[int]]:
+    """A max pooling's kernel, stride, padding and dilation as static ints."""
+    kernel = _ints(op.arg("kernel_size"), n, [], "window")
+    stride = _ints(op.arg("stride"), n, kernel, "stride")
+    padding = _ints(op.arg("padding"), n, [0] * n, "padding")
+    dilation = _ints(op.arg("dilation"), n, [1] * n, "dilation")
+    return kernel, stride, padding, dilation
+
+
+def _lower_max_pool(n: int | None, offsets: bool = False):
+    """``n``: the spatial rank (None: the kernel's length, for the prims)."""
+
     def lower(lw: Lowerer, op: AtenOp):
         x = op.operands[0]
         check_supported(dtype_of(x))
-        prefix, sizes = _spatial(x, n)
-        kernel = _ints(op.arg("kernel_size"), n, [], "window")
-        stride = _ints(op.arg("stride"), n, kernel, "stride")
-        padding = _ints(op.arg("padding"), n, [0] * n, "padding")
-        dilation = _ints(op.arg("dilation"), n, [1] * n, "dilation")
+        rank = n if n is not None else len(op.arg("kernel_size"))
+        prefix, sizes = _spatial(x, rank)
+        kernel, stride, padding, dilation = _pool_args(op, rank)
+        if offsets and math.prod(kernel) > 127:
+            raise CannotLower("a window of more than 127 points (int8 offsets)")
         out = result_type(op)
         out_sizes = [to_expr(s) for s in out.shape[prefix:]]
         win = _strided_windows(sizes, out_sizes, kernel, stride, padding, dilation)
-        return list(_window_max_with_indices(lw, x, prefix, win, out.shape))
+        pool = _window_max_with_offsets if offsets else _window_max_with_indices
+        return list(pool(lw, x, prefix, win, out.shape))
 
     return lower
 
 
 register("aten.max_pool2d_with_indices.default")(_lower_max_pool(2))
 register("aten.max_pool3d_with_indices.default")(_lower_max_pool(3))
+register("prims._low_memory_max_pool_with_offsets.default")(_lower_max_pool(None, offsets=True))
+
+
+@register("prims._low_memory_max_pool_offsets_to_indices.default")
+def _offsets_to_indices(lw: Lowerer, op: AtenOp):
+    """Each window position back to the flat input index it names (pointwise;
+    a max-pool backward that reads the result loads the offsets)."""
+    offsets = op.operands[0]
+    n = len(op.arg("kernel_size"))
+    kernel, stride, padding, dilation = _pool_args(op, n)
+    sizes = [to_expr(s) for s in op.arg("input_size")]
+    out = result_type(op)
+    prefix = len(out.shape) - n
+    out_sizes = [to_expr(s) for s in out.shape[prefix:]]
+    win = _strided_windows(sizes, out_sizes, kernel, stride, padding, dilation)
+
+    def flat_index(b: BodyBuilder, idx: list[sympy.Symbol]):
+        r = b.cast(b.load(offsets, list(idx)), builtin.i64)
+        c = _choice(b, win, idx[prefix:], r, bounds=False)
+        return _flatten(b, c.positions, [b.index(s) for s in sizes])
+
+    return [lw.pointwise(list(out.shape), dtypes.i64, flat_index)]
 
 
 def _lower_adaptive_max_pool(n: int):
@@ -676,10 +779,7 @@ def _lower_max_pool_backward(n: int):
     def lower(lw: Lowerer, op: AtenOp):
         x = op.operands[1]
         prefix, sizes = _spatial(x, n)
-        kernel = _ints(op.arg("kernel_size"), n, [], "window")
-        stride = _ints(op.arg("stride"), n, kernel, "stride")
-        padding = _ints(op.arg("padding"), n, [0] * n, "padding")
-        dilation = _ints(op.arg("dilation"), n, [1] * n, "dilation")
+        kernel, stride, padding, dilation = _pool_args(op, n)
         out_sizes = [to_expr(s) for s in shape_of(op.operands[0])[prefix:]]
         # The saved index names the element only in windows that contain it.
         cov = _strided_covers(

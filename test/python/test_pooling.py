@@ -307,3 +307,54 @@ def test_dynamic_sizes():
             y.backward(torch.randn(y.shape, generator=torch.Generator().manual_seed(1)))
             results.append((y.detach(), xi.grad))
         torch.testing.assert_close(results[0], results[1], **tolerances(torch.float32))
+
+
+# ---- training: int8 window offsets saved instead of int64 indices -----------------------
+
+
+@pytest.mark.parametrize(
+    "kernel, stride, padding, dilation, channels_last",
+    [(3, 2, 1, 1, False), (3, 1, 1, 2, True), ((3, 2), (2, 1), (1, 0), 1, False)],
+)
+def test_training_max_pool_saves_offsets_and_matches_eager(
+    kernel, stride, padding, dilation, channels_last
+):
+    """A training graph's max pooling is Inductor's decomposition
+    (frontend/decompositions.py): the forward saves each window's int8 offset
+    for the backward, which recomputes ATen's indices from it. The indices
+    (returned too), the values and the input's gradient equal eager's, with
+    NaNs and a plane of -inf (whose windows' first in-bounds points are ATen's
+    choice, never a padding point)."""
+    from coil.frontend.capture import capture_training
+
+    def f(x):
+        return F.max_pool2d(x, kernel, stride, padding, dilation, return_indices=True)
+
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 9, 11)
+    x[0, 0, 0, 0] = float("nan")
+    x[0, 1, 2, 2] = x[0, 1, 2, 3] = float("nan")
+    x[-1, -1] = float("-inf")
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    # (a model drops the indices: returned, they are an output the step keeps)
+    (graphs,) = capture_training(
+        lambda x: F.max_pool2d(x, kernel, stride, padding, dilation),
+        [x.clone().requires_grad_(True)],
+    )
+    saved = {str(n.meta["val"].dtype) for n in graphs.saved_activations()}
+    assert "torch.int8" in saved and "torch.int64" not in saved, saved
+
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend="coil", options={"fallback": "error", "cache": False})
+    results = []
+    for g in (compiled, f):
+        xi = x.clone().requires_grad_(True)
+        values, indices = g(xi)
+        weight = torch.randn(values.shape, generator=torch.Generator().manual_seed(1))
+        (values.nan_to_num(0.0, 0.0, 0.0) * weight).sum().backward()
+        results.append((values.detach(), indices, xi.grad))
+    (values, indices, grad), (want_values, want_indices, want_grad) = results
+    torch.testing.assert_close(values, want_values, equal_nan=True)
+    assert torch.equal(indices, want_indices)
+    torch.testing.assert_close(grad, want_grad, equal_nan=True)

@@ -55,7 +55,7 @@ def test_call_warnings_counted_and_listed():
     import warnings
 
     def noisy():
-        warnings.warn("from ATen, every call", UserWarning)
+        warnings.warn("from ATen, every call", UserWarning, stacklevel=2)
 
     def quiet():
         return None

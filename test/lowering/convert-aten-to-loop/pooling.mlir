@@ -3,7 +3,8 @@
 
 // max_pool2d_with_indices: a max over the [3, 3] window read at
 // 2*o - 1 + k, the padding masked to -inf; the indices are an argmax over
-// the same window mapped back to the input plane (ih * 11 + iw).
+// the same window (the last NaN's position where the window holds one)
+// mapped back to the input plane (ih * 11 + iw).
 
 // CHECK-LABEL: func.func @pool
 // CHECK:       %v = loop.reduction max [2, 3, 5, 6] [3, 3] : !loop.tensor<[2, 3, 5, 6], f32> {
@@ -11,9 +12,14 @@
 // CHECK-NEXT:    arith.constant 0xff800000 : f32
 // CHECK-NEXT:    arith.select
 // CHECK:       %[[ARG:.*]] = loop.reduction argmax [2, 3, 5, 6] [3, 3] : !loop.tensor<[2, 3, 5, 6], i64> {
+// CHECK:       %[[NAN:.*]] = loop.reduction max [2, 3, 5, 6] [3, 3] : !loop.tensor<[2, 3, 5, 6], i64> {
+// CHECK:         arith.cmpf uno
+// CHECK:       %[[R:.*]] = loop.pointwise [2, 3, 5, 6] : !loop.tensor<[2, 3, 5, 6], i64> {
+// CHECK:         loop.load %[[ARG]][i0, i1, i2, i3]
+// CHECK:         loop.load %[[NAN]][i0, i1, i2, i3]
 // CHECK:       %i = loop.pointwise [2, 3, 5, 6] : !loop.tensor<[2, 3, 5, 6], i64> {
 // CHECK-NEXT:  ^
-// CHECK-NEXT:    loop.load %[[ARG]][i0, i1, i2, i3]
+// CHECK-NEXT:    loop.load %[[R]][i0, i1, i2, i3]
 // CHECK:         arith.floordivsi
 // CHECK:         arith.remsi
 // CHECK:         loop.index 11 : i64
@@ -143,9 +149,11 @@ func.func @adaptive_avg_backward(%g: !aten.tensor<[2, 3, 4, 3], f32>, %x: !aten.
 // CHECK:       %v = loop.reduction max [2, 3, 4, 3] [3, 3]
 // CHECK:       %[[ARG:.*]] = loop.reduction argmax [2, 3, 4, 3] [3, 3]
 // CHECK:       %[[NAN:.*]] = loop.reduction max [2, 3, 4, 3] [3, 3] : !loop.tensor<[2, 3, 4, 3], i64>
-// CHECK:       %i = loop.pointwise [2, 3, 4, 3] : !loop.tensor<[2, 3, 4, 3], i64> {
+// CHECK:       %[[R:.*]] = loop.pointwise [2, 3, 4, 3] : !loop.tensor<[2, 3, 4, 3], i64> {
 // CHECK:         loop.load %[[ARG]]
 // CHECK:         loop.load %[[NAN]]
+// CHECK:       %i = loop.pointwise [2, 3, 4, 3] : !loop.tensor<[2, 3, 4, 3], i64> {
+// CHECK:         loop.load %[[R]]
 // CHECK:         loop.index (7*i2) floordiv 4 : i64
 // CHECK:         loop.index (5*i3) floordiv 3 : i64
 // CHECK:         loop.index 5 : i64
