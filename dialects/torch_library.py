@@ -5,8 +5,9 @@ operator (``aten.operator "coil::packed_linear"(...)``); :meth:`OperatorOp.resol
 ``coil`` namespace, so fx-opt, the wrappers and the tests find them.
 
 ``coil::packed_linear(Tensor x, Tensor weight, Tensor? bias) -> Tensor``
-    ``x @ weight.T + bias`` on the CPU with the weight repacked once into the
-    layout its GEMM reads: MKL's packed sgemm for float32
+    ``x @ weight.T + bias`` on the CPU (a float32 ``weight`` with a bfloat16
+    ``x``: ``x @ weight.to(bfloat16).T + bias``, as under ``torch.autocast``)
+    with the weight repacked once into the layout its GEMM reads: MKL's packed sgemm for float32
     (``mkl::_mkl_reorder_linear_weight`` / ``mkl::_mkl_linear``), oneDNN's
     blocked layout for bfloat16 (``mkldnn::_reorder_linear_weight`` /
     ``mkldnn::_linear_pointwise``), the calls Inductor's CPU freezing passes
@@ -57,20 +58,22 @@ class _Packs:
         self.pointer = weight.data_ptr()
         self.packs: dict[int, torch.Tensor] = {}
 
-    def get(self, weight: torch.Tensor, rows: int) -> tuple[torch.Tensor, int]:
-        """The copy for ``rows`` rows and the row count it was packed for (past
-        :data:`PACKS_PER_WEIGHT` counts, the first one's: ATen's mkl_linear then
-        runs its unpacked linear)."""
-        key = rows if weight.dtype == torch.float32 else 0
+    def get(self, weight: torch.Tensor, rows: int, dtype: torch.dtype) -> tuple[torch.Tensor, int]:
+        """The copy for ``rows`` rows of ``dtype`` (the weight's, or bfloat16
+        of a float32 weight under autocast) and the row count it was packed
+        for (past :data:`PACKS_PER_WEIGHT` counts, the first one's: ATen's
+        mkl_linear then runs its unpacked linear)."""
+        key = rows if dtype == torch.float32 else -1  # (a bfloat16 pack serves every count)
         if key not in self.packs:
-            if len(self.packs) >= PACKS_PER_WEIGHT:
-                key = next(iter(self.packs))
+            counts = [k for k in self.packs if k >= 0]
+            if key >= 0 and len(counts) >= PACKS_PER_WEIGHT:
+                key = counts[0]
             else:
                 with torch.no_grad():
-                    if weight.dtype == torch.float32:
+                    if dtype == torch.float32:
                         packed = torch.ops.mkl._mkl_reorder_linear_weight(weight, rows)
                     else:
-                        packed = torch.ops.mkldnn._reorder_linear_weight(weight, rows)
+                        packed = torch.ops.mkldnn._reorder_linear_weight(weight.to(dtype), rows)
                 self.packs[key] = packed
         return self.packs[key], key
 
@@ -106,7 +109,7 @@ def _new_packs(weight: torch.Tensor) -> _Packs | None:
         weight.device.type == "cpu"
         and weight.dim() == 2
         and weight.is_contiguous()
-        and packable(weight.dtype)
+        and weight.dtype in (torch.float32, torch.bfloat16)
     ):
         return None
     try:
@@ -115,6 +118,11 @@ def _new_packs(weight: torch.Tensor) -> _Packs | None:
         return None
     entry = _PACKED[id(weight)] = _Packs(weight, version)
     return entry
+
+
+_AUTOCAST = (torch.bfloat16, torch.float32)
+"""(x, weight) dtypes of a product under bfloat16 autocast: the float32
+weight is packed as bfloat16."""
 
 
 def packed_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None):
@@ -130,14 +138,15 @@ def packed_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
         entry = _new_packs(weight)
     if (
         entry is None
-        or x.dtype != weight.dtype
+        or (x.dtype != weight.dtype and not (x.dtype, weight.dtype) == _AUTOCAST)
         or x.device.type != "cpu"
         or x.dim() < 2
         or (bias is not None and bias.dtype != x.dtype)
+        or not packable(x.dtype)
     ):
-        return torch.nn.functional.linear(x, weight, bias)
+        return torch.nn.functional.linear(x, weight.to(x.dtype), bias)
     rows = max(x.numel() // max(x.shape[-1], 1), 1)
-    packed, packed_rows = entry.get(weight, rows)
+    packed, packed_rows = entry.get(weight, rows, x.dtype)
     x = x.contiguous()
     if x.dtype == torch.float32:
         # MKL's packed B is made for one row count (cblas_sgemm_pack's m): at

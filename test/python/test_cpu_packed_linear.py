@@ -120,3 +120,35 @@ def test_float32_packs_per_row_count_bounded():
     got = coil_ops.packed_linear(x, w, b)
     torch.testing.assert_close(got, F.linear(x, w, b), rtol=1e-5, atol=1e-4)
     assert list(coil_ops._PACKED[id(w)].packs) == [5]
+
+
+@BF16
+def test_autocast_packs_the_float32_parameter_as_bfloat16(calls):
+    # Under bf16 autocast each call would copy every weight to bf16 and ATen's
+    # GEMM repack it: the operator gets the f32 parameter and packs it once;
+    # an in-place update of the parameter is seen.
+    m = _mlp(torch.float32)
+    f = torch.compile(m, backend="coil", options={"cache": False})
+    x = torch.randn(16, 512)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        got, want = f(x), m(x)
+        assert got.dtype == want.dtype == torch.bfloat16
+        torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
+        assert len(calls) == 2 and all(shape[0] in (512, 1024) for shape in calls), calls
+    with torch.no_grad():
+        m[2].weight.mul_(-0.5)  # (outside autocast: eager's own cast cache holds the old copy)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        torch.testing.assert_close(f(x), m(x), rtol=2e-2, atol=2e-2)
+    w = m[0].weight
+    assert -1 in coil_ops._PACKED[id(w)].packs  # the bf16 pack of the f32 weight
+
+
+def test_operator_with_a_float32_weight_and_bfloat16_rows():
+    x, w, b = torch.randn(8, 600).bfloat16(), torch.randn(700, 600), torch.randn(700).bfloat16()
+    want = F.linear(x, w.bfloat16(), b)
+    torch.testing.assert_close(coil_ops.packed_linear(x, w, b), want, rtol=2e-2, atol=2e-2)
+    with torch.inference_mode():  # not packable: the fallback casts as autocast does
+        frozen = torch.randn(700, 600)
+    torch.testing.assert_close(
+        coil_ops.packed_linear(x, frozen, b), F.linear(x, frozen.bfloat16(), b)
+    )

@@ -41,6 +41,34 @@ func.func @one_row(%arg0: !aten.tensor<[1024, 1024], bf16> {coil.static}, %arg1:
 
 // -----
 
+// Under bf16 autocast a float32 parameter reaches the product as a
+// _to_copy made on every call: the operator gets the parameter (and packs it
+// as bf16 once); the copy and its transpose go. The bias's copy stays (it is
+// a constant of the graph, computed once by buffer-hoist-constants). A copy
+// to another dtype than the product's, or of an activation, is left alone.
+
+// CHECK-LABEL: func.func @autocast
+// CHECK-NEXT:    %[[B:.*]] = aten._to_copy.default(%arg1, dtype = bf16)
+// CHECK-NEXT:    %[[X:.*]] = aten._to_copy.default(%arg2, dtype = bf16)
+// CHECK-NEXT:    aten.operator "coil::packed_linear"(%[[X]], %arg0, %[[B]]) : !aten.tensor<[16, 4096], bf16>
+// CHECK-NOT:     aten._to_copy.default(%arg0
+// CHECK:         aten._to_copy.default(%arg3, dtype = f16)
+// CHECK:         aten.mm.default
+// CHECK-NOT:     coil::packed_linear
+func.func @autocast(%arg0: !aten.tensor<[4096, 1024], f32> {coil.static}, %arg1: !aten.tensor<[4096], f32> {coil.static}, %arg2: !aten.tensor<[16, 1024], f32>, %arg3: !aten.tensor<[4096, 1024], f32> {coil.static}, %arg4: !aten.tensor<[16, 1024], f16>) -> (!aten.tensor<[16, 4096], bf16>, !aten.tensor<[16, 4096], f16>) {
+  %b = aten._to_copy.default(%arg1, dtype = bf16) : !aten.tensor<[4096], bf16>
+  %w = aten._to_copy.default(%arg0, dtype = bf16) : !aten.tensor<[4096, 1024], bf16>
+  %x = aten._to_copy.default(%arg2, dtype = bf16) : !aten.tensor<[16, 1024], bf16>
+  %t = aten.permute.default(%w, dims = [1, 0]) : !aten.tensor<[1024, 4096], bf16, strides [1, 1024]>
+  %y = aten.addmm.default(%b, %x, %t) : !aten.tensor<[16, 4096], bf16>
+  %w16 = aten._to_copy.default(%arg3, dtype = f16) : !aten.tensor<[4096, 1024], f16>
+  %t16 = aten.permute.default(%w16, dims = [1, 0]) : !aten.tensor<[1024, 4096], f16, strides [1, 1024]>
+  %y16 = aten.mm.default(%arg4, %t16) : !aten.tensor<[16, 4096], f16>
+  func.return %y, %y16 : !aten.tensor<[16, 4096], bf16>, !aten.tensor<[16, 4096], f16>
+}
+
+// -----
+
 // Left alone: a weight that is not a parameter (an activation), a small
 // weight (the packed call's own cost outweighs the packing saved), a product
 // on CUDA, a scaled addmm, a 2-D bias.
