@@ -358,3 +358,31 @@ def test_training_max_pool_saves_offsets_and_matches_eager(
     torch.testing.assert_close(values, want_values, equal_nan=True)
     assert torch.equal(indices, want_indices)
     torch.testing.assert_close(grad, want_grad, equal_nan=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_training_max_pool_on_cuda(dtype):
+    """The offsets path in Triton kernels: a conv stem's training step (int8
+    offsets saved, the indices rebuilt in the backward's gather) against eager."""
+    torch.manual_seed(0)
+    stem = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 7, 2, 3, bias=False),
+        torch.nn.BatchNorm2d(16),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(3, 2, 1),
+        torch.nn.Conv2d(16, 8, 3, 1, 1),
+    ).cuda()
+    x = torch.randn(4, 3, 64, 64, device="cuda")
+    torch._dynamo.reset()
+    compiled = torch.compile(stem, backend="coil", options={"fallback": "error", "cache": False})
+    grads = []
+    for f in (compiled, stem):
+        stem.zero_grad()
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
+            loss = f(x).float().square().mean()
+        loss.backward()
+        grads.append([p.grad.clone() for p in stem.parameters()])
+    tol = 2e-2 if dtype == torch.bfloat16 else 1e-4
+    for got, want in zip(*grads):
+        torch.testing.assert_close(got, want, rtol=tol, atol=tol)
