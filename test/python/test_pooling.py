@@ -383,6 +383,8 @@ def test_training_max_pool_on_cuda(dtype):
             loss = f(x).float().square().mean()
         loss.backward()
         grads.append([p.grad.clone() for p in stem.parameters()])
-    tol = 2e-2 if dtype == torch.bfloat16 else 1e-4
+    # relative to each gradient's norm: cuDNN may run either step's f32
+    # convolutions in TF32, with other algorithms
+    tol = 2e-2 if dtype == torch.bfloat16 else 2e-3
     for got, want in zip(*grads):
-        torch.testing.assert_close(got, want, rtol=tol, atol=tol)
+        assert float((got - want).norm() / want.norm()) < tol
