@@ -7,11 +7,12 @@ operator (``aten.operator "coil::packed_linear"(...)``); :meth:`OperatorOp.resol
 ``coil::packed_linear(Tensor x, Tensor weight, Tensor? bias) -> Tensor``
     ``x @ weight.T + bias`` on the CPU (a float32 ``weight`` with a bfloat16
     ``x``: ``x @ weight.to(bfloat16).T + bias``, as under ``torch.autocast``)
-    with the weight repacked once into the layout its GEMM reads: MKL's packed sgemm for float32
-    (``mkl::_mkl_reorder_linear_weight`` / ``mkl::_mkl_linear``), oneDNN's
-    blocked layout for bfloat16 (``mkldnn::_reorder_linear_weight`` /
-    ``mkldnn::_linear_pointwise``), the calls Inductor's CPU freezing passes
-    make (``torch/_inductor/fx_passes/mkldnn_fusion.py``). An unpacked GEMM
+    with the weight repacked once into the layout its GEMM reads: MKL's packed
+    sgemm for float32 (``mkl::_mkl_reorder_linear_weight`` /
+    ``mkl::_mkl_linear``), oneDNN's blocked layout for bfloat16
+    (``mkldnn::_reorder_linear_weight`` / ``mkldnn::_linear_pointwise``), the
+    calls Inductor's CPU freezing passes make
+    (``torch/_inductor/fx_passes/mkldnn_fusion.py``). An unpacked GEMM
     repacks the weight on every call; on a 2-core Xeon (AVX-512, AMX) the
     packed product took 1.1-2.5x less time at 8-256 rows in float32 and
     1.2-2.4x in bfloat16 (benchmarks/RESULTS.md, twenty-first session;
@@ -136,15 +137,16 @@ def packed_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
         or entry.pointer != weight.data_ptr()
     ):
         entry = _new_packs(weight)
+    autocast = (x.dtype, weight.dtype) == _AUTOCAST
     if (
         entry is None
-        or (x.dtype != weight.dtype and not (x.dtype, weight.dtype) == _AUTOCAST)
+        or (x.dtype != weight.dtype and not autocast)
         or x.device.type != "cpu"
         or x.dim() < 2
         or (bias is not None and bias.dtype != x.dtype)
         or not packable(x.dtype)
     ):
-        return torch.nn.functional.linear(x, weight.to(x.dtype), bias)
+        return torch.nn.functional.linear(x, weight.to(x.dtype) if autocast else weight, bias)
     rows = max(x.numel() // max(x.shape[-1], 1), 1)
     packed, packed_rows = entry.get(weight, rows, x.dtype)
     x = x.contiguous()
