@@ -4,8 +4,8 @@ Input: ``func.func``s at the buffer level (after ``bufferize``/``memory-plan``),
 as ``convert-loop-to-tt`` takes them; it runs right before that pass, so the
 kernels are the same fused nests the GPU path gets. Output: for each top-level
 ``loop.pointwise``/``loop.reduction``/``loop.fused``/``loop.scan``/``loop.scatter``
-with ``outs`` (and each
-``loop.copy``, as the pointwise nest it is) whose buffers are all on the CPU,
+with ``outs`` (and each ``loop.copy``, as the pointwise nest it is) whose
+buffers are all on the CPU,
 one ``cpu.func @coil_cpp_<hints>_<n>`` before its function, holding the nest
 moved in unchanged (its buffers become the function's arguments, the size
 symbols it names ``index`` arguments with ``coil.symbol``), and in the nest's
@@ -15,8 +15,8 @@ Kernels with identical bodies are emitted once, as ``convert-loop-to-tt`` does.
 A nest that draws random numbers gets the function's seed as an ``i64``
 argument (``{coil.seed}``), as a Triton kernel does. A nest the C++ printer
 (``loop_to_cpp/source.py``) cannot write -- a member read at another point,
-a value from outside the nest that is neither a buffer nor the seed -- is left in place
-for ``convert-loop-to-tt`` (Triton's interpreter runs it) and named once on
+a value from outside the nest that is neither a buffer nor the seed -- is
+left in place for ``convert-loop-to-tt`` (Triton's interpreter runs it) and named once on
 stderr as a warning. ``-t cpp-kernels`` prints the kernels.
 """
 
