@@ -317,7 +317,10 @@ class GroupTiles:
             acc: list[SSAValue] | None = None
             for r in range(rnumel):
                 at = decompose(sympy.Integer(r), rranges)
-                tile = Tile(self.tile1.shape, self.tile1.mask, dict(zip(self.rsyms, at)))
+                # The member's renaming (its row of ``_shared_rows``) and the
+                # window point.
+                subs = {**m.subs, **dict(zip(self.rsyms, at))}
+                tile = Tile(self.tile1.shape, self.tile1.mask, subs)
                 (v,) = self.body.emit(m.op.body.block, tile)
                 vals = [v]
                 if kind in R.ARG_KINDS:

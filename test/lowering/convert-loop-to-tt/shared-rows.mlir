@@ -48,3 +48,31 @@ func.func @rows(%x: !buffer.buffer<[4, 128], bf16, device "cuda:0">, %w: !buffer
   }
   func.return %out : !buffer.buffer<[4, 64], bf16, device "cuda:0">
 }
+
+// A small window reduced in registers (a 1-D depthwise convolution: the
+// weight's 3 taps per channel, the input's window per row) with its rows
+// shared: each program unrolls the window of both rows of the leading
+// dimension, each row under its own index (kernel_group._unrolled keeps the
+// row's renaming; without it i0 had no value: "index symbol i0 has no value
+// here").
+
+// PLAN: @coil_s_out_1: window of 3 unrolled, {{.*}}; 2 rows a program, unrolled (loads shared by the rows once)
+
+// CHECK-LABEL: def coil_s_out_1(
+// CHECK-COUNT-2: tl.store(
+// CHECK-NOT:     tl.store(
+
+func.func @window_rows(%x: !buffer.buffer<[2, 10, 64], f32, device "cuda:0">, %w: !buffer.buffer<[3, 64], f32, device "cuda:0">) -> !buffer.buffer<[2, 8, 64], f32, device "cuda:0"> {
+  %out = buffer.alloc : !buffer.buffer<[2, 8, 64], f32, device "cuda:0">
+  loop.fused [2, 8, 64] [3] outs(%out : !buffer.buffer<[2, 8, 64], f32, device "cuda:0">) {
+    %s = loop.reduction sum [2, 8, 64] [3] : !loop.tensor<[2, 8, 64], f32> {
+    ^bb0(%i0: index, %i1: index, %i2: index, %r0: index):
+      %0 = loop.load %x[i0, i1 + r0, i2] : !buffer.buffer<[2, 10, 64], f32, device "cuda:0">
+      %1 = loop.load %w[r0, i2] : !buffer.buffer<[3, 64], f32, device "cuda:0">
+      %2 = arith.mulf %0, %1 : f32
+      loop.yield %2 : f32
+    }
+    loop.yield %s : !loop.tensor<[2, 8, 64], f32>
+  }
+  func.return %out : !buffer.buffer<[2, 8, 64], f32, device "cuda:0">
+}
