@@ -289,6 +289,21 @@ MODELS = {
 DEVICE = "cuda"
 SMOKE = False  # --smoke: tiny sizes on any device, to check the script itself
 BACKENDS = ("eager", "inductor", "coil")  # --backends
+# --coil-variants "pdl=true,cudagraphs=true+pdl=true": coil again with each of
+# these backend options ("+" joins options of one variant), timed in the same
+# process as the others (an A/B without the drift between processes);
+# reported after the row as `coil[pdl=true] ms`.
+OPTION_VARIANTS: dict[str, dict] = {}
+
+
+def _options(text: str) -> dict:
+    """``"cudagraphs=true+pdl=true"`` -> ``{"cudagraphs": True, "pdl": True}``."""
+    options: dict = {}
+    for item in text.split("+"):
+        key, _, value = item.partition("=")
+        low = value.strip().lower()
+        options[key.strip()] = {"true": True, "false": False}.get(low, value.strip())
+    return options
 
 
 def _bench(fn: Callable[[], object]) -> float:
@@ -364,7 +379,10 @@ def _variants(module: torch.nn.Module) -> dict:
         "inductor": lambda: torch.compile(module, backend="inductor"),
         "coil": lambda: torch.compile(module, backend="coil"),
     }
-    return {k: (v if k == "eager" else v()) for k, v in runs.items() if k in BACKENDS}
+    runs = {k: (v if k == "eager" else v()) for k, v in runs.items() if k in BACKENDS}
+    for name, options in OPTION_VARIANTS.items():
+        runs[name] = torch.compile(module, backend="coil", options=options)
+    return runs
 
 
 def _time(runs: dict, step: Callable, row: dict) -> None:
@@ -439,7 +457,16 @@ def main() -> int:
         default=",".join(BACKENDS),
         help="comma-separated, among eager, inductor and coil (eager and coil always run)",
     )
+    parser.add_argument(
+        "--coil-variants",
+        default="",
+        help="comma-separated backend options, each a further coil run in the same "
+        "process; '+' joins the options of one (e.g. pdl=true,cudagraphs=true+pdl=true)",
+    )
     args = parser.parse_args()
+    OPTION_VARIANTS.update(
+        {f"coil[{v.strip()}]": _options(v) for v in args.coil_variants.split(",") if v.strip()}
+    )
     names = args.names or list(MODELS)
     unknown = [n for n in names if n not in MODELS]
     if unknown:
@@ -473,6 +500,17 @@ def main() -> int:
             traceback.print_exc()
             r = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"}
         line = _row(name, r)
+        for v in OPTION_VARIANTS:
+            if f"{v}_ms" in r:
+                # A CUDA graph's pool is allocated at capture, before the
+                # peak is reset: its peak would read 0.
+                graphs = OPTION_VARIANTS[v].get("cudagraphs")
+                peak = "" if graphs else f", peak {r[f'{v}_peak_mb']:.0f} MB"
+                print(
+                    f"models: {name} {v}: {r[f'{v}_ms']:.3f} ms (coil {r['coil_ms']:.3f}), "
+                    f"error {r[f'{v}_err']:.1e}{peak}",
+                    flush=True,
+                )
         failed |= "ERROR" in line or "WRONG" in line
         print(f"models: {name} done in {time.perf_counter() - t:.0f}s: {line}", flush=True)
         lines.append(line)
