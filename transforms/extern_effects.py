@@ -9,7 +9,8 @@ An analysis, not a pass. It answers, from the aten schema of the called op
 * :func:`extern_mutated_operands`: which operands the call writes in place;
 * :func:`storage_roots`: which storage holders (``buffer.alloc``/``buffer.reuse``
   results, function arguments, fresh extern results) a value may live in,
-  through ``buffer.view`` and aliasing extern results;
+  through ``buffer.view`` and aliasing extern results; :func:`storage_holders`
+  also through ``buffer.reuse``, :func:`may_share_storage` compares two such sets;
 * :func:`extern_workspace_bytes`: an estimate of the scratch memory the library
   allocates inside the call and frees before it returns (cuDNN's workspace).
 
@@ -282,6 +283,31 @@ def storage_roots(value: SSAValue) -> set[SSAValue]:
     if isinstance(value.type, B.BufferType) or isinstance(value, BlockArgument):
         return {value}
     return set()
+
+
+def storage_holders(value: SSAValue) -> set[SSAValue]:
+    """:func:`storage_roots`, also through ``buffer.reuse`` (a buffer the memory
+    plan placed in a dead one's storage): every holder whose storage ``value``
+    may share."""
+    v = value
+    while isinstance(v.owner, B.ViewOp | B.ReuseOp):
+        v = v.owner.source
+    out = {v}
+    for r in storage_roots(v):
+        if r is not v:
+            out |= storage_holders(r)
+    return out
+
+
+def may_share_storage(a: set[SSAValue], b: set[SSAValue]) -> bool:
+    """Whether values held in ``a`` and in ``b`` (:func:`storage_holders`) may
+    overlap: a common holder, or two function arguments (the caller may pass
+    views of one tensor)."""
+    if a & b:
+        return True
+    return any(isinstance(v, BlockArgument) for v in a) and any(
+        isinstance(v, BlockArgument) for v in b
+    )
 
 
 CONVOLUTIONS = {

@@ -32,13 +32,12 @@ from dataclasses import replace
 import sympy
 from xdsl.ir import SSAValue
 
-from coil.dialects import buffer as B
 from coil.dialects import loop as L
 from coil.dialects import tt
 from coil.dialects.buffer import BufferType
 from coil.intmath import next_pow2, prod
 from coil.lowering.loop_to_tt.kernel import Kernel, Options
-from coil.transforms.extern_effects import storage_roots
+from coil.transforms.extern_effects import storage_holders
 
 POINTWISE = [(1024, 4), (512, 4), (2048, 8), (256, 4), (1024, 8), (512, 8), (2048, 4), (256, 8)]
 # (YBLOCK, XBLOCK, num_warps) of 2-D pointwise tiles (Inductor's 2-D pointwise set).
@@ -98,25 +97,6 @@ def candidate_options(nest: L.LoopOp, base: Options, heuristic: Kernel) -> list[
     return out
 
 
-def _storage_root(v: SSAValue) -> SSAValue:
-    """The value whose storage ``v`` reinterprets (through views and reuses)."""
-    while isinstance(v.owner, B.ViewOp | B.ReuseOp):
-        v = v.owner.source
-    return v
-
-
-def _roots(v: SSAValue) -> set[SSAValue]:
-    """Every storage ``v`` may live in: through views and reuses, and through
-    ATen results that alias their operands (memory-plan's in-place
-    ``index_put_`` returns the very buffer it writes)."""
-    v = _storage_root(v)
-    out = {v}
-    for r in storage_roots(v):
-        if r is not v:
-            out |= _roots(r)
-    return out
-
-
 def rereads_its_outputs(outs: list[SSAValue], kernel: Kernel) -> bool:
     """Whether running ``kernel`` twice differs from running it once: it writes storage
     it also reads, or accumulates with atomics."""
@@ -124,7 +104,7 @@ def rereads_its_outputs(outs: list[SSAValue], kernel: Kernel) -> bool:
     if any((arg.name_hint or "").startswith("in_out_ptr") for arg in kernel.func.body.block.args):
         return True
     reads = [a for a in kernel.args if isinstance(a.type, BufferType) and a not in outs]
-    read_roots = set().union(set(), *(_roots(b) for b in reads))
-    if any(_roots(o) & read_roots for o in outs):
+    read_roots = set().union(set(), *(storage_holders(b) for b in reads))
+    if any(storage_holders(o) & read_roots for o in outs):
         return True
     return any(isinstance(op, tt.AtomicRMWOp) for op in kernel.func.walk())

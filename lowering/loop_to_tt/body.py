@@ -27,6 +27,7 @@ from coil.ir import source_line, source_op
 from coil.lowering.loop_to_tt.builder import KernelBuilder, LoweringError, Shape
 from coil.lowering.loop_to_tt.eviction import EvictionPlan
 from coil.lowering.loop_to_tt.value_range import decided, within
+from coil.transforms.extern_effects import may_share_storage, storage_holders
 
 _WIDENED = {op.name: op for op in A.WIDENED}
 
@@ -134,8 +135,9 @@ class BodyEmitter:
     """(flat symbol, index symbols, sizes): indices bound as ``decompose(flat, sizes)``."""
     eviction: EvictionPlan = field(default_factory=EvictionPlan)
     """The L2 eviction hints of the kernel's loads (see ``eviction.py``)."""
-    stores: int = 0
-    """Stores emitted so far: a load is reused only while this is unchanged."""
+    stored: list[set[SSAValue]] = field(default_factory=list)
+    """The storage holders of each store emitted so far (``storage_holders``): a
+    load is reused only while no store since may have written its storage."""
     preloaded: dict[Operation, SSAValue] = field(default_factory=dict)
     """Loads whose tile value the kernel built itself (a gemm template's operand
     loads through pointers it advances along K): ``emit`` uses the value."""
@@ -292,8 +294,9 @@ class BodyEmitter:
         if mask is not None:
             mask = b.broadcast_to(mask, tile.shape)
         # The same elements read twice (members of a fused group reading one
-        # input) are one load, until a store may have changed them.
-        key = ("load", p, mask, self.stores)
+        # input, the rows of a shared-rows tile reading a weight) are one load,
+        # until a store may have changed them.
+        key = ("load", p, mask, self._writes_to(src))
         value = b.lookup(key)
         if value is None:
             evict = self.eviction.policy(unfolded, self.flat_groups, bool(op.indirect))
@@ -374,7 +377,14 @@ class BodyEmitter:
             element = element_of(value.type)
             kind = {"add": "fadd" if is_float(element) else "add"}.get(mode, mode)
             b.insert(tt.AtomicRMWOp(kind, p, value, mask, sem="relaxed", scope="gpu"))
-        self.stores += 1
+        self.stored.append(storage_holders(out))
+
+    def _writes_to(self, src: SSAValue) -> int:
+        """How many stores so far may have written ``src``'s storage."""
+        if not self.stored:
+            return 0
+        holders = storage_holders(src)
+        return sum(may_share_storage(holders, w) for w in self.stored)
 
     def check_bounds(
         self,
@@ -443,7 +453,7 @@ class BodyEmitter:
         p = self.pointers(buffer, self.address(buffer.type, index, tile), tile)
         mask = b.broadcast_to(tile.mask, tile.shape) if tile.mask is not None else None
         b.insert(tt.StoreOp(p, value, mask))
-        self.stores += 1
+        self.stored.append(storage_holders(buffer))
 
     # ---- random numbers ----
 

@@ -122,11 +122,16 @@ func.func @copy(%x: !buffer.buffer<[4, 8], f32>, %y: !buffer.buffer<[4, 8], f32>
 // pointwise nest's tile, XBLOCK 1024 (not a reduction's rows), and stores each
 // result where its member yields it.
 
+// Both members read %x: one load, as the store into %a (a buffer of its
+// own) cannot have changed it.
+
 // CHECK-LABEL: tt.func public @coil_e_s_a_b_0
 // CHECK-SAME:    coil.kind = "fused"
 // CHECK:         tt.make_range {start = 0 : i32, end = 1024 : i32}
+// CHECK:         tt.load
 // CHECK:         math.exp
 // CHECK:         tt.store
+// CHECK-NOT:     tt.load
 // CHECK:         math.sqrt
 // CHECK:         tt.store
 // CHECK:       func.func @pointwise_group
@@ -150,4 +155,36 @@ func.func @pointwise_group(%x: !buffer.buffer<[4096], f32>) -> (!buffer.buffer<[
     loop.yield %e, %s : !loop.tensor<[4096], f32>, !loop.tensor<[4096], f32>
   }
   func.return %a, %b : !buffer.buffer<[4096], f32>, !buffer.buffer<[4096], f32>
+}
+
+// -----
+
+// The same group storing into an argument: the caller may pass views of one
+// tensor as %x and %a, so the second member reads %x again after the store.
+
+// CHECK-LABEL: tt.func public @coil_e_s_a_b_0
+// CHECK:         tt.load
+// CHECK:         math.exp
+// CHECK:         tt.store
+// CHECK:         tt.load
+// CHECK:         math.sqrt
+// CHECK:         tt.store
+func.func @pointwise_group_into_argument(%x: !buffer.buffer<[4096], f32>, %a: !buffer.buffer<[4096], f32>) -> !buffer.buffer<[4096], f32> {
+  %b = buffer.alloc : !buffer.buffer<[4096], f32>
+  loop.fused [4096] [] outs(%a, %b : !buffer.buffer<[4096], f32>, !buffer.buffer<[4096], f32>) {
+    %e = loop.pointwise [4096] : !loop.tensor<[4096], f32> {
+    ^bb0(%i0: index):
+      %0 = loop.load %x[i0] : !buffer.buffer<[4096], f32>
+      %1 = math.exp %0 : f32
+      loop.yield %1 : f32
+    }
+    %s = loop.pointwise [4096] : !loop.tensor<[4096], f32> {
+    ^bb0(%i0: index):
+      %0 = loop.load %x[i0] : !buffer.buffer<[4096], f32>
+      %1 = math.sqrt %0 : f32
+      loop.yield %1 : f32
+    }
+    loop.yield %e, %s : !loop.tensor<[4096], f32>, !loop.tensor<[4096], f32>
+  }
+  func.return %b : !buffer.buffer<[4096], f32>
 }

@@ -1,5 +1,6 @@
 // RUN: fx-opt %s --device h100 --print-kernel-plans -p convert-loop-to-tt 2>&1 >/dev/null | filecheck %s --check-prefix=PLAN
 // RUN: fx-opt %s --device h100 -p convert-loop-to-tt,convert-buffer-to-host -t triton | filecheck %s
+// RUN: fx-opt %s --device h100 -p convert-loop-to-tt,convert-buffer-to-host -t triton | filecheck %s --check-prefix=WINDOW
 
 // A product of a few rows ([M, K] @ [K, N], M = 4: lowering/aten_to_loop/
 // matvec.py) with a ReLU epilogue: each program computes all 4 rows of its
@@ -61,6 +62,13 @@ func.func @rows(%x: !buffer.buffer<[4, 128], bf16, device "cuda:0">, %w: !buffer
 // CHECK-LABEL: def coil_s_out_1(
 // CHECK-COUNT-2: tl.store(
 // CHECK-NOT:     tl.store(
+
+// The weight's three taps are loaded once for both rows: the first row's
+// store into %out cannot have changed %w (body.load keeps a load until a
+// store to storage it may share: a common holder, or two arguments).
+// WINDOW-LABEL: def coil_s_out_1(
+// WINDOW-COUNT-3: tl.load({{.*}}evict_last
+// WINDOW-NOT:     evict_last
 
 func.func @window_rows(%x: !buffer.buffer<[2, 10, 64], f32, device "cuda:0">, %w: !buffer.buffer<[3, 64], f32, device "cuda:0">) -> !buffer.buffer<[2, 8, 64], f32, device "cuda:0"> {
   %out = buffer.alloc : !buffer.buffer<[2, 8, 64], f32, device "cuda:0">
