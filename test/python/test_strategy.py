@@ -7,6 +7,7 @@ target description."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -199,7 +200,8 @@ def test_classify_rows_columns_and_channels_last():
 
 LN_WEIGHT_GRAD = (
     (
-        "func.func @f(%dy: !buffer.buffer<[6304, 384], {dt}>, %x: !buffer.buffer<[6304, 384], {dt}>,"
+        "func.func @f(%dy: !buffer.buffer<[6304, 384], {dt}>,"
+        " %x: !buffer.buffer<[6304, 384], {dt}>,"
         " %mean: !buffer.buffer<[6304], f32>, %rstd: !buffer.buffer<[6304], f32>) {{\n"
     )
     + """  %s = buffer.alloc : !buffer.buffer<[384], f32>
@@ -291,6 +293,21 @@ def test_plans_differ_where_the_targets_do():
     t_h200 = P.reduction_tile(big, TARGETS["h200"]).estimate.seconds
     t_a100 = P.reduction_tile(big, TARGETS["a100"]).estimate.seconds
     assert t_h200 < t_h100 < t_a100
+
+
+def test_outer_rows_of_two_phases_may_stay_whole():
+    """A looped outer row of two phases (a norm: statistics, then outputs) reads
+    the row twice; held whole, once. The model weighs both (6304 rows of 384,
+    ViT's first layer norm over its transposed patch embedding): whole. One
+    phase (a column sum) reads the row once either way and keeps the looped
+    tile, as does a row too long to hold."""
+    h100 = TARGETS["h100"]
+    base = _shape(6304, 384, "outer")
+    norm = P.reduction_tile(replace(base, phases=2, point_out_bytes=4), h100)
+    assert norm.outer and norm.persistent and norm.rblock == 512, norm.summary()
+    assert not P.reduction_tile(base, h100).persistent
+    long = replace(_shape(6304, 8192, "outer"), phases=2, point_out_bytes=4)
+    assert not P.reduction_tile(long, h100).persistent
 
 
 # fx-opt --device and --print-kernel-plans: test/lowering/convert-loop-to-tt/plans.mlir
