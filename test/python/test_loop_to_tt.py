@@ -159,6 +159,27 @@ def test_layernorm(dynamic):
     check(_layernorm, [torch.randn(4, 5, 32), torch.randn(32), torch.randn(32)], dynamic=dynamic)
 
 
+def _layernorm_over_channels(x, w, b):
+    # ViT's first norm: a [B, C, H, W] convolution output read as [B, HW, C]
+    y = x.flatten(2).transpose(1, 2)
+    return F.layer_norm(y, (y.shape[-1],), w, b)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_layernorm_over_strided_channels_held_whole(dtype):
+    """An outer reduction of two phases (statistics, then outputs), its row of
+    129 held whole (strategy/plan.py's outer_persistent_tiles), odd sizes."""
+    x = torch.randn(3, 129, 7, 5, dtype=dtype)
+    w, b = torch.randn(129, dtype=dtype), torch.randn(129, dtype=dtype)
+    module = check(
+        _layernorm_over_channels, [x, w, b], atol=2e-2 if dtype != torch.float32 else 1e-5
+    )
+    plans = [
+        op.attributes["coil.plan"].data for op in module.walk() if "coil.plan" in op.attributes
+    ]
+    assert any(p.startswith("reduction outer, persistent") for p in plans), plans
+
+
 def test_rmsnorm():
     check(_rmsnorm, [torch.randn(10, 48), torch.randn(48)])
 
