@@ -589,6 +589,7 @@ def dedupe_kernels(
     first: dict[str, Operation] = {}
     merged: dict[str, Operation] = {}  # a removed kernel's name -> the twin kept
     kept: list[Operation] = []
+    staying = {k.sym_name.data for k in kernels if k.sym_name.data in keep}
     for kernel in kernels:
         name = kernel.sym_name.data
         if name in keep:
@@ -603,10 +604,19 @@ def dedupe_kernels(
     # Old names map to new ones in one step: renaming in place chained a
     # kernel renamed to another's old name (``_2 -> _1`` after ``_1 -> _2``)
     # on to that one's new name, so two kernels' launches met at one.
+    # The names in ``keep`` stay, so a number is skipped where it would give
+    # a renumbered kernel one of them (a dynamic argmin's looped variant kept
+    # ``coil_argmin_3`` while a later argmin, fourth of the renumbered, became
+    # ``coil_argmin_3`` too: "Redefinition of symbol", found by coil.tools.fuzz).
     rename: dict[str, str] = {}
-    for k, kernel in enumerate(kept):
+    k = 0
+    for kernel in kept:
         old = kernel.sym_name.data
-        new = f"{_COUNTER.sub('', old)}_{k}"
+        base = _COUNTER.sub("", old)
+        while f"{base}_{k}" in staying:
+            k += 1
+        new = f"{base}_{k}"
+        k += 1
         rename[old] = new
         kernel.sym_name = builtin.StringAttr(new)
     for name, twin in merged.items():

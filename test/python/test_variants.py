@@ -50,3 +50,28 @@ def test_rows_run_the_variant_of_their_bucket(launched):
     assert ran[2000] == ran[300], ran
     (long,) = ran[5000]
     assert not long.endswith("_r4096") and long == short.removesuffix("_r4096"), ran
+
+
+def test_renumbered_kernels_avoid_the_variants_names():
+    """A dynamic argmin's looped variant keeps its lowering name; a later argmin
+    renumbered by the kernel dedupe must not take it (it did: "Redefinition of
+    symbol coil_argmin_3", a graph of coil.tools.fuzz)."""
+
+    def f(x):
+        cumsum = torch.cumsum(x, 2)
+        clamp = torch.clamp(x, 0, 2)
+        softmax = torch.softmax(clamp, 0)
+        return (
+            torch.cumsum(cumsum, 0),
+            clamp.argmin(1, keepdim=True),
+            torch.maximum(x, softmax),
+            cumsum.argmin(0),
+        )
+
+    compiled = torch.compile(
+        f, backend="coil", dynamic=True, options={"cpu_kernels": "triton", "fallback": "extern"}
+    )
+    for shape in ((3, 4, 8), (5, 3, 7)):
+        x = torch.randn(*shape).permute(2, 1, 0)
+        for got, want in zip(compiled(x), f(x)):
+            assert_close_to_eager(got, want)
