@@ -254,7 +254,8 @@ def footprint_share(a: Access, ranges: Sequence[sympy.Expr], dims: Sequence[int]
         s = a.strides[k] if k < len(a.strides) else None
         if s is not None and sympy.sympify(s) == 0:
             size = sympy.sympify(ranges[k])
-            share /= int(size) if size.is_Integer else 4096
+            # An empty dimension (no points at all) divides by 1.
+            share /= max(1, int(size)) if size.is_Integer else 4096
     return share
 
 

@@ -46,6 +46,10 @@ def linear_index(shape: Sequence[SymInt], idx: Sequence[sympy.Expr]) -> sympy.Ex
 def unravel(flat: sympy.Expr, shape: Sequence[SymInt]) -> IndexMap:
     """The index of row-major position ``flat`` in a tensor of ``shape``."""
     out: IndexMap = []
+    if any(to_expr(size) == 0 for size in shape):
+        # An empty tensor: no position is ever read (its strides hold zeros,
+        # and a floordiv or mod by them is undefined).
+        return [sympy.Integer(0) for _ in shape]
     strides = contiguous_strides(shape)
     for k, (size, stride) in enumerate(zip(shape, strides)):
         size, stride = to_expr(size), to_expr(stride)

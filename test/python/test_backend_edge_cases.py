@@ -93,6 +93,20 @@ def test_size_zero_dim_after_the_first(shape):
     _check(_compile(lambda x: torch.rand_like(x))(x).shape, x.shape)
 
 
+def test_reshape_and_gather_of_empty_tensors():
+    """A reshape of an empty tensor unravelled its index with a mod by its zero
+    size (ZeroDivisionError in the view lowering), and the reduction vote
+    divided by an empty dimension (footprint_share): graphs of coil.tools.fuzz."""
+
+    def f(a, b, c, idx):
+        return c[:, :, 1::2], a.prod(), b[idx].reshape((1, 0)), b[idx].sum(1)
+
+    a = torch.empty_strided((1, 1), (2, 2)).normal_()
+    b = torch.empty_strided((13, 0, 1), (1, 0, 1))
+    c = torch.empty_strided((1, 0, 8), (16, 16, 2), dtype=torch.int64)
+    _matches_eager(f, a, b, c, torch.randint(0, 13, (5,)))
+
+
 def test_max_over_an_empty_dim_raises_like_eager():
     with pytest.raises(Exception, match="zero-size|empty"):
         _compile(lambda x: x.amax(1))(torch.randn(3, 0))
