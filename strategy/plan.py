@@ -584,10 +584,6 @@ def split_estimate(
     acc_bytes = 4 * shape.accumulators
     nsplit = hint(sympy.sympify(plan.nsplit).xreplace(sizes))
     stage1, t1 = stage1_tile(shape, plan, target, persistent_threshold, sizes)
-    one_launch = sympy.sympify(plan.nsplit).is_Integer and sympy.sympify(shape.xnumel).is_Integer
-    if one_launch:  # each program then publishes its partials: a fence and an atomic
-        work = replace(reduction_work(stage1, t1), waits=2)
-        t1 = replace(t1, estimate=estimate(work, target))
     # The partials are stored [nsplit, outputs] (the split's stage-1 ranges),
     # outputs contiguous: with several outputs the finish reads them as an
     # outer reduction (the back end's vote on that layout), a full
@@ -608,7 +604,19 @@ def split_estimate(
         shape.xnumel, sympy.Integer(nsplit), partial, 1, shape.accumulators, shape.out_bytes
     )
     t2 = reduction_tile(stage2, target, persistent_threshold=persistent_threshold)
-    if one_launch:
+    # One launch where the back end can run the finish in stage 1's kernel
+    # (static chunk and output counts, and stage 1's output tiles line up:
+    # ``finish_tiles``); a column sum of 100003 x 17 in [8, 64] tiles does not
+    # (17 outputs, three tiles of 8) and was priced for counter atomics it
+    # never pays, against the launch it does.
+    one_launch = (
+        sympy.sympify(plan.nsplit).is_Integer
+        and sympy.sympify(shape.xnumel).is_Integer
+        and finish_tiles(hint(shape.xnumel), t1.xblock, t2.estimate.programs) is not None
+    )
+    if one_launch:  # each program then publishes its partials: a fence and an atomic
+        work = replace(reduction_work(stage1, t1), waits=2)
+        t1 = replace(t1, estimate=estimate(work, target))
         # The last program of each tile finishes after the others: the launch
         # takes one program of the finish more (its loads of the tile's
         # partials, a looped walk where there are many chunks).
@@ -620,6 +628,28 @@ def split_estimate(
         extra = replace(t2.estimate, seconds=finish, launches=0)
         return t1.estimate.plus(extra)
     return t1.estimate.plus(replace(t2.estimate, seconds=t2.estimate.seconds + target.launch_s))
+
+
+MAX_SERIAL = 16
+"""The most stage-2 programs one last program runs one after another (a
+split's outputs fewer than stage 1's XBLOCK: one counter, ``split_finish``)."""
+
+
+def finish_tiles(n_out: int, xblock: int, finish_programs: int) -> tuple[int, int] | None:
+    """Where a split's finish runs in stage 1's kernel (``split_finish.merge``):
+    ``(tiles, programs a tile)``, a counter for each tile of ``xblock``
+    consecutive outputs of the ``n_out``, whose last program to arrive runs the
+    finish's programs for that tile; None where the tiles do not line up and
+    the finish is a launch of its own. ``finish_programs`` is how many programs
+    stage 2 takes where it is one tile (``n_out < xblock``); where ``xblock``
+    divides ``n_out`` it is built with stage 1's XBLOCK, one program a tile."""
+    if xblock < 1:
+        return None
+    if n_out % xblock == 0:
+        return n_out // xblock, 1
+    if n_out < xblock and finish_programs <= MAX_SERIAL:
+        return 1, finish_programs
+    return None
 
 
 ATOMIC_S = 50e-9

@@ -158,6 +158,21 @@ class LoopSplitReductionPass(ModulePass):
             while work:
                 red = work.pop(0)
                 plan = self._plan(red, target, layouts.strides if layouts else None)
+                if not self.split and (top := _denominator_max(red, maxima)) is not None:
+                    # A softmax denominator of a split max takes the max's plan:
+                    # split alike, its stage 1 runs against each chunk's max in
+                    # the max's stage-1 kernel (online, _Splitter), where a plan
+                    # of its own (the two estimates differ: exp, one more
+                    # accumulator's worth of work) reads the input again after
+                    # the max's finish.
+                    plan = top.plan
+                    if self.print_plans:
+                        print(
+                            f"loop-split-reduction: %{red.res[0].name_hint or 'reduction'}: "
+                            f"the denominator of a split max, split as it is: "
+                            f"{plan.nsplit} chunks of {plan.chunk}",
+                            file=sys.stderr,
+                        )
                 if plan is None:
                     continue
                 stage2 = _Splitter(red, plan, maxima).run()
@@ -359,6 +374,27 @@ def _shift_of_max(rhs: SSAValue) -> tuple[list[L.LoadOp], bool] | None:
     return [load, other], True
 
 
+def _denominator_max(red: L.ReductionOp, maxima: dict[SSAValue, _SplitMax]) -> _SplitMax | None:
+    """The split max whose result the sum ``red`` shifts its ``exp`` by (a
+    softmax denominator, ``exp(a - g(M))``, over the same reduction ranges and
+    element type), or None. Whether the rest lines up (the same ``a``, ``M``
+    read at the sum's own output) is ``_Splitter._online_denominator``'s."""
+    if red.kind.data != "sum" or not maxima:
+        return None
+    exp = red.body.block.last_op.values[0].owner
+    if not (isinstance(exp, Operation) and exp.name == "math.exp"):
+        return None
+    sub = exp.operands[0].owner
+    if not isinstance(sub, arith.SubfOp) or (shift := _shift_of_max(sub.rhs)) is None:
+        return None
+    top = maxima.get(shift[0][0].source)
+    if top is None or top.value.type != exp.result.type:
+        return None
+    if top.reduction_ranges != red.reduction_ranges:
+        return None
+    return top
+
+
 class _Splitter:
     def __init__(self, red: L.ReductionOp, plan: SplitPlan, maxima: dict[SSAValue, _SplitMax]):
         self.red, self.plan = red, plan
@@ -548,18 +584,13 @@ class _Splitter:
         pass with the same plan and read at this sum's own output, ``g`` the
         identity or logsumexp's ``M if |M| != inf else 0``, split online (see
         the module's docstring); ``None``, with nothing built, otherwise."""
+        top = _denominator_max(self.red, self.maxima)
+        if top is None or top.plan != self.plan:
+            return None
         exp = self.red.body.block.last_op.values[0].owner
-        if not (isinstance(exp, Operation) and exp.name == "math.exp"):
-            return None
         sub = exp.operands[0].owner
-        if not isinstance(sub, arith.SubfOp) or (shift := _shift_of_max(sub.rhs)) is None:
-            return None
+        shift = _shift_of_max(sub.rhs)
         overall, masked_inf = shift[0][0].source, shift[1]
-        top = self.maxima.get(overall)
-        if top is None or top.plan != self.plan or top.value.type != exp.result.type:
-            return None
-        if top.reduction_ranges != self.red.reduction_ranges:
-            return None
         n, p = self.n, self.plan
         own = index_symbols(n + 1)  # the split index, then the outputs'
         m_shape = overall.type.shape

@@ -36,7 +36,8 @@ the nests, nothing is assumed of the split pass):
 * both walk their outputs in the same order (``tiling.output_order``), stage
   1 is one tile of ``XBLOCK`` along grid x, and ``N % XBLOCK == 0`` (a tile
   holds one chunk's outputs) or ``N <= XBLOCK`` (one counter: every program
-  counts, the last runs all of stage 2, at most ``MAX_SERIAL`` programs);
+  counts, the last runs all of stage 2, at most ``strategy.plan.MAX_SERIAL``
+  programs; ``strategy.plan.finish_tiles``, which the split's estimate uses);
 * neither kernel has autotuning candidates.
 
 The same last-program finish serves a *one-program consumer* (``one_program_pair``,
@@ -71,10 +72,8 @@ from coil.dialects.symbolic import index_symbols
 from coil.lowering.loop_to_tt import tiling as T
 from coil.lowering.loop_to_tt.builder import KernelBuilder
 from coil.lowering.loop_to_tt.kernel import Kernel, Options
+from coil.strategy.plan import finish_tiles
 from coil.transforms.extern_effects import storage_roots
-
-# The most stage-2 programs one last program runs one after another (N <= XBLOCK).
-MAX_SERIAL = 16
 
 # The most programs counting on one semaphore (a one-program finish): an L2
 # slice serves atomics to one address about one a cycle, so 2048 arrivals take
@@ -244,20 +243,22 @@ def merge(
         return None
     xblock = first.xblock
     if n_out % xblock == 0:
-        tiles = n_out // xblock
         second = _finish_kernel(first, build_second, replace(options, xblock=xblock))
         if second.xblock != xblock:
             return None
     elif n_out < xblock:
-        tiles = 1
         second = _finish_kernel(first, build_second, options)
     else:
         return None
     programs = second.grid[0]
     if second.yblock or second.grid[1:] != [1, 1] or not programs.is_Integer:
         return None
-    per_tile = int(programs) // tiles
-    if per_tile * tiles != int(programs) or per_tile > MAX_SERIAL:
+    # The rule the split pass's estimate prices (strategy/plan.py).
+    lined_up = finish_tiles(n_out, xblock, int(programs))
+    if lined_up is None:
+        return None
+    tiles, per_tile = lined_up
+    if per_tile * tiles != int(programs):
         return None
     sem = semaphores(tiles)
     return _fuse(first, second, tiles, per_tile, sem, name)
