@@ -28,6 +28,8 @@ at the first; README.md says how it was last run.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import math
 import operator
 import sys
@@ -484,33 +486,75 @@ def graphs(draw, max_steps: int = 8) -> Program:
     return Program(gm, b.inputs, draw(st.booleans()), b.steps)
 
 
-def check(program: Program, split: int = 0) -> str | None:
+def check(program: Program, split: int = 0, train: bool = False) -> str | None:
     """Compile ``program`` with coil and compare with eager: None when they agree,
     else what went wrong (a difference or the error coil raised). A program
     eager itself rejects is discarded (``hypothesis.reject``). ``split`` N >= 2
     forces ``loop-split-reduction{split=N}`` (the fuzzer's tensors are too
-    small for the heuristic to split)."""
+    small for the heuristic to split). ``train``: the floating inputs require
+    gradients, and the gradients of a random weighting of the floating outputs
+    (``torch.autograd.grad``) are compared too: the joint graph, the
+    forward/backward partition and the backward's kernels (a program with no
+    differentiable output, or one eager cannot differentiate, is discarded)."""
+    from hypothesis import reject
+
     from coil.backend import coil
     from coil.testing import difference
 
-    def clones() -> list[torch.Tensor]:
-        return [t.clone() if t.is_contiguous() else _same_layout(t) for t in program.inputs]
+    def clones(dtype: torch.dtype | None = None) -> list[torch.Tensor]:
+        out = []
+        for t in program.inputs:
+            c = t.clone() if t.is_contiguous() else _same_layout(t)
+            if dtype is not None and c.is_floating_point():
+                c = c.to(dtype)  # a contiguous float64 copy: the reference
+            if train and c.is_floating_point():
+                c.requires_grad_(True)
+            out.append(c)
+        return out
+
+    def run(fn: Callable, inputs: list[torch.Tensor], cotangents: list | None = None):
+        """The outputs, and in training the inputs' gradients (zeros where unused)
+        of ``sum(out * cotangent)`` over the differentiable outputs."""
+        outs = fn(*inputs)
+        if not train:
+            return outs, None
+        flat = [o for o in (outs if isinstance(outs, tuple | list) else [outs])]
+        diff = [o for o in flat if isinstance(o, torch.Tensor) and o.grad_fn is not None]
+        wrt = [t for t in inputs if t.requires_grad]
+        if not diff or not wrt:
+            return outs, None
+        if cotangents is None:
+            gen = torch.Generator().manual_seed(len(diff))
+            cotangents = [torch.randn(o.shape, generator=gen).to(o.dtype) for o in diff]
+        grads = torch.autograd.grad(
+            diff, wrt, [c.to(o.dtype) for c, o in zip(cotangents, diff)], allow_unused=True
+        )
+        grads = [torch.zeros_like(t) if g is None else g for g, t in zip(grads, wrt)]
+        detached = [o.detach() if isinstance(o, torch.Tensor) else o for o in flat]
+        return (tuple(detached) if isinstance(outs, tuple | list) else detached[0]), (
+            grads,
+            cotangents,
+        )
 
     eager_inputs = clones()
     try:
-        expected = program.gm(*eager_inputs)
+        # (FX prints the traceback of an error in a generated forward on stderr.)
+        with contextlib.redirect_stderr(io.StringIO()):
+            expected, eager_grads = run(program.gm, eager_inputs)
     except Exception:
         # Eager rejects the program (an in-place op on an operand that aliases
-        # its target, say): the generator's slip, not a test of coil.
-        from hypothesis import reject
-
+        # its target, say; in training, an in-place op on a leaf that requires
+        # gradients): the generator's slip, not a test of coil.
         reject()
-    reference = None
+    if train and eager_grads is None:
+        reject()  # nothing to differentiate
+    cotangents = eager_grads[1] if eager_grads else None
+    reference = reference_grads = None
     if any(t.is_floating_point() for t in program.inputs):
         try:
-            reference = program.gm(*[t.double() if t.is_floating_point() else t for t in clones()])
+            reference, reference_grads = run(program.gm, clones(torch.float64), cotangents)
         except Exception:
-            reference = None
+            reference = reference_grads = None
 
     options: dict[str, Any] = {"fallback": "extern"}
     if split:
@@ -528,14 +572,22 @@ def check(program: Program, split: int = 0) -> str | None:
     try:
         compiled = torch.compile(program.gm, backend=backend, dynamic=program.dynamic)
         coil_inputs = clones()
-        actual = compiled(*coil_inputs)
+        actual, coil_grads = run(compiled, coil_inputs, cotangents)
     except Exception as e:
         return f"error: {error_line(e)}"
     finally:
         torch._dynamo.reset()
     problem = difference(actual, expected, reference)
+    if problem is None and train:
+        if coil_grads is None:
+            return "gradients: the compiled outputs are not differentiable"
+        grads = difference(
+            coil_grads[0], eager_grads[0], reference_grads[0] if reference_grads else None
+        )
+        problem = f"gradients: {grads}" if grads else None
     if problem is None:  # inputs the graph writes must end up as eager leaves them
-        mutated = difference(coil_inputs, eager_inputs)
+        detach = [t.detach() for t in coil_inputs], [t.detach() for t in eager_inputs]
+        mutated = difference(*detach)
         problem = f"inputs after the call: {mutated}" if mutated else None
     return problem
 
@@ -577,6 +629,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="force every reduction over at least N elements into N chunks "
         "(loop-split-reduction{split=N}), so split reductions get fuzzed",
     )
+    parser.add_argument(
+        "--train",
+        action="store_true",
+        help="floating inputs require gradients; compare the inputs' gradients "
+        "(forward, partition, backward) as well as the outputs",
+    )
     args = parser.parse_args(argv)
     if args.split == 1 or args.split < 0:
         parser.error("--split: 0 (the heuristic) or at least 2")
@@ -596,7 +654,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         nonlocal checked
         checked += 1
         try:
-            problem = check(program, args.split)
+            problem = check(program, args.split, args.train)
         except UnsatisfiedAssumption:  # eager rejects it: hypothesis draws another
             checked -= 1
             raise

@@ -109,8 +109,8 @@ def _check_drawn(examples: int, **options) -> None:
     drawn()
 
 
-# CI draws 12 graphs (6 with split reductions), ~1 s of CPU each; `-m slow`
-# draws 100 (50). The README's `python -m coil.tools.fuzz --graphs 5 --seed 1`
+# CI draws 12 graphs (6 with split reductions, 6 in training), ~1 s of CPU
+# each; `-m slow` draws 100 (50, 50). The README's `python -m coil.tools.fuzz --graphs 5 --seed 1`
 # (test_readme.py) draws 5 more from another seed.
 @pytest.mark.parametrize(
     "examples", [12, pytest.param(100, marks=pytest.mark.slow)], ids=lambda n: f"{n}graphs"
@@ -126,6 +126,35 @@ def test_random_fx_graph_with_split_reductions_matches_eager(examples):
     # The fuzzer's tensors are too small for the split heuristic: --split 3
     # forces every reduction over 3 or more elements into chunks.
     _check_drawn(examples, split=3)
+
+
+@pytest.mark.parametrize(
+    "examples", [6, pytest.param(50, marks=pytest.mark.slow)], ids=lambda n: f"{n}graphs"
+)
+def test_random_fx_graph_gradients_match_eager(examples):
+    # --train: the floating inputs require gradients; the inputs' gradients of a
+    # random weighting of the outputs are compared too (the joint graph, the
+    # partition and the backward's kernels).
+    _check_drawn(examples, train=True)
+
+
+def test_a_wrong_gradient_is_found(monkeypatch):
+    # The training check compares gradients, not only outputs: a "compiled"
+    # function whose forward is exact and whose backward is twice eager's fails.
+    class WrongBackward(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 3.0
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 6.0
+
+    program = Program(torch.fx.symbolic_trace(lambda x: (x * 3.0,)), [torch.randn(4, 5)])
+    assert check(program, train=True) is None
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: lambda x: (WrongBackward.apply(x),))
+    problem = check(program, train=True)
+    assert problem is not None and problem.startswith("gradients:"), problem
 
 
 # ---- graphs the fuzzer failed on ----------------------------------------------------------
