@@ -99,6 +99,18 @@ _ALIASES = {
 }
 """OpOverload -> the overload it is an alias of (same schema, same semantics)."""
 
+_SCALAR_AS_TENSOR = {
+    torch.ops.aten.mul.Scalar: torch.ops.aten.mul.Tensor,
+    torch.ops.aten.div.Scalar: torch.ops.aten.div.Tensor,
+    torch.ops.aten.add.Scalar: torch.ops.aten.add.Tensor,
+    torch.ops.aten.sub.Scalar: torch.ops.aten.sub.Tensor,
+    torch.ops.aten.rsub.Scalar: torch.ops.aten.rsub.Tensor,
+}
+"""Arithmetic whose Scalar operand may be a float computed from sizes (the
+``2 / (n - 1)`` of ``var``'s backward under ``dynamic=True``), and the Tensor
+overload that takes it as the 0-d tensor :class:`SymbolicFloat` imports as
+(same argument names)."""
+
 _WITH_EFFECTS = getattr(getattr(torch.ops, "higher_order", None), "with_effects", None)
 """AOTAutograd's effect-token wrapper (see ``_Importer._import_with_effects``)."""
 
@@ -475,9 +487,10 @@ class _Importer:
                 f"cannot import a call of {_target_name(target)}: only OpOverloads "
                 "(torch.ops.<ns>.<op>.<overload>), getitem and with_effects are supported"
             )
-        results = self._build_call(
-            target, self._bind(target, node.args, node.kwargs), node, self._result_types(node, val)
-        )
+        bound = self._bind(target, node.args, node.kwargs)
+        if target in _SCALAR_AS_TENSOR:
+            target = self._symbolic_scalar_operand(target, bound, node)
+        results = self._build_call(target, bound, node, self._result_types(node, val))
         if isinstance(val, tuple | list):
             self.values[node] = tuple(results)  # getitem i -> result i
         elif len(results) == 1:
@@ -589,6 +602,36 @@ class _Importer:
             op = self._insert(ConstantOp.from_python(value), node)
             return op.result
         raise GraphImportError(f"unsupported tensor argument {value!r}")
+
+    def _symbolic_scalar_operand(
+        self, target: torch._ops.OpOverload, bound: dict[str, Any], node: torch.fx.Node
+    ) -> torch._ops.OpOverload:
+        """``target`` (a Scalar overload of :data:`_SCALAR_AS_TENSOR`), or its Tensor
+        overload where its ``other`` is a float computed from sizes: ``other``
+        becomes the 0-d f64 tensor, which promotes as the Python float does
+        against a dimensioned floating ``self``; against an integer, bool or
+        0-d one (where the float gives the default dtype or ``self``'s, and an
+        f64 0-d tensor f64) it is cast to the node's result dtype first."""
+        other = bound.get("other")
+        if not isinstance(other, torch.fx.Node):
+            return target
+        value = self.values[other]
+        if not isinstance(value, SymbolicFloat):
+            return target
+        tensor = self._symbolic_float_tensor(value, node)
+        result = node.meta.get("val")
+        if isinstance(result, torch.Tensor) and result.dtype != torch.float64:
+            this = bound.get("self")
+            this_val = this.meta.get("val") if isinstance(this, torch.fx.Node) else None
+            dimensioned = isinstance(this_val, torch.Tensor) and this_val.dim() > 0
+            if not (dimensioned and this_val.is_floating_point()):
+                ty = TensorType([], dtypes.to_mlir(result.dtype), [], tensor.type.device)
+                cast = torch.ops.aten._to_copy.default
+                (tensor,) = self._build_call(
+                    cast, {"self": tensor, "dtype": result.dtype}, node, [ty]
+                )
+        bound["other"] = tensor
+        return _SCALAR_AS_TENSOR[target]
 
     def _symbolic_float_tensor(self, value: SymbolicFloat, node: torch.fx.Node) -> SSAValue:
         """``value`` as a 0-d f64 tensor on ``node``'s device (see SymbolicFloat)."""

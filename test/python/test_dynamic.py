@@ -104,6 +104,28 @@ def test_module_compiles_dynamic_without_eager_fallback(model, make):
         _compile_without_eager_fallback(model, [make(7), make(10), make(3)])
 
 
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x.var(),
+        lambda x: x.std(0),
+        lambda x: x.var(-1, keepdim=True) * 2,
+    ],
+    ids=["var_all", "std_dim0", "var_keepdim"],
+)
+def test_gradients_of_a_variance_over_dynamic_sizes(fn):
+    # var's backward scales by 2 / (n - 1) with mul.Scalar: under dynamic=True a
+    # float computed from sizes in a Scalar operand, which failed to import
+    # ("used where the schema needs a constant"; found by fuzz --train).
+    compiled = torch.compile(fn, backend="coil", dynamic=True, options={"fallback": "extern"})
+    for rows in (7, 10, 3):
+        x = torch.randn(rows, 33, requires_grad=True)
+        ref = x.detach().clone().requires_grad_(True)
+        compiled(x).sum().backward()
+        fn(ref).sum().backward()
+        assert_close_to_eager(x.grad, ref.grad)
+
+
 def test_dynamo_restart_passes_through_the_eager_policy(monkeypatch):
     """The fix itself: a restart raised while compiling reaches Dynamo (which
     retraces) instead of becoming an eager fallback; a real failure still
