@@ -45,7 +45,15 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr
 from xdsl.ir import Attribute
 
 from coil.dialects import dtypes
-from coil.dialects.symbolic import ExprAttr, ShapeAttr, SymInt, format_expr, to_expr, to_symint
+from coil.dialects.symbolic import (
+    ExprAttr,
+    ShapeAttr,
+    SymInt,
+    format_expr,
+    sym_eq,
+    to_expr,
+    to_symint,
+)
 from coil.intmath import numel
 
 Dim = SymInt | None
@@ -115,10 +123,11 @@ def _dim_text(d: Dim) -> str:
 
 
 def same_size(a: SymInt, b: SymInt) -> bool:
-    """Provably equal sizes (ints compared directly; expressions expanded)."""
+    """Provably equal sizes (ints compared directly; expressions expanded, exact
+    floor divisions as their quotients: ``symbolic.sym_eq``)."""
     if isinstance(a, int) and isinstance(b, int):
         return a == b
-    return sympy.expand(to_expr(a) - to_expr(b)) == 0
+    return sym_eq(a, b)
 
 
 def _known_different(a: SymInt, b: SymInt) -> bool:

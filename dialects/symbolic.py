@@ -110,10 +110,36 @@ def to_symint(expr: sympy.Expr | int) -> SymInt:
     return expr
 
 
+def exact_floordivs(expr: sympy.Expr) -> sympy.Expr:
+    """``expr`` with every ``FloorDiv(a, b)`` whose ``b`` divides ``a`` as
+    polynomials (with integer coefficients) replaced by the quotient: torch's
+    shape arithmetic leaves ``(s0*s0) // s0`` where a view of ``s0*s0``
+    elements takes ``s0`` rows (the backward of a reshape under
+    ``dynamic=True``), and that is ``s0`` for every size."""
+    fns = loaded_torch_sympy()
+    if fns is None or not isinstance(expr, sympy.Basic) or not expr.has(fns.FloorDiv):
+        return expr
+
+    def exact(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
+        quotient, remainder = sympy.div(sympy.expand(a), sympy.expand(b))
+        coeffs = (
+            sympy.Poly(quotient, *quotient.free_symbols).coeffs()
+            if quotient.free_symbols
+            else [quotient]
+        )
+        if remainder == 0 and all(c.is_Integer for c in coeffs):
+            return quotient
+        return fns.FloorDiv(a, b)
+
+    return expr.replace(fns.FloorDiv, exact)
+
+
 def sym_eq(a: SymInt, b: SymInt) -> bool:
     """Whether two symbolic integers are equal for every value of their symbols
-    (structurally, after expansion: ``2*(s0 + 1)`` equals ``2*s0 + 2``)."""
-    return sympy.expand(to_expr(a) - to_expr(b)) == 0
+    (structurally, after expansion: ``2*(s0 + 1)`` equals ``2*s0 + 2``; an
+    exact floor division, ``(s0*s0) // s0``, as its quotient)."""
+    diff = sympy.expand(to_expr(a) - to_expr(b))
+    return diff == 0 or sympy.expand(exact_floordivs(diff)) == 0
 
 
 def contiguous_strides(shape: Sequence[SymInt]) -> tuple[SymInt, ...]:

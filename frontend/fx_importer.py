@@ -83,6 +83,7 @@ from coil.dialects.symbolic import (
     ExprAttr,
     SymInt,
     canonicalize_symbols,
+    exact_floordivs,
     size_hints_attr,
     to_symint,
 )
@@ -141,7 +142,9 @@ def sym_expr(value: Any, rename: Rename = None) -> sympy.Expr | int:
             isinstance(value, torch.SymInt) and expr.is_integer is not True
         ):
             raise TypeError(f"symbolic float {expr} is not supported (only integer sizes)")
-        return to_symint(canonicalize_symbols(expr))
+        # An exact floor division ((s0*s0) // s0, from a reshape's backward)
+        # as its quotient: the IR's types compare sizes structurally.
+        return to_symint(exact_floordivs(canonicalize_symbols(expr)))
     return value
 
 

@@ -214,3 +214,21 @@ def test_collectives():
         "_c10d_functional.broadcast.default", {"input": T([2])}, {"src": ExprAttr(1)} | group
     )
     assert check("_c10d_functional.wait_tensor.default", {"tensor": T([2, s1], BF16)})
+
+
+def test_exact_floor_divisions_are_their_quotients():
+    # torch's shape arithmetic leaves (s0*s0) // s0 where a reshape's backward
+    # views s0*s0 elements as s0 rows (dynamic=True; the fuzzer's training mode
+    # found the view's result type rejected against the inferred [s0, s0]).
+    from torch.utils._sympy.functions import FloorDiv
+
+    from coil.dialects.aten_infer import same_size
+    from coil.dialects.symbolic import exact_floordivs, sym_eq
+
+    s0, s1 = symbol("s0"), symbol("s1")
+    assert exact_floordivs(FloorDiv(s0 * s0, s0)) == s0
+    assert exact_floordivs(FloorDiv(2 * s0 * s1 + 4 * s1, 2 * s1)) == s0 + 2
+    assert exact_floordivs(FloorDiv(s0 + 1, 2)) == FloorDiv(s0 + 1, 2)  # not exact
+    assert exact_floordivs(FloorDiv(s0, 2 * s0)) == FloorDiv(s0, 2 * s0)  # quotient 1/2
+    assert sym_eq(FloorDiv(s0 * s0, s0), s0) and same_size(FloorDiv(s0 * s1, s1), s0)
+    assert not sym_eq(FloorDiv(s0 * s0 + 1, s0), s0)

@@ -126,6 +126,23 @@ def test_gradients_of_a_variance_over_dynamic_sizes(fn):
         assert_close_to_eager(x.grad, ref.grad)
 
 
+def test_gradients_through_a_reshape_of_a_transposed_input():
+    # A reshape's backward views the gradient of s0*s0 elements back as s0 rows,
+    # typed [s0, (s0*s0) // s0] by torch: imported as [s0, s0] (fuzz --train).
+    def fn(a, b):
+        t = b.transpose(1, 0)
+        return t.reshape(1, -1), torch.mm(b, t), a * 2
+
+    compiled = torch.compile(fn, backend="coil", dynamic=True, options={"fallback": "extern"})
+    for n in (4, 6, 3):
+        inputs = [torch.randn(n, n, requires_grad=True) for _ in range(2)]
+        refs = [t.detach().clone().requires_grad_(True) for t in inputs]
+        sum(o.sum() for o in compiled(*inputs)).backward()
+        sum(o.sum() for o in fn(*refs)).backward()
+        for t, r in zip(inputs, refs):
+            assert_close_to_eager(t.grad, r.grad)
+
+
 def test_dynamo_restart_passes_through_the_eager_policy(monkeypatch):
     """The fix itself: a restart raised while compiling reaches Dynamo (which
     retraces) instead of becoming an eager fallback; a real failure still
