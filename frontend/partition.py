@@ -34,6 +34,16 @@ made contiguous, was saved beside it instead of being recomputed from it (a
 Llama-style layer saved its attention output twice: 8 MiB a layer more at
 4 x 512 tokens of width 1024, f32).
 
+The min-cut settings never recompute an operand of an equality comparison
+(:func:`save_compared_values`): ``amax``'s backward finds the maximum's
+positions with ``x == amax(x)``, and a recomputed ``x`` must equal the
+forward's bit for bit. coil's C++ kernels compute a transcendental in a
+vectorized loop with glibc's vector math (up to 4 ulp) and in a loop's scalar
+tail with the scalar function, so a recomputed ``tanh(x)`` differed in the
+last bit from the forward's where one kernel ran it vectorized and the other
+did not: ``tanh(x).amax()`` of 300 equal values counted 273 ties, every
+gradient 10 % off (and a lone maximum could lose its gradient entirely).
+
 The cost each setting minimizes is saved bytes (``min-cut``: runtime first,
 then bytes; ``budget``: runtime subject to bytes); what a setting saves is
 measured by :func:`coil.frontend.capture.capture_training` (and
@@ -114,6 +124,30 @@ def remove_noop_aliases(joint: torch.fx.GraphModule) -> int:
     return removed
 
 
+_COMPARISONS = (torch.ops.aten.eq.Tensor, torch.ops.aten.ne.Tensor)
+
+
+def save_compared_values(joint: torch.fx.GraphModule) -> int:
+    """Mark each computed operand of an equality comparison in the joint graph
+    ``MUST_SAVE`` (torch's checkpoint tag, which the min-cut partitioner honours
+    by never recomputing the node): where the backward needs it, it reads the
+    forward's value, the one the forward's comparisons and reductions saw (see
+    the module doc). A value the backward does not read is not saved for
+    this. Returns how many nodes were marked."""
+    from torch.utils.checkpoint import CheckpointPolicy
+
+    marked = 0
+    for node in joint.graph.nodes:
+        if node.op != "call_function" or node.target not in _COMPARISONS:
+            continue
+        for operand in node.args[:2]:
+            if isinstance(operand, torch.fx.Node) and operand.op == "call_function":
+                if operand.meta.get("recompute") is None:
+                    operand.meta["recompute"] = CheckpointPolicy.MUST_SAVE
+                    marked += 1
+    return marked
+
+
 @functools.cache
 def partition_function(setting: str = DEFAULT) -> Callable:
     """AOTAutograd's ``partition_fn`` for ``setting`` (see the module doc): the
@@ -129,6 +163,8 @@ def partition_function(setting: str = DEFAULT) -> Callable:
 
     def partition(joint, inputs, **kwargs):
         remove_noop_aliases(joint)
+        if partitioner is min_cut_rematerialization_partition:
+            save_compared_values(joint)
         with torch._functorch.config.patch(**values):
             return partitioner(joint, inputs, **kwargs)
 
@@ -145,4 +181,11 @@ def check(setting: Any) -> str:
     return setting
 
 
-__all__ = ["DEFAULT", "PARTITIONS", "check", "partition_function", "remove_noop_aliases"]
+__all__ = [
+    "DEFAULT",
+    "PARTITIONS",
+    "check",
+    "partition_function",
+    "remove_noop_aliases",
+    "save_compared_values",
+]
