@@ -47,7 +47,15 @@ from typing import TYPE_CHECKING, ClassVar
 import sympy
 from xdsl.dialects import builtin
 from xdsl.dialects.builtin import I64, IndexType, IntegerAttr, IntegerType, StringAttr
-from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    SSAValue,
+    TypeAttribute,
+)
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -65,7 +73,14 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
-from xdsl.traits import IsTerminator, MemoryReadEffect, Pure
+from xdsl.traits import (
+    EffectInstance,
+    IsTerminator,
+    MemoryEffectKind,
+    MemoryReadEffect,
+    Pure,
+    RecursiveMemoryEffect,
+)
 from xdsl.utils.exceptions import VerifyException
 
 from coil.dialects import dtypes
@@ -407,7 +422,7 @@ class YieldOp(IRDLOperation):
 
     name = "loop.yield"
     values = var_operand_def()
-    traits = traits_def(IsTerminator())
+    traits = traits_def(IsTerminator(), Pure())
     assembly_format = "($values^ `:` type($values))? attr-dict"
 
     def __init__(self, *values: SSAValue):
@@ -428,6 +443,23 @@ def reduction_result_count(kind: str) -> int:
     return 3 if kind == "welford" else 1
 
 
+class NestEffects(RecursiveMemoryEffect):
+    """A nest's memory effects: its body's (loads read), and at the buffer level
+    a write of each of its ``outs``. A tensor-level nest whose results nothing
+    uses is therefore dead to ``dce`` (a value whose only reader was an
+    ``aten.full_like``, which reads no element, was left as a fusion group
+    yielding nothing, and ``convert-loop-to-tt`` refused it); a nest that
+    writes buffers, or whose body holds an op of unknown effects, stays."""
+
+    @classmethod
+    def get_effects(cls, op: Operation) -> set[EffectInstance] | None:
+        effects = super().get_effects(op)
+        if effects is None:
+            return None
+        outs = op.outs if isinstance(op, LoopOp) else ()
+        return {*effects, *(EffectInstance(MemoryEffectKind.WRITE, o) for o in outs)}
+
+
 class LoopOp(IRDLOperation):
     """Base of the loop nests: ``loop.pointwise``, ``loop.reduction``, ``loop.scan``,
     ``loop.scatter``, ``loop.fused``.
@@ -440,6 +472,7 @@ class LoopOp(IRDLOperation):
     outs = var_operand_def()
     res = var_result_def()
     body = region_def("single_block")
+    traits = traits_def(NestEffects())
 
     BODY_HAS_INDICES: ClassVar[bool] = True
     """The body's block arguments are the loop indices (a group's body has none)."""

@@ -278,3 +278,17 @@ def test_compared_values_are_saved_not_recomputed():
     marked = {n.name: n.meta.get("recompute") for n in gm.graph.nodes}
     assert marked["tanh"] == CheckpointPolicy.MUST_SAVE
     assert marked["sin"] is None and marked["x"] is None
+
+
+def test_a_value_read_only_by_full_like_leaves_no_dead_nest():
+    # The backward of rms_norm(floor(x)): floor's gradient is zeros_like of the
+    # norm's input gradient, so that gradient's nests had no reader left at the
+    # loop level; they stayed as a fusion group yielding nothing and the
+    # lowering refused it (fuzz --train, seed 7). dce now drops them.
+    def fn(x):
+        return torch.nn.functional.rms_norm(torch.floor(x), [1], None)
+
+    compiled = torch.compile(fn, backend="coil", options={"fallback": "extern"})
+    x = torch.randn(2, 1, 1, 1, requires_grad=True)
+    compiled(x).sum().backward()
+    assert torch.equal(x.grad, torch.zeros_like(x))
