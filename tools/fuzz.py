@@ -5,8 +5,9 @@ node and its inputs. Inputs have random shapes (size-1 and odd sizes among
 them), dtypes (mostly float32; int64, bool, float16) and layouts (contiguous,
 transposed, strided slices, a storage offset, stride-0 broadcasts). Each step
 applies one op to values already in the graph: unary and binary pointwise ops
-with broadcasting and type promotion, comparisons and ``where``, reductions
-over a random dim (or all) with and without keepdim, softmax/cumsum, views
+with broadcasting and type promotion (GELU and SiLU among them), comparisons
+and ``where``, reductions over a random dim (or all) with and without keepdim,
+layer and RMS norms over the last dim (with and without weights), softmax/cumsum, views
 (transpose, permute, reshape, unsqueeze/squeeze, strided slices, select,
 expand, flip), casts, ``cat``, gathers through an index input, and matmuls
 (``mm``, ``addmm`` with a bias input) between coil's kernels. Every step
@@ -41,6 +42,7 @@ from typing import Any
 
 import torch
 import torch.fx
+import torch.nn.functional as F
 from hypothesis import strategies as st
 
 SIZES = (1, 1, 2, 3, 4, 5, 7, 8, 13, 16, 33)
@@ -189,6 +191,7 @@ UNARY_FLOAT = (
     torch.nn.functional.gelu,
     torch.nn.functional.silu,
 )
+UNARY_FLOAT += (F.gelu, F.silu)
 UNARY_ANY = (torch.neg, torch.abs)
 BINARY = (
     operator.add,
@@ -216,6 +219,7 @@ def _step(draw, b: _Builder) -> None:
             ["unary"] * 3
             + ["binary"] * 3
             + ["reduce"] * 2
+            + ["norm"] * 2  # (hypothesis draws a list's later entries rarely)
             + ["view"] * 3
             + ["cast", "compare", "where", "softmax", "cumsum", "cat", "gather", "scalar"]
             + ["integer", "clamp", "masked_fill", "matmul", "stack"]
@@ -318,6 +322,20 @@ def _step(draw, b: _Builder) -> None:
         dim = draw(st.integers(0, b.values[k].dim() - 1))
         fn = draw(st.sampled_from([torch.softmax, torch.log_softmax]))
         b.call("call_function", fn, [_Ref(k), dim])
+    elif kind == "norm":  # a layer norm or RMS norm over the last dim, affine or not
+        k = _pick(draw, b, lambda v: v.dim() >= 1 and v.shape[-1] > 0 and v.is_floating_point())
+        v = b.values[k]
+        n = v.shape[-1]
+        affine = draw(st.booleans())
+        weight = b.add_input(torch.randn(n, generator=b.gen).to(v.dtype)) if affine else None
+        if draw(st.booleans()):
+            bias = b.add_input(torch.randn(n, generator=b.gen).to(v.dtype)) if affine else None
+            args = [_Ref(k), [n], None if weight is None else _Ref(weight)]
+            args.append(None if bias is None else _Ref(bias))
+            b.call("call_function", F.layer_norm, args, name="layer_norm")
+        else:
+            args = [_Ref(k), [n], None if weight is None else _Ref(weight)]
+            b.call("call_function", F.rms_norm, args, name="rms_norm")
     elif kind == "cumsum":
         k = _pick(draw, b, lambda v: v.dim() >= 1 and v.dtype != torch.bool)
         dim = draw(st.integers(0, b.values[k].dim() - 1))
