@@ -121,12 +121,12 @@ def exact_floordivs(expr: sympy.Expr) -> sympy.Expr:
         return expr
 
     def exact(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
-        quotient, remainder = sympy.div(sympy.expand(a), sympy.expand(b))
-        coeffs = (
-            sympy.Poly(quotient, *quotient.free_symbols).coeffs()
-            if quotient.free_symbols
-            else [quotient]
-        )
+        try:
+            quotient, remainder = sympy.div(sympy.expand(a), sympy.expand(b))
+            symbols = quotient.free_symbols
+            coeffs = sympy.Poly(quotient, *symbols).coeffs() if symbols else [quotient]
+        except sympy.PolynomialError:  # not polynomials (a nested floor division)
+            return fns.FloorDiv(a, b)
         if remainder == 0 and all(c.is_Integer for c in coeffs):
             return quotient
         return fns.FloorDiv(a, b)

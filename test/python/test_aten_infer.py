@@ -232,3 +232,7 @@ def test_exact_floor_divisions_are_their_quotients():
     assert exact_floordivs(FloorDiv(s0, 2 * s0)) == FloorDiv(s0, 2 * s0)  # quotient 1/2
     assert sym_eq(FloorDiv(s0 * s0, s0), s0) and same_size(FloorDiv(s0 * s1, s1), s0)
     assert not sym_eq(FloorDiv(s0 * s0 + 1, s0), s0)
+    # A nested floor division is no polynomial: left as it is, not an error
+    # (test_channels_last's symbolic pool sizes, (s0 - 1) // 2 inside).
+    nested = FloorDiv(FloorDiv(s0 - 1, 2) * s1, s1 + 1)
+    assert exact_floordivs(nested) == nested
