@@ -509,23 +509,30 @@ def check(program: Program, split: int = 0, train: bool = False) -> str | None:
     else what went wrong (a difference or the error coil raised). A program
     eager itself rejects is discarded (``hypothesis.reject``). ``split`` N >= 2
     forces ``loop-split-reduction{split=N}`` (the fuzzer's tensors are too
-    small for the heuristic to split). ``train``: the floating inputs require
-    gradients, and the gradients of a random weighting of the floating outputs
-    (``torch.autograd.grad``) are compared too: the joint graph, the
-    forward/backward partition and the backward's kernels (a program with no
-    differentiable output, or one eager cannot differentiate, is discarded)."""
+    small for the heuristic to split). ``train``: the floating inputs (but about
+    a third, fixed by the program) require gradients, and the gradients of a
+    random weighting of the floating outputs (``torch.autograd.grad``) are
+    compared too: the joint graph, the forward/backward partition and the
+    backward's kernels (a program with no differentiable output, or one eager
+    cannot differentiate, is discarded)."""
     from hypothesis import reject
 
     from coil.backend import coil
     from coil.testing import difference
 
+    # In training about a third of the floating inputs (a choice fixed by the
+    # program) need no gradient, as frozen weights and data: the partition then
+    # has inputs on both sides. The first floating input always needs one.
+    floats = [k for k, t in enumerate(program.inputs) if t.is_floating_point()]
+    frozen = {k for k in floats[1:] if (k + len(program.steps)) % 3 == 2}
+
     def clones(dtype: torch.dtype | None = None) -> list[torch.Tensor]:
         out = []
-        for t in program.inputs:
+        for k, t in enumerate(program.inputs):
             c = t.clone() if t.is_contiguous() else _same_layout(t)
             if dtype is not None and c.is_floating_point():
                 c = c.to(dtype)  # a contiguous float64 copy: the reference
-            if train and c.is_floating_point():
+            if train and c.is_floating_point() and k not in frozen:
                 c.requires_grad_(True)
             out.append(c)
         return out
