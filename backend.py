@@ -43,7 +43,11 @@ from coil.compile_driver import (
     run_pipeline,
 )
 from coil.config import FALLBACKS
-from coil.frontend.capture import aot_backend, donated_input_indices
+from coil.frontend.capture import (
+    aot_backend,
+    donated_input_indices,
+    keep_outputs_apart_from_donations,
+)
 from coil.frontend.partition import DEFAULT as DEFAULT_PARTITION
 from coil.frontend.partition import check as check_partition
 from coil.frontend.partition import partition_function
@@ -457,6 +461,8 @@ def coil(
             # The backward's saved activations change every step: none is static.
             static = _static_input_indices(not inference) if kind == "forward" else ()
             donated = donated_input_indices() if kind == "backward" else ()
+            if kind == "forward" and not inference:
+                keep_outputs_apart_from_donations(graph)
             this_pipeline = graph_pipeline
             if cpu_kernels == "cpp" and _cpu_graph(graph, inputs):
                 from coil.runtime.cpp_kernels import find_compiler, say_once
