@@ -153,29 +153,29 @@ def donated_input_indices() -> list[int]:
     return list(getattr(meta, "bw_donated_idxs", None) or [])
 
 
-def keep_outputs_apart_from_donations(forward: torch.fx.GraphModule) -> list[int]:
+def keep_outputs_apart_from_donations(forward: torch.fx.GraphModule) -> None:
     """While AOTAutograd compiles a training forward: withdraw the backward's
     donation (``fw_metadata.bw_donated_idxs``) of each saved tensor with a
-    user output of the same dtype and shape, and return the withdrawn backward
-    positions. AOTAutograd donates a saved tensor whose traced value is
-    distinct from every user output, but coil's pipeline may merge the two
-    into one buffer (a layer norm's output and the normalized input its
-    backward saves, ``(x - mean) * rstd`` twice: one value after CSE), and the
-    backward then wrote over the output the caller holds (fuzz --train). A
-    merged pair has one dtype and shape; the saved logits of a loss (another
-    shape than any output) stay donated. (A saved *reshape* of an output that
-    the pipeline turned into a view of it would not be caught; none is known.)"""
+    user output of the same dtype and shape. AOTAutograd donates a saved
+    tensor whose traced value is distinct from every user output, but coil's
+    pipeline may merge the two into one buffer (a layer norm's output and the
+    normalized input its backward saves, ``(x - mean) * rstd`` twice: one
+    value after CSE), and the backward then wrote over the output the caller
+    holds (fuzz --train). A merged pair has one dtype and shape; the saved
+    logits of a loss (another shape than any output) stay donated. (A saved
+    *reshape* of an output that the pipeline turned into a view of it would
+    not be caught; none is known.)"""
     ctx = torch._guards.TracingContext.try_get()
     meta = getattr(ctx, "fw_metadata", None) if ctx is not None else None
     donated = getattr(meta, "bw_donated_idxs", None)
     if not donated:
-        return []
+        return
     saved = getattr(meta, "tensors_saved_for_backwards_slice", None)
     nsym = getattr(meta, "num_symints_saved_for_bw", None) or 0
     users = getattr(meta, "num_forward", None)
     if saved is None or users is None:
         donated.clear()  # cannot tell: donate nothing
-        return []
+        return
     (output,) = forward.graph.find_nodes(op="output")
     outs = [n.meta.get("val") if isinstance(n, torch.fx.Node) else None for n in output.args[0]]
 
@@ -183,14 +183,11 @@ def keep_outputs_apart_from_donations(forward: torch.fx.GraphModule) -> list[int
         return v.dtype, tuple(str(d) for d in v.shape)  # symbolic sizes as expressions
 
     keys = {key(v) for v in outs[:users] if isinstance(v, torch.Tensor)}
-    withdrawn = []
     for i in list(donated):
         k = saved.start + i - nsym
         v = outs[k] if 0 <= k < len(outs) else None
         if not isinstance(v, torch.Tensor) or key(v) in keys:
-            donated.remove(i)
-            withdrawn.append(i)
-    return withdrawn
+            donated.remove(i)  # in place: the backward's compile reads this list
 
 
 @dataclass

@@ -191,7 +191,6 @@ UNARY_FLOAT = (
     torch.nn.functional.gelu,
     torch.nn.functional.silu,
 )
-UNARY_FLOAT += (F.gelu, F.silu)
 UNARY_ANY = (torch.neg, torch.abs)
 BINARY = (
     operator.add,
@@ -543,7 +542,7 @@ def check(program: Program, split: int = 0, train: bool = False) -> str | None:
         outs = fn(*inputs)
         if not train:
             return outs, None
-        flat = [o for o in (outs if isinstance(outs, tuple | list) else [outs])]
+        flat = list(outs) if isinstance(outs, tuple | list) else [outs]
         diff = [o for o in flat if isinstance(o, torch.Tensor) and o.grad_fn is not None]
         wrt = [t for t in inputs if t.requires_grad]
         if not diff or not wrt:
@@ -556,10 +555,8 @@ def check(program: Program, split: int = 0, train: bool = False) -> str | None:
         )
         grads = [torch.zeros_like(t) if g is None else g for g, t in zip(grads, wrt)]
         detached = [o.detach() if isinstance(o, torch.Tensor) else o for o in flat]
-        return (tuple(detached) if isinstance(outs, tuple | list) else detached[0]), (
-            grads,
-            cotangents,
-        )
+        outs = tuple(detached) if isinstance(outs, tuple | list) else detached[0]
+        return outs, (grads, cotangents)
 
     eager_inputs = clones()
     try:
