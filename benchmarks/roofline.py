@@ -134,6 +134,32 @@ def embedding_gelu(table, idx, pos):
     return F.gelu(F.embedding(idx, table) + pos)
 
 
+def rel_pos_softmax(scores, c2p, p2c):
+    """DeBERTa-v2's disentangled attention probabilities (transformers'
+    ``modeling_deberta_v2``: log-bucketed relative positions, content-to-position
+    and position-to-content scores gathered by them, the second transposed,
+    scaled, added, softmax): a softmax whose row reads two gathers, one of them
+    across rows. ``scores`` is q @ k^T [bh, s, s]; ``c2p``, ``p2c`` [bh, s, 2*span]."""
+    s, span = scores.shape[-1], c2p.shape[-1] // 2
+    ids = torch.arange(s, device=scores.device)
+    rel = ids[:, None] - ids[None, :]
+    mid, max_position = span // 2, 512
+    abs_pos = torch.where((rel < mid) & (rel > -mid), torch.tensor(mid - 1).type_as(rel), rel.abs())
+    log_pos = (
+        torch.ceil(
+            torch.log(abs_pos / mid) / torch.log(torch.tensor((max_position - 1) / mid)) * (mid - 1)
+        )
+        + mid
+    )
+    rel = torch.where(abs_pos <= mid, rel.type_as(log_pos), log_pos * torch.sign(rel)).long()
+    scale = math.sqrt(scores.shape[-1] // 8 * 3)
+    c2p_pos = torch.clamp(rel + span, 0, 2 * span - 1).expand(scores.shape)
+    p2c_pos = torch.clamp(-rel + span, 0, 2 * span - 1).expand(scores.shape)
+    bias = torch.gather(c2p, -1, c2p_pos) / scale
+    bias = bias + torch.gather(p2c, -1, p2c_pos).transpose(-1, -2) / scale
+    return torch.softmax(scores / scale + bias, dim=-1)
+
+
 # ---- the suite -----------------------------------------------------------
 
 
@@ -220,6 +246,9 @@ def workloads(device: str, smoke: bool) -> list[Workload]:
     rows = 64 if smoke else 32768
     wide = 96 if smoke else 4096
     half = 48 if smoke else 2048
+    # DeBERTa-v2 base at batch 8: 96 heads of 512 positions (span 256: c2p and
+    # p2c are 512 wide too).
+    bh, seq = (3, 64) if smoke else (96, 512)
     vocab = 200 if smoke else 32000
     ce_rows = 32 if smoke else 16384
 
@@ -333,6 +362,11 @@ def workloads(device: str, smoke: bool) -> list[Workload]:
                 torch.randint(0, vocab, (rows // 4,), device=device),
                 rand(rows // 4, 1024 if not smoke else 64, dtype=BF16),
             ),
+        ),
+        Workload(
+            f"rel_pos_softmax bf16 {bh}x{seq}x{seq}",
+            rel_pos_softmax,
+            lambda: tuple(rand(bh, seq, seq, dtype=BF16) for _ in range(3)),
         ),
     ]
     return out + matvec_workloads(device, smoke)

@@ -45,6 +45,8 @@ GRIDS = {
     "row_softmax": dict(eviction=EVICT),
     "col_softmax": dict(eviction=EVICT),
     "cross_entropy": dict(eviction=EVICT),
+    # a 512-wide softmax over two gathers, one across rows: rows per program, warps
+    "rel_pos_softmax": dict(xblock=[0, 1, 2, 32], rblock=[0, 128], num_warps=[0, 4]),
     "pointwise_chain": dict(eviction=EVICT),
     # matrix-vector products (batch-1 Linears): rows per program, a looped row
     "linear_b1": dict(xblock=[0, 2, 4], rblock=[0, 1024], num_warps=[0, 8]),

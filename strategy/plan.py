@@ -133,6 +133,33 @@ def warps_for(xblock: int, rblock: int, inner: bool) -> int:
     return warps
 
 
+BODY_OPS_PER_THREAD = 512
+"""A thread's points a step times the body's ops per point, at most. A heavy
+body (DeBERTa's disentangled attention: 82 ops a point, the log-bucketed
+relative positions in 64-bit integers, two gathers, one across rows; about 200
+SASS instructions a point) compiles to one long instruction stream per
+thread, and past a few points ptxas interleaves their chains less (fewer loads
+in flight) or spills. Measured on an H200 (``tile_sweep.py rel_pos_softmax``,
+96 x 512 x 512 bf16; registers from ptxas for sm_90): [1, 512] at 4 warps
+(4 points, 328 op-points, 44 registers) 0.223 ms, [2, 512] (8 points, 656,
+80 registers) 0.241, [8, 512] at 8 warps (16 points, 1312, 68 registers)
+0.365, at 4 warps (32 points) 0.346 with 776 bytes spilled, [32, 512] (64
+points) 1.60; Inductor 0.228. The kernels the strategy was fitted on hold at
+most 16 points of 5-30 ops: none is touched."""
+
+
+def body_rows(xb: int, rb: int, inner: bool, ops: int, warp_size: int = 32) -> int:
+    """``xb`` rows a program halved until a thread's points times ``ops`` fit
+    :data:`BODY_OPS_PER_THREAD` (with the warps :func:`warps_for` gives each)."""
+
+    def op_points(xb: int) -> int:
+        return xb * rb // (warp_size * warps_for(xb, rb, inner)) * max(1, ops)
+
+    while xb > 1 and op_points(xb) > BODY_OPS_PER_THREAD:
+        xb //= 2
+    return xb
+
+
 def reduction_work(shape: ReductionShape, tile: ReductionTile | tuple) -> Work:
     """The cost model's view of ``shape`` run with a tile ``(persistent, xblock,
     rblock, warps)``."""
@@ -313,6 +340,7 @@ def reduction_tile(
         xb = floor_pow2(min(64, budget // rb))
         if x.is_Integer:
             xb = min(xb, next_pow2(int(x)))
+        xb = body_rows(xb, rb, inner, acc.ops, target.warp_size)
     default = _tile(shape, target, persistent, xb, rb, inner, outer)
     if not xblock and not rblock and spread and _streams_rows(shape, target):
         streamed = stream_tile(shape, target, default)
@@ -383,7 +411,8 @@ def stream_candidates(shape: ReductionShape, target: Target) -> list[tuple[bool,
     (unmasked, so ptxas can issue the next steps' loads ahead), each step at
     most :data:`STREAM_MAX_POINTS` points, every thread loading at least a
     16-byte vector of a row a step (:data:`STREAM_MIN_VECTOR`), rows of a
-    step at least a 128-byte line."""
+    step at least a 128-byte line, a thread's points times the body's ops at
+    most :data:`BODY_OPS_PER_THREAD`."""
     x, r = int(shape.xnumel), int(shape.rnumel)
     elem = max(1, shape.access.inner_sector)
     out: list[tuple[bool, int, int, int]] = []
@@ -399,6 +428,8 @@ def stream_candidates(shape: ReductionShape, target: Target) -> list[tuple[bool,
             for warps in (2, 4, 8, 16):
                 per_thread = xb * rb // (target.warp_size * warps)
                 if per_thread * elem < STREAM_MIN_VECTOR or per_thread > STREAM_MAX_PER_THREAD:
+                    continue
+                if per_thread * max(1, shape.access.ops) > BODY_OPS_PER_THREAD:
                     continue
                 out.append((persistent, xb, rb, warps))
             xb *= 2
