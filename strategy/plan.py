@@ -144,8 +144,17 @@ in flight) or spills. Measured on an H200 (``tile_sweep.py rel_pos_softmax``,
 (4 points, 328 op-points, 44 registers) 0.223 ms, [2, 512] (8 points, 656,
 80 registers) 0.241, [8, 512] at 8 warps (16 points, 1312, 68 registers)
 0.365, at 4 warps (32 points) 0.346 with 776 bytes spilled, [32, 512] (64
-points) 1.60; Inductor 0.228. The kernels the strategy was fitted on hold at
-most 16 points of 5-30 ops: none is touched."""
+points) 1.60; Inductor 0.228. None of the 59 plans of the shape sweep the
+strategy was fitted on moves (replayed on the CPU)."""
+
+
+def body_ops(shape: ReductionShape) -> int:
+    """The ops a point of ``shape`` runs, as :data:`BODY_OPS_PER_THREAD` weighs
+    them; 0 (no bound) where a load is contiguous along the rows (an outer or
+    transposed read: rows a program share its sectors, so fewer rows would
+    fetch more; Whisper's GELU, position add and layer norm over a conv1d's
+    channel-major output, 44 ops a point, keeps its [8, 512])."""
+    return 0 if shape.access.outer_bytes else shape.access.ops
 
 
 def body_rows(xb: int, rb: int, inner: bool, ops: int, warp_size: int = 32) -> int:
@@ -153,9 +162,9 @@ def body_rows(xb: int, rb: int, inner: bool, ops: int, warp_size: int = 32) -> i
     :data:`BODY_OPS_PER_THREAD` (with the warps :func:`warps_for` gives each)."""
 
     def op_points(xb: int) -> int:
-        return xb * rb // (warp_size * warps_for(xb, rb, inner)) * max(1, ops)
+        return xb * rb // (warp_size * warps_for(xb, rb, inner)) * ops
 
-    while xb > 1 and op_points(xb) > BODY_OPS_PER_THREAD:
+    while xb > 1 and ops and op_points(xb) > BODY_OPS_PER_THREAD:
         xb //= 2
     return xb
 
@@ -340,7 +349,7 @@ def reduction_tile(
         xb = floor_pow2(min(64, budget // rb))
         if x.is_Integer:
             xb = min(xb, next_pow2(int(x)))
-        xb = body_rows(xb, rb, inner, acc.ops, target.warp_size)
+        xb = body_rows(xb, rb, inner, body_ops(shape), target.warp_size)
     default = _tile(shape, target, persistent, xb, rb, inner, outer)
     if not xblock and not rblock and spread and _streams_rows(shape, target):
         streamed = stream_tile(shape, target, default)
@@ -429,7 +438,7 @@ def stream_candidates(shape: ReductionShape, target: Target) -> list[tuple[bool,
                 per_thread = xb * rb // (target.warp_size * warps)
                 if per_thread * elem < STREAM_MIN_VECTOR or per_thread > STREAM_MAX_PER_THREAD:
                     continue
-                if per_thread * max(1, shape.access.ops) > BODY_OPS_PER_THREAD:
+                if per_thread * body_ops(shape) > BODY_OPS_PER_THREAD:
                     continue
                 out.append((persistent, xb, rb, warps))
             xb *= 2

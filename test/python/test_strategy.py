@@ -313,6 +313,11 @@ def test_a_heavy_body_takes_fewer_rows_a_program():
     # Rows a program shrink only as far as the body needs: 40 ops fit 8 points
     # a thread ([2, 512] at 4 warps).
     assert P.reduction_tile(softmax(40), h200).xblock == 2
+    # Not where a load runs along the rows (a transposed read): rows a program
+    # share its sectors.
+    transposed = softmax(82)
+    transposed = replace(transposed, access=replace(transposed.access, outer_bytes=2))
+    assert P.reduction_tile(transposed, h200).xblock == 8
 
 
 def test_outer_rows_of_two_phases_may_stay_whole():
