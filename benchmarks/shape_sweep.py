@@ -1,8 +1,9 @@
 """The kernel strategy against a grid of launch configs, over many shapes.
 
 For each shape (reductions over either axis, pointwise with broadcasts and
-transposes, norms, softmax, channels-last pools, means and group norms; tiny
-to large and odd sizes; bf16 and f32), in one process on the GPU:
+transposes, norms, softmax, channels-last pools, means and group norms,
+softmaxes of heavy bodies; tiny to large and odd sizes; bf16 and f32), in one
+process on the GPU:
 
 1. coil's own choice (the default pipeline: ``coil/strategy``'s plan; its
    kernels' ``# plan:`` lines are kept in the CSV);
@@ -50,6 +51,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(__file__))
+from roofline import rel_pos_softmax
 
 BF16, F16, F32 = torch.bfloat16, torch.float16, torch.float32
 CL = torch.channels_last
@@ -290,6 +292,29 @@ def shapes() -> list[Shape]:
     ]
 
 
+def _rel_pos(dtype, heads: int, seq: int) -> Shape:
+    """``rel_pos_softmax`` of [heads, seq, seq] scores and c2p/p2c scores of the
+    same shape (square at every size: --smoke takes 3 x 16 x 16)."""
+
+    def make(device: str, smoke: bool) -> tuple:
+        h, n = (3, 16) if smoke else (heads, seq)
+        return tuple(torch.randn(h, n, n, device=device, dtype=dtype) for _ in range(3))
+
+    tag = {BF16: "bf16", F16: "f16"}.get(dtype, "f32")
+    return Shape(f"rel_pos_softmax {tag} {heads}x{seq}x{seq}", rel_pos_softmax, make, "heavy")
+
+
+def alibi_softmax(x):
+    """Attention probabilities with ALiBi's bias computed in the graph (MPT's
+    and BLOOM's slopes 2^(-8h/H) times the key's distance), softmax in f32."""
+    heads, q, k = x.shape[1], x.shape[-2], x.shape[-1]
+    h = torch.arange(1, heads + 1, device=x.device, dtype=torch.float32)
+    slopes = torch.pow(2.0, -8.0 * h / heads)
+    key, query = torch.arange(k, device=x.device), torch.arange(q, device=x.device)
+    bias = slopes[:, None, None] * (key[None, None, :] - query[None, :, None]).float()
+    return torch.softmax(x.float() + bias, -1).to(x.dtype)
+
+
 def held_out() -> list[Shape]:
     s = _shape
     return [
@@ -359,6 +384,12 @@ def held_out() -> list[Shape]:
         s("softmax", lambda x: torch.softmax(x, -1), BF16, 4, 151936, grid="rows"),
         s("log_softmax", lambda x: torch.log_softmax(x, -1), F32, 777, 3001, grid="rows"),
         s("softmax_dim0", lambda x: torch.softmax(x, 0), F32, 1000, 999, grid="outer"),
+        # heavy bodies (plan.BODY_OPS_PER_THREAD): DeBERTa's disentangled
+        # attention (82 ops a point), at the size it was set on and a smaller
+        # one; an ALiBi softmax whose bias is computed in the kernel (MPT, BLOOM)
+        _rel_pos(BF16, 96, 512),
+        _rel_pos(F16, 48, 256),
+        s("alibi_softmax", alibi_softmax, BF16, 8, 12, 512, 512, grid="heavy"),
         s(
             "add_col_bcast",
             lambda x, y: x + y[:, None],
@@ -467,6 +498,8 @@ GRIDS: dict[str, list[dict]] = {
         dict(xblock=64),
     ],
     "rows": [dict(xblock=1), dict(persistent_threshold=0)],
+    # rows a program of a heavy body, around BODY_OPS_PER_THREAD's choice
+    "heavy": [dict(xblock=1), dict(xblock=2), dict(xblock=4), dict(xblock=8)],
     "pointwise": [dict(xblock=512), dict(num_warps=8)],
     "tile2d": [dict(tile2d="off"), dict(yblock=64, xblock=64)],
     # The tiles before streamed ones (one or two persistent rows a program)
