@@ -308,6 +308,7 @@ def reduction_tile(
     # to spread rows over SMs (it runs programs one after another).
     spread = not target.serial
     target = _parallel(target)
+    notes: tuple[str, ...] = ()
     outer = outer_tiles and acc.axis == "outer"
     threshold = min(persistent_threshold, OUTER_PERSISTENT) if outer else persistent_threshold
     persistent = r.is_Integer and int(r) <= threshold
@@ -349,8 +350,14 @@ def reduction_tile(
         xb = floor_pow2(min(64, budget // rb))
         if x.is_Integer:
             xb = min(xb, next_pow2(int(x)))
-        xb = body_rows(xb, rb, inner, body_ops(shape), target.warp_size)
+        heavy = body_rows(xb, rb, inner, body_ops(shape), target.warp_size)
+        if heavy < xb:
+            ops = body_ops(shape)
+            notes = (f"{xb} -> {heavy} rows a program: a heavy body ({ops} ops a point)",)
+            xb = heavy
     default = _tile(shape, target, persistent, xb, rb, inner, outer)
+    if notes:
+        default = replace(default, notes=notes)
     if not xblock and not rblock and spread and _streams_rows(shape, target):
         streamed = stream_tile(shape, target, default)
         if streamed is not default:

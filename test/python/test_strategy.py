@@ -309,6 +309,7 @@ def test_a_heavy_body_takes_fewer_rows_a_program():
     assert P.reduction_tile(softmax(4), h200).xblock == 8
     heavy = P.reduction_tile(softmax(82), h200)
     assert (heavy.xblock, heavy.rblock, heavy.warps) == (1, 512, 4)
+    assert "8 -> 1 rows a program: a heavy body (82 ops a point)" in heavy.summary()
     assert P.reduction_tile(softmax(82), h200, xblock=8).xblock == 8
     # Rows a program shrink only as far as the body needs: 40 ops fit 8 points
     # a thread ([2, 512] at 4 warps).
