@@ -900,6 +900,8 @@ def _time_and_profile(runs: dict, call, row: dict) -> dict:
         if row["coil_ms"] > row["inductor_ms"]:
             for name in ("inductor", "coil"):
                 profiles[name] = _profile(lambda f=runs[name]: call(f))
+                row[f"{name}_gpu_ms"] = profiles[name]["kernel_ms"]
+                row[f"{name}_launches"] = profiles[name]["launches"]
     return profiles
 
 
@@ -1065,6 +1067,10 @@ COLUMNS = [
     "wall_s",
     "lock_wait_s",
     "call_warnings",
+    "inductor_gpu_ms",
+    "coil_gpu_ms",
+    "inductor_launches",
+    "coil_launches",
 ]
 
 
@@ -1337,10 +1343,34 @@ def table(rows: list[dict], commit: str) -> str:
         *_training_summary(rows),
         f"distinct ATen-fallback ops: {len(ops)} ({', '.join(ops)})",
     ]
+    summary += _losses(infer)
     warned = [f"{r['name']} ({r['call_warnings']})" for r in rows if _coil_warns(r)]
     if warned:
         summary.append(f"coil calls raising warnings every call: {'; '.join(warned)}")
     return "\n".join(lines + summary) + "\n"
+
+
+def _losses(rows: list[dict]) -> list[str]:
+    """The rows below Inductor, split by their profiles (the GPU kernel time of a
+    call, profiled where coil was slower: columns ``*_gpu_ms``, empty in rows
+    swept before them): coil's kernels no slower than Inductor's (the loss is
+    host time: launches, wrappers, guards) or slower (a kernel to find in
+    ``sweep-profiles.txt``)."""
+    host, kernels = [], []
+    for r in rows:
+        if float(r["vs_inductor"]) >= 1.0 or not r.get("coil_gpu_ms"):
+            continue
+        coil, ind = float(r["coil_gpu_ms"]), float(r["inductor_gpu_ms"])
+        launches = f"{float(r['coil_launches']):.0f} / {float(r['inductor_launches']):.0f} launches"
+        text = f"{r['name']} ({coil:.3f} / {ind:.3f} ms, {launches})"
+        (host if coil <= ind * 1.02 else kernels).append(text)
+    if not host and not kernels:
+        return []
+    return [
+        "below Inductor, GPU kernels coil / Inductor per call: "
+        f"kernels no slower (host time) {', '.join(host) or 'none'}; "
+        f"kernels slower {', '.join(kernels) or 'none'}"
+    ]
 
 
 def _coil_warns(row: dict) -> bool:

@@ -70,3 +70,18 @@ def test_call_warnings_counted_and_listed():
     table = sweep.table(rows, "c1")
     assert "coil calls raising warnings every call: a (eager:1;inductor:0;coil:1" in table
     assert "; b (" not in table
+
+
+def test_losses_split_by_their_profiles():
+    """A row below Inductor whose GPU kernels are no slower lost on the host; one
+    whose kernels are slower names them; rows swept before the profile columns
+    say nothing."""
+    rows = [_row("c1", "host", 0.96), _row("c1", "kernel", 0.79), _row("c1", "old", 0.9)]
+    rows[0].update(coil_gpu_ms="2.43", inductor_gpu_ms="2.543", coil_launches="196")
+    rows[0].update(inductor_launches="223")
+    rows[1].update(coil_gpu_ms="13.22", inductor_gpu_ms="10.36", coil_launches="556")
+    rows[1].update(inductor_launches="673")
+    text = sweep.table(rows, "c1")
+    assert "kernels no slower (host time) host (2.430 / 2.543 ms, 196 / 223 launches)" in text
+    assert "kernels slower kernel (13.220 / 10.360 ms, 556 / 673 launches)" in text
+    assert "old (" not in text
