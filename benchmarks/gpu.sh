@@ -327,7 +327,7 @@ cat "$OUT/device.txt"
 [ -f "$OUT/roofline.md" ] && cat "$OUT/roofline.md"
 [ -f "$OUT/tile_sweep.log" ] && sed -n '/^| workload | config/,$p' "$OUT/tile_sweep.log"
 [ -f "$OUT/models.log" ] && grep -h '^| ' "$OUT/models.log" | grep -v -- '---'
-[ -f "$OUT/sweep.md" ] && tail -n 5 "$OUT/sweep.md"
+[ -f "$OUT/sweep.md" ] && sed -n '/^commit /,$p' "$OUT/sweep.md"
 ls "$OUT"/dynamic*.md >/dev/null 2>&1 && grep -h '^| ' "$OUT"/dynamic*.md
 [ -f "$OUT/shape_sweep.log" ] && grep -h "within 10 %" "$OUT/shape_sweep.log"
 [ -f "$OUT/models-before.log" ] && grep -h '^| before' "$OUT/models-before.log"
