@@ -350,9 +350,9 @@ def reduction_tile(
         xb = floor_pow2(min(64, budget // rb))
         if x.is_Integer:
             xb = min(xb, next_pow2(int(x)))
-        heavy = body_rows(xb, rb, inner, body_ops(shape), target.warp_size)
+        ops = body_ops(shape)
+        heavy = body_rows(xb, rb, inner, ops, target.warp_size)
         if heavy < xb:
-            ops = body_ops(shape)
             notes = (f"{xb} -> {heavy} rows a program: a heavy body ({ops} ops a point)",)
             xb = heavy
     default = _tile(shape, target, persistent, xb, rb, inner, outer)

@@ -326,14 +326,16 @@ def _step(draw, b: _Builder) -> None:
         v = b.values[k]
         n = v.shape[-1]
         affine = draw(st.booleans())
-        weight = b.add_input(torch.randn(n, generator=b.gen).to(v.dtype)) if affine else None
+
+        def param() -> _Ref | None:
+            if not affine:
+                return None
+            return _Ref(b.add_input(torch.randn(n, generator=b.gen).to(v.dtype)))
+
+        args = [_Ref(k), [n], param()]
         if draw(st.booleans()):
-            bias = b.add_input(torch.randn(n, generator=b.gen).to(v.dtype)) if affine else None
-            args = [_Ref(k), [n], None if weight is None else _Ref(weight)]
-            args.append(None if bias is None else _Ref(bias))
-            b.call("call_function", F.layer_norm, args, name="layer_norm")
+            b.call("call_function", F.layer_norm, [*args, param()], name="layer_norm")
         else:
-            args = [_Ref(k), [n], None if weight is None else _Ref(weight)]
             b.call("call_function", F.rms_norm, args, name="rms_norm")
     elif kind == "cumsum":
         k = _pick(draw, b, lambda v: v.dim() >= 1 and v.dtype != torch.bool)
