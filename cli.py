@@ -146,8 +146,13 @@ class FxOptMain(xDSLOptMain):
                     "--print-kernel-plans: the pipeline runs neither loop-split-reduction "
                     'nor convert-loop-to-tt, which print the plans; add -p "$(coil pipeline)"'
                 )
-        parse_pipeline(self.args.passes, self.available_passes)
+        # xDSL's own parse (in its setup_pipeline) would refuse what ours
+        # accepts (an integer for a float option): it runs on no passes, for
+        # its callback (timing, verifying and printing between passes) only.
+        passes, self.args.passes = self.args.passes, ""
         super().setup_pipeline()
+        self.args.passes = passes
+        self.pipeline = parse_pipeline(passes, self.available_passes, self.pipeline.callback)
 
     def apply_passes(self, prog) -> None:
         # --device: the target the passes plan for, set on the parsed module

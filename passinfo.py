@@ -235,6 +235,7 @@ OPTION_RULES: dict[str, dict[str, OptionRule]] = {
         "max_reads": int_range(0),
         "max_uses": int_range(0),
         "max_body_ops": OptionRule("0 (no limit) or an integer >= 1", lambda v: v >= 0),
+        "recompute_margin": OptionRule("0 (never stores for it) or a number > 0", lambda v: v >= 0),
     },
     "aten-reorder-collectives": {
         "max_in_flight": OptionRule("0 (no limit) or an integer >= 1", lambda v: v >= 0),

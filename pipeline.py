@@ -172,6 +172,10 @@ def _type_words(hint: Any) -> str:
     return str(hint)
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _spec_text(values: tuple) -> str:
     return ",".join(str(v).lower() if isinstance(v, bool) else str(v) for v in values)
 
@@ -195,6 +199,10 @@ def pass_from_spec(cls: type[ModulePass], spec: Any) -> ModulePass:
             raise PassOptionError(
                 f"{cls.name}: " + unknown_name("option", given, options, options, "its options")
             )
+        if hints[field_name] is float and any(_is_int(v) for v in values):
+            # "recompute-margin=4": an integer is a number (xDSL's check wants 4.0)
+            values = type(values)(float(v) if _is_int(v) else v for v in values)
+            spec.parameters[given] = values
         try:
             _convert_arg_to_type(values, hints[field_name])
         except ValueError:

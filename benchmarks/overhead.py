@@ -69,6 +69,18 @@ def mlp20():
     return torch.nn.Sequential(*layers), (torch.randn(1, 256),)
 
 
+def mlp1024(rows: int):
+    """dynamic.py's MLP (1024 -> 4096 -> 1024, GELU) at ``rows`` rows: its
+    dynamic compile's host time against the static one's (issue 35)."""
+
+    def build():
+        return torch.nn.Sequential(
+            torch.nn.Linear(1024, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 1024)
+        ), (torch.randn(rows, 1024),)
+
+    return build
+
+
 def gpt2(batch: int, seq: int):
     def build():
         import transformers
@@ -123,6 +135,7 @@ def timm_model(name: str, batch: int):
 
 WORKLOADS = {
     "mlp20_b1": mlp20,
+    "mlp1024_b64": mlp1024(64),
     "gpt2_b1": gpt2(1, 128),
     "gpt2_8x128": gpt2(8, 128),
     "gpt2_8x512": gpt2(8, 512),
@@ -137,7 +150,11 @@ WORKLOADS = {
     "swin_tiny_b32": timm_model("swin_tiny_patch4_window7_224", 32),
     "inception_next_b32": timm_model("inception_next_tiny", 32),
 }
-DEFAULT = [n for n in WORKLOADS if not n.endswith("_b32") or n.startswith("resnet50")]
+DEFAULT = [
+    n
+    for n in WORKLOADS
+    if (not n.endswith("_b32") or n.startswith("resnet50")) and not n.startswith("mlp1024")
+]
 """The workloads run when none is named (the sweep's models only when named)."""
 
 

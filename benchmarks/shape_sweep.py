@@ -499,7 +499,17 @@ GRIDS: dict[str, list[dict]] = {
     ],
     "rows": [dict(xblock=1), dict(persistent_threshold=0)],
     # rows a program of a heavy body, around BODY_OPS_PER_THREAD's choice
-    "heavy": [dict(xblock=1), dict(xblock=2), dict(xblock=4), dict(xblock=8)],
+    "heavy": [
+        dict(xblock=1),
+        dict(xblock=2),
+        dict(xblock=4),
+        dict(xblock=8),
+        # a reused producer (DeBERTa's relative-position tables) stored, not
+        # recomputed for every head (loop-inline's recompute-margin)
+        dict(recompute_margin=0.5),
+        dict(recompute_margin=0.5, xblock=1),
+        dict(recompute_margin=0.5, xblock=4),
+    ],
     "pointwise": [dict(xblock=512), dict(num_warps=8)],
     "tile2d": [dict(tile2d="off"), dict(yblock=64, xblock=64)],
     # The tiles before streamed ones (one or two persistent rows a program)
@@ -524,6 +534,7 @@ GRIDS: dict[str, list[dict]] = {
 }
 
 SPLIT_OPTIONS = ("split",)
+INLINE_OPTIONS = ("recompute_margin",)
 
 
 def pipeline(config: dict) -> str:
@@ -531,7 +542,13 @@ def pipeline(config: dict) -> str:
 
     p = PIPELINES["default"]
     for key, value in config.items():
-        name = "loop-split-reduction" if key in SPLIT_OPTIONS else "convert-loop-to-tt"
+        name = (
+            "loop-split-reduction"
+            if key in SPLIT_OPTIONS
+            else "loop-inline"
+            if key in INLINE_OPTIONS
+            else "convert-loop-to-tt"
+        )
         p = with_pass_option(p, name, f"{key.replace('_', '-')}={value}")
     return p
 

@@ -238,15 +238,30 @@ def estimate(work: Work, target: Target, launches: int = 1) -> Estimate:
     )
 
 
+def lane_ops_per_s(target: Target) -> float:
+    """Arithmetic ops (one a lane) ``target`` issues a second: four warp
+    schedulers an SM, as the ``compute`` bound above (33.5 T on an H100 or
+    an H200)."""
+    return target.num_sms * 4 * target.warp_size * target.clock_hz
+
+
 def ops_per_byte(target: Target) -> float:
     """Arithmetic ops (one a lane) ``target`` runs in the time its DRAM moves
-    one byte: the SMs' issue rate (four warp schedulers an SM, as the
-    ``compute`` bound above) over the bandwidth a streaming kernel reaches.
-    About 11 on an H100 or an A100, 7.7 on an H200 (the same SMs, 1.4x the
-    bandwidth). ``loop-inline`` weighs arithmetic wasted on masked-off lanes
-    against the store and load it would save with it."""
-    lanes = target.num_sms * 4 * target.warp_size * target.clock_hz
-    return lanes / (target.dram_bytes_per_s * DRAM_EFFICIENCY)
+    one byte: the SMs' issue rate (:func:`lane_ops_per_s`) over the bandwidth
+    a streaming kernel reaches. About 11 on an H100 or an A100, 7.7 on an
+    H200 (the same SMs, 1.4x the bandwidth). ``loop-inline`` weighs
+    arithmetic wasted on masked-off lanes against the store and load it would
+    save with it."""
+    return lane_ops_per_s(target) / (target.dram_bytes_per_s * DRAM_EFFICIENCY)
+
+
+def store_seconds(target: Target, nbytes: float, read_bytes: float) -> float:
+    """A tensor of ``nbytes`` stored by a kernel of its own and read back as
+    ``read_bytes`` by its readers: a launch, the write and the reads at
+    :data:`DRAM_EFFICIENCY` of the bandwidth (``loop-inline`` weighs it
+    against recomputing the tensor in each reader)."""
+    moved = nbytes + read_bytes
+    return target.launch_s + moved / (target.dram_bytes_per_s * DRAM_EFFICIENCY)
 
 
 SECTOR = 32

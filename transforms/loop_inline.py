@@ -44,7 +44,7 @@ from coil.dialects import loop as L
 from coil.intmath import prod
 from coil.strategy import gemm as G
 from coil.strategy.access import element_bytes
-from coil.strategy.cost import ops_per_byte
+from coil.strategy.cost import lane_ops_per_s, ops_per_byte, store_seconds
 from coil.strategy.hints import with_size_hints
 from coil.strategy.target import TARGETS, Target, module_target
 from coil.transforms.extern_effects import extern_mutated_operands
@@ -392,6 +392,13 @@ class LoopInlinePass(ModulePass):
     times is stored instead (Inductor's ``realize_reads_threshold``)."""
     max_uses: int = 1
     """Loads a producer may be recomputed in whatever its cost."""
+    recompute_margin: float = 4.0
+    """How many times a store (a launch, a write, each reader's read) recomputing
+    a reused producer must cost before the producer is stored instead (0: never
+    for that reason). The estimate counts loop-level ops, not the 2-3x more
+    instructions 64-bit index math, divisions and transcendentals compile to,
+    and a stored producer is one more launch on a host-bound model: only clear
+    cases move."""
     max_body_ops: int = 400
     """Ops a reader's body may hold after inlining (0 = no limit): beyond it the
     producer is stored, so no kernel grows past what Triton compiles quickly."""
@@ -545,7 +552,9 @@ class _Inliner:
             return False
         if _widened_for_many(loads) and not self._cheap(producer):
             return False
-        if _reused(producer, loads) and not self._cheap(producer):
+        if _reused(producer, loads) and (
+            not self._cheap(producer) or self._recomputing_costs_more(producer, loads)
+        ):
             return False
         if self._wasted_lanes_cost_more(producer, loads):
             return False
@@ -576,6 +585,37 @@ class _Inliner:
         body = producer.body.block
         o = self.options
         return compute_ops(body) <= o.max_cost and len(external_sources(body)) <= o.max_reads
+
+    def _recomputing_costs_more(self, producer: L.PointwiseOp, loads: list[L.LoadOp]) -> bool:
+        """Whether recomputing a reused ``producer`` (:func:`_reused`: a
+        broadcast into a larger nest, a window) at every hit would take longer
+        than :data:`RECOMPUTE_MARGIN` times storing it in a kernel of its own
+        than ``recompute-margin`` times storing it in a kernel of its own and
+        loading it back in each reader (``cost.store_seconds``): its ops times
+        the readers' iterations beyond one per element (:func:`_lanes`), at the
+        target's issue rate (``cost.lane_ops_per_s``), against the write and,
+        per load, the elements it reads (at most the table: a broadcast's
+        repeated reads hit L2). A cheap producer (``max-cost`` ops) can still
+        be too costly to repeat when the broadcast is wide: DeBERTa's two
+        log-bucketed relative-position indices (28 and 29 ops over [512, 512])
+        were recomputed for each of 96 heads in the attention softmax, ~21 us
+        each on an H200 against ~3 us to store them (Inductor computes both
+        tables once and gathers through them); a padding mask's 3 ops over
+        [8, 512, 512] broadcast over 12 heads stay inlined (2 us against 3),
+        and so does a bias every layer reads whole (MPNet's relative-position
+        bias, 17 ops over [2, 12, 512, 512] read by 12 layers: storing it
+        means 12 reads of 12.6 MB)."""
+        margin = self.options.recompute_margin
+        count = estimate(numel(producer.ranges.data))
+        extra = _lanes(loads) - count
+        ops = compute_ops(producer.body.block)
+        if margin <= 0 or extra <= 0 or ops == 0:
+            return False
+        recompute = extra * ops / lane_ops_per_s(self.target)
+        width = element_bytes(producer.res[0].type.element_type)
+        reads = sum(min(_lanes([load]), count) for load in loads)
+        store = store_seconds(self.target, count * width, reads * width)
+        return recompute > margin * store
 
     def _wasted_lanes_cost_more(self, producer: L.PointwiseOp, loads: list[L.LoadOp]) -> bool:
         """Whether inlined, ``producer``'s arithmetic on its readers' masked-off

@@ -10,6 +10,10 @@
 // RUN: not fx-opt %s -p 'memory-plan{reuse=3}' 2>&1 | filecheck %s --check-prefix=BOOL
 // RUN: not fx-opt %s -p 'loop-inline{max-uses=-1}' 2>&1 | filecheck %s --check-prefix=INLINE
 // RUN: not fx-opt %s -p 'loop-fuse{max-members=1}' 2>&1 | filecheck %s --check-prefix=FUSE
+// RUN: not fx-opt %s -p 'loop-inline{recompute-margin=x}' 2>&1 | filecheck %s --check-prefix=FLOAT
+// RUN: not fx-opt %s -p 'loop-inline{recompute-margin=-1.5}' 2>&1 | filecheck %s --check-prefix=MARGIN
+// An integer is a number: a float option takes 4 as 4.0 (xDSL alone refuses it).
+// RUN: fx-opt %s -p 'convert-aten-to-loop,loop-inline{recompute-margin=4}' | filecheck %s --check-prefix=INT
 // RUN: not fx-opt %s -p 'convert-aten-to-loop{fallback=maybe}' 2>&1 | filecheck %s --check-prefix=CHOICE
 // RUN: not fx-opt %s -p 'aten-decompose{ops="aten.nope.default"}' 2>&1 | filecheck %s --check-prefix=OPS
 // RUN: not fx-opt %s -p 'aten-decompose{ops=aten._softmax.default}' 2>&1 | filecheck %s --check-prefix=UNQUOTED
@@ -25,6 +29,9 @@
 // BOOL: fx-opt: error: memory-plan: option 'reuse' must be true or false; got 3
 // INLINE: fx-opt: error: loop-inline: option 'max-uses' must be an integer >= 0; got -1
 // FUSE: fx-opt: error: loop-fuse: option 'max-members' must be an integer >= 2; got 1
+// FLOAT: fx-opt: error: loop-inline: option 'recompute-margin' must be 0 (never stores for it) or a number > 0; got x
+// MARGIN: fx-opt: error: loop-inline: option 'recompute-margin' must be 0 (never stores for it) or a number > 0; got -1.5
+// INT: loop.pointwise
 // CHOICE: fx-opt: error: convert-aten-to-loop: option 'fallback' must be one of "extern", "error"; got maybe
 // OPS: fx-opt: error: aten-decompose: option 'ops' must be aten overload names, each in quotes: "aten._softmax.default","aten.mm.default"; got aten.nope.default
 // A value with a dot written bare is xDSL's "Unknown token": say how to quote it
