@@ -589,7 +589,6 @@ class _Inliner:
     def _recomputing_costs_more(self, producer: L.PointwiseOp, loads: list[L.LoadOp]) -> bool:
         """Whether recomputing a reused ``producer`` (:func:`_reused`: a
         broadcast into a larger nest, a window) at every hit would take longer
-        than :data:`RECOMPUTE_MARGIN` times storing it in a kernel of its own
         than ``recompute-margin`` times storing it in a kernel of its own and
         loading it back in each reader (``cost.store_seconds``): its ops times
         the readers' iterations beyond one per element (:func:`_lanes`), at the
