@@ -21,6 +21,10 @@ first, so the cost seen is the total being recomputed, as Inductor's
 * P is read by several loads: inlined only when cheap (``max-cost`` compute ops,
   ``max-reads`` distinct tensors) and when the bytes its readers then read
   (P's inputs, once per reading nest) do not exceed a store of P and its reads.
+* P whose elements its readers would compute more than once (a broadcast into
+  a larger nest, a pooling window): inlined only when cheap, and when the
+  repeated arithmetic costs at most ``recompute-margin`` times storing P (a
+  launch, the write, each load's read of it).
 * No reader's body may grow past ``max-body-ops`` (the compile-time guard: a
   kernel that would is split by storing P).
 
