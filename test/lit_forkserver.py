@@ -323,6 +323,22 @@ def _serve_one(conn: socket.socket) -> None:
     os._exit(0)
 
 
+def _keep_import_finalizers() -> None:
+    """Run none of the imports' ``weakref.finalize`` callbacks at a served
+    command's exit. They undo what the imports did inside this process (here,
+    after torch and coil: 188 of torch.library's ``_del_library``, each taking
+    its Library's kernels out of the dispatcher), which nothing sees once the
+    child exits; run at every child's exit they took ~90 ms of CPU a command
+    (a served ``fx-opt`` is a few hundred). A finalizer the command registers
+    itself (a temporary directory's clean-up) still runs at its exit, as in a
+    fresh process; one of the server's own would act on state the server and
+    the next commands share."""
+    import weakref
+
+    for finalizer in list(weakref.finalize._registry):  # type: ignore[attr-defined]
+        finalizer.atexit = False
+
+
 def serve(sock_path: str) -> None:
     """Accept requests on ``sock_path`` until the parent (lit) exits."""
     parent = os.getppid()
@@ -333,6 +349,7 @@ def serve(sock_path: str) -> None:
     # unset): a fresh process that imports it has the variable too, one that
     # does not computes the same default when it needs it.
     _IMPORT_ENV = {k: v for k, v in os.environ.items() if _START_ENV.get(k) != v}
+    _keep_import_finalizers()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(sock_path + ".tmp")
     listener.listen(64)
