@@ -260,6 +260,11 @@ def _loud(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=env)
 
 
+# The two tests below start a fresh fx-opt with warnings on (torch's import,
+# ~6 s of CPU each on the 2-core CI machine); lit's fx-opt/errors.mlir (PT2) and
+# fx-opt/pt2.mlir (QUIET) run the same two checks, whole output, in the README's
+# default command, so these run with -m slow.
+@pytest.mark.slow
 def test_fx_opt_bad_pt2_is_one_line_naming_the_file(tmp_path):
     """No torch log of the failed read, no FutureWarning: one line, exit 1."""
     bad = tmp_path / "bad.pt2"
@@ -271,6 +276,7 @@ def test_fx_opt_bad_pt2_is_one_line_naming_the_file(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_fx_opt_pt2_prints_no_warning(tmp_path):
     path = tmp_path / "model.pt2"
     torch.export.save(torch.export.export(torch.nn.ReLU(), (torch.randn(4),)), str(path))
