@@ -74,6 +74,15 @@ def env(warnings: str = "ignore") -> dict[str, str]:
     return out
 
 
+def python(script: str | Path, *args: str | Path) -> list[str]:
+    """The command line of ``python SCRIPT ARGS``, served where it can be: a
+    process of its own (a crash or ``sys.exit`` there is the command's), forked
+    after the imports instead of importing torch again (~5 s of CPU on the
+    2-core CI machine). Run it with ``env=env()``; a test that checks what a
+    fresh interpreter imports or warns must start ``sys.executable`` itself."""
+    return [tool("python"), str(script), *map(str, args)]
+
+
 def tool(name: str) -> str:
     """The path of command ``name`` (``fx-opt`` or ``coil``), served where it can be."""
     env()

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import copy
 import subprocess
-import sys
 import textwrap
 
 import pytest
+import served_tools
 import torch
 import torch.nn.functional as F
 
@@ -54,7 +54,7 @@ def _matches_eager(fn, *args, dynamic: bool = False) -> None:
 
 # A row of length 0 used to be read unmasked (rnumel 0 % RBLOCK 1 == 0), which
 # segfaults the interpreter: run those in a child process so a regression fails
-# one test instead of killing the session.
+# one test instead of killing the session (served: forked after the imports).
 _EMPTY_ROWS = """
 import torch
 from coil.backend import coil
@@ -75,12 +75,15 @@ print("ok")
 """
 
 
-def test_reductions_over_an_empty_row():
+def test_reductions_over_an_empty_row(tmp_path):
+    script = tmp_path / "empty_rows.py"
+    script.write_text(textwrap.dedent(_EMPTY_ROWS))
     proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(_EMPTY_ROWS)],
+        served_tools.python(script),
         capture_output=True,
         text=True,
         timeout=300,
+        env=served_tools.env(),
     )
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-2000:]
 

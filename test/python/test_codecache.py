@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import served_tools
 import torch
 
 from coil.runtime import codecache
@@ -130,13 +131,15 @@ for i in range(20):
 def test_two_processes_loading_the_same_sources_both_succeed(tmp_path):
     import time
 
-    go = tmp_path / "go"
+    go, script = tmp_path / "go", tmp_path / "race.py"
+    script.write_text(_RACE)
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", _RACE, str(tmp_path / f"ready{i}"), str(go)],
+            served_tools.python(script, tmp_path / f"ready{i}", go),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            env=served_tools.env(),
         )
         for i in range(2)
     ]

@@ -11,11 +11,11 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 import warnings
 from pathlib import Path
 
 import pytest
+import served_tools
 import torch
 from torch import nn
 
@@ -127,9 +127,9 @@ def test_launches_match_tritons_launcher(built, fake_libcuda, tmp_path):
     # The inputs of the dynamic graph: its size symbols, then the tensors.
     torch.save([5, 40, x, 8, w], tmp_path / "inputs.pt")
     proc = subprocess.run(
-        [sys.executable, str(HERE / "cpp_launch_check.py"), str(fake_libcuda), str(directory),
-         str(tmp_path / "inputs.pt")],
-        capture_output=True, text=True, cwd=HERE,
+        served_tools.python(HERE / "cpp_launch_check.py", fake_libcuda, directory,
+                            tmp_path / "inputs.pt"),
+        capture_output=True, text=True, cwd=HERE, env=served_tools.env(),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -171,9 +171,8 @@ def test_2d_tiles_launch_over_grid_y_as_tritons_launcher(fake_libcuda, tmp_path)
         torch.save(inputs, tmp_path / f"inputs{int(dynamic)}.pt")
         checks += [str(directory), str(tmp_path / f"inputs{int(dynamic)}.pt")]
     proc = subprocess.run(
-        [sys.executable, str(HERE / "cpp_launch_check.py"), str(fake_libcuda), *checks,
-         "--kernels-only"],
-        capture_output=True, text=True, cwd=HERE,
+        served_tools.python(HERE / "cpp_launch_check.py", fake_libcuda, *checks, "--kernels-only"),
+        capture_output=True, text=True, cwd=HERE, env=served_tools.env(),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = [json.loads(line) for line in proc.stdout.strip().splitlines()[-2:]]

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import logging
 import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
+import served_tools
 import torch
 from cache_child import PRELUDE
 from torch._subclasses.fake_tensor import FakeTensorMode
@@ -124,10 +124,11 @@ def _run_processes(tmp_path: Path, n: int) -> list[str]:
     ready = [tmp_path / f"ready{i}" for i in range(n)]
     procs = [
         subprocess.Popen(
-            [sys.executable, str(script), str(r), str(go)],
+            served_tools.python(script, r, go),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            env=served_tools.env(),
         )
         for r in ready
     ]
