@@ -24,6 +24,9 @@ config.excludes = [
 # coil, filecheck) on PATH, and keep what torch needs to import quietly.
 bin_dir = os.path.dirname(sys.executable)
 config.environment["PATH"] = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
+# (Checked before the fork server's shims, one named filecheck, go first on PATH.)
+if shutil.which("filecheck", path=config.environment["PATH"]) is None:
+    lit_config.fatal("filecheck not found: pip install the test extra ('.[test]')")
 for var in ("HOME", "TMPDIR", "PYTHONPATH", "TORCHINDUCTOR_CACHE_DIR", "XDG_CACHE_HOME"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
@@ -84,6 +87,3 @@ served_python = sys.executable
 if os.environ.get("COIL_LIT_FORKSERVER", "1") != "0":
     served_python = _start_forkserver()
 config.substitutions.append(("%served_python", served_python))
-
-if shutil.which("filecheck", path=config.environment["PATH"]) is None:
-    lit_config.fatal("filecheck not found: pip install the test extra ('.[test]')")

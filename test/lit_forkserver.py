@@ -5,11 +5,13 @@ xDSL, sympy, the generated aten dialect and often torch before doing any work:
 about 1.5 s of CPU for a run that then takes a few hundred milliseconds. lit's
 suite makes some three hundred such calls. lit.cfg.py starts this server once
 per lit run; it imports all of that once, and puts shims named ``fx-opt`` and
-``coil`` first on the tests' PATH. A shim (Python started with ``-S``, this
-module only) hands the server its argv, working directory, environment and
-stdin/stdout/stderr; the server forks a child that becomes that command,
-runs the real entry point (``coil.cli.fx_opt_main`` / ``coil_main``) on the
-client's own file descriptors, and the shim exits with the child's status. A
+``coil`` first on the tests' PATH (and ``filecheck``, served the same way by a
+second server that imports only filecheck: see :data:`LIGHT_COMMANDS`). A
+shim (Python started with ``-S``, this module only) hands the server its argv,
+working directory, environment and stdin/stdout/stderr; the server forks a
+child that becomes that command, runs the real entry point
+(``coil.cli.fx_opt_main`` / ``coil_main``) on the client's own file
+descriptors, and the shim exits with the child's status. A
 fork shares no state with other runs (only the imports happened before it), so
 each RUN line sees what a fresh process sees.
 
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import struct
 import sys
@@ -37,9 +40,20 @@ import time
 # "python" runs a script file (``%served_python script.py ARGS``) or a module
 # (``python -m MODULE ARGS``, test/python/served_tools.py) as ``python`` would,
 # for the lit tests that are Python scripts and the README's ``python -m`` lines.
-ENTRY_POINTS = {"fx-opt": "coil.cli:fx_opt_main", "coil": "coil.cli:coil_main", "python": ""}
+ENTRY_POINTS = {
+    "fx-opt": "coil.cli:fx_opt_main",
+    "coil": "coil.cli:coil_main",
+    "filecheck": "filecheck.main:main",
+    "python": "",
+}
 # The shims' file names ("python" is not shadowed on the tests' PATH).
-SHIMS = {"fx-opt": "fx-opt", "coil": "coil", "python": "served-python"}
+SHIMS = {"fx-opt": "fx-opt", "coil": "coil", "filecheck": "filecheck", "python": "served-python"}
+# Commands served by a second, light server (forked before the heavy imports,
+# on the socket path + LIGHT): lit's suite starts filecheck ~370 times, ~0.13 s
+# of CPU each, most of it importing (importlib.metadata, its matcher); a fork
+# of the 400 MB server would cost about as much as that start.
+LIGHT = ".light"
+LIGHT_COMMANDS = {"filecheck": "filecheck.main"}
 _FALLBACK = -1000  # status the server sends for "run the real program yourself"
 
 
@@ -88,13 +102,14 @@ def write_shims(bin_dir: str, sock_path: str, python: str, scripts_dir: str) -> 
     for name in ENTRY_POINTS:
         real = python if name == "python" else os.path.join(scripts_dir, name)
         path = os.path.join(bin_dir, SHIMS[name])
+        sock = sock_path + LIGHT if name in LIGHT_COMMANDS else sock_path
         with open(path, "w") as f:
             f.write(
                 f"#!{python} -IS\n"
                 "import sys\n"
                 f"sys.path.insert(0, {here!r})\n"
                 "import lit_forkserver\n"
-                f"sys.exit(lit_forkserver.client({sock_path!r}, {real!r}, {name!r}))\n"
+                f"sys.exit(lit_forkserver.client({sock!r}, {real!r}, {name!r}))\n"
             )
         os.chmod(path, 0o755)
 
@@ -244,13 +259,14 @@ def _log(line: str) -> None:
 def _run_child(request: dict, fds: list[int]) -> None:
     """In the forked child: become the client's command and exit with its status."""
     import atexit
-    import signal
     import tempfile
     import traceback
 
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
+    if request["command"] in LIGHT_COMMANDS:
+        _fresh_output_streams()
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
@@ -280,6 +296,26 @@ def _run_child(request: dict, fds: list[int]) -> None:
     except BaseException:
         pass
     os._exit(code & 0xFF)
+
+
+def _fresh_output_streams() -> None:
+    """``sys.stdout``/``sys.stderr`` made anew on the client's descriptors, as a
+    fresh interpreter makes them: the server's were made for /dev/null, whose
+    seekable file a ``reconfigure`` (filecheck's, to UTF-8) tries to seek on
+    the client's pipe ("Illegal seek")."""
+    import io
+
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        old = getattr(sys, name)
+        stream = io.TextIOWrapper(
+            io.BufferedWriter(io.FileIO(fd, "w", closefd=False)),
+            encoding=old.encoding,
+            errors=old.errors,
+            line_buffering=old.line_buffering or os.isatty(fd),
+            write_through=old.write_through,
+        )
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
 
 
 def _served_python(argv: list[str]) -> bool:
@@ -340,16 +376,35 @@ def _keep_import_finalizers() -> None:
 
 
 def serve(sock_path: str) -> None:
-    """Accept requests on ``sock_path`` until the parent (lit) exits."""
-    parent = os.getppid()
+    """Accept requests on ``sock_path`` until the parent (lit) exits; the
+    :data:`LIGHT_COMMANDS` on ``sock_path + LIGHT``, from a child that imports
+    only those (it exits with this server)."""
     global _START_ENV, _IMPORT_ENV
     _START_ENV = dict(os.environ)
+    light = os.fork()
+    if light == 0:
+        try:
+            for module in LIGHT_COMMANDS.values():
+                __import__(module)
+            _listen(sock_path + LIGHT)
+        finally:
+            os._exit(0)
     _preload()
     # torch._dynamo's import sets TORCHINDUCTOR_CACHE_DIR (to its default when
     # unset): a fresh process that imports it has the variable too, one that
     # does not computes the same default when it needs it.
     _IMPORT_ENV = {k: v for k, v in os.environ.items() if _START_ENV.get(k) != v}
     _keep_import_finalizers()
+    _listen(sock_path)
+    os.kill(light, signal.SIGTERM)  # its sessions end on their own
+    while _reap():
+        time.sleep(0.1)
+
+
+def _listen(sock_path: str) -> None:
+    """Serve each request on ``sock_path`` in a forked session until this
+    process's parent exits."""
+    parent = os.getppid()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(sock_path + ".tmp")
     listener.listen(64)
@@ -371,8 +426,6 @@ def serve(sock_path: str) -> None:
                 os._exit(1)
         conn.close()
     listener.close()
-    while _reap():
-        time.sleep(0.1)
 
 
 def _reap() -> bool:
