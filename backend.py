@@ -60,6 +60,7 @@ from coil.pipeline import (
 )
 from coil.runtime.aotcache import AotCache
 from coil.runtime.compiled import with_cudagraphs
+from coil.runtime.cpp_kernels import vector_bytes
 from coil.strategy.gemm import GEMM_MODES
 from coil.strategy.target import TARGETS
 from coil.timing import next_graph_label
@@ -168,12 +169,13 @@ def _flag(options: dict[str, Any], key: str, default: bool) -> bool:
 
 def with_cpu_kernels(pipeline: str) -> str:
     """``pipeline`` with ``convert-loop-to-cpp`` before ``convert-loop-to-tt``: the
-    nests over CPU buffers become C++ kernels, the rest stay Triton's."""
+    nests over CPU buffers become C++ kernels, the rest stay Triton's; with
+    ``vector-bytes=64`` where the kernels compile for 512-bit vectors."""
     if re.search(r"(?<![\w-])convert-loop-to-cpp(?![\w-])", pipeline):
         return pipeline
-    return re.sub(
-        r"(?<![\w-])convert-loop-to-tt(?![\w-])", "convert-loop-to-cpp,convert-loop-to-tt", pipeline
-    )
+    width = vector_bytes()
+    cpp = "convert-loop-to-cpp" + (f"{{vector-bytes={width}}}" if width != 32 else "")
+    return re.sub(r"(?<![\w-])convert-loop-to-tt(?![\w-])", f"{cpp},convert-loop-to-tt", pipeline)
 
 
 def _cpu_graph(gm: torch.fx.GraphModule, inputs: Sequence[Any]) -> bool:

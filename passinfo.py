@@ -251,6 +251,7 @@ OPTION_RULES: dict[str, dict[str, OptionRule]] = {
         "max_args": int_range(2),
         "max_kernels": OptionRule("0 (no limit) or an integer >= 2", lambda v: v == 0 or v >= 2),
     },
+    "convert-loop-to-cpp": {"vector_bytes": OptionRule("32 or 64", lambda v: v in (32, 64))},
     "loop-fuse": {
         "max_members": int_range(2),
         "max_body_ops": OptionRule("0 (no limit) or an integer >= 1", lambda v: v >= 0),

@@ -41,6 +41,7 @@ from coil.dialects import loop as L
 from coil.dialects.buffer import BufferType
 from coil.dialects.symbolic import ExprAttr, is_index_symbol
 from coil.lowering.convert_loop_to_tt import _copy_as_pointwise, dedupe_kernels
+from coil.lowering.loop_to_cpp.source import VECTOR_BYTES
 from coil.lowering.loop_to_tt.kernel import kernel_name
 from coil.transforms.input_level import require_below_aten
 from coil.transforms.loop_cost import nest_cost
@@ -107,6 +108,12 @@ class ConvertLoopToCppPass(ModulePass):
     max_args: int = 256
     """The most buffer and size arguments a combined function takes."""
 
+    vector_bytes: int = 32
+    """Bytes of a row reduction's vector accumulators in the printed C++ (32:
+    AVX2 registers; 64 where the kernels compile for 512-bit vectors, which the
+    backend sets from torch's CPU capability): each ``cpu.func`` carries it as
+    ``coil.vector_bytes`` (``loop_to_cpp/source.py``, ``VECTOR_BYTES``)."""
+
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         require_below_aten(op, "convert-loop-to-cpp")
         counter = 0
@@ -124,6 +131,11 @@ class ConvertLoopToCppPass(ModulePass):
             _combine(op, self.max_args, counter)
         if self.dedupe:
             _dedupe(op)
+        if self.vector_bytes != VECTOR_BYTES:
+            width = builtin.IntegerAttr(self.vector_bytes, 64)
+            for kernel in op.body.block.ops:
+                if isinstance(kernel, cpu.FuncOp):
+                    kernel.attributes["coil.vector_bytes"] = width
 
     def _lower_copy(self, op: L.CopyOp, f: func.FuncOp, counter: int) -> bool:
         if not all(isinstance(v.type, BufferType) for v in (op.value, op.dest)):

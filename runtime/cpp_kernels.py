@@ -57,6 +57,13 @@ BASE_FLAGS = (
 )
 
 
+def vector_bytes() -> int:
+    """Bytes of the vectors the kernels are compiled for (:func:`_vector_width`):
+    64 where they prefer 512-bit vectors, else 32. ``convert-loop-to-cpp``'s
+    ``vector-bytes``: a row reduction's accumulators and steps that wide."""
+    return 64 if "-mprefer-vector-width=512" in _vector_width() else 32
+
+
 def _vector_width() -> tuple[str, ...]:
     """The vector width the kernels prefer on x86: 512 bits where ATen's own
     kernels run AVX-512 (torch's CPU capability), else 256. Some x86 tunings

@@ -53,7 +53,7 @@ from typing import Any
 
 import sympy
 from xdsl.dialects import arith, builtin
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from coil.dialects import cpu
@@ -97,7 +97,20 @@ pass, after every row: the 256x1024 f32 LayerNorm kernel alone (two such
 passes per row; ctypes, a fresh output per call, one thread, process CPU time,
 15 rounds of 200 calls, Xeon with AVX-512, 256-bit vectors, load 4.8) 98.3 ->
 89.1 us, ATen 120.0; by hand, at load 7: 116.1 -> 109.3, hand-written AVX2
-intrinsics 109.9 (RESULTS.md, twentieth session, branch cpuln)."""
+intrinsics 109.9 (RESULTS.md, twentieth session, branch cpuln).
+
+A ``cpu.func`` with ``coil.vector_bytes = 64`` (``convert-loop-to-cpp``'s
+``vector-bytes``: the backend sets it where the kernels compile for 512-bit
+vectors) keeps 64-byte accumulators (``coil_vf16``/``coil_vd8``) and steps 16
+floats at a time: the step's exp calls are then glibc's 16-wide AVX-512 ones
+instead of two 8-wide AVX2 calls' worth. The 256x1024 f32 softmax kernel
+alone (ctypes, one thread, interleaved best of 10 x 3 x 200 calls, AVX-512
+Xeon): 300 -> 200 us, ATen 246; the LayerNorm kernel 95 -> 92 us (twenty-sixth
+session)."""
+
+WIDE_TYPES = {32: {"float": "coil_vf", "double": "coil_vd"}, 64: {"float": "coil_vf16", "double": "coil_vd8"}}
+"""The accumulator vector type of a float sum or product, by vector bytes."""
+SPLAT = {"coil_vf": "splat", "coil_vd": "splat", "coil_vf16": "splat16", "coil_vd8": "splat8"}
 
 SUM_CHUNK = 4096
 """Elements of a row after which a float sum's partials are added into a
@@ -294,6 +307,26 @@ inline float lanes_prod(coil_vf v) {
 inline double lanes_prod(coil_vd v) { return (v[0] * v[2]) * (v[1] * v[3]); }
 inline coil_vf splat(float x) { return coil_vf{x, x, x, x, x, x, x, x}; }
 inline coil_vd splat(double x) { return coil_vd{x, x, x, x}; }
+// 64-byte accumulators (a cpu.func's coil.vector_bytes = 64: 512-bit vectors):
+// the two halves added, then folded as above.
+typedef float coil_vf16 __attribute__((vector_size(64)));
+typedef double coil_vd8 __attribute__((vector_size(64)));
+inline float lanes_sum(coil_vf16 v) {
+  return lanes_sum(coil_vf{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]} +
+                   coil_vf{v[8], v[9], v[10], v[11], v[12], v[13], v[14], v[15]});
+}
+inline double lanes_sum(coil_vd8 v) {
+  return lanes_sum(coil_vd{v[0], v[1], v[2], v[3]} + coil_vd{v[4], v[5], v[6], v[7]});
+}
+inline float lanes_prod(coil_vf16 v) {
+  return lanes_prod(coil_vf{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]} *
+                    coil_vf{v[8], v[9], v[10], v[11], v[12], v[13], v[14], v[15]});
+}
+inline double lanes_prod(coil_vd8 v) {
+  return lanes_prod(coil_vd{v[0], v[1], v[2], v[3]} * coil_vd{v[4], v[5], v[6], v[7]});
+}
+inline coil_vf16 splat16(float x) { return coil_vf16{} + x; }
+inline coil_vd8 splat8(double x) { return coil_vd8{} + x; }
 }  // namespace
 """
 
@@ -556,6 +589,8 @@ class KernelPrinter:
         self.kept: dict[str, list] = {}  # key -> [array, written]
         self.lines: list[str] = []
         self.wide_compares = 0  # 64-bit integer compares printed (see _blocked)
+        wide = fn.attributes.get("coil.vector_bytes")
+        self.vector_bytes = wide.value.data if isinstance(wide, IntegerAttr) else VECTOR_BYTES
         self.depth = 0
         self.names: dict[SSAValue, str] = {}
         self.count = 0
@@ -1212,7 +1247,7 @@ class KernelPrinter:
         for a short static row, a bool or an unknown type)."""
         if not inner or ct not in _SIZEOF:
             return 0
-        lanes = PARTIAL_BYTES // _SIZEOF[ct]
+        lanes = PARTIAL_BYTES * self.vector_bytes // VECTOR_BYTES // _SIZEOF[ct]
         size = sympy.sympify(inner[-1])
         if size.is_Integer and int(size) < 2 * lanes:
             return 0
@@ -1257,8 +1292,8 @@ class KernelPrinter:
         full = int(size) // lanes * lanes if size.is_Integer else None
         chunked = any(q.into_double for q in parts) and (full is None or full > SUM_CHUNK)
         streams = {q.name: [f"{q.name}_s{s}" for s in range(STREAMS)] for q in parts}
-        width = VECTOR_BYTES // _SIZEOF.get(parts[0].ctype, VECTOR_BYTES)
-        vtype = {"float": "coil_vf", "double": "coil_vd"}.get(parts[0].ctype, "")
+        width = self.vector_bytes // _SIZEOF.get(parts[0].ctype, self.vector_bytes)
+        vtype = WIDE_TYPES[self.vector_bytes].get(parts[0].ctype, "")
         decls = len(self.lines)  # the accumulators are declared here, below
         self.row_depth += 1
         last = len(inner) - 1
@@ -1309,7 +1344,7 @@ class KernelPrinter:
         pad = "  " * (self.depth - len(outer_rows))
         declared = []
         for q in parts:
-            init = f"splat({q.ctype}({q.init}))" if vector else q.init
+            init = f"{SPLAT[vtype]}({q.ctype}({q.init}))" if vector else q.init
             names = ", ".join(f"{a} = {init}" for a in streams[q.name])
             declared.append(f"{vtype if vector else q.ctype} {names};")
             if vector:
@@ -1400,7 +1435,7 @@ class KernelPrinter:
                     self.emit(f"{q.name}_t += double({fold(q)});")
                     if vector:
                         self.emit(f"{q.name}_r = {q.init};")
-                        zero = f"splat({q.ctype}({q.init}))"
+                        zero = f"{SPLAT[vtype]}({q.ctype}({q.init}))"
                         self.emit(" ".join(f"{a} = {zero};" for a in streams[q.name]))
                     else:
                         self.emit(" ".join(f"{a} = {q.init};" for a in streams[q.name]))

@@ -110,6 +110,26 @@ def test_blocked_row_reductions(name, poisoned):
     assert_close_to_eager(_compile(fn)(*inputs), fn(*inputs))
 
 
+def _with_vector_bytes(width: int) -> str:
+    from coil.pipeline import PIPELINES
+
+    cpp = f"convert-loop-to-cpp{{vector-bytes={width}}},convert-loop-to-tt"
+    return re.sub(r"(?<![\w-])convert-loop-to-tt(?![\w-])", cpp, PIPELINES["default"])
+
+
+@needs_compiler
+@pytest.mark.parametrize("width", [32, 64])
+@pytest.mark.parametrize("name", ["softmax_tail", "sum_chunks", "prod_streams", "f64_sum"])
+def test_blocked_rows_either_vector_width(name, width):
+    """Both accumulator widths (``convert-loop-to-cpp{vector-bytes}``: 64 where
+    the kernels compile for 512-bit vectors, else 32) on any host: the 64-byte
+    vectors are GCC vector extensions, split on a CPU without AVX-512."""
+    fn, shapes = ROW_CASES.get(name) or (lambda x: x.sum(1), [(3, 1000)])
+    inputs = [torch.randn(s, dtype=torch.float64 if name == "f64_sum" else None) for s in shapes]
+    options = {"pipeline": _with_vector_bytes(width)}
+    assert_close_to_eager(_compile(fn, options)(*inputs), fn(*inputs))
+
+
 @needs_compiler
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_blocked_rows_reduced_precision(dtype):
