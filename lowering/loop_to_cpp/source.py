@@ -108,7 +108,10 @@ alone (ctypes, one thread, interleaved best of 10 x 3 x 200 calls, AVX-512
 Xeon): 300 -> 200 us, ATen 246; the LayerNorm kernel 95 -> 92 us (twenty-sixth
 session)."""
 
-WIDE_TYPES = {32: {"float": "coil_vf", "double": "coil_vd"}, 64: {"float": "coil_vf16", "double": "coil_vd8"}}
+WIDE_TYPES = {
+    32: {"float": "coil_vf", "double": "coil_vd"},
+    64: {"float": "coil_vf16", "double": "coil_vd8"},
+}
 """The accumulator vector type of a float sum or product, by vector bytes."""
 SPLAT = {"coil_vf": "splat", "coil_vd": "splat", "coil_vf16": "splat16", "coil_vd8": "splat8"}
 
