@@ -1115,7 +1115,9 @@ def write_rows(path: Path, rows: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     with tmp.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, COLUMNS)
+        # LF rows (csv's default is CRLF): a re-written CSV diffs by the rows
+        # that changed, not by every line.
+        w = csv.DictWriter(fh, COLUMNS, lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
     tmp.replace(path)
