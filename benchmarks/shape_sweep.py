@@ -489,21 +489,11 @@ def _static_square_weight(x):
 # the rounds of programs it saves, and those counts were between the grid's.
 GRIDS: dict[str, list[dict]] = {
     "inner": [dict(split=1), dict(split=16), dict(split=128), dict(rblock=1024)],
-    "outer": [
-        dict(split=1),
-        dict(split=16),
-        dict(split=32),
-        dict(split=64),
-        dict(split=128),
-        dict(xblock=64),
-    ],
+    "outer": [*(dict(split=n) for n in (1, 16, 32, 64, 128)), dict(xblock=64)],
     "rows": [dict(xblock=1), dict(persistent_threshold=0)],
     # rows a program of a heavy body, around BODY_OPS_PER_THREAD's choice
     "heavy": [
-        dict(xblock=1),
-        dict(xblock=2),
-        dict(xblock=4),
-        dict(xblock=8),
+        *(dict(xblock=n) for n in (1, 2, 4, 8)),
         # a reused producer (DeBERTa's relative-position tables) recomputed for
         # every head (margin 0) and stored wherever that saves anything (0.5),
         # around loop-inline's recompute-margin (4)
